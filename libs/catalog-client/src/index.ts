@@ -1,0 +1,114 @@
+import { CatalogEvents, CatalogEventTypes, Exchanges, parseEvent, Sku, type ParsedEvent } from '@rs/contracts';
+import { INTERNAL_TOKEN_HEADER, type InternalTokenSigner, type Principal } from '@rs/http';
+import type { Logger } from '@rs/logging';
+import { consume, type AmqpClient } from '@rs/messaging';
+
+/** The catalog could not be asked and the SKU is not known locally: the caller answers 503. */
+export class CatalogUnavailable extends Error {
+  override readonly name = 'CatalogUnavailable';
+}
+
+export interface SkuDirectoryOptions {
+  broker: AmqpClient;
+  /** Base URL of the catalog service, e.g. http://catalog:8083 */
+  catalogUrl: string;
+  signer: InternalTokenSigner;
+  /** Service name, for the internal token and logs. */
+  service: string;
+  logger: Logger;
+  /** How long "no such SKU" is believed without an event saying otherwise. */
+  negativeTtlMs?: number;
+  requestTimeoutMs?: number;
+}
+
+type CacheEntry = { sku: Sku | null; sequence: number; expiresAt: number };
+
+/**
+ * Answers "does this SKU exist, and how is it configured?" for the rights and
+ * subscriptions services. A local cache is fed by `sku.upserted`/`sku.deleted` on
+ * `catalog.events` through a private queue of this process; what the cache does not know
+ * is asked of the catalog over HTTP. While the broker connection is down the cache may
+ * miss events, so it is emptied on every reconnect.
+ */
+export class SkuDirectory {
+  private readonly cache = new Map<string, CacheEntry>();
+  private readonly principal: Principal;
+
+  constructor(private readonly options: SkuDirectoryOptions) {
+    this.principal = {
+      clientId: `service:${options.service}`,
+      grantorId: null,
+      admin: false,
+      scheme: 'service',
+      scopes: [],
+      subject: null,
+    };
+  }
+
+  async start(): Promise<void> {
+    this.options.broker.on('connected', () => this.cache.clear());
+    await consume(
+      this.options.broker,
+      {
+        queue: null,
+        bindings: [
+          { exchange: Exchanges.catalogEvents, routingKey: CatalogEventTypes.skuUpserted },
+          { exchange: Exchanges.catalogEvents, routingKey: CatalogEventTypes.skuDeleted },
+        ],
+        parse: (body) => parseEvent(CatalogEvents, body),
+        handle: async (event) => this.apply(event),
+      },
+      this.options.logger.child({ component: 'sku-directory' }),
+    );
+  }
+
+  /** The SKU, or null when the catalog has no such entry. Throws CatalogUnavailable. */
+  async find(sku: string): Promise<Sku | null> {
+    const cached = this.cache.get(sku);
+    if (cached && cached.expiresAt > Date.now()) return cached.sku;
+    const fetched = await this.fetch(sku);
+    const current = this.cache.get(sku);
+    // An event that arrived during the request is newer than what the request saw.
+    if (!current || current === cached || current.sequence <= fetched.sequence) this.cache.set(sku, fetched);
+    return fetched.sku;
+  }
+
+  private apply(event: ParsedEvent<typeof CatalogEvents>): void {
+    const sku = event.data.sku;
+    const current = this.cache.get(sku);
+    if (current && current.sequence >= event.data.sequence) return; // stale or repeated
+    if (event.type === CatalogEventTypes.skuUpserted) {
+      const { sequence, ...entry } = event.data as ParsedEvent<typeof CatalogEvents>['data'] & Sku;
+      this.cache.set(sku, { sku: entry, sequence, expiresAt: Number.POSITIVE_INFINITY });
+    } else {
+      this.cache.set(sku, { sku: null, sequence: event.data.sequence, expiresAt: Date.now() + this.negativeTtl });
+    }
+  }
+
+  private get negativeTtl(): number {
+    return this.options.negativeTtlMs ?? 5_000;
+  }
+
+  private async fetch(sku: string): Promise<CacheEntry> {
+    const url = `${this.options.catalogUrl.replace(/\/$/, '')}/catalog/skus/${encodeURIComponent(sku)}`;
+    let response: Response;
+    try {
+      response = await fetch(url, {
+        headers: { [INTERNAL_TOKEN_HEADER]: await this.options.signer.tokenFor(this.principal), accept: 'application/json' },
+        signal: AbortSignal.timeout(this.options.requestTimeoutMs ?? 2_000),
+      });
+    } catch (error) {
+      throw new CatalogUnavailable(`catalog unreachable: ${(error as Error).message}`);
+    }
+    if (response.status === 404) {
+      await response.body?.cancel();
+      return { sku: null, sequence: 0, expiresAt: Date.now() + this.negativeTtl };
+    }
+    if (response.status !== 200) {
+      await response.body?.cancel();
+      throw new CatalogUnavailable(`catalog answered ${response.status}`);
+    }
+    const entry = Sku.parse(await response.json());
+    return { sku: entry, sequence: Number(entry.generation), expiresAt: Number.POSITIVE_INFINITY };
+  }
+}

@@ -1,0 +1,97 @@
+import { z } from 'zod';
+
+/**
+ * Configuration is read from the environment once, at start, and validated with zod
+ * (DESIGN.md section 6). A bad value stops the service with a message naming the variable.
+ */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+export function loadConfig<T extends z.ZodType>(schema: T, env: NodeJS.ProcessEnv = process.env): z.infer<T> {
+  const result = schema.safeParse(env);
+  if (result.success) return result.data;
+  const problems = result.error.issues.map((issue) => {
+    const variable = issue.path.join('.') || '(environment)';
+    return `${variable}: ${issue.message}`;
+  });
+  throw new ConfigError(`invalid configuration\n  ${problems.join('\n  ')}`);
+}
+
+export type ServiceName = 'gateway' | 'subscriptions' | 'rights' | 'catalog' | 'scheduler';
+
+/** Default ports of the internal services; the gateway's is GATEWAY_PORT (DESIGN.md 6). */
+export const DEFAULT_PORTS: Record<ServiceName, number> = {
+  gateway: 8080,
+  subscriptions: 8081,
+  rights: 8082,
+  catalog: 8083,
+  scheduler: 8084,
+};
+
+const port = z.coerce.number().int().min(0).max(65535);
+const url = (protocols: string[]) =>
+  z.string().refine((value) => {
+    try {
+      return protocols.includes(new URL(value).protocol);
+    } catch {
+      return false;
+    }
+  }, `must be a URL with scheme ${protocols.map((p) => p.replace(':', '')).join(' or ')}`);
+
+export const env = {
+  nodeEnv: z.enum(['development', 'test', 'production']).default('production'),
+  logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  port,
+  httpUrl: url(['http:', 'https:']),
+  mongoUrl: url(['mongodb:', 'mongodb+srv:']),
+  amqpUrl: url(['amqp:', 'amqps:']),
+  /** Shared key of the internal tokens (DESIGN.md 4); at least 32 characters. */
+  secret: z.string().min(32, 'must be at least 32 characters'),
+};
+
+/**
+ * Variables every backend service reads. `<SERVICE>_MONGODB_URL` overrides `MONGODB_URL`
+ * for one service (DESIGN.md 6); the database name then comes from its path.
+ */
+export function serviceEnvShape(service: ServiceName) {
+  const upper = service.toUpperCase();
+  return {
+    NODE_ENV: env.nodeEnv,
+    LOG_LEVEL: env.logLevel,
+    MONGODB_URL: env.mongoUrl.default('mongodb://127.0.0.1:27017'),
+    [`${upper}_MONGODB_URL`]: env.mongoUrl.optional(),
+    AMQP_URL: env.amqpUrl.default('amqp://guest:guest@127.0.0.1:5672'),
+    INTERNAL_TOKEN_SECRET: env.secret.optional(),
+  } as const;
+}
+
+/** Only for NODE_ENV=development or test: a fixed key so `npm start` works out of the box. */
+export const DEVELOPMENT_INTERNAL_SECRET = 'development-only-internal-token-secret-do-not-use';
+
+/**
+ * DESIGN.md 6: INTERNAL_TOKEN_SECRET is required outside development.
+ * Returns the key to use, or throws naming the variable.
+ */
+export function internalTokenSecret(cfg: { NODE_ENV: string; INTERNAL_TOKEN_SECRET?: string | undefined }): string {
+  if (cfg.INTERNAL_TOKEN_SECRET) return cfg.INTERNAL_TOKEN_SECRET;
+  if (cfg.NODE_ENV === 'production') {
+    throw new ConfigError('invalid configuration\n  INTERNAL_TOKEN_SECRET: required when NODE_ENV is production');
+  }
+  return DEVELOPMENT_INTERNAL_SECRET;
+}
+
+export interface MongoTarget {
+  url: string;
+  dbName: string;
+}
+
+/** The database a service owns: `rs_<service>` on MONGODB_URL, or the path of `<SERVICE>_MONGODB_URL`. */
+export function mongoTarget(service: ServiceName, cfg: Record<string, unknown>): MongoTarget {
+  const own = cfg[`${service.toUpperCase()}_MONGODB_URL`];
+  if (typeof own === 'string') {
+    const dbName = decodeURIComponent(new URL(own).pathname.replace(/^\//, ''));
+    return { url: own, dbName: dbName || `rs_${service}` };
+  }
+  return { url: String(cfg.MONGODB_URL), dbName: `rs_${service}` };
+}

@@ -1,0 +1,40 @@
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { ConfigError, env, internalTokenSecret, loadConfig, mongoTarget, serviceEnvShape } from '../src/index';
+
+describe('loadConfig', () => {
+  const schema = z.object({ ...serviceEnvShape('catalog'), PORT: env.port.default(8083) });
+
+  it('when variables are absent, then the documented defaults apply', () => {
+    const cfg = loadConfig(schema, {});
+    expect(cfg.MONGODB_URL).toBe('mongodb://127.0.0.1:27017');
+    expect(cfg.AMQP_URL).toBe('amqp://guest:guest@127.0.0.1:5672');
+    expect(cfg.PORT).toBe(8083);
+    expect(cfg.NODE_ENV).toBe('production');
+  });
+
+  it('when a variable is bad, then the error names it', () => {
+    expect(() => loadConfig(schema, { AMQP_URL: 'http://x', PORT: 'eighty' })).toThrow(ConfigError);
+    try {
+      loadConfig(schema, { AMQP_URL: 'http://x', PORT: 'eighty' });
+    } catch (error) {
+      expect((error as Error).message).toMatch(/AMQP_URL: must be a URL with scheme amqp or amqps/);
+      expect((error as Error).message).toMatch(/PORT:/);
+    }
+  });
+
+  it('when the service has its own MongoDB URL, then its path names the database', () => {
+    const cfg = loadConfig(schema, { CATALOG_MONGODB_URL: 'mongodb://db:27017/cat_test' });
+    expect(mongoTarget('catalog', cfg)).toEqual({ url: 'mongodb://db:27017/cat_test', dbName: 'cat_test' });
+    expect(mongoTarget('catalog', loadConfig(schema, {}))).toEqual({
+      url: 'mongodb://127.0.0.1:27017',
+      dbName: 'rs_catalog',
+    });
+  });
+
+  it('when NODE_ENV is production, then INTERNAL_TOKEN_SECRET is required', () => {
+    expect(() => internalTokenSecret({ NODE_ENV: 'production' })).toThrow(/INTERNAL_TOKEN_SECRET/);
+    expect(internalTokenSecret({ NODE_ENV: 'development' })).toHaveLength(49);
+    expect(() => loadConfig(schema, { INTERNAL_TOKEN_SECRET: 'short' })).toThrow(/INTERNAL_TOKEN_SECRET: must be at least 32/);
+  });
+});

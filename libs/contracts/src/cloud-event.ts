@@ -1,0 +1,62 @@
+import { ulid } from 'ulid';
+import { z } from 'zod';
+
+/** CloudEvents 1.0, structured JSON mode (DESIGN.md 2). `type` equals the routing key. */
+export const CloudEvent = z.object({
+  specversion: z.literal('1.0'),
+  id: z.string().min(1),
+  source: z.string().min(1),
+  type: z.string().min(1),
+  subject: z.string().min(1),
+  time: z.iso.datetime({ offset: true }),
+  datacontenttype: z.literal('application/json'),
+  data: z.unknown(),
+});
+export type CloudEvent<Data = unknown> = Omit<z.infer<typeof CloudEvent>, 'data'> & { data: Data };
+
+/** Content type of a structured-mode CloudEvent on the wire. */
+export const CLOUD_EVENT_CONTENT_TYPE = 'application/cloudevents+json; charset=utf-8';
+
+export function createCloudEvent<Data>(input: {
+  source: string;
+  type: string;
+  subject: string;
+  data: Data;
+  time?: Date;
+}): CloudEvent<Data> {
+  return {
+    specversion: '1.0',
+    id: ulid(),
+    source: input.source,
+    type: input.type,
+    subject: input.subject,
+    time: (input.time ?? new Date()).toISOString(),
+    datacontenttype: 'application/json',
+    data: input.data,
+  };
+}
+
+/** A family of event types and the schema of each one's `data`. */
+export type EventSchemas = Record<string, z.ZodType>;
+
+export type ParsedEvent<S extends EventSchemas> = {
+  [K in keyof S & string]: CloudEvent<z.infer<S[K]>> & { type: K };
+}[keyof S & string];
+
+export class InvalidMessage extends Error {
+  override readonly name = 'InvalidMessage';
+}
+
+/**
+ * Parses the envelope first, then the payload by its type; unknown types are refused,
+ * so a consumer dead-letters what it does not understand (DESIGN.md 2).
+ */
+export function parseEvent<S extends EventSchemas>(schemas: S, raw: unknown): ParsedEvent<S> {
+  const envelope = CloudEvent.safeParse(raw);
+  if (!envelope.success) throw new InvalidMessage(`not a CloudEvent: ${z.prettifyError(envelope.error)}`);
+  const schema = schemas[envelope.data.type];
+  if (!schema) throw new InvalidMessage(`unknown event type ${envelope.data.type}`);
+  const data = schema.safeParse(envelope.data.data);
+  if (!data.success) throw new InvalidMessage(`invalid ${envelope.data.type} data: ${z.prettifyError(data.error)}`);
+  return { ...envelope.data, data: data.data } as ParsedEvent<S>;
+}

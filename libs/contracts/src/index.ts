@@ -1,0 +1,3 @@
+export * from './catalog';
+export * from './cloud-event';
+export * from './topology';

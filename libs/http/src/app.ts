@@ -1,0 +1,132 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from '@rs/logging';
+import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response, type Router } from 'express';
+import { AppError, methodNotAllowed, notFound, sendError, toAppError, unsupportedMediaType } from './errors';
+import { httpMetrics, initMetrics, metricsRegistry } from './metrics';
+
+export type ReadinessChecks = Record<string, () => boolean>;
+
+export interface HttpAppOptions {
+  service: string;
+  logger: Logger;
+  /** Dependencies that must be reachable for /readyz to answer 200 (DESIGN.md 5). */
+  readiness: ReadinessChecks;
+  /** Middleware run after the health routes and before every other route (e.g. internal auth). */
+  guard?: RequestHandler;
+  /** Parse JSON bodies for every route, with this size limit (e.g. "64kb"). */
+  jsonLimit?: string;
+  routes: (app: Express) => void;
+}
+
+declare global {
+  // eslint-disable-next-line @typescript-eslint/no-namespace
+  namespace Express {
+    interface Locals {
+      requestId: string;
+      log: Logger;
+      routeLabel?: string;
+    }
+  }
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const QUIET_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
+
+/** Express 5 app with request ids, one log line per request, metrics, health, and the error format of DESIGN.md 3. */
+export function createHttpApp(options: HttpAppOptions): Express {
+  initMetrics(options.service);
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.set('trust proxy', false);
+
+  app.use((req, res, next) => {
+    const incoming = req.get('x-request-id');
+    res.locals.requestId = incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    res.set('X-Request-Id', res.locals.requestId);
+    res.locals.log = options.logger.child({ request_id: res.locals.requestId });
+    const started = process.hrtime.bigint();
+    res.on('finish', () => {
+      const record = {
+        method: req.method,
+        path: req.path,
+        status: res.statusCode,
+        duration_ms: Number(process.hrtime.bigint() - started) / 1e6,
+      };
+      if (QUIET_PATHS.has(req.path)) res.locals.log.debug(record, 'request');
+      else res.locals.log.info(record, 'request');
+    });
+    next();
+  });
+  app.use(httpMetrics);
+
+  app.get('/healthz', (_req, res) => {
+    res.json({ status: 'alive' });
+  });
+  app.get('/readyz', (_req, res) => {
+    const checks = Object.fromEntries(Object.entries(options.readiness).map(([name, check]) => [name, check()]));
+    const ready = Object.values(checks).every(Boolean);
+    if (!ready) res.status(503).set('Retry-After', '5');
+    res.json({ status: ready ? 'ready' : 'not ready', checks });
+  });
+  app.get('/metrics', async (_req, res) => {
+    res.type(metricsRegistry.contentType).send(await metricsRegistry.metrics());
+  });
+
+  if (options.guard) app.use(options.guard);
+  if (options.jsonLimit) app.use(jsonBody(options.jsonLimit));
+  options.routes(app);
+
+  app.use((req: Request, _res: Response, next: NextFunction) => next(notFound(`no resource at ${req.path}`)));
+  app.use((error: unknown, req: Request, res: Response, _next: NextFunction) => {
+    const appError = toAppError(error);
+    if (appError.status >= 500 && !(error instanceof AppError)) {
+      res.locals.log?.error({ err: error }, 'request failed');
+    }
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    sendError(req, res, appError);
+  });
+  return app;
+}
+
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
+
+/**
+ * JSON bodies only: a body with another content type is 415, malformed JSON 400, an
+ * oversized body 413 (DESIGN.md 3), each before any handler runs, so nothing is written.
+ */
+export function jsonBody(limit: string): RequestHandler[] {
+  const parse = express.json({ limit, strict: true, type: () => true });
+  const requireJson: RequestHandler = (req, _res, next) => {
+    if (!BODY_METHODS.has(req.method) || !hasBody(req)) return next();
+    if (!req.is(['application/json', 'application/*+json'])) {
+      return next(unsupportedMediaType('request body must be application/json'));
+    }
+    next();
+  };
+  const parseIfBody: RequestHandler = (req, res, next) => {
+    if (!BODY_METHODS.has(req.method) || !hasBody(req)) return next();
+    parse(req, res, next);
+  };
+  return [requireJson, parseIfBody];
+}
+
+function hasBody(req: Request): boolean {
+  return req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+}
+
+type Method = 'get' | 'put' | 'post' | 'delete' | 'patch';
+
+/** Registers the handlers of one path and answers 405 with `Allow` for any other method. */
+export function route(router: Router, path: string, handlers: Partial<Record<Method, RequestHandler>>): void {
+  const allowed: string[] = [];
+  for (const [method, handler] of Object.entries(handlers) as [Method, RequestHandler][]) {
+    router[method](path, handler);
+    allowed.push(method.toUpperCase());
+  }
+  if (allowed.includes('GET')) allowed.push('HEAD');
+  router.all(path, (_req, _res, next) => next(methodNotAllowed(allowed)));
+}

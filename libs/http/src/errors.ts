@@ -1,0 +1,85 @@
+import { STATUS_CODES } from 'node:http';
+import type { Request, Response } from 'express';
+
+/**
+ * The one error type of every service. `status` is what the client gets; `headers`
+ * carry challenges (WWW-Authenticate) and Retry-After. Messages are written for the
+ * client: they say which field is wrong and why, never internals.
+ */
+export class AppError extends Error {
+  override readonly name = 'AppError';
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+  }
+}
+
+export const badRequest = (message: string) => new AppError(400, message);
+export const unauthorized = (message: string, challenge: string) =>
+  new AppError(401, message, { 'WWW-Authenticate': challenge });
+export const notFound = (message = 'not found') => new AppError(404, message);
+export const methodNotAllowed = (allowed: string[]) =>
+  new AppError(405, `method not allowed; allowed: ${allowed.join(', ')}`, { Allow: allowed.join(', ') });
+export const conflict = (message: string) => new AppError(409, message);
+export const preconditionFailed = (message: string) => new AppError(412, message);
+export const payloadTooLarge = (message: string) => new AppError(413, message);
+export const unsupportedMediaType = (message: string) => new AppError(415, message);
+export const tooManyRequests = (message: string, retryAfterSeconds: number) =>
+  new AppError(429, message, { 'Retry-After': String(Math.max(1, Math.ceil(retryAfterSeconds))) });
+export const serviceUnavailable = (message: string, retryAfterSeconds = 5) =>
+  new AppError(503, message, { 'Retry-After': String(retryAfterSeconds) });
+
+const escapeHtml = (text: string) =>
+  text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+
+/** spec 7 and DESIGN.md 3 "Error bodies": 401 and 404 are text/html, everything else text/plain. */
+const HTML_STATUSES = new Set([401, 404]);
+
+export function sendError(req: Request, res: Response, error: AppError): void {
+  const title = STATUS_CODES[error.status] ?? 'Error';
+  res.status(error.status);
+  res.set(error.headers);
+  if (req.get('accept')?.includes('application/problem+json')) {
+    // RFC 9457 bodies for clients that ask for them (DESIGN.md 3).
+    res.type('application/problem+json').send(
+      JSON.stringify({ type: 'about:blank', title, status: error.status, detail: error.message }),
+    );
+    return;
+  }
+  if (HTML_STATUSES.has(error.status)) {
+    const heading = `${error.status} ${escapeHtml(title)}`;
+    res
+      .type('text/html; charset=utf-8')
+      .send(`<!doctype html>\n<html><head><title>${heading}</title></head><body><h1>${heading}</h1><p>${escapeHtml(error.message)}</p></body></html>\n`);
+    return;
+  }
+  res.type('text/plain; charset=utf-8').send(`${error.message}\n`);
+}
+
+interface BodyParserError {
+  type?: string;
+  status?: number;
+  message?: string;
+}
+
+/** Maps what body-parser and express throw to the contract's statuses; anything else is a 500. */
+export function toAppError(error: unknown): AppError {
+  if (error instanceof AppError) return error;
+  const parserError = error as BodyParserError;
+  switch (parserError?.type) {
+    case 'entity.parse.failed':
+      return badRequest('request body is not valid JSON');
+    case 'entity.too.large':
+      return payloadTooLarge('request body is too large');
+    case 'encoding.unsupported':
+    case 'charset.unsupported':
+      return unsupportedMediaType(parserError.message ?? 'unsupported body encoding');
+    case 'request.aborted':
+    case 'request.size.invalid':
+      return badRequest('request body was incomplete');
+  }
+  return new AppError(500, 'internal error');
+}

@@ -1,0 +1,109 @@
+import type { RequestHandler } from 'express';
+import { jwtVerify, SignJWT } from 'jose';
+import { unauthorized } from './errors';
+
+/**
+ * Who is calling, as the gateway established it (DESIGN.md 3 "Principals"). Services
+ * trust nothing else: the gateway passes it in a short-lived internal JWT it signs with
+ * INTERNAL_TOKEN_SECRET (DESIGN.md 4). A service calling another service signs its own,
+ * with `scheme: 'service'`.
+ */
+export interface Principal {
+  clientId: string;
+  grantorId: string | null;
+  admin: boolean;
+  scheme: 'basic' | 'bearer' | 'service';
+  scopes: string[];
+  /** The user a Bearer token was issued for (its `sub`). */
+  subject: string | null;
+}
+
+declare global {
+  // eslint-disable-next-line @typescript-eslint/no-namespace
+  namespace Express {
+    interface Locals {
+      principal: Principal;
+    }
+  }
+}
+
+const ISSUER = 'rs-internal';
+const AUDIENCE = 'rs-services';
+const ALGORITHM = 'HS256';
+export const INTERNAL_TOKEN_TTL_SECONDS = 60;
+/** Header that carries the internal token; clients' own Authorization never reaches a service. */
+export const INTERNAL_TOKEN_HEADER = 'x-internal-token';
+
+const keyOf = (secret: string) => new TextEncoder().encode(secret);
+
+/**
+ * Signs internal tokens, reusing one per principal for half its life so the hot path
+ * does not sign on every request.
+ */
+export class InternalTokenSigner {
+  private readonly key: Uint8Array;
+  private readonly cache = new Map<string, { token: string; renewAt: number }>();
+
+  constructor(secret: string, private readonly issuerService: string) {
+    this.key = keyOf(secret);
+  }
+
+  async tokenFor(principal: Principal): Promise<string> {
+    const cacheKey = JSON.stringify(principal);
+    const now = Date.now();
+    const cached = this.cache.get(cacheKey);
+    if (cached && cached.renewAt > now) return cached.token;
+    const token = await new SignJWT({
+      cid: principal.clientId,
+      gid: principal.grantorId,
+      adm: principal.admin,
+      sch: principal.scheme,
+      scp: principal.scopes,
+      usr: principal.subject,
+      svc: this.issuerService,
+    })
+      .setProtectedHeader({ alg: ALGORITHM })
+      .setIssuer(ISSUER)
+      .setAudience(AUDIENCE)
+      .setIssuedAt()
+      .setExpirationTime(`${INTERNAL_TOKEN_TTL_SECONDS}s`)
+      .sign(this.key);
+    if (this.cache.size > 10_000) this.cache.clear();
+    this.cache.set(cacheKey, { token, renewAt: now + (INTERNAL_TOKEN_TTL_SECONDS * 1000) / 2 });
+    return token;
+  }
+}
+
+export async function verifyInternalToken(secret: string | Uint8Array, token: string): Promise<Principal> {
+  const { payload } = await jwtVerify(token, typeof secret === 'string' ? keyOf(secret) : secret, {
+    issuer: ISSUER,
+    audience: AUDIENCE,
+    algorithms: [ALGORITHM],
+    clockTolerance: 5,
+  });
+  return {
+    clientId: String(payload.cid),
+    grantorId: typeof payload.gid === 'string' ? payload.gid : null,
+    admin: payload.adm === true,
+    scheme: payload.sch === 'bearer' || payload.sch === 'service' ? payload.sch : 'basic',
+    scopes: Array.isArray(payload.scp) ? payload.scp.map(String) : [],
+    subject: typeof payload.usr === 'string' ? payload.usr : null,
+  };
+}
+
+const INTERNAL_CHALLENGE = 'Bearer realm="internal", error="invalid_token"';
+
+/** Refuses every request that did not come through the gateway (or another service). */
+export function requireInternalToken(secret: string): RequestHandler {
+  const key = keyOf(secret);
+  return async (req, res, next) => {
+    const token = req.get(INTERNAL_TOKEN_HEADER);
+    if (!token) return next(unauthorized('this service is reachable only through the gateway', INTERNAL_CHALLENGE));
+    try {
+      res.locals.principal = await verifyInternalToken(key, token);
+    } catch {
+      return next(unauthorized('invalid internal token', INTERNAL_CHALLENGE));
+    }
+    next();
+  };
+}

@@ -1,0 +1,34 @@
+import type { NextFunction, Request, Response } from 'express';
+import client from 'prom-client';
+
+/**
+ * One Prometheus registry per process (prom-client's default), served at /metrics
+ * (DESIGN.md 5). Libraries register their own counters on it.
+ */
+export const metricsRegistry = client.register;
+
+let defaultsCollected = false;
+export function initMetrics(service: string): void {
+  metricsRegistry.setDefaultLabels({ service });
+  if (!defaultsCollected) {
+    client.collectDefaultMetrics();
+    defaultsCollected = true;
+  }
+}
+
+const requestDuration = new client.Histogram({
+  name: 'http_request_duration_seconds',
+  help: 'HTTP request latency by method, route and status',
+  labelNames: ['method', 'route', 'status'] as const,
+  buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+});
+
+/** Records rate, errors (by status) and latency of every request, labelled by route template. */
+export function httpMetrics(req: Request, res: Response, next: NextFunction): void {
+  const stop = requestDuration.startTimer();
+  res.on('finish', () => {
+    const route = req.route?.path ? `${req.baseUrl}${String(req.route.path)}` : res.locals.routeLabel ?? 'unmatched';
+    stop({ method: req.method, route, status: String(res.statusCode) });
+  });
+  next();
+}

@@ -1,0 +1,217 @@
+import { EventEmitter } from 'node:events';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { context, propagation, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { CLOUD_EVENT_CONTENT_TYPE, type CloudEvent, EXCHANGE_TYPES } from '@rs/contracts';
+import type { Logger } from '@rs/logging';
+import amqp, { type ChannelModel, type ConfirmChannel, type Options } from 'amqplib';
+import { brokerConnected, messagesPublished } from './metrics';
+import { contextFrom, type TraceCarrier } from './trace-context';
+
+export class BrokerUnavailable extends Error {
+  override readonly name = 'BrokerUnavailable';
+}
+
+export interface AmqpClientOptions {
+  url: string;
+  /** Shown as connection_name in the broker's management UI. */
+  connectionName: string;
+  logger: Logger;
+  /** Back-off between connection attempts: doubles from min to max, with jitter. */
+  reconnectMinMs?: number;
+  reconnectMaxMs?: number;
+  confirmTimeoutMs?: number;
+}
+
+/** Work to redo on every new connection: declare topology, start consumers. */
+export type ConnectionSetup = (connection: ChannelModel) => Promise<void>;
+
+const tracer = trace.getTracer('@rs/messaging');
+
+/**
+ * One broker connection per process (DESIGN.md 2): declares the fixed exchanges, keeps
+ * a confirm channel for publishing, reconnects by itself with back-off after any loss,
+ * and re-runs the registered setups (consumers) on each new connection.
+ */
+export class AmqpClient extends EventEmitter<{ connected: []; disconnected: [] }> {
+  private connection: ChannelModel | undefined;
+  private publishChannel: ConfirmChannel | undefined;
+  private readonly setups: ConnectionSetup[] = [];
+  private connecting: Promise<void> | undefined;
+  private closing = false;
+  private readonly log: Logger;
+
+  constructor(private readonly options: AmqpClientOptions) {
+    super();
+    this.log = options.logger.child({ component: 'amqp' });
+  }
+
+  get connected(): boolean {
+    return this.publishChannel !== undefined;
+  }
+
+  /** Starts connecting in the background; see `waitUntilConnected`. */
+  start(): void {
+    this.closing = false;
+    this.connecting ??= this.connectLoop().finally(() => (this.connecting = undefined));
+  }
+
+  async waitUntilConnected(timeoutMs: number): Promise<void> {
+    if (this.connected) return;
+    const connected = new Promise<void>((resolve) => this.once('connected', resolve));
+    const timer = sleep(timeoutMs, undefined, { ref: false }).then(() => {
+      throw new BrokerUnavailable(`cannot reach RabbitMQ at ${redactUrl(this.options.url)} within ${timeoutMs} ms`);
+    });
+    await Promise.race([connected, timer]);
+  }
+
+  /** Registers work to run on this and every later connection. */
+  async addSetup(setup: ConnectionSetup): Promise<void> {
+    this.setups.push(setup);
+    if (this.connection) await setup(this.connection);
+  }
+
+  async close(): Promise<void> {
+    this.closing = true;
+    const connection = this.connection;
+    this.connection = undefined;
+    this.publishChannel = undefined;
+    await connection?.close().catch(() => undefined);
+    await this.connecting?.catch(() => undefined);
+  }
+
+  /**
+   * Publishes one message and resolves when the broker confirmed it (publisher confirms).
+   * Rejects when disconnected, nacked or unconfirmed in time: the caller keeps the message.
+   */
+  async publish(exchange: string, routingKey: string, content: Buffer, options: Options.Publish): Promise<void> {
+    const channel = this.publishChannel;
+    if (!channel) throw new BrokerUnavailable('not connected to RabbitMQ');
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(
+        () => reject(new BrokerUnavailable('publish not confirmed in time')),
+        this.options.confirmTimeoutMs ?? 10_000,
+      );
+      try {
+        channel.publish(exchange, routingKey, content, options, (error) => {
+          clearTimeout(timer);
+          if (error) reject(error instanceof Error ? error : new Error(String(error)));
+          else resolve();
+        });
+      } catch (error) {
+        clearTimeout(timer);
+        reject(error);
+      }
+    });
+    messagesPublished.inc({ exchange: exchange || '(default)' });
+  }
+
+  /**
+   * Publishes a CloudEvent in structured mode with the AMQP properties of DESIGN.md 2 and
+   * the W3C trace context of `traceCarrier` (the trace of the change that caused it).
+   */
+  async publishEvent(exchange: string, event: CloudEvent, traceCarrier?: TraceCarrier): Promise<void> {
+    const parent = traceCarrier ? contextFrom(traceCarrier) : context.active();
+    const span = tracer.startSpan(`${exchange} publish`, {
+      kind: SpanKind.PRODUCER,
+      attributes: {
+        'messaging.system': 'rabbitmq',
+        'messaging.destination.name': exchange,
+        'messaging.rabbitmq.destination.routing_key': event.type,
+        'messaging.message.id': event.id,
+      },
+    }, parent);
+    const spanContext = trace.setSpan(parent, span);
+    const headers: Record<string, string> = {};
+    propagation.inject(spanContext, headers);
+    try {
+      await context.with(spanContext, () =>
+        this.publish(exchange, event.type, Buffer.from(JSON.stringify(event)), {
+          persistent: true,
+          messageId: event.id,
+          type: event.type,
+          contentType: CLOUD_EVENT_CONTENT_TYPE,
+          timestamp: Math.floor(Date.parse(event.time) / 1000),
+          appId: event.source,
+          headers,
+        }),
+      );
+    } catch (error) {
+      span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
+      throw error;
+    } finally {
+      span.end();
+    }
+  }
+
+  private async connectLoop(): Promise<void> {
+    const min = this.options.reconnectMinMs ?? 250;
+    const max = this.options.reconnectMaxMs ?? 10_000;
+    for (let attempt = 0; !this.closing; attempt++) {
+      let connection: ChannelModel | undefined;
+      try {
+        connection = await amqp.connect(withHeartbeat(this.options.url), {
+          clientProperties: { connection_name: this.options.connectionName },
+        });
+        connection.on('error', (error: Error) => this.log.warn({ err: error }, 'broker connection error'));
+        connection.on('close', () => this.onClosed(connection!));
+        const channel = await connection.createConfirmChannel();
+        channel.on('error', (error: Error) => this.log.warn({ err: error }, 'publish channel error'));
+        // A channel the broker closed (e.g. after a protocol error) is replaced by reconnecting.
+        channel.on('close', () => {
+          if (this.publishChannel === channel) void connection?.close().catch(() => undefined);
+        });
+        for (const [name, type] of Object.entries(EXCHANGE_TYPES)) {
+          await channel.assertExchange(name, type, { durable: true });
+        }
+        if (this.closing) {
+          await connection.close().catch(() => undefined);
+          return;
+        }
+        this.connection = connection;
+        this.publishChannel = channel;
+        for (const setup of this.setups) await setup(connection);
+        brokerConnected.set(1);
+        this.log.info({ attempt }, 'connected to RabbitMQ');
+        this.emit('connected');
+        return;
+      } catch (error) {
+        if (this.connection === connection) {
+          this.connection = undefined;
+          this.publishChannel = undefined;
+        }
+        await connection?.close().catch(() => undefined);
+        const delay = Math.min(max, min * 2 ** Math.min(attempt, 16)) * (0.5 + Math.random() / 2);
+        this.log.warn({ err: error, attempt, retry_in_ms: Math.round(delay) }, 'cannot connect to RabbitMQ; retrying');
+        await sleep(delay);
+      }
+    }
+  }
+
+  private onClosed(connection: ChannelModel): void {
+    if (this.connection !== connection) return;
+    this.connection = undefined;
+    this.publishChannel = undefined;
+    brokerConnected.set(0);
+    this.emit('disconnected');
+    if (this.closing) return;
+    this.log.warn('broker connection lost; reconnecting');
+    this.start();
+  }
+}
+
+/** Heartbeats detect a dead peer within seconds; the URL may set its own. */
+function withHeartbeat(url: string): string {
+  const parsed = new URL(url);
+  if (!parsed.searchParams.has('heartbeat')) parsed.searchParams.set('heartbeat', '10');
+  return parsed.toString();
+}
+
+function redactUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    return '(invalid URL)';
+  }
+}

@@ -1,0 +1,172 @@
+import { context, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import type { Logger } from '@rs/logging';
+import type { Channel, ConfirmChannel, ConsumeMessage } from 'amqplib';
+import type { AmqpClient } from './amqp-client';
+import { messagesHandled } from './metrics';
+import { contextFrom } from './trace-context';
+
+export interface Binding {
+  exchange: string;
+  routingKey: string;
+}
+
+export interface Delivery {
+  messageId: string | undefined;
+  routingKey: string;
+  redelivered: boolean;
+  attempt: number;
+}
+
+export interface ConsumerSpec<T> {
+  /**
+   * A durable quorum queue shared by the replicas of a service, with `<queue>.retry` and
+   * `<queue>.dlq` beside it; or null for a private, exclusive queue of this process (for
+   * caches that every replica must fill), which drops what it cannot handle.
+   */
+  queue: string | null;
+  bindings: Binding[];
+  /** Turns the JSON body into a message; throws on what does not parse (dead-lettered at once). */
+  parse: (body: unknown) => T;
+  /** The effect; resolves once it is durable. Must be idempotent: delivery is at least once. */
+  handle: (message: T, delivery: Delivery) => Promise<void>;
+  prefetch?: number;
+  /** Attempts before a failing message goes to the dead-letter queue. */
+  maxAttempts?: number;
+  /** Delay before attempt n+1 is `retryDelaysMs[n-1]` (the last one repeats). */
+  retryDelaysMs?: number[];
+}
+
+const ATTEMPT_HEADER = 'x-rs-attempt';
+const ERROR_HEADER = 'x-rs-error';
+const tracer = trace.getTracer('@rs/messaging');
+
+export const retryQueueOf = (queue: string) => `${queue}.retry`;
+export const deadLetterQueueOf = (queue: string) => `${queue}.dlq`;
+
+/**
+ * Consumes with manual acks (DESIGN.md 2): a message is acked after its effect is durable,
+ * a failure is retried with back-off through `<queue>.retry` (a TTL queue that dead-letters
+ * back), and after the last attempt, or at once when it does not parse, it is moved to
+ * `<queue>.dlq`. Retry and dead-letter copies are confirmed before the original is acked,
+ * so nothing is lost if the process dies in between.
+ */
+export async function consume<T>(client: AmqpClient, spec: ConsumerSpec<T>, logger: Logger): Promise<void> {
+  const maxAttempts = spec.maxAttempts ?? 5;
+  const delays = spec.retryDelaysMs ?? [500, 2_000, 10_000, 30_000];
+  await client.addSetup(async (connection) => {
+    const channel = await connection.createConfirmChannel();
+    channel.on('error', (error: Error) => logger.warn({ err: error }, 'consumer channel error'));
+    await channel.prefetch(spec.prefetch ?? 16);
+    const queue = await declareQueues(channel, spec);
+    const log = logger.child({ queue });
+    await channel.consume(queue, (message) => {
+      if (message) void handleDelivery(channel, queue, message, log);
+    });
+    log.info('consuming');
+  });
+
+  async function handleDelivery(channel: ConfirmChannel, queue: string, message: ConsumeMessage, log: Logger) {
+    const headers = message.properties.headers ?? {};
+    const attempt = Number(headers[ATTEMPT_HEADER] ?? 0) + 1;
+    const delivery: Delivery = {
+      messageId: message.properties.messageId as string | undefined,
+      routingKey: message.fields.routingKey,
+      redelivered: message.fields.redelivered,
+      attempt,
+    };
+    const durable = spec.queue !== null;
+    let parsed: T;
+    try {
+      parsed = spec.parse(JSON.parse(message.content.toString('utf8')));
+    } catch (error) {
+      log.error({ err: error, message_id: delivery.messageId }, 'message does not parse; dead-lettering');
+      await settle(channel, message, () => (durable ? deadLetter(channel, queue, message, error) : undefined));
+      messagesHandled.inc({ queue, outcome: durable ? 'dead_lettered' : 'dropped' });
+      return;
+    }
+
+    // amqplib's instrumentation may already have started a consumer span from the headers.
+    const parent = trace.getSpan(context.active()) ? context.active() : contextFrom(headers);
+    const span = tracer.startSpan(`${queue} process`, {
+      kind: SpanKind.CONSUMER,
+      attributes: { 'messaging.system': 'rabbitmq', 'messaging.destination.name': queue, 'messaging.message.id': delivery.messageId ?? '' },
+    }, parent);
+    try {
+      await context.with(trace.setSpan(parent, span), () => spec.handle(parsed, delivery));
+      channel.ack(message);
+      messagesHandled.inc({ queue, outcome: 'ok' });
+      log.info({ message_id: delivery.messageId, routing_key: delivery.routingKey, attempt }, 'message handled');
+    } catch (error) {
+      span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error)?.message });
+      if (!durable) {
+        log.error({ err: error, message_id: delivery.messageId }, 'message failed; dropped');
+        await settle(channel, message, () => undefined);
+        messagesHandled.inc({ queue, outcome: 'dropped' });
+      } else if (attempt < maxAttempts) {
+        const delay = delays[Math.min(attempt - 1, delays.length - 1)] ?? 1_000;
+        log.warn({ err: error, message_id: delivery.messageId, attempt, retry_in_ms: delay }, 'message failed; will retry');
+        await settle(channel, message, () => retryLater(channel, queue, message, attempt, delay));
+        messagesHandled.inc({ queue, outcome: 'retried' });
+      } else {
+        log.error({ err: error, message_id: delivery.messageId, attempt }, 'message failed for the last time; dead-lettering');
+        await settle(channel, message, () => deadLetter(channel, queue, message, error));
+        messagesHandled.inc({ queue, outcome: 'dead_lettered' });
+      }
+    } finally {
+      span.end();
+    }
+  }
+}
+
+async function declareQueues(channel: Channel, spec: Pick<ConsumerSpec<unknown>, 'queue' | 'bindings'>): Promise<string> {
+  let queue: string;
+  if (spec.queue === null) {
+    queue = (await channel.assertQueue('', { exclusive: true, autoDelete: true, durable: false })).queue;
+  } else {
+    queue = spec.queue;
+    await channel.assertQueue(queue, { durable: true, arguments: { 'x-queue-type': 'quorum' } });
+    await channel.assertQueue(deadLetterQueueOf(queue), { durable: true, arguments: { 'x-queue-type': 'quorum' } });
+    await channel.assertQueue(retryQueueOf(queue), {
+      durable: true,
+      arguments: { 'x-dead-letter-exchange': '', 'x-dead-letter-routing-key': queue },
+    });
+  }
+  for (const binding of spec.bindings) await channel.bindQueue(queue, binding.exchange, binding.routingKey);
+  return queue;
+}
+
+/** Runs `forward` (a confirmed republish), then acks; if it fails the message stays unacked and comes back. */
+async function settle(channel: ConfirmChannel, message: ConsumeMessage, forward: () => Promise<void> | undefined) {
+  try {
+    await forward();
+    channel.ack(message);
+  } catch {
+    // Channel gone: the broker redelivers the unacked message after reconnect.
+  }
+}
+
+function republish(channel: ConfirmChannel, queue: string, message: ConsumeMessage, headers: Record<string, unknown>, expiration?: number) {
+  return new Promise<void>((resolve, reject) => {
+    channel.sendToQueue(
+      queue,
+      message.content,
+      {
+        ...message.properties,
+        headers: { ...message.properties.headers, ...headers },
+        persistent: true,
+        // A copy for the dead-letter queue must not expire there.
+        expiration: expiration === undefined ? undefined : String(expiration),
+      },
+      (error) => (error ? reject(error) : resolve()),
+    );
+  });
+}
+
+const retryLater = (channel: ConfirmChannel, queue: string, message: ConsumeMessage, attempt: number, delay: number) =>
+  republish(channel, retryQueueOf(queue), message, { [ATTEMPT_HEADER]: attempt }, delay);
+
+const deadLetter = (channel: ConfirmChannel, queue: string, message: ConsumeMessage, error: unknown) =>
+  republish(channel, deadLetterQueueOf(queue), message, {
+    [ERROR_HEADER]: String((error as Error)?.message ?? error).slice(0, 500),
+    'x-rs-original-routing-key': message.fields.routingKey,
+  });

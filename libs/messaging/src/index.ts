@@ -1,0 +1,4 @@
+export * from './amqp-client';
+export * from './consumer';
+export * from './outbox';
+export * from './trace-context';

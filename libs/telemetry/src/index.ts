@@ -1,0 +1,40 @@
+import { AmqplibInstrumentation } from '@opentelemetry/instrumentation-amqplib';
+import { ExpressInstrumentation } from '@opentelemetry/instrumentation-express';
+import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
+import { MongoDBInstrumentation } from '@opentelemetry/instrumentation-mongodb';
+import { MongooseInstrumentation } from '@opentelemetry/instrumentation-mongoose';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import { NodeSDK } from '@opentelemetry/sdk-node';
+import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
+
+let sdk: NodeSDK | undefined;
+
+/**
+ * Starts the OpenTelemetry SDK (DESIGN.md 5). It must run before express, mongodb and
+ * amqplib are loaded, which is why services start with `--require @rs/telemetry/register`.
+ * Exporters, sampling and endpoints come from the standard OTEL_* variables.
+ */
+export function startTelemetry(serviceName: string): void {
+  if (sdk || process.env.OTEL_SDK_DISABLED === 'true') return;
+  sdk = new NodeSDK({
+    resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: process.env.OTEL_SERVICE_NAME ?? serviceName }),
+    instrumentations: [
+      new HttpInstrumentation({
+        // Probes and scrapes are not worth a trace each.
+        ignoreIncomingRequestHook: (req) => /^\/(healthz|readyz|metrics)\b/.test(req.url ?? ''),
+      }),
+      new ExpressInstrumentation(),
+      new MongoDBInstrumentation(),
+      new MongooseInstrumentation(),
+      new AmqplibInstrumentation(),
+    ],
+  });
+  sdk.start();
+}
+
+/** Flushes pending spans; called last during graceful shutdown. */
+export async function shutdownTelemetry(): Promise<void> {
+  const running = sdk;
+  sdk = undefined;
+  await running?.shutdown().catch(() => undefined);
+}

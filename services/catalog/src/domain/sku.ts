@@ -1,0 +1,87 @@
+import { CatalogEventTypes, createCloudEvent, type CloudEvent, type Sku, type SkuDeletedData, type SkuUpsertBody, type SkuUpsertedData } from '@rs/contracts';
+
+/** The stored state of a catalog entry, free of storage details. */
+export interface SkuEntry {
+  sku: string;
+  name: string | null;
+  serviceProviderId: string | null;
+  announceOnUsage: boolean;
+  generation: number;
+  createdAt: Date;
+  updatedAt: Date;
+  deleted: boolean;
+}
+
+export const EVENT_SOURCE = '/catalog';
+
+/** PUT replaces the entry: fields left out take their defaults. */
+export function settingsFrom(body: SkuUpsertBody): Pick<SkuEntry, 'name' | 'serviceProviderId' | 'announceOnUsage'> {
+  return {
+    name: body.name ?? null,
+    serviceProviderId: body.serviceProviderId ?? null,
+    announceOnUsage: body.announceOnUsage ?? false,
+  };
+}
+
+/** True when applying `body` to `entry` would change nothing a client can see. */
+export function isUnchanged(entry: SkuEntry, body: SkuUpsertBody): boolean {
+  const next = settingsFrom(body);
+  return (
+    !entry.deleted &&
+    entry.name === next.name &&
+    entry.serviceProviderId === next.serviceProviderId &&
+    entry.announceOnUsage === next.announceOnUsage
+  );
+}
+
+/**
+ * The next state after a PUT. A deleted entry is kept as a tombstone so its generation
+ * keeps growing: consumers order catalog events by it, and it must never start over.
+ */
+export function upserted(current: SkuEntry | null, sku: string, body: SkuUpsertBody, now: Date): SkuEntry {
+  const revived = !current || current.deleted;
+  return {
+    sku,
+    ...settingsFrom(body),
+    generation: (current?.generation ?? 0) + 1,
+    createdAt: revived ? now : current.createdAt,
+    updatedAt: now,
+    deleted: false,
+  };
+}
+
+export function deleted(current: SkuEntry, now: Date): SkuEntry {
+  return { ...current, generation: current.generation + 1, updatedAt: now, deleted: true };
+}
+
+export function representation(entry: SkuEntry): Sku {
+  return {
+    sku: entry.sku,
+    name: entry.name,
+    serviceProviderId: entry.serviceProviderId,
+    announceOnUsage: entry.announceOnUsage,
+    generation: String(entry.generation),
+    createdAt: entry.createdAt.toISOString(),
+    updatedAt: entry.updatedAt.toISOString(),
+  };
+}
+
+/** The event that reports `entry`'s new state on `catalog.events` (DESIGN.md 2). */
+export function eventFor(entry: SkuEntry): CloudEvent<SkuUpsertedData | SkuDeletedData> {
+  if (entry.deleted) {
+    return createCloudEvent<SkuDeletedData>({
+      source: EVENT_SOURCE,
+      type: CatalogEventTypes.skuDeleted,
+      subject: entry.sku,
+      data: { sku: entry.sku, sequence: entry.generation },
+      time: entry.updatedAt,
+    });
+  }
+  return createCloudEvent<SkuUpsertedData>({
+    source: EVENT_SOURCE,
+    type: CatalogEventTypes.skuUpserted,
+    subject: entry.sku,
+    data: { ...representation(entry), sequence: entry.generation },
+    time: entry.updatedAt,
+  });
+}

@@ -1,0 +1,76 @@
+import { SkuName, SkuUpsertBody } from '@rs/contracts';
+import {
+  AppError,
+  ifMatchGeneration,
+  notFound,
+  pageParams,
+  parseBody,
+  parseParam,
+  preconditionFailed,
+  route,
+  setETag,
+  setNextLink,
+} from '@rs/http';
+import { Router, type Request, type Response } from 'express';
+import { representation } from '../domain/sku';
+import type { SkuStore } from '../store/sku-store';
+
+const FORBIDDEN_CHALLENGE = 'Basic realm="rights", charset="UTF-8"';
+
+/** Reads: an admin client, or another service (SKU checks). Writes: an admin client. */
+function authorize(res: Response, write: boolean): void {
+  const principal = res.locals.principal;
+  const allowed = write ? principal.admin && principal.scheme !== 'service' : principal.admin || principal.scheme === 'service';
+  if (!allowed) throw new AppError(401, 'the catalog is administered by admin clients only', { 'WWW-Authenticate': FORBIDDEN_CHALLENGE });
+}
+
+/** The admin catalog API of DESIGN.md 6. */
+export function catalogRoutes(store: SkuStore, publicBaseUrl: string, onChange: () => void): Router {
+  const router = Router();
+  const skuParam = (req: Request) => parseParam(SkuName, 'sku', req.params.sku);
+
+  route(router, '/catalog/skus', {
+    get: async (req, res) => {
+      authorize(res, false);
+      const page = pageParams(req);
+      const entries = await store.list(page.limit, page.after);
+      setNextLink(req, res, publicBaseUrl, page, entries.at(-1)?.sku, entries.length);
+      res.json({ skus: entries.map(representation) });
+    },
+  });
+
+  route(router, '/catalog/skus/:sku', {
+    get: async (req, res) => {
+      authorize(res, false);
+      const entry = await store.find(skuParam(req));
+      if (!entry) throw notFound(`no SKU ${req.params.sku}`);
+      setETag(res, entry.generation);
+      res.json(representation(entry));
+    },
+    put: async (req, res) => {
+      authorize(res, true);
+      const sku = skuParam(req);
+      const body = parseBody(SkuUpsertBody, req.body);
+      const result = await store.upsert(sku, body, ifMatchGeneration(req));
+      if (result.outcome === 'precondition-failed') throw preconditionFailed(`If-Match does not match the generation of SKU ${sku}`);
+      if (result.outcome === 'not-found') throw notFound(`no SKU ${sku}`);
+      if (result.outcome !== 'unchanged') onChange();
+      setETag(res, result.entry.generation);
+      if (result.outcome === 'created') {
+        res.status(201).location(`${publicBaseUrl}/catalog/skus/${sku}`).json(representation(result.entry));
+      } else {
+        res.status(204).end();
+      }
+    },
+    delete: async (req, res) => {
+      authorize(res, true);
+      const sku = skuParam(req);
+      const result = await store.remove(sku, ifMatchGeneration(req));
+      if (result.outcome === 'not-found') throw notFound(`no SKU ${sku}`);
+      if (result.outcome === 'precondition-failed') throw preconditionFailed(`If-Match does not match the generation of SKU ${sku}`);
+      onChange();
+      res.status(204).end();
+    },
+  });
+  return router;
+}

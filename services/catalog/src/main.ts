@@ -1,0 +1,29 @@
+import { DEFAULT_PORTS, env, serviceEnvShape } from '@rs/config';
+import { OutboxRelay } from '@rs/messaging';
+import { runBackend, serveInternalHttp } from '@rs/runtime';
+import { z } from 'zod';
+import { catalogRoutes } from './http/routes';
+import { SkuStore } from './store/sku-store';
+
+const Config = z.object({
+  ...serviceEnvShape('catalog'),
+  PORT: env.port.default(DEFAULT_PORTS.catalog),
+  PUBLIC_BASE_URL: env.httpUrl.default(`http://localhost:${DEFAULT_PORTS.gateway}`),
+});
+
+runBackend('catalog', Config, async (runtime) => {
+  const store = new SkuStore(runtime.db);
+  await store.ensureIndexes();
+  const relay = new OutboxRelay({ collection: store.model.collection, client: runtime.broker, logger: runtime.logger });
+  relay.start();
+  const server = await serveInternalHttp(runtime, runtime.config.PORT, {
+    jsonLimit: '16kb',
+    routes: (app) => app.use(catalogRoutes(store, runtime.config.PUBLIC_BASE_URL.replace(/\/$/, ''), () => relay.kick())),
+  });
+  return {
+    async stop() {
+      await server.close();
+      await relay.stop();
+    },
+  };
+});

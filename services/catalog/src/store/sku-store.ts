@@ -1,0 +1,138 @@
+import { Exchanges } from '@rs/contracts';
+import { OUTBOX_INDEX, OUTBOX_INDEX_OPTIONS, outboxEntry, outboxFields } from '@rs/messaging';
+import { Schema, type Connection, type Model } from 'mongoose';
+import type { SkuUpsertBody } from '@rs/contracts';
+import { deleted, eventFor, isUnchanged, upserted, type SkuEntry } from '../domain/sku';
+
+interface SkuDocument {
+  _id: string;
+  name: string | null;
+  serviceProviderId: string | null;
+  announceOnUsage: boolean;
+  generation: number;
+  createdAt: Date;
+  updatedAt: Date;
+  deleted: boolean;
+}
+
+const skuSchema = new Schema<SkuDocument>(
+  {
+    _id: { type: String, required: true },
+    name: { type: String, default: null },
+    serviceProviderId: { type: String, default: null },
+    announceOnUsage: { type: Boolean, default: false },
+    generation: { type: Number, required: true },
+    createdAt: { type: Date, required: true },
+    updatedAt: { type: Date, required: true },
+    deleted: { type: Boolean, default: false },
+    ...outboxFields,
+  },
+  { collection: 'skus', versionKey: false, minimize: false },
+);
+skuSchema.index(OUTBOX_INDEX, OUTBOX_INDEX_OPTIONS);
+
+const toEntry = (doc: SkuDocument): SkuEntry => ({
+  sku: doc._id,
+  name: doc.name ?? null,
+  serviceProviderId: doc.serviceProviderId ?? null,
+  announceOnUsage: doc.announceOnUsage ?? false,
+  generation: doc.generation,
+  createdAt: doc.createdAt,
+  updatedAt: doc.updatedAt,
+  deleted: doc.deleted ?? false,
+});
+
+const toFields = (entry: SkuEntry) => ({
+  name: entry.name,
+  serviceProviderId: entry.serviceProviderId,
+  announceOnUsage: entry.announceOnUsage,
+  generation: entry.generation,
+  createdAt: entry.createdAt,
+  updatedAt: entry.updatedAt,
+  deleted: entry.deleted,
+});
+
+export type WriteResult =
+  | { outcome: 'created' | 'updated' | 'unchanged'; entry: SkuEntry }
+  | { outcome: 'not-found' }
+  | { outcome: 'precondition-failed'; entry: SkuEntry | null };
+
+const PROJECTION = { outbox: 0, relayLeaseUntil: 0, relayLeaseOwner: 0 };
+const MAX_RACES = 8;
+
+/**
+ * The catalog's own database. Every change is a compare-and-set on `generation` that
+ * stores the new state and its event together (outbox), so a change is never stored
+ * without its event, nor an event published for a change that was not stored.
+ */
+export class SkuStore {
+  readonly model: Model<SkuDocument>;
+
+  constructor(db: Connection) {
+    this.model = db.model<SkuDocument>('Sku', skuSchema);
+  }
+
+  async ensureIndexes(): Promise<void> {
+    await this.model.createIndexes();
+  }
+
+  async find(sku: string): Promise<SkuEntry | null> {
+    const doc = await this.model.findOne({ _id: sku, deleted: { $ne: true } }, PROJECTION).lean<SkuDocument>();
+    return doc ? toEntry(doc) : null;
+  }
+
+  /** Entries in name order after `after`, at most `limit`. */
+  async list(limit: number, after: string | undefined): Promise<SkuEntry[]> {
+    const filter = after === undefined ? { deleted: { $ne: true } } : { deleted: { $ne: true }, _id: { $gt: after } };
+    const docs = await this.model.find(filter, PROJECTION).sort({ _id: 1 }).limit(limit).lean<SkuDocument[]>();
+    return docs.map(toEntry);
+  }
+
+  /** PUT: creates or replaces the entry; `expectedGeneration` is the If-Match value. */
+  async upsert(sku: string, body: SkuUpsertBody, expectedGeneration?: number, now = () => new Date()): Promise<WriteResult> {
+    for (let race = 0; race < MAX_RACES; race++) {
+      const stored = await this.model.findOne({ _id: sku }, PROJECTION).lean<SkuDocument>();
+      const current = stored ? toEntry(stored) : null;
+      const visible = current && !current.deleted ? current : null;
+      if (expectedGeneration !== undefined && visible?.generation !== expectedGeneration) {
+        return { outcome: 'precondition-failed', entry: visible };
+      }
+      if (visible && isUnchanged(visible, body)) return { outcome: 'unchanged', entry: visible };
+      const next = upserted(current, sku, body, now());
+      if (await this.write(current, next)) return { outcome: visible ? 'updated' : 'created', entry: next };
+    }
+    throw new Error(`too many concurrent changes to SKU ${sku}`);
+  }
+
+  async remove(sku: string, expectedGeneration?: number, now = () => new Date()): Promise<WriteResult> {
+    for (let race = 0; race < MAX_RACES; race++) {
+      const current = await this.find(sku);
+      if (!current) return { outcome: 'not-found' };
+      if (expectedGeneration !== undefined && current.generation !== expectedGeneration) {
+        return { outcome: 'precondition-failed', entry: current };
+      }
+      const next = deleted(current, now());
+      if (await this.write(current, next)) return { outcome: 'updated', entry: next };
+    }
+    throw new Error(`too many concurrent changes to SKU ${sku}`);
+  }
+
+  /** Compare-and-set: writes `next` and its event only if nobody changed the entry since `current` was read. */
+  private async write(current: SkuEntry | null, next: SkuEntry): Promise<boolean> {
+    const pending = outboxEntry(Exchanges.catalogEvents, eventFor(next));
+    if (!current) {
+      try {
+        await this.model.collection.insertOne({ _id: next.sku, ...toFields(next), outbox: [pending] } as never);
+        return true;
+      } catch (error) {
+        if ((error as { code?: number }).code === 11000) return false;
+        throw error;
+      }
+    }
+    const result = await this.model.collection.updateOne(
+      { _id: next.sku, generation: current.generation } as never,
+      { $set: toFields(next), $push: { outbox: pending } } as never,
+    );
+    return result.modifiedCount === 1;
+  }
+}

@@ -1,0 +1,111 @@
+import http, { type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http';
+import { pipeline } from 'node:stream';
+import { AppError, INTERNAL_TOKEN_HEADER, sendError, serviceUnavailable } from '@rs/http';
+import type { Request, Response } from 'express';
+
+/** Hop-by-hop headers (RFC 9110 7.6.1) are not forwarded; nor are the client's credentials. */
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'host',
+]);
+const NEVER_FORWARDED = new Set(['authorization', INTERNAL_TOKEN_HEADER, 'cookie']);
+
+export interface ForwarderOptions {
+  timeoutMs: number;
+  maxSockets?: number;
+}
+
+/**
+ * Forwards a request to the service that owns it, over a keep-alive connection pool per
+ * service, with the internal token in place of the client's credentials. The service's
+ * status, headers and body come back unchanged; an unreachable service is 503 with
+ * Retry-After, a slow one 504.
+ */
+export class Forwarder {
+  private readonly agents = new Map<string, http.Agent>();
+
+  constructor(private readonly options: ForwarderOptions) {}
+
+  forward(req: Request, res: Response, upstream: URL, internalToken: string): Promise<void> {
+    const headers: OutgoingHttpHeaders = filterHeaders(req.headers, NEVER_FORWARDED);
+    headers[INTERNAL_TOKEN_HEADER] = internalToken;
+    headers['x-request-id'] = res.locals.requestId;
+    headers['x-forwarded-for'] = [req.get('x-forwarded-for'), req.socket.remoteAddress].filter(Boolean).join(', ');
+    headers['x-forwarded-proto'] = req.protocol;
+    if (req.get('host')) headers['x-forwarded-host'] = req.get('host');
+
+    return new Promise<void>((resolve) => {
+      const outgoing = http.request({
+        protocol: upstream.protocol,
+        hostname: upstream.hostname,
+        port: upstream.port,
+        method: req.method,
+        path: req.originalUrl,
+        headers,
+        agent: this.agentFor(upstream),
+        timeout: this.options.timeoutMs,
+      });
+      const fail = (error: AppError) => {
+        if (!res.headersSent) sendError(req, res, error);
+        else res.destroy();
+        resolve();
+      };
+      outgoing.on('timeout', () => {
+        outgoing.destroy();
+        fail(new AppError(504, `${upstream.host} did not answer in time`));
+      });
+      outgoing.on('error', (error: NodeJS.ErrnoException) => {
+        if (outgoing.destroyed && res.headersSent) return resolve();
+        fail(serviceUnavailable(`the service behind ${req.path.split('/').slice(0, 2).join('/') || '/'} is unavailable (${error.code ?? 'error'})`));
+      });
+      outgoing.on('response', (incoming) => {
+        res.status(incoming.statusCode ?? 502);
+        for (const [name, value] of Object.entries(filterHeaders(incoming.headers, new Set()))) {
+          if (value !== undefined) res.setHeader(name, value);
+        }
+        pipeline(incoming, res, () => resolve());
+      });
+      // A client that goes away cancels the forwarded request too.
+      res.on('close', () => {
+        if (!res.writableFinished) outgoing.destroy();
+      });
+      pipeline(req, outgoing, () => undefined);
+    });
+  }
+
+  close(): void {
+    for (const agent of this.agents.values()) agent.destroy();
+  }
+
+  private agentFor(upstream: URL): http.Agent {
+    let agent = this.agents.get(upstream.origin);
+    if (!agent) {
+      agent = new http.Agent({ keepAlive: true, maxSockets: this.options.maxSockets ?? 256, scheduling: 'lifo' });
+      this.agents.set(upstream.origin, agent);
+    }
+    return agent;
+  }
+}
+
+function filterHeaders(headers: IncomingHttpHeaders, drop: Set<string>): OutgoingHttpHeaders {
+  const connectionListed = new Set(
+    String(headers.connection ?? '')
+      .split(',')
+      .map((token) => token.trim().toLowerCase())
+      .filter(Boolean),
+  );
+  const result: OutgoingHttpHeaders = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (HOP_BY_HOP.has(name) || drop.has(name) || connectionListed.has(name)) continue;
+    result[name] = value;
+  }
+  return result;
+}
