@@ -94,7 +94,10 @@ export class SkuDirectory {
     let response: Response;
     try {
       response = await fetch(url, {
-        headers: { [INTERNAL_TOKEN_HEADER]: await this.options.signer.tokenFor(this.principal), accept: 'application/json' },
+        headers: {
+          [INTERNAL_TOKEN_HEADER]: await this.options.signer.tokenFor(this.principal),
+          accept: 'application/json',
+        },
         signal: AbortSignal.timeout(this.options.requestTimeoutMs ?? 2_000),
       });
     } catch (error) {

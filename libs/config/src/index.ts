@@ -31,13 +31,16 @@ export const DEFAULT_PORTS: Record<ServiceName, number> = {
 
 const port = z.coerce.number().int().min(0).max(65535);
 const url = (protocols: string[]) =>
-  z.string().refine((value) => {
-    try {
-      return protocols.includes(new URL(value).protocol);
-    } catch {
-      return false;
-    }
-  }, `must be a URL with scheme ${protocols.map((p) => p.replace(':', '')).join(' or ')}`);
+  z.string().refine(
+    (value) => {
+      try {
+        return protocols.includes(new URL(value).protocol);
+      } catch {
+        return false;
+      }
+    },
+    `must be a URL with scheme ${protocols.map((p) => p.replace(':', '')).join(' or ')}`,
+  );
 
 export const env = {
   nodeEnv: z.enum(['development', 'test', 'production']).default('production'),

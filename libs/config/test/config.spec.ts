@@ -35,6 +35,8 @@ describe('loadConfig', () => {
   it('when NODE_ENV is production, then INTERNAL_TOKEN_SECRET is required', () => {
     expect(() => internalTokenSecret({ NODE_ENV: 'production' })).toThrow(/INTERNAL_TOKEN_SECRET/);
     expect(internalTokenSecret({ NODE_ENV: 'development' })).toHaveLength(49);
-    expect(() => loadConfig(schema, { INTERNAL_TOKEN_SECRET: 'short' })).toThrow(/INTERNAL_TOKEN_SECRET: must be at least 32/);
+    expect(() => loadConfig(schema, { INTERNAL_TOKEN_SECRET: 'short' })).toThrow(
+      /INTERNAL_TOKEN_SECRET: must be at least 32/,
+    );
   });
 });

@@ -4,7 +4,10 @@ import { CatalogEventTypes } from './topology';
 /** A SKU name is a simple token: letters, digits, dot, dash, underscore; 1-64 characters. */
 export const SkuName = z
   .string()
-  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'must be 1-64 letters, digits, ".", "-" or "_", starting with a letter or digit');
+  .regex(
+    /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/,
+    'must be 1-64 letters, digits, ".", "-" or "_", starting with a letter or digit',
+  );
 export type SkuName = z.infer<typeof SkuName>;
 
 /** Identifiers of grantors and service providers: the same simple tokens. */

@@ -28,7 +28,12 @@ describe('parseEvent', () => {
 
   it('when the envelope or the payload is malformed, then it is refused with the reason', () => {
     expect(() => parseEvent(CatalogEvents, { specversion: '0.3' })).toThrow(InvalidMessage);
-    const event = createCloudEvent({ source: 'c', type: 'sku.deleted', subject: 'x', data: { sku: 'has space', sequence: 1 } });
+    const event = createCloudEvent({
+      source: 'c',
+      type: 'sku.deleted',
+      subject: 'x',
+      data: { sku: 'has space', sequence: 1 },
+    });
     expect(() => parseEvent(CatalogEvents, event)).toThrow(/invalid sku.deleted data/);
   });
 });

@@ -1,6 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '@rs/logging';
-import express, { type Express, type NextFunction, type Request, type RequestHandler, type Response, type Router } from 'express';
+import express, {
+  type Express,
+  type NextFunction,
+  type Request,
+  type RequestHandler,
+  type Response,
+  type Router,
+} from 'express';
 import { AppError, methodNotAllowed, notFound, sendError, toAppError, unsupportedMediaType } from './errors';
 import { httpMetrics, initMetrics, metricsRegistry } from './metrics';
 

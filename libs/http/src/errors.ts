@@ -44,16 +44,18 @@ export function sendError(req: Request, res: Response, error: AppError): void {
   res.set(error.headers);
   if (req.get('accept')?.includes('application/problem+json')) {
     // RFC 9457 bodies for clients that ask for them (DESIGN.md 3).
-    res.type('application/problem+json').send(
-      JSON.stringify({ type: 'about:blank', title, status: error.status, detail: error.message }),
-    );
+    res
+      .type('application/problem+json')
+      .send(JSON.stringify({ type: 'about:blank', title, status: error.status, detail: error.message }));
     return;
   }
   if (HTML_STATUSES.has(error.status)) {
     const heading = `${error.status} ${escapeHtml(title)}`;
     res
       .type('text/html; charset=utf-8')
-      .send(`<!doctype html>\n<html><head><title>${heading}</title></head><body><h1>${heading}</h1><p>${escapeHtml(error.message)}</p></body></html>\n`);
+      .send(
+        `<!doctype html>\n<html><head><title>${heading}</title></head><body><h1>${heading}</h1><p>${escapeHtml(error.message)}</p></body></html>\n`,
+      );
     return;
   }
   res.type('text/plain; charset=utf-8').send(`${error.message}\n`);

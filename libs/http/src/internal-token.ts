@@ -44,7 +44,10 @@ export class InternalTokenSigner {
   private readonly key: Uint8Array;
   private readonly cache = new Map<string, { token: string; renewAt: number }>();
 
-  constructor(secret: string, private readonly issuerService: string) {
+  constructor(
+    secret: string,
+    private readonly issuerService: string,
+  ) {
     this.key = keyOf(secret);
   }
 

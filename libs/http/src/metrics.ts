@@ -27,7 +27,7 @@ const requestDuration = new client.Histogram({
 export function httpMetrics(req: Request, res: Response, next: NextFunction): void {
   const stop = requestDuration.startTimer();
   res.on('finish', () => {
-    const route = req.route?.path ? `${req.baseUrl}${String(req.route.path)}` : res.locals.routeLabel ?? 'unmatched';
+    const route = req.route?.path ? `${req.baseUrl}${String(req.route.path)}` : (res.locals.routeLabel ?? 'unmatched');
     stop({ method: req.method, route, status: String(res.statusCode) });
   });
   next();

@@ -32,7 +32,8 @@ export function pageParams(req: Request): Page {
   const cursor = queryParam(req, 'cursor');
   if (cursor === undefined) return { limit, after: undefined };
   const after = Buffer.from(cursor, 'base64url').toString('utf8');
-  if (!after || Buffer.from(after, 'utf8').toString('base64url') !== cursor) throw badRequest('cursor: not a cursor this service issued');
+  if (!after || Buffer.from(after, 'utf8').toString('base64url') !== cursor)
+    throw badRequest('cursor: not a cursor this service issued');
   return { limit, after };
 }
 
@@ -40,7 +41,14 @@ export function pageParams(req: Request): Page {
  * When a page is full, sets `Link: <…>; rel="next"` to the same URL with the cursor of
  * its last item (the body shape stays as the contract says).
  */
-export function setNextLink(req: Request, res: Response, publicBaseUrl: string, page: Page, lastKey: string | undefined, count: number): void {
+export function setNextLink(
+  req: Request,
+  res: Response,
+  publicBaseUrl: string,
+  page: Page,
+  lastKey: string | undefined,
+  count: number,
+): void {
   if (count < page.limit || lastKey === undefined) return;
   const url = new URL(req.originalUrl, publicBaseUrl);
   for (const key of [...url.searchParams.keys()]) if (key.toLowerCase() === 'cursor') url.searchParams.delete(key);

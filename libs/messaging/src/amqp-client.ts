@@ -111,15 +111,19 @@ export class AmqpClient extends EventEmitter<{ connected: []; disconnected: [] }
    */
   async publishEvent(exchange: string, event: CloudEvent, traceCarrier?: TraceCarrier): Promise<void> {
     const parent = traceCarrier ? contextFrom(traceCarrier) : context.active();
-    const span = tracer.startSpan(`${exchange} publish`, {
-      kind: SpanKind.PRODUCER,
-      attributes: {
-        'messaging.system': 'rabbitmq',
-        'messaging.destination.name': exchange,
-        'messaging.rabbitmq.destination.routing_key': event.type,
-        'messaging.message.id': event.id,
+    const span = tracer.startSpan(
+      `${exchange} publish`,
+      {
+        kind: SpanKind.PRODUCER,
+        attributes: {
+          'messaging.system': 'rabbitmq',
+          'messaging.destination.name': exchange,
+          'messaging.rabbitmq.destination.routing_key': event.type,
+          'messaging.message.id': event.id,
+        },
       },
-    }, parent);
+      parent,
+    );
     const spanContext = trace.setSpan(parent, span);
     const headers: Record<string, string> = {};
     propagation.inject(spanContext, headers);

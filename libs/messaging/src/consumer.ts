@@ -87,10 +87,18 @@ export async function consume<T>(client: AmqpClient, spec: ConsumerSpec<T>, logg
 
     // amqplib's instrumentation may already have started a consumer span from the headers.
     const parent = trace.getSpan(context.active()) ? context.active() : contextFrom(headers);
-    const span = tracer.startSpan(`${queue} process`, {
-      kind: SpanKind.CONSUMER,
-      attributes: { 'messaging.system': 'rabbitmq', 'messaging.destination.name': queue, 'messaging.message.id': delivery.messageId ?? '' },
-    }, parent);
+    const span = tracer.startSpan(
+      `${queue} process`,
+      {
+        kind: SpanKind.CONSUMER,
+        attributes: {
+          'messaging.system': 'rabbitmq',
+          'messaging.destination.name': queue,
+          'messaging.message.id': delivery.messageId ?? '',
+        },
+      },
+      parent,
+    );
     try {
       await context.with(trace.setSpan(parent, span), () => spec.handle(parsed, delivery));
       channel.ack(message);
@@ -104,11 +112,17 @@ export async function consume<T>(client: AmqpClient, spec: ConsumerSpec<T>, logg
         messagesHandled.inc({ queue, outcome: 'dropped' });
       } else if (attempt < maxAttempts) {
         const delay = delays[Math.min(attempt - 1, delays.length - 1)] ?? 1_000;
-        log.warn({ err: error, message_id: delivery.messageId, attempt, retry_in_ms: delay }, 'message failed; will retry');
+        log.warn(
+          { err: error, message_id: delivery.messageId, attempt, retry_in_ms: delay },
+          'message failed; will retry',
+        );
         await settle(channel, message, () => retryLater(channel, queue, message, attempt, delay));
         messagesHandled.inc({ queue, outcome: 'retried' });
       } else {
-        log.error({ err: error, message_id: delivery.messageId, attempt }, 'message failed for the last time; dead-lettering');
+        log.error(
+          { err: error, message_id: delivery.messageId, attempt },
+          'message failed for the last time; dead-lettering',
+        );
         await settle(channel, message, () => deadLetter(channel, queue, message, error));
         messagesHandled.inc({ queue, outcome: 'dead_lettered' });
       }
@@ -118,7 +132,10 @@ export async function consume<T>(client: AmqpClient, spec: ConsumerSpec<T>, logg
   }
 }
 
-async function declareQueues(channel: Channel, spec: Pick<ConsumerSpec<unknown>, 'queue' | 'bindings'>): Promise<string> {
+async function declareQueues(
+  channel: Channel,
+  spec: Pick<ConsumerSpec<unknown>, 'queue' | 'bindings'>,
+): Promise<string> {
   let queue: string;
   if (spec.queue === null) {
     queue = (await channel.assertQueue('', { exclusive: true, autoDelete: true, durable: false })).queue;
@@ -145,7 +162,13 @@ async function settle(channel: ConfirmChannel, message: ConsumeMessage, forward:
   }
 }
 
-function republish(channel: ConfirmChannel, queue: string, message: ConsumeMessage, headers: Record<string, unknown>, expiration?: number) {
+function republish(
+  channel: ConfirmChannel,
+  queue: string,
+  message: ConsumeMessage,
+  headers: Record<string, unknown>,
+  expiration?: number,
+) {
   return new Promise<void>((resolve, reject) => {
     channel.sendToQueue(
       queue,

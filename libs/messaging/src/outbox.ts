@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { CloudEvent } from '@rs/contracts';
 import type { Logger } from '@rs/logging';
-import type { Collection, Document } from 'mongoose';
+import type { mongo } from 'mongoose';
 import client from 'prom-client';
 import { Schema } from 'mongoose';
 import type { AmqpClient } from './amqp-client';
@@ -42,11 +42,10 @@ export const outboxFields = {
     ],
     default: [],
   },
-  relayLeaseUntil: { type: Date },
-  relayLeaseOwner: { type: String },
 };
 
-const pendingGauge = new client.Gauge({
+// Registered on the process registry; its value is computed at scrape time.
+new client.Gauge({
   name: 'outbox_pending_documents',
   help: 'Documents with events not yet published, by collection',
   labelNames: ['collection'] as const,
@@ -57,25 +56,35 @@ const pendingGauge = new client.Gauge({
 const relays = new Set<OutboxRelay>();
 
 export interface OutboxRelayOptions {
-  collection: Collection;
+  /** The service's database (mongoose's `connection.db`). */
+  db: mongo.Db;
+  /** The collection whose documents carry an outbox. */
+  collection: string;
   client: AmqpClient;
   logger: Logger;
   /** Backstop polling; writes call `kick()` so events normally go out at once. */
   pollIntervalMs?: number;
-  /** How long a relay owns a document it publishes; another replica takes over after that. */
+  /** How long a relay holds the collection's relay lease without renewing it. */
   leaseMs?: number;
+  /** Documents read and published per round. */
+  batchSize?: number;
 }
 
-type OutboxDocument = Document & { _id: unknown; outbox: OutboxEntry[] };
+type OutboxDocument = { _id: unknown; outbox: OutboxEntry[] };
+
+const PENDING = { 'outbox.0.id': { $exists: true } };
+const LEASES = 'outbox_leases';
 
 /**
  * Publishes pending events with confirms, then removes each from its document, in order.
  * A crash between the confirm and the removal republishes the event: delivery is at
- * least once and consumers de-duplicate by event id. Several replicas may run: a short
- * lease on each document keeps them from publishing the same events at the same time.
+ * least once and consumers de-duplicate by event id.
  *
- * Removal is a `$pop` guarded by the entry's id (FerretDB 1.x has no `$pull` by condition;
- * see docs/decisions/0003-outbox-embedded-in-documents.md).
+ * Several replicas may run: a lease per collection (in `outbox_leases`) lets one relay
+ * publish at a time, and another take over when it stops renewing. Removal is a `$pop`
+ * guarded by the entry's id, so it is safe even if two relays ever overlap. (One lease per
+ * collection rather than per document: FerretDB 1.x pays a write per leased document, and
+ * has no `$pull` by condition; see docs/decisions/0003-outbox-embedded-in-documents.md.)
  */
 export class OutboxRelay {
   private readonly owner = randomUUID();
@@ -84,14 +93,18 @@ export class OutboxRelay {
   private again = false;
   private stopped = true;
   private readonly log: Logger;
+  private readonly documents: mongo.Collection;
+  private readonly leases: mongo.Collection<{ _id: string; owner: string; until: Date }>;
 
   constructor(private readonly options: OutboxRelayOptions) {
-    this.log = options.logger.child({ component: 'outbox', collection: options.collection.collectionName });
+    this.log = options.logger.child({ component: 'outbox', collection: options.collection });
+    this.documents = options.db.collection(options.collection);
+    this.leases = options.db.collection(LEASES);
     options.client.on('connected', () => this.kick());
   }
 
   get collectionName(): string {
-    return this.options.collection.collectionName;
+    return this.options.collection;
   }
 
   start(): void {
@@ -106,6 +119,9 @@ export class OutboxRelay {
     relays.delete(this);
     clearTimeout(this.timer);
     await this.running;
+    await this.leases
+      .updateOne({ _id: this.leaseId, owner: this.owner }, { $set: { until: new Date(0) } })
+      .catch(() => undefined);
   }
 
   /** Publish now (coalesced with a run already under way). */
@@ -125,7 +141,11 @@ export class OutboxRelay {
   }
 
   backlog(): Promise<number> {
-    return this.options.collection.countDocuments({ 'outbox.0.id': { $exists: true } });
+    return this.documents.countDocuments(PENDING);
+  }
+
+  private get leaseId(): string {
+    return `outbox:${this.options.collection}`;
   }
 
   private schedule(): void {
@@ -139,51 +159,67 @@ export class OutboxRelay {
   private async drain(): Promise<void> {
     if (!this.options.client.connected) return;
     try {
-      for (let document = await this.claim(); document && !this.stopped; document = await this.claim()) {
-        const published = await this.publishAll(document);
-        await this.release(document);
-        if (!published) return; // broker trouble: wait for the next kick or poll
+      while (!this.stopped && (await this.holdLease())) {
+        const batch = (await this.documents
+          .find(PENDING, { projection: { _id: 1, outbox: 1 } })
+          .sort({ 'outbox.0.createdAt': 1 })
+          .limit(this.options.batchSize ?? 100)
+          .toArray()) as unknown as OutboxDocument[];
+        if (batch.length === 0) return;
+        if (!(await this.publishBatch(batch))) return; // broker trouble: wait for the next kick or poll
       }
     } catch (error) {
       this.log.warn({ err: error }, 'outbox relay run failed; will retry');
     }
   }
 
-  private async claim(): Promise<OutboxDocument | null> {
+  /** Takes or renews this collection's lease; false while another relay holds it. */
+  private async holdLease(): Promise<boolean> {
     const now = new Date();
-    return (await this.options.collection.findOneAndUpdate(
-      {
-        'outbox.0.id': { $exists: true },
-        $or: [{ relayLeaseUntil: { $exists: false } }, { relayLeaseUntil: { $lt: now } }],
-      },
-      { $set: { relayLeaseUntil: new Date(now.getTime() + (this.options.leaseMs ?? 15_000)), relayLeaseOwner: this.owner } },
-      { returnDocument: 'after' },
-    )) as OutboxDocument | null;
-  }
-
-  /** Publishes the document's entries in order; false when one could not be published. */
-  private async publishAll(document: OutboxDocument): Promise<boolean> {
-    for (const entry of document.outbox) {
-      try {
-        await this.options.client.publishEvent(entry.exchange, entry.event, entry.trace);
-      } catch (error) {
-        this.log.warn({ err: error, event_id: entry.id }, 'cannot publish event yet');
-        return false;
-      }
-      await this.options.collection.updateOne({ _id: document._id, 'outbox.0.id': entry.id } as never, { $pop: { outbox: -1 } });
+    try {
+      await this.leases.updateOne(
+        { _id: this.leaseId, $or: [{ owner: this.owner }, { until: { $lt: now } }] },
+        { $set: { owner: this.owner, until: new Date(now.getTime() + (this.options.leaseMs ?? 10_000)) } },
+        { upsert: true },
+      );
+      return true;
+    } catch (error) {
+      if ((error as { code?: number }).code === 11000) return false; // held by another relay
+      throw error;
     }
-    return true;
   }
 
-  private async release(document: OutboxDocument): Promise<void> {
-    await this.options.collection.updateOne({ _id: document._id, relayLeaseOwner: this.owner } as never, {
-      $unset: { relayLeaseUntil: '', relayLeaseOwner: '' },
-    });
+  /**
+   * Publishes every entry of the batch, pipelined on the confirm channel (entries of one
+   * document in order), then removes each confirmed entry from its document. False when
+   * some entry could not be published; it stays pending.
+   */
+  private async publishBatch(batch: OutboxDocument[]): Promise<boolean> {
+    const results = await Promise.all(
+      batch.map(async (document) => {
+        const confirmed: string[] = [];
+        for (const entry of document.outbox) {
+          try {
+            await this.options.client.publishEvent(entry.exchange, entry.event, entry.trace);
+            confirmed.push(entry.id);
+          } catch (error) {
+            this.log.warn({ err: error, event_id: entry.id }, 'cannot publish event yet');
+            break;
+          }
+        }
+        return { document, confirmed };
+      }),
+    );
+    // One by one: FerretDB 1.x slows down sharply on large bulk or parallel writes.
+    for (const { document, confirmed } of results) {
+      for (const id of confirmed) {
+        await this.documents.updateOne({ _id: document._id, 'outbox.0.id': id } as never, { $pop: { outbox: -1 } });
+      }
+    }
+    return results.every(({ document, confirmed }) => confirmed.length === document.outbox.length);
   }
 }
 
 /** The index the relay's query uses, to add to each model that carries an outbox. */
 export const OUTBOX_INDEX = { 'outbox.0.id': 1 } as const;
 export const OUTBOX_INDEX_OPTIONS = { sparse: true, name: 'outbox_pending' } as const;
-
-void pendingGauge;

@@ -37,7 +37,11 @@ interface BaseConfig {
 const STARTUP_TIMEOUT_MS = Number(process.env.RS_STARTUP_TIMEOUT_MS ?? 20_000);
 
 /** Connects to the service's own database (DESIGN.md 6) and fails with a clear message when it cannot. */
-async function connectDatabase(service: ServiceName, config: Record<string, unknown>, logger: Logger): Promise<Connection> {
+async function connectDatabase(
+  service: ServiceName,
+  config: Record<string, unknown>,
+  logger: Logger,
+): Promise<Connection> {
   const target = mongoTarget(service, config);
   const db = mongoose.createConnection(target.url, {
     dbName: target.dbName,
@@ -50,7 +54,7 @@ async function connectDatabase(service: ServiceName, config: Record<string, unkn
   try {
     await db.asPromise();
   } catch (error) {
-    throw new Error(`cannot reach MongoDB at ${redact(target.url)}: ${(error as Error).message}`);
+    throw new Error(`cannot reach MongoDB at ${redact(target.url)}: ${(error as Error).message}`, { cause: error });
   }
   logger.info({ database: target.dbName }, 'connected to MongoDB');
   return db;

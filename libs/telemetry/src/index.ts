@@ -4,10 +4,29 @@ import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
 import { MongoDBInstrumentation } from '@opentelemetry/instrumentation-mongodb';
 import { MongooseInstrumentation } from '@opentelemetry/instrumentation-mongoose';
 import { resourceFromAttributes } from '@opentelemetry/resources';
-import { NodeSDK } from '@opentelemetry/sdk-node';
+import { NodeSDK, type NodeSDKConfiguration } from '@opentelemetry/sdk-node';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
 
+type SpanProcessor = NonNullable<NodeSDKConfiguration['spanProcessors']>[number];
+
 let sdk: NodeSDK | undefined;
+
+/**
+ * With OTEL_TRACES_EXPORTER=none the SDK would register no tracer at all, and trace
+ * context would stop at this process. A processor that drops every span keeps spans
+ * (and so traceparent headers and the trace ids in logs) flowing without exporting them.
+ */
+const propagateOnly: SpanProcessor = {
+  onStart: () => undefined,
+  onEnd: () => undefined,
+  forceFlush: async () => undefined,
+  shutdown: async () => undefined,
+};
+const tracesExportDisabled = () =>
+  (process.env.OTEL_TRACES_EXPORTER ?? '')
+    .split(',')
+    .map((name) => name.trim())
+    .includes('none');
 
 /**
  * Starts the OpenTelemetry SDK (DESIGN.md 5). It must run before express, mongodb and
@@ -17,6 +36,7 @@ let sdk: NodeSDK | undefined;
 export function startTelemetry(serviceName: string): void {
   if (sdk || process.env.OTEL_SDK_DISABLED === 'true') return;
   sdk = new NodeSDK({
+    ...(tracesExportDisabled() ? { spanProcessors: [propagateOnly] } : {}),
     resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: process.env.OTEL_SERVICE_NAME ?? serviceName }),
     instrumentations: [
       new HttpInstrumentation({

@@ -14,11 +14,17 @@ const Config = z.object({
 runBackend('catalog', Config, async (runtime) => {
   const store = new SkuStore(runtime.db);
   await store.ensureIndexes();
-  const relay = new OutboxRelay({ collection: store.model.collection, client: runtime.broker, logger: runtime.logger });
+  const relay = new OutboxRelay({
+    db: runtime.db.db!,
+    collection: store.model.collection.collectionName,
+    client: runtime.broker,
+    logger: runtime.logger,
+  });
   relay.start();
   const server = await serveInternalHttp(runtime, runtime.config.PORT, {
     jsonLimit: '16kb',
-    routes: (app) => app.use(catalogRoutes(store, runtime.config.PUBLIC_BASE_URL.replace(/\/$/, ''), () => relay.kick())),
+    routes: (app) =>
+      app.use(catalogRoutes(store, runtime.config.PUBLIC_BASE_URL.replace(/\/$/, ''), () => relay.kick())),
   });
   return {
     async stop() {

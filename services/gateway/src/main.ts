@@ -15,8 +15,16 @@ const Config = z
     LOG_LEVEL: env.logLevel,
     GATEWAY_PORT: env.port.default(DEFAULT_PORTS.gateway),
     PUBLIC_BASE_URL: env.httpUrl.optional(),
-    AUTH_REALM: z.string().regex(/^[\x20-\x7e]+$/).refine((realm) => !/["\\]/.test(realm), 'must not contain quotes or backslashes').default('rights'),
-    ADMIN_CLIENT_ID: z.string().min(1).regex(/^[^:]+$/, 'must not contain ":"').optional(),
+    AUTH_REALM: z
+      .string()
+      .regex(/^[\x20-\x7e]+$/)
+      .refine((realm) => !/["\\]/.test(realm), 'must not contain quotes or backslashes')
+      .default('rights'),
+    ADMIN_CLIENT_ID: z
+      .string()
+      .min(1)
+      .regex(/^[^:]+$/, 'must not contain ":"')
+      .optional(),
     ADMIN_CLIENT_SECRET: z.string().min(12, 'must be at least 12 characters').optional(),
     INTERNAL_TOKEN_SECRET: env.secret.optional(),
     CATALOG_URL: serviceUrl('catalog'),
@@ -62,7 +70,10 @@ runService(
         ),
     });
     const server = await startHttpServer(app, config.GATEWAY_PORT);
-    logger.info({ port: server.port, public_base_url: config.PUBLIC_BASE_URL ?? `http://localhost:${server.port}` }, 'listening');
+    logger.info(
+      { port: server.port, public_base_url: config.PUBLIC_BASE_URL ?? `http://localhost:${server.port}` },
+      'listening',
+    );
     if (!config.ADMIN_CLIENT_ID) logger.warn('ADMIN_CLIENT_ID is not set: no client can call the API');
     return {
       async stop() {

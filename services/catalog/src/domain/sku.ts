@@ -1,4 +1,12 @@
-import { CatalogEventTypes, createCloudEvent, type CloudEvent, type Sku, type SkuDeletedData, type SkuUpsertBody, type SkuUpsertedData } from '@rs/contracts';
+import {
+  CatalogEventTypes,
+  createCloudEvent,
+  type CloudEvent,
+  type Sku,
+  type SkuDeletedData,
+  type SkuUpsertBody,
+  type SkuUpsertedData,
+} from '@rs/contracts';
 
 /** The stored state of a catalog entry, free of storage details. */
 export interface SkuEntry {

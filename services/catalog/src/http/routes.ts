@@ -20,8 +20,13 @@ const FORBIDDEN_CHALLENGE = 'Basic realm="rights", charset="UTF-8"';
 /** Reads: an admin client, or another service (SKU checks). Writes: an admin client. */
 function authorize(res: Response, write: boolean): void {
   const principal = res.locals.principal;
-  const allowed = write ? principal.admin && principal.scheme !== 'service' : principal.admin || principal.scheme === 'service';
-  if (!allowed) throw new AppError(401, 'the catalog is administered by admin clients only', { 'WWW-Authenticate': FORBIDDEN_CHALLENGE });
+  const allowed = write
+    ? principal.admin && principal.scheme !== 'service'
+    : principal.admin || principal.scheme === 'service';
+  if (!allowed)
+    throw new AppError(401, 'the catalog is administered by admin clients only', {
+      'WWW-Authenticate': FORBIDDEN_CHALLENGE,
+    });
 }
 
 /** The admin catalog API of DESIGN.md 6. */
@@ -52,7 +57,8 @@ export function catalogRoutes(store: SkuStore, publicBaseUrl: string, onChange: 
       const sku = skuParam(req);
       const body = parseBody(SkuUpsertBody, req.body);
       const result = await store.upsert(sku, body, ifMatchGeneration(req));
-      if (result.outcome === 'precondition-failed') throw preconditionFailed(`If-Match does not match the generation of SKU ${sku}`);
+      if (result.outcome === 'precondition-failed')
+        throw preconditionFailed(`If-Match does not match the generation of SKU ${sku}`);
       if (result.outcome === 'not-found') throw notFound(`no SKU ${sku}`);
       if (result.outcome !== 'unchanged') onChange();
       setETag(res, result.entry.generation);
@@ -67,7 +73,8 @@ export function catalogRoutes(store: SkuStore, publicBaseUrl: string, onChange: 
       const sku = skuParam(req);
       const result = await store.remove(sku, ifMatchGeneration(req));
       if (result.outcome === 'not-found') throw notFound(`no SKU ${sku}`);
-      if (result.outcome === 'precondition-failed') throw preconditionFailed(`If-Match does not match the generation of SKU ${sku}`);
+      if (result.outcome === 'precondition-failed')
+        throw preconditionFailed(`If-Match does not match the generation of SKU ${sku}`);
       onChange();
       res.status(204).end();
     },

@@ -57,7 +57,7 @@ export type WriteResult =
   | { outcome: 'not-found' }
   | { outcome: 'precondition-failed'; entry: SkuEntry | null };
 
-const PROJECTION = { outbox: 0, relayLeaseUntil: 0, relayLeaseOwner: 0 };
+const PROJECTION = { outbox: 0 };
 const MAX_RACES = 8;
 
 /**
@@ -89,7 +89,12 @@ export class SkuStore {
   }
 
   /** PUT: creates or replaces the entry; `expectedGeneration` is the If-Match value. */
-  async upsert(sku: string, body: SkuUpsertBody, expectedGeneration?: number, now = () => new Date()): Promise<WriteResult> {
+  async upsert(
+    sku: string,
+    body: SkuUpsertBody,
+    expectedGeneration?: number,
+    now = () => new Date(),
+  ): Promise<WriteResult> {
     for (let race = 0; race < MAX_RACES; race++) {
       const stored = await this.model.findOne({ _id: sku }, PROJECTION).lean<SkuDocument>();
       const current = stored ? toEntry(stored) : null;

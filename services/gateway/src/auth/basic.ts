@@ -26,7 +26,8 @@ export function parseBasic(header: string | undefined): BasicCredentials | null 
   }
   const colon = decoded.indexOf(':');
   if (colon <= 0 || colon === decoded.length - 1) return null;
-  if (/[\u0000-\u001f\u007f]/.test(decoded)) return null;
+  // Control characters have no place in an identifier or a secret.
+  if ([...decoded].some((char) => char.charCodeAt(0) < 0x20 || char.charCodeAt(0) === 0x7f)) return null;
   return { clientId: decoded.slice(0, colon), secret: decoded.slice(colon + 1) };
 }
 

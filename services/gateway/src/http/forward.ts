@@ -64,7 +64,11 @@ export class Forwarder {
       });
       outgoing.on('error', (error: NodeJS.ErrnoException) => {
         if (outgoing.destroyed && res.headersSent) return resolve();
-        fail(serviceUnavailable(`the service behind ${req.path.split('/').slice(0, 2).join('/') || '/'} is unavailable (${error.code ?? 'error'})`));
+        fail(
+          serviceUnavailable(
+            `the service behind ${req.path.split('/').slice(0, 2).join('/') || '/'} is unavailable (${error.code ?? 'error'})`,
+          ),
+        );
       });
       outgoing.on('response', (incoming) => {
         res.status(incoming.statusCode ?? 502);

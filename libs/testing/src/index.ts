@@ -1,0 +1,6 @@
+export * from './event-collector';
+export * from './otlp-receiver';
+export * from './processes';
+export * from './rabbit-admin';
+export * from './servers';
+export * from './system';

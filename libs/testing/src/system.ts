@@ -1,0 +1,146 @@
+import { randomBytes } from 'node:crypto';
+import mongoose from 'mongoose';
+import { freePort, ServiceProcess } from './processes';
+import { RabbitAdmin } from './rabbit-admin';
+
+export type BackendName = 'catalog' | 'rights' | 'subscriptions' | 'scheduler';
+
+export interface TestSystemOptions {
+  /** Short name of the test file; prefixes its vhost and databases. */
+  name: string;
+  backends: BackendName[];
+  gateway?: boolean;
+  /** Export traces to this OTLP/HTTP JSON endpoint (see OtlpReceiver). */
+  otlpEndpoint?: string;
+  env?: Record<string, string>;
+}
+
+export const TEST_ADMIN = { clientId: 'test-admin', secret: 'test-admin-secret-0123' } as const;
+export const TEST_INTERNAL_SECRET = 'test-internal-token-secret-0123456789abcdef';
+
+function required(name: string): string {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set: run the tests with vitest (its globalSetup provides the servers)`);
+  return value;
+}
+
+/**
+ * The platform as separate processes, against the real servers, isolated from other test
+ * files by its own RabbitMQ vhost and its own databases (DESIGN.md 7), so files run in parallel.
+ */
+export class TestSystem {
+  readonly processes = new Map<string, ServiceProcess>();
+  readonly rabbit: RabbitAdmin;
+  readonly prefix: string;
+  readonly vhost: string;
+  readonly amqpUrl: string;
+
+  private constructor(private readonly options: TestSystemOptions) {
+    this.prefix = `t_${options.name.replace(/[^A-Za-z0-9]/g, '_')}_${randomBytes(3).toString('hex')}`;
+    this.vhost = this.prefix;
+    this.rabbit = new RabbitAdmin(required('RABBITMQ_MANAGEMENT_URL'));
+    const base = new URL(required('AMQP_URL'));
+    base.pathname = `/${encodeURIComponent(this.vhost)}`;
+    this.amqpUrl = base.toString();
+  }
+
+  static async start(options: TestSystemOptions): Promise<TestSystem> {
+    const system = new TestSystem(options);
+    await system.rabbit.createVhost(system.vhost);
+    try {
+      await system.launch();
+    } catch (error) {
+      await system.stop();
+      throw error;
+    }
+    return system;
+  }
+
+  mongoUrlFor(service: string): string {
+    const url = new URL(required('MONGODB_URL'));
+    url.pathname = `/${this.prefix}_${service}`;
+    return url.toString();
+  }
+
+  service(name: string): ServiceProcess {
+    const found = this.processes.get(name);
+    if (!found) throw new Error(`${name} is not running in this test system`);
+    return found;
+  }
+
+  get gatewayUrl(): string {
+    return this.service('gateway').url;
+  }
+
+  adminHeaders(extra: Record<string, string> = {}): Record<string, string> {
+    const token = Buffer.from(`${TEST_ADMIN.clientId}:${TEST_ADMIN.secret}`).toString('base64');
+    return { authorization: `Basic ${token}`, ...extra };
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([...this.processes.values()].map((process) => process.stop()));
+    await this.rabbit.deleteVhost(this.vhost).catch(() => undefined);
+    for (const name of this.processes.keys()) {
+      if (name === 'gateway') continue;
+      const connection = mongoose.createConnection(this.mongoUrlFor(name));
+      await connection
+        .asPromise()
+        .then(() => connection.dropDatabase())
+        .catch(() => undefined);
+      await connection.close().catch(() => undefined);
+    }
+  }
+
+  private async launch(): Promise<void> {
+    const ports = new Map<string, number>();
+    // Every service gets a port; one not started here is simply unreachable.
+    for (const name of ['catalog', 'rights', 'subscriptions', 'scheduler', 'gateway'])
+      ports.set(name, await freePort());
+    const gatewayUrl = `http://127.0.0.1:${ports.get('gateway')}`;
+    const urlOf = (name: string) => `http://127.0.0.1:${ports.get(name)}`;
+    const telemetry: Record<string, string> = this.options.otlpEndpoint
+      ? {
+          OTEL_EXPORTER_OTLP_ENDPOINT: this.options.otlpEndpoint,
+          OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+          OTEL_BSP_SCHEDULE_DELAY: '100',
+        }
+      : { OTEL_TRACES_EXPORTER: 'none' };
+    const common = {
+      NODE_ENV: 'test',
+      LOG_LEVEL: 'info',
+      AMQP_URL: this.amqpUrl,
+      INTERNAL_TOKEN_SECRET: TEST_INTERNAL_SECRET,
+      PUBLIC_BASE_URL: gatewayUrl,
+      CATALOG_URL: urlOf('catalog'),
+      RIGHTS_URL: urlOf('rights'),
+      SUBSCRIPTIONS_URL: urlOf('subscriptions'),
+      OTEL_METRICS_EXPORTER: 'none',
+      OTEL_LOGS_EXPORTER: 'none',
+      ...telemetry,
+      ...this.options.env,
+    };
+    // The catalog first: the others ask it about SKUs.
+    const order = [...this.options.backends].sort((a, b) => Number(b === 'catalog') - Number(a === 'catalog'));
+    for (const name of order) {
+      const process = new ServiceProcess(name, ports.get(name)!, {
+        ...common,
+        PORT: String(ports.get(name)),
+        [`${name.toUpperCase()}_MONGODB_URL`]: this.mongoUrlFor(name),
+        OTEL_SERVICE_NAME: name,
+      });
+      this.processes.set(name, process);
+      await process.start();
+    }
+    if (this.options.gateway ?? true) {
+      const gateway = new ServiceProcess('gateway', ports.get('gateway')!, {
+        ...common,
+        GATEWAY_PORT: String(ports.get('gateway')),
+        ADMIN_CLIENT_ID: TEST_ADMIN.clientId,
+        ADMIN_CLIENT_SECRET: TEST_ADMIN.secret,
+        OTEL_SERVICE_NAME: 'gateway',
+      });
+      this.processes.set('gateway', gateway);
+      await gateway.start();
+    }
+  }
+}

@@ -1,0 +1,116 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { EventCollector, TestSystem } from '@rs/testing';
+import mongoose from 'mongoose';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+let system: TestSystem;
+let events: EventCollector;
+
+beforeAll(async () => {
+  system = await TestSystem.start({ name: 'catalog_outbox', backends: ['catalog'] });
+  events = await EventCollector.start(system.amqpUrl, 'catalog.events');
+});
+afterAll(async () => {
+  await events?.close();
+  await system?.stop();
+});
+
+const putSku = (sku: string) =>
+  fetch(`${system.gatewayUrl}/catalog/skus/${sku}`, {
+    method: 'PUT',
+    headers: system.adminHeaders({ 'content-type': 'application/json' }),
+    body: JSON.stringify({ name: sku }),
+  });
+
+/**
+ * Writes new SKUs, `parallel` at a time with `pauseMs` between writes, until `count` or
+ * until `until()`; returns the ones the API acknowledged.
+ */
+async function writeSkus(
+  prefix: string,
+  count: number,
+  parallel: number,
+  until = () => false,
+  pauseMs = 0,
+): Promise<string[]> {
+  const acknowledged: string[] = [];
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: parallel }, async () => {
+      while (next < count && !until()) {
+        const sku = `${prefix}-${next++}`;
+        const response = await putSku(sku);
+        if (response.status === 201) acknowledged.push(sku);
+        else expect.fail(`PUT ${sku} answered ${response.status}: ${await response.text()}`);
+        if (pauseMs) await sleep(pauseMs);
+      }
+    }),
+  );
+  return acknowledged;
+}
+
+const killed = new Set<string>();
+
+/**
+ * Closes the catalog's current broker connection as soon as the broker lists it (the
+ * management API lists new connections with a delay); returns how many were closed.
+ */
+async function killCatalogConnection(): Promise<number> {
+  for (let tries = 0; tries < 150; tries++) {
+    const fresh = (await system.rabbit.connectionsNamed(system.vhost, 'catalog')).filter((name) => !killed.has(name));
+    for (const name of fresh) {
+      killed.add(name);
+      await system.rabbit.closeConnection(name);
+    }
+    if (fresh.length > 0) return fresh.length;
+    await sleep(100);
+  }
+  return 0;
+}
+
+const upsertedSubjects = () =>
+  new Set(events.messages.filter((m) => m.routingKey === 'sku.upserted').map((m) => String(m.body.subject)));
+
+describe('no lost events', () => {
+  it('when the broker connection is killed again and again while SKUs are written, then every write is still published', async () => {
+    let killing = true;
+    const writing = writeSkus('conn', 2_000, 2, () => !killing, 40);
+    let kills = 0;
+    for (let round = 0; round < 3; round++) {
+      kills += await killCatalogConnection();
+      await sleep(200);
+    }
+    killing = false;
+    const acknowledged = await writing;
+    expect(kills).toBe(3);
+    const lost = () => system.service('catalog').logs.filter((line) => line.includes('broker connection lost')).length;
+    await expect.poll(lost, { timeout: 5_000 }).toBe(3);
+    expect(acknowledged.length).toBeGreaterThan(20);
+
+    await events.waitFor(() => acknowledged.every((sku) => upsertedSubjects().has(sku)), 30_000);
+    const ofThisTest = events.messages.filter((m) => String(m.body.subject).startsWith('conn-'));
+    const distinctIds = new Set(ofThisTest.map((m) => m.body.id));
+    // At least once: duplicates are allowed, but each write is one distinct event.
+    expect(distinctIds.size).toBe(acknowledged.length);
+    expect(new Set(ofThisTest.map((m) => m.body.subject))).toEqual(new Set(acknowledged));
+  });
+
+  it('when the catalog process is killed with events still unpublished, then they are published after it restarts', async () => {
+    const catalog = system.service('catalog');
+    // With the broker connection just closed, the relay cannot publish until it reconnects.
+    await killCatalogConnection();
+    const acknowledged = await writeSkus('crash', 40, 4);
+    await catalog.kill();
+
+    const db = mongoose.createConnection(system.mongoUrlFor('catalog'));
+    await db.asPromise();
+    const pending = await db.collection('skus').countDocuments({ 'outbox.0.id': { $exists: true } });
+    await db.close();
+    expect(pending).toBeGreaterThan(0);
+
+    await catalog.start();
+    await events.waitFor(() => acknowledged.every((sku) => upsertedSubjects().has(sku)), 30_000);
+    const crashEvents = events.messages.filter((m) => String(m.body.subject).startsWith('crash-'));
+    expect(new Set(crashEvents.map((m) => m.body.id)).size).toBe(acknowledged.length);
+  });
+});

@@ -1,0 +1,55 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { OtlpReceiver, TestSystem } from '@rs/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const SERVER = 2;
+const CONSUMER = 5;
+
+let receiver: OtlpReceiver;
+let system: TestSystem;
+
+beforeAll(async () => {
+  receiver = new OtlpReceiver();
+  await receiver.start();
+  system = await TestSystem.start({
+    name: 'tracing',
+    backends: ['catalog', 'rights'],
+    otlpEndpoint: receiver.endpoint,
+  });
+});
+afterAll(async () => {
+  await system?.stop();
+  await receiver?.close();
+});
+
+describe('one trace end to end', () => {
+  it('when a SKU is written through the gateway, then the gateway, the catalog and the event consumer in the rights service share one trace', async () => {
+    const response = await fetch(`${system.gatewayUrl}/catalog/skus/traced-sku`, {
+      method: 'PUT',
+      headers: system.adminHeaders({ 'content-type': 'application/json' }),
+      body: '{}',
+    });
+    expect(response.status).toBe(201);
+
+    let traceId: string | undefined;
+    let services = new Set<string>();
+    for (let waited = 0; waited < 15_000; waited += 100) {
+      const gatewaySpan = receiver.spans.find(
+        (s) => s.service === 'gateway' && s.kind === SERVER && s.name.startsWith('PUT'),
+      );
+      traceId = gatewaySpan?.traceId;
+      const inTrace = receiver.spans.filter((s) => s.traceId === traceId);
+      services = new Set(inTrace.map((s) => `${s.service}:${s.kind}`));
+      if (services.has('catalog:2') && services.has('rights:5')) break;
+      await sleep(100);
+    }
+    expect(traceId).toMatch(/^[0-9a-f]{32}$/);
+    expect(services).toContain(`gateway:${SERVER}`);
+    expect(services).toContain(`catalog:${SERVER}`);
+    expect(services).toContain(`rights:${CONSUMER}`);
+    // The catalog's MongoDB write is in the trace too.
+    expect(
+      receiver.spans.some((s) => s.traceId === traceId && s.service === 'catalog' && /mongo|skus/i.test(s.name)),
+    ).toBe(true);
+  });
+});
