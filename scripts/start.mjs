@@ -1,0 +1,146 @@
+// `npm start` (DESIGN.md 6): the whole system on this machine. All five services run as
+// supervised child processes with one merged, readable log, against MONGODB_URL and
+// AMQP_URL; when those are not set and nothing answers locally, the local servers that
+// deploy/local/setup.sh installed are started first.
+import { spawn, spawnSync } from 'node:child_process';
+import net from 'node:net';
+import path from 'node:path';
+import readline from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const SERVICES = ['catalog', 'rights', 'subscriptions', 'scheduler', 'gateway'];
+const START_GRACE_MS = 15_000;
+const color = process.stdout.isTTY ? (code, text) => `\x1b[${code}m${text}\x1b[0m` : (_code, text) => text;
+const SERVICE_COLORS = { catalog: 36, rights: 32, subscriptions: 35, scheduler: 34, gateway: 33, start: 37 };
+const LEVEL_COLORS = { trace: 90, debug: 90, info: 37, warn: 33, error: 31, fatal: 31 };
+
+function say(message) {
+  process.stdout.write(`${color(SERVICE_COLORS.start, 'start'.padEnd(13))} ${message}\n`);
+}
+
+function answers(port) {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host: '127.0.0.1', port });
+    socket.setTimeout(1000);
+    socket.once('connect', () => (socket.destroy(), resolve(true)));
+    socket.once('error', () => resolve(false));
+    socket.once('timeout', () => (socket.destroy(), resolve(false)));
+  });
+}
+
+async function ensureServers() {
+  if (process.env.MONGODB_URL && process.env.AMQP_URL) return;
+  if ((process.env.MONGODB_URL || (await answers(27017))) && (process.env.AMQP_URL || (await answers(5672)))) return;
+  say('MongoDB or RabbitMQ is not answering on 127.0.0.1; starting the local servers');
+  const result = spawnSync('bash', [path.join(root, 'deploy/local/start-servers.sh')], { stdio: 'inherit' });
+  if (result.status !== 0) {
+    say(color(31, 'cannot start MongoDB/RabbitMQ: run `npm run setup` first, or set MONGODB_URL and AMQP_URL'));
+    process.exit(1);
+  }
+}
+
+/** One JSON log line as `service  HH:MM:SS level message key=value…`. */
+function format(service, line) {
+  let record;
+  try {
+    record = JSON.parse(line);
+  } catch {
+    return `${color(SERVICE_COLORS[service], service.padEnd(13))} ${line}`;
+  }
+  const {
+    level = 'info',
+    time,
+    msg = '',
+    service: _s,
+    trace_id: traceId,
+    span_id: _span,
+    request_id: _r,
+    ...rest
+  } = record;
+  const clock = typeof time === 'string' ? time.slice(11, 23) : '';
+  let text = msg;
+  if (msg === 'request' && rest.method) {
+    text = `${rest.method} ${rest.path} ${rest.status} ${Math.round(rest.duration_ms)}ms`;
+    for (const key of ['method', 'path', 'status', 'duration_ms']) delete rest[key];
+  }
+  const extras = Object.entries(rest)
+    .map(([key, value]) => `${key}=${typeof value === 'object' ? JSON.stringify(value) : value}`)
+    .join(' ');
+  const trace = traceId ? color(90, ` trace=${traceId.slice(0, 8)}`) : '';
+  return `${color(SERVICE_COLORS[service], service.padEnd(13))} ${color(90, clock)} ${color(LEVEL_COLORS[level] ?? 37, level.padEnd(5))} ${text}${extras ? color(90, ` ${extras}`) : ''}${trace}`;
+}
+
+const children = new Map();
+let stopping = false;
+
+function launch(service, attempt = 0) {
+  const child = spawn(
+    process.execPath,
+    [
+      '--require',
+      path.join(root, 'libs/telemetry/dist/register.js'),
+      path.join(root, 'services', service, 'dist/main.js'),
+    ],
+    { env: childEnv(service), stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  const startedAt = Date.now();
+  children.set(service, child);
+  for (const stream of [child.stdout, child.stderr]) {
+    readline
+      .createInterface({ input: stream })
+      .on('line', (line) => process.stdout.write(`${format(service, line)}\n`));
+  }
+  child.on('exit', (code, signal) => {
+    children.delete(service);
+    if (stopping) return;
+    if (Date.now() - startedAt < START_GRACE_MS && attempt === 0) {
+      say(color(31, `${service} exited while starting (${signal ?? `code ${code}`}); stopping everything`));
+      stop(1);
+      return;
+    }
+    const delay = Math.min(30_000, 1000 * 2 ** Math.min(attempt, 5));
+    say(color(33, `${service} exited (${signal ?? `code ${code}`}); restarting in ${delay / 1000} s`));
+    setTimeout(() => !stopping && launch(service, attempt + 1), delay);
+  });
+}
+
+function childEnv(service) {
+  const env = {
+    NODE_ENV: 'development',
+    ADMIN_CLIENT_ID: 'admin',
+    ADMIN_CLIENT_SECRET: 'admin-secret-change-me',
+    ...process.env,
+    OTEL_SERVICE_NAME: service,
+  };
+  // Without a collector, keep trace context flowing but export nothing.
+  if (!env.OTEL_EXPORTER_OTLP_ENDPOINT && !env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) env.OTEL_TRACES_EXPORTER ??= 'none';
+  env.OTEL_METRICS_EXPORTER ??= 'none';
+  env.OTEL_LOGS_EXPORTER ??= 'none';
+  return env;
+}
+
+function stop(code) {
+  if (stopping) return;
+  stopping = true;
+  const exits = [...children.values()].map((child) => new Promise((resolve) => child.once('exit', resolve)));
+  for (const child of children.values()) child.kill('SIGTERM');
+  const force = setTimeout(() => {
+    for (const child of children.values()) child.kill('SIGKILL');
+  }, 15_000);
+  Promise.all(exits).then(() => {
+    clearTimeout(force);
+    process.exit(code);
+  });
+}
+
+process.on('SIGINT', () => stop(0));
+process.on('SIGTERM', () => stop(0));
+
+await ensureServers();
+const port = process.env.GATEWAY_PORT ?? '8080';
+const admin = process.env.ADMIN_CLIENT_ID ?? 'admin';
+say(`starting ${SERVICES.join(', ')}; the gateway will listen on http://localhost:${port}`);
+if (!process.env.ADMIN_CLIENT_ID)
+  say(`admin client: ${admin} / admin-secret-change-me (set ADMIN_CLIENT_ID and ADMIN_CLIENT_SECRET to change)`);
+for (const service of SERVICES) launch(service);
