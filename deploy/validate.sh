@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Validates the deploy files offline (there is no Docker engine or cluster here):
+# - renders the kustomize base and every overlay, and checks each object against the
+#   Kubernetes OpenAPI schemas (kubernetes-validate ships them, strict: no unknown fields);
+# - checks docker-compose.yml against the Compose specification's JSON schema (from the
+#   compose-go module) and that every build target exists in deploy/Dockerfile.
+# Tools come from the Go module proxy and PyPI into the git-ignored .local/tools.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/local/env.sh"
+cd "$RS_ROOT"
+
+KUSTOMIZE_VERSION=v5.7.1
+KUBERNETES_VERSION=1.33.0
+KUBERNETES_VALIDATE_VERSION=1.37.0
+CHECK_JSONSCHEMA_VERSION=0.39.0
+COMPOSE_GO_VERSION=v2.16.2
+tools="$RS_ROOT/.local/tools"
+mkdir -p "$tools"
+
+if ! "$tools/kustomize" version 2>/dev/null | grep -q "$KUSTOMIZE_VERSION"; then
+  GOBIN="$tools" go install "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION"
+fi
+if ! "$tools/venv/bin/kubernetes-validate" --version 2>/dev/null | grep -q "$KUBERNETES_VALIDATE_VERSION" ||
+   ! "$tools/venv/bin/check-jsonschema" --version 2>/dev/null | grep -q "$CHECK_JSONSCHEMA_VERSION"; then
+  python3 -m venv "$tools/venv"
+  "$tools/venv/bin/pip" install --quiet "kubernetes-validate==$KUBERNETES_VALIDATE_VERSION" "check-jsonschema==$CHECK_JSONSCHEMA_VERSION"
+fi
+
+rendered="$(mktemp -d)"
+trap 'rm -rf "$rendered"' EXIT
+for kustomization in k8s/base k8s/overlays/*; do
+  out="$rendered/$(echo "$kustomization" | tr / _).yaml"
+  "$tools/kustomize" build "$kustomization" > "$out"
+  echo "kustomize build $kustomization: $(grep -c '^kind:' "$out") objects"
+  "$tools/venv/bin/kubernetes-validate" --strict --quiet -k "$KUBERNETES_VERSION" "$out"
+done
+
+compose_go="$(cd "$tools" && { [ -f go.mod ] || go mod init validate-tools >/dev/null 2>&1; } && go mod download -json "github.com/compose-spec/compose-go/v2@$COMPOSE_GO_VERSION" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')"
+"$tools/venv/bin/check-jsonschema" --schemafile "$compose_go/schema/compose-spec.json" docker-compose.yml
+for target in $(sed -n 's/^ *build: {.*target: \([a-z]*\) }$/\1/p' docker-compose.yml); do
+  grep -q "^FROM .* AS $target\$" deploy/Dockerfile || { echo "docker-compose.yml builds target $target, which deploy/Dockerfile does not define" >&2; exit 1; }
+done
+echo "deploy files are valid"
