@@ -1,3 +1,4 @@
 export * from './catalog';
 export * from './cloud-event';
 export * from './topology';
+export * from './openapi';

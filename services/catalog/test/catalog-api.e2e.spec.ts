@@ -210,6 +210,15 @@ describe('who may call', () => {
     expect((await get('/catalog/skus/direct')).status).toBe(404);
   });
 
+  it('when the OpenAPI document is asked of the gateway, then it is served without credentials', async () => {
+    const response = await fetch(`${system.gatewayUrl}/openapi.json`);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toMatch(/^application\/json/);
+    const document = (await response.json()) as { openapi: string; paths: Record<string, unknown> };
+    expect(document.openapi).toBe('3.1.0');
+    expect(Object.keys(document.paths)).toContain('/catalog/skus/{sku}');
+  });
+
   it('when health, readiness and metrics are asked, then every service answers without a token', async () => {
     const catalog = system.service('catalog').url;
     expect(await (await fetch(`${catalog}/readyz`)).json()).toEqual({

@@ -1,0 +1,185 @@
+import { z } from 'zod';
+import { Sku, SkuList, SkuName, SkuUpsertBody } from './catalog';
+
+/** JSON Schema 2020-12 (OpenAPI 3.1's own dialect) of a zod contract. */
+const schemaOf = (schema: z.ZodType) => {
+  const { $schema: _dialect, ...rest } = z.toJSONSchema(schema) as Record<string, unknown>;
+  return rest;
+};
+
+const text = (description: string, headers?: Record<string, unknown>) => ({
+  description,
+  ...(headers ? { headers } : {}),
+  content: {
+    'text/plain': { schema: { type: 'string' } },
+    'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } },
+  },
+});
+const html = (description: string, headers?: Record<string, unknown>) => ({
+  description,
+  ...(headers ? { headers } : {}),
+  content: {
+    'text/html': { schema: { type: 'string' } },
+    'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } },
+  },
+});
+const ref = (name: string) => ({ $ref: `#/components/responses/${name}` });
+const json = (schema: string) => ({ 'application/json': { schema: { $ref: `#/components/schemas/${schema}` } } });
+const etag = { ETag: { description: 'The generation of the resource, quoted', schema: { type: 'string' } } };
+
+/**
+ * The public HTTP interface of the gateway as OpenAPI 3.1, built from the same zod
+ * contracts the services validate with. `npm run openapi` writes it to docs/openapi.json,
+ * and a test fails when the committed file is out of date.
+ */
+export function buildOpenApiDocument(): Record<string, unknown> {
+  const admin = [{ basicAuth: [] }];
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Rights and subscriptions platform',
+      version: '0.1.0',
+      description:
+        'Public API of the gateway. The contract is spec/rights-and-subscriptions.md; DESIGN.md settles its gaps. ' +
+        'Errors are text/plain (400, 405, 409, 412, 413, 415, 429, 5xx) or text/html (401, 404), or RFC 9457 ' +
+        'problem documents when the client sends Accept: application/problem+json.',
+    },
+    servers: [{ url: 'http://localhost:8080', description: 'npm start' }],
+    tags: [{ name: 'catalog', description: 'Admin catalog API (DESIGN.md 6)' }, { name: 'meta' }],
+    paths: {
+      '/openapi.json': {
+        get: {
+          tags: ['meta'],
+          summary: 'This document',
+          security: [],
+          responses: { '200': { description: 'The OpenAPI document', content: { 'application/json': {} } } },
+        },
+      },
+      '/catalog/skus': {
+        get: {
+          tags: ['catalog'],
+          operationId: 'listSkus',
+          summary: 'List catalog entries in name order',
+          security: admin,
+          parameters: [{ $ref: '#/components/parameters/limit' }, { $ref: '#/components/parameters/cursor' }],
+          responses: {
+            '200': {
+              description: 'One page of entries; `Link: <…>; rel="next"` when more exist',
+              headers: { Link: { schema: { type: 'string' } } },
+              content: json('SkuList'),
+            },
+            '400': ref('BadRequest'),
+            '401': ref('Unauthorized'),
+            '503': ref('ServiceUnavailable'),
+          },
+        },
+      },
+      '/catalog/skus/{sku}': {
+        parameters: [{ $ref: '#/components/parameters/sku' }],
+        get: {
+          tags: ['catalog'],
+          operationId: 'getSku',
+          summary: 'Read a catalog entry',
+          security: admin,
+          responses: {
+            '200': { description: 'The entry', headers: etag, content: json('Sku') },
+            '400': ref('BadRequest'),
+            '401': ref('Unauthorized'),
+            '404': ref('NotFound'),
+            '503': ref('ServiceUnavailable'),
+          },
+        },
+        put: {
+          tags: ['catalog'],
+          operationId: 'putSku',
+          summary: 'Create or replace a catalog entry; emits sku.upserted on catalog.events',
+          security: admin,
+          parameters: [{ $ref: '#/components/parameters/ifMatch' }],
+          requestBody: { required: false, content: json('SkuUpsertBody') },
+          responses: {
+            '201': {
+              description: 'Created',
+              headers: { ...etag, Location: { schema: { type: 'string' } } },
+              content: json('Sku'),
+            },
+            '204': { description: 'Replaced, or already so', headers: etag },
+            '400': ref('BadRequest'),
+            '401': ref('Unauthorized'),
+            '412': ref('PreconditionFailed'),
+            '413': ref('PayloadTooLarge'),
+            '415': ref('UnsupportedMediaType'),
+            '503': ref('ServiceUnavailable'),
+          },
+        },
+        delete: {
+          tags: ['catalog'],
+          operationId: 'deleteSku',
+          summary: 'Delete a catalog entry; emits sku.deleted on catalog.events',
+          security: admin,
+          parameters: [{ $ref: '#/components/parameters/ifMatch' }],
+          responses: {
+            '204': { description: 'Deleted' },
+            '400': ref('BadRequest'),
+            '401': ref('Unauthorized'),
+            '404': ref('NotFound'),
+            '412': ref('PreconditionFailed'),
+            '503': ref('ServiceUnavailable'),
+          },
+        },
+      },
+    },
+    components: {
+      securitySchemes: {
+        basicAuth: { type: 'http', scheme: 'basic', description: 'An API client: client id and secret (RFC 7617)' },
+      },
+      parameters: {
+        sku: { name: 'sku', in: 'path', required: true, schema: schemaOf(SkuName) },
+        limit: {
+          name: 'limit',
+          in: 'query',
+          description: 'Page size (DESIGN.md 3 "Listing filters")',
+          schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 },
+        },
+        cursor: {
+          name: 'cursor',
+          in: 'query',
+          description: 'Opaque; from the Link header',
+          schema: { type: 'string' },
+        },
+        ifMatch: {
+          name: 'If-Match',
+          in: 'header',
+          description: 'The generation the change expects, e.g. "3"',
+          schema: { type: 'string' },
+        },
+      },
+      schemas: {
+        Sku: schemaOf(Sku),
+        SkuList: schemaOf(SkuList),
+        SkuUpsertBody: schemaOf(SkuUpsertBody),
+        Problem: {
+          type: 'object',
+          properties: {
+            type: { type: 'string' },
+            title: { type: 'string' },
+            status: { type: 'integer' },
+            detail: { type: 'string' },
+          },
+        },
+      },
+      responses: {
+        BadRequest: text('A field or parameter is invalid; the message names it and says why'),
+        Unauthorized: html('Missing or invalid credentials', {
+          'WWW-Authenticate': { schema: { type: 'string' }, description: 'Basic realm="<REALM>", charset="UTF-8"' },
+        }),
+        NotFound: html('No such resource'),
+        PreconditionFailed: text('If-Match does not match the current generation'),
+        PayloadTooLarge: text('The body exceeds the limit'),
+        UnsupportedMediaType: text('The body is not application/json'),
+        ServiceUnavailable: text('A service or dependency is unavailable', {
+          'Retry-After': { schema: { type: 'integer' } },
+        }),
+      },
+    },
+  };
+}
