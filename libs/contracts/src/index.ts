@@ -2,3 +2,4 @@ export * from './catalog';
 export * from './cloud-event';
 export * from './topology';
 export * from './openapi';
+export * from './events-doc';

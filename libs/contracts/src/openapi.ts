@@ -29,7 +29,7 @@ const etag = { ETag: { description: 'The generation of the resource, quoted', sc
 
 /**
  * The public HTTP interface of the gateway as OpenAPI 3.1, built from the same zod
- * contracts the services validate with. `npm run openapi` writes it to docs/openapi.json,
+ * contracts the services validate with. `npm run docs` writes it to docs/openapi.json,
  * and a test fails when the committed file is out of date.
  */
 export function buildOpenApiDocument(): Record<string, unknown> {

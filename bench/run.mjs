@@ -1,0 +1,97 @@
+// `npm run bench`: throughput and latency of the running system, as ratios measured in
+// one run (this machine is noisy; absolute numbers vary from run to run).
+// First benchmark: GET /catalog/skus/{sku} through the gateway versus directly against the
+// catalog service, alternating rounds so both see the same machine conditions.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const require = createRequire(import.meta.url);
+const { provideTestServers, TestSystem, TEST_INTERNAL_SECRET } = require(path.join(root, 'libs/testing/dist/index.js'));
+const { InternalTokenSigner } = require(path.join(root, 'libs/http/dist/index.js'));
+
+const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 8);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
+
+function run(title, url, headers, duration = DURATION_S) {
+  return autocannon({ title, url, headers, connections: CONNECTIONS, duration, pipelining: 1 });
+}
+
+function summarize(results) {
+  const requests = results.reduce((sum, r) => sum + r.requests.total, 0);
+  const seconds = results.reduce((sum, r) => sum + r.duration, 0);
+  const failures = results.reduce((sum, r) => sum + r.non2xx + r.errors + r.timeouts, 0);
+  const mean = (pick) => results.reduce((sum, r) => sum + pick(r), 0) / results.length;
+  return {
+    rps: requests / seconds,
+    p50: mean((r) => r.latency.p50),
+    p99: mean((r) => r.latency.p99),
+    requests,
+    failures,
+  };
+}
+
+const servers = await provideTestServers();
+process.env.MONGODB_URL = servers.mongoUrl;
+process.env.AMQP_URL = servers.amqpUrl;
+process.env.RABBITMQ_MANAGEMENT_URL = servers.managementUrl;
+// warn: the services' per-request log lines would otherwise be parsed by this process.
+const system = await TestSystem.start({ name: 'bench', backends: ['catalog'], env: { LOG_LEVEL: 'warn' } });
+try {
+  const created = await fetch(`${system.gatewayUrl}/catalog/skus/bench-sku`, {
+    method: 'PUT',
+    headers: system.adminHeaders({ 'content-type': 'application/json' }),
+    body: JSON.stringify({ name: 'Benchmark SKU', announceOnUsage: true }),
+  });
+  if (created.status !== 201) throw new Error(`cannot create the benchmark SKU: ${created.status}`);
+  const internalToken = await new InternalTokenSigner(TEST_INTERNAL_SECRET, 'bench').tokenFor({
+    clientId: 'bench',
+    grantorId: null,
+    admin: true,
+    scheme: 'basic',
+    scopes: [],
+    subject: null,
+  });
+  const targets = {
+    'GET sku via gateway (Basic)': [`${system.gatewayUrl}/catalog/skus/bench-sku`, system.adminHeaders()],
+    'GET sku direct to catalog': [
+      `${system.service('catalog').url}/catalog/skus/bench-sku`,
+      { 'x-internal-token': internalToken },
+    ],
+  };
+  for (const [title, [url, headers]] of Object.entries(targets)) await run(`${title} warm-up`, url, headers, 2);
+  const results = Object.fromEntries(Object.keys(targets).map((title) => [title, []]));
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const [title, [url, headers]] of Object.entries(targets)) results[title].push(await run(title, url, headers));
+  }
+
+  const rows = Object.entries(results).map(([title, list]) => ({ title, ...summarize(list) }));
+  const [viaGateway, direct] = rows;
+  console.log(`\n${CONNECTIONS} connections, ${ROUNDS} rounds of ${DURATION_S} s each, node ${process.version}\n`);
+  console.log('| benchmark | requests/s | p50 ms | p99 ms | requests | failures |');
+  console.log('|---|---:|---:|---:|---:|---:|');
+  for (const row of rows) {
+    console.log(
+      `| ${row.title} | ${row.rps.toFixed(0)} | ${row.p50.toFixed(1)} | ${row.p99.toFixed(1)} | ${row.requests} | ${row.failures} |`,
+    );
+  }
+  const ratio = viaGateway.rps / direct.rps;
+  console.log(
+    `\ngateway/direct throughput ratio: ${ratio.toFixed(2)}; p50 added by the gateway: ${(viaGateway.p50 - direct.p50).toFixed(1)} ms`,
+  );
+  mkdirSync(path.join(root, 'bench/results'), { recursive: true });
+  const file = path.join(root, 'bench/results', `${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
+  writeFileSync(
+    file,
+    JSON.stringify({ connections: CONNECTIONS, rounds: ROUNDS, durationS: DURATION_S, rows, ratio }, null, 2),
+  );
+  console.log(`results: ${path.relative(root, file)}`);
+  if (rows.some((row) => row.failures > 0)) process.exitCode = 1;
+} finally {
+  await system.stop();
+  await servers.stop();
+}
