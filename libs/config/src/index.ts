@@ -49,6 +49,12 @@ export const env = {
   httpUrl: url(['http:', 'https:']),
   mongoUrl: url(['mongodb:', 'mongodb+srv:']),
   amqpUrl: url(['amqp:', 'amqps:']),
+  /** AUTH_REALM: the realm of every challenge (DESIGN.md 3), quoted in a header. */
+  realm: z
+    .string()
+    .regex(/^[\x20-\x7e]+$/, 'must be printable ASCII')
+    .refine((realm) => !/["\\]/.test(realm), 'must not contain quotes or backslashes')
+    .default('rights'),
   /** Shared key of the internal tokens (DESIGN.md 4); at least 32 characters. */
   secret: z.string().min(32, 'must be at least 32 characters'),
 };

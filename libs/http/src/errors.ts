@@ -20,6 +20,8 @@ export class AppError extends Error {
 export const badRequest = (message: string) => new AppError(400, message);
 export const unauthorized = (message: string, challenge: string) =>
   new AppError(401, message, { 'WWW-Authenticate': challenge });
+/** DESIGN.md 3 "Challenges": missing or bad Basic credentials. */
+export const basicChallenge = (realm: string) => `Basic realm="${realm}", charset="UTF-8"`;
 export const notFound = (message = 'not found') => new AppError(404, message);
 export const methodNotAllowed = (allowed: string[]) =>
   new AppError(405, `method not allowed; allowed: ${allowed.join(', ')}`, { Allow: allowed.join(', ') });

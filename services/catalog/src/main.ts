@@ -9,6 +9,7 @@ const Config = z.object({
   ...serviceEnvShape('catalog'),
   PORT: env.port.default(DEFAULT_PORTS.catalog),
   PUBLIC_BASE_URL: env.httpUrl.default(`http://localhost:${DEFAULT_PORTS.gateway}`),
+  AUTH_REALM: env.realm,
 });
 
 runBackend('catalog', Config, async (runtime) => {
@@ -24,7 +25,11 @@ runBackend('catalog', Config, async (runtime) => {
   const server = await serveInternalHttp(runtime, runtime.config.PORT, {
     jsonLimit: '16kb',
     routes: (app) =>
-      app.use(catalogRoutes(store, runtime.config.PUBLIC_BASE_URL.replace(/\/$/, ''), () => relay.kick())),
+      app.use(
+        catalogRoutes(store, runtime.config.PUBLIC_BASE_URL.replace(/\/$/, ''), runtime.config.AUTH_REALM, () =>
+          relay.kick(),
+        ),
+      ),
   });
   return {
     async stop() {

@@ -1,4 +1,5 @@
-import { EventCollector, TestSystem } from '@rs/testing';
+import { InternalTokenSigner, type Principal } from '@rs/http';
+import { EventCollector, TEST_INTERNAL_SECRET, TestSystem } from '@rs/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 let system: TestSystem;
@@ -208,6 +209,49 @@ describe('who may call', () => {
     });
     expect(putDirect.status).toBe(401);
     expect((await get('/catalog/skus/direct')).status).toBe(404);
+  });
+
+  it('when a valid internal token carries a non-admin principal, then the catalog refuses writes, and reads unless it is a service', async () => {
+    const catalog = system.service('catalog').url;
+    const signer = new InternalTokenSigner(TEST_INTERNAL_SECRET, 'test');
+    const tokenFor = (principal: Partial<Principal>) =>
+      signer.tokenFor({
+        clientId: 'c',
+        grantorId: 'g',
+        admin: false,
+        scheme: 'basic',
+        scopes: [],
+        subject: null,
+        ...principal,
+      });
+    const call = async (method: string, principal: Partial<Principal>) =>
+      fetch(`${catalog}/catalog/skus/internal-check`, {
+        method,
+        headers: { 'x-internal-token': await tokenFor(principal), 'content-type': 'application/json' },
+        body: method === 'PUT' ? '{}' : undefined,
+      });
+    const grantorPut = await call('PUT', {});
+    expect(grantorPut.status).toBe(401);
+    expect(grantorPut.headers.get('www-authenticate')).toBe('Basic realm="rights", charset="UTF-8"');
+    expect((await call('GET', {})).status).toBe(401);
+    expect((await call('PUT', { scheme: 'service', admin: true })).status).toBe(401);
+    expect((await call('PUT', { admin: true })).status).toBe(201);
+    expect((await call('GET', { scheme: 'service' })).status).toBe(200);
+  });
+
+  it('when the service that owns a path is not running, then the gateway answers 503 with Retry-After', async () => {
+    const response = await fetch(`${system.gatewayUrl}/id/users/alice/rights?grantorId=g`, {
+      headers: system.adminHeaders(),
+    });
+    expect(response.status).toBe(503);
+    expect(response.headers.get('retry-after')).toMatch(/^\d+$/);
+    expect(response.headers.get('content-type')).toMatch(/^text\/plain/);
+  });
+
+  it('when a path belongs to no service, then the gateway answers 404 text/html', async () => {
+    const response = await fetch(`${system.gatewayUrl}/nothing/here`, { headers: system.adminHeaders() });
+    expect(response.status).toBe(404);
+    expect(response.headers.get('content-type')).toMatch(/^text\/html/);
   });
 
   it('when the OpenAPI document is asked of the gateway, then it is served without credentials', async () => {

@@ -15,11 +15,7 @@ const Config = z
     LOG_LEVEL: env.logLevel,
     GATEWAY_PORT: env.port.default(DEFAULT_PORTS.gateway),
     PUBLIC_BASE_URL: env.httpUrl.optional(),
-    AUTH_REALM: z
-      .string()
-      .regex(/^[\x20-\x7e]+$/)
-      .refine((realm) => !/["\\]/.test(realm), 'must not contain quotes or backslashes')
-      .default('rights'),
+    AUTH_REALM: env.realm,
     ADMIN_CLIENT_ID: z
       .string()
       .min(1)

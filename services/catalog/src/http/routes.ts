@@ -1,6 +1,6 @@
 import { SkuName, SkuUpsertBody } from '@rs/contracts';
 import {
-  AppError,
+  basicChallenge,
   ifMatchGeneration,
   notFound,
   pageParams,
@@ -10,28 +10,23 @@ import {
   route,
   setETag,
   setNextLink,
+  unauthorized,
 } from '@rs/http';
 import { Router, type Request, type Response } from 'express';
 import { representation } from '../domain/sku';
 import type { SkuStore } from '../store/sku-store';
 
-const FORBIDDEN_CHALLENGE = 'Basic realm="rights", charset="UTF-8"';
-
-/** Reads: an admin client, or another service (SKU checks). Writes: an admin client. */
-function authorize(res: Response, write: boolean): void {
-  const principal = res.locals.principal;
-  const allowed = write
-    ? principal.admin && principal.scheme !== 'service'
-    : principal.admin || principal.scheme === 'service';
-  if (!allowed)
-    throw new AppError(401, 'the catalog is administered by admin clients only', {
-      'WWW-Authenticate': FORBIDDEN_CHALLENGE,
-    });
-}
-
 /** The admin catalog API of DESIGN.md 6. */
-export function catalogRoutes(store: SkuStore, publicBaseUrl: string, onChange: () => void): Router {
+export function catalogRoutes(store: SkuStore, publicBaseUrl: string, realm: string, onChange: () => void): Router {
   const router = Router();
+  /** Reads: an admin client, or another service (SKU checks). Writes: an admin client. */
+  const authorize = (res: Response, write: boolean) => {
+    const principal = res.locals.principal;
+    const allowed = write
+      ? principal.admin && principal.scheme !== 'service'
+      : principal.admin || principal.scheme === 'service';
+    if (!allowed) throw unauthorized('the catalog is administered by admin clients only', basicChallenge(realm));
+  };
   const skuParam = (req: Request) => parseParam(SkuName, 'sku', req.params.sku);
 
   route(router, '/catalog/skus', {

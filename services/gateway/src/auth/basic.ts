@@ -37,5 +37,3 @@ export function secretsEqual(given: string, expected: string): boolean {
   const b = createHash('sha256').update(expected, 'utf8').digest();
   return timingSafeEqual(a, b);
 }
-
-export const basicChallenge = (realm: string) => `Basic realm="${realm}", charset="UTF-8"`;

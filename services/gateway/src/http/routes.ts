@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
-import { AppError, type InternalTokenSigner, type Principal } from '@rs/http';
+import { AppError, basicChallenge, type InternalTokenSigner, type Principal } from '@rs/http';
 import { Router, type Request, type Response } from 'express';
-import { basicChallenge, parseBasic, secretsEqual } from '../auth/basic';
+import { parseBasic, secretsEqual } from '../auth/basic';
 import type { Forwarder } from './forward';
 
 export interface Upstreams {
