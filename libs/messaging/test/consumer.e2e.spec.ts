@@ -1,0 +1,103 @@
+import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createLogger } from '@rs/logging';
+import { RabbitAdmin } from '@rs/testing';
+import amqp from 'amqplib';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { AmqpClient, BrokerUnavailable, consume, deadLetterQueueOf } from '../src/index';
+
+const vhost = `t_consumer_${randomBytes(3).toString('hex')}`;
+const rabbit = new RabbitAdmin(process.env.RABBITMQ_MANAGEMENT_URL!);
+let amqpUrl: string;
+let client: AmqpClient;
+const attempts = new Map<number, number>();
+const handled: number[] = [];
+
+const Work = z.object({ n: z.number().int() });
+
+beforeAll(async () => {
+  await rabbit.createVhost(vhost);
+  const url = new URL(process.env.AMQP_URL!);
+  url.pathname = `/${vhost}`;
+  amqpUrl = url.toString();
+  client = new AmqpClient({
+    url: amqpUrl,
+    connectionName: 'consumer-test',
+    logger: createLogger('consumer-test', 'silent'),
+    reconnectMinMs: 50,
+  });
+  client.start();
+  await client.waitUntilConnected(10_000);
+  await consume(
+    client,
+    {
+      queue: 'test.work',
+      bindings: [{ exchange: 'commands', routingKey: 'test.work' }],
+      parse: (body) => Work.parse(body),
+      maxAttempts: 3,
+      retryDelaysMs: [100],
+      handle: async ({ n }) => {
+        const attempt = (attempts.get(n) ?? 0) + 1;
+        attempts.set(n, attempt);
+        if (n === 2 && attempt < 3) throw new Error('transient failure');
+        if (n === 3) throw new Error('permanent failure');
+        handled.push(n);
+      },
+    },
+    createLogger('consumer-test', 'silent'),
+  );
+});
+afterAll(async () => {
+  await client?.close();
+  await rabbit.deleteVhost(vhost);
+});
+
+const send = (body: string) =>
+  client.publish('commands', 'test.work', Buffer.from(body), { persistent: true, contentType: 'application/json' });
+
+async function deadLettered(): Promise<Array<{ body: string; error: string }>> {
+  const connection = await amqp.connect(amqpUrl);
+  const channel = await connection.createChannel();
+  const found: Array<{ body: string; error: string }> = [];
+  for (
+    let message = await channel.get(deadLetterQueueOf('test.work'));
+    message;
+    message = await channel.get(deadLetterQueueOf('test.work'))
+  ) {
+    found.push({ body: message.content.toString(), error: String(message.properties.headers?.['x-rs-error']) });
+  }
+  await connection.close(); // the unacked messages go back to the queue
+  return found;
+}
+
+describe('consumer with retry and dead-letter queue', () => {
+  it('when handlers succeed, fail for a while, fail for good, or get garbage, then each ends where it should', async () => {
+    for (const body of ['{"n":1}', '{"n":2}', '{"n":3}', 'not json', '{"n":"x"}']) await send(body);
+    await expect.poll(() => handled.includes(2), { timeout: 10_000 }).toBe(true);
+    await expect.poll(async () => (await deadLettered()).length, { timeout: 10_000 }).toBe(3);
+    expect(handled).toEqual([1, 2]);
+    expect(attempts.get(2)).toBe(3);
+    expect(attempts.get(3)).toBe(3);
+    const dead = await deadLettered();
+    expect(dead.map((d) => d.body).sort()).toEqual(['not json', '{"n":"x"}', '{"n":3}'].sort());
+    expect(dead.find((d) => d.body === '{"n":3}')?.error).toBe('permanent failure');
+    expect(await rabbit.queueMessageCount(vhost, 'test.work')).toBe(0);
+  });
+
+  it('when the broker connection is lost, then publishing fails fast, and after the automatic reconnect consuming resumes', async () => {
+    let names: string[] = [];
+    for (let tries = 0; tries < 150 && names.length === 0; tries++) {
+      names = await rabbit.connectionsNamed(vhost, 'consumer-test');
+      if (names.length === 0) await sleep(100);
+    }
+    expect(names).toHaveLength(1);
+    const disconnected = new Promise((resolve) => client.once('disconnected', resolve));
+    await rabbit.closeConnection(names[0]!);
+    await disconnected;
+    await expect(send('{"n":4}')).rejects.toBeInstanceOf(BrokerUnavailable);
+    await client.waitUntilConnected(10_000);
+    await send('{"n":5}');
+    await expect.poll(() => handled.includes(5), { timeout: 10_000 }).toBe(true);
+  });
+});
