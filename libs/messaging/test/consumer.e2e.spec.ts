@@ -92,7 +92,7 @@ describe('consumer with retry and dead-letter queue', () => {
       if (names.length === 0) await sleep(100);
     }
     expect(names).toHaveLength(1);
-    const disconnected = new Promise((resolve) => client.once('disconnected', resolve));
+    const disconnected = new Promise<void>((resolve) => client.once('disconnected', () => resolve()));
     await rabbit.closeConnection(names[0]!);
     await disconnected;
     await expect(send('{"n":4}')).rejects.toBeInstanceOf(BrokerUnavailable);
