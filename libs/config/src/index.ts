@@ -104,3 +104,14 @@ export function mongoTarget(service: ServiceName, cfg: Record<string, unknown>):
   }
   return { url: String(cfg.MONGODB_URL), dbName: `rs_${service}` };
 }
+
+/** A URL fit for logs and error messages: its password replaced. */
+export function redactUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    return '(invalid URL)';
+  }
+}

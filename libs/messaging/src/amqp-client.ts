@@ -1,3 +1,4 @@
+import { redactUrl } from '@rs/config';
 import { EventEmitter } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { context, propagation, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
@@ -208,14 +209,4 @@ function withHeartbeat(url: string): string {
   const parsed = new URL(url);
   if (!parsed.searchParams.has('heartbeat')) parsed.searchParams.set('heartbeat', '10');
   return parsed.toString();
-}
-
-function redactUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = '***';
-    return parsed.toString();
-  } catch {
-    return '(invalid URL)';
-  }
 }

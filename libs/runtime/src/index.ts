@@ -1,4 +1,4 @@
-import { internalTokenSecret, loadConfig, mongoTarget, type ServiceName } from '@rs/config';
+import { internalTokenSecret, loadConfig, mongoTarget, redactUrl, type ServiceName } from '@rs/config';
 import {
   createHttpApp,
   InternalTokenSigner,
@@ -54,7 +54,7 @@ async function connectDatabase(
   try {
     await db.asPromise();
   } catch (error) {
-    throw new Error(`cannot reach MongoDB at ${redact(target.url)}: ${(error as Error).message}`, { cause: error });
+    throw new Error(`cannot reach MongoDB at ${redactUrl(target.url)}: ${(error as Error).message}`, { cause: error });
   }
   logger.info({ database: target.dbName }, 'connected to MongoDB');
   return db;
@@ -129,14 +129,4 @@ export async function serveInternalHttp(
   const server = await startHttpServer(app, port);
   runtime.logger.info({ port: server.port }, 'listening');
   return server;
-}
-
-function redact(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = '***';
-    return parsed.toString();
-  } catch {
-    return '(invalid URL)';
-  }
 }
