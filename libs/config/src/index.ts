@@ -90,19 +90,28 @@ export function internalTokenSecret(cfg: { NODE_ENV: string; INTERNAL_TOKEN_SECR
   return DEVELOPMENT_INTERNAL_SECRET;
 }
 
+/** Each service's own database on MONGODB_URL (DESIGN.md 6); the gateway's is `identity`. */
+export const DATABASE_NAMES: Record<ServiceName, string> = {
+  gateway: 'rs_identity',
+  subscriptions: 'rs_subscriptions',
+  rights: 'rs_rights',
+  catalog: 'rs_catalog',
+  scheduler: 'rs_scheduler',
+};
+
 export interface MongoTarget {
   url: string;
   dbName: string;
 }
 
-/** The database a service owns: `rs_<service>` on MONGODB_URL, or the path of `<SERVICE>_MONGODB_URL`. */
+/** The database a service owns: its DATABASE_NAMES entry on MONGODB_URL, or the path of `<SERVICE>_MONGODB_URL`. */
 export function mongoTarget(service: ServiceName, cfg: Record<string, unknown>): MongoTarget {
   const own = cfg[`${service.toUpperCase()}_MONGODB_URL`];
   if (typeof own === 'string') {
     const dbName = decodeURIComponent(new URL(own).pathname.replace(/^\//, ''));
-    return { url: own, dbName: dbName || `rs_${service}` };
+    return { url: own, dbName: dbName || DATABASE_NAMES[service] };
   }
-  return { url: String(cfg.MONGODB_URL), dbName: `rs_${service}` };
+  return { url: String(cfg.MONGODB_URL), dbName: DATABASE_NAMES[service] };
 }
 
 /** A URL fit for logs and error messages: its password replaced. */

@@ -37,7 +37,7 @@ interface BaseConfig {
 const STARTUP_TIMEOUT_MS = Number(process.env.RS_STARTUP_TIMEOUT_MS ?? 20_000);
 
 /** Connects to the service's own database (DESIGN.md 6) and fails with a clear message when it cannot. */
-async function connectDatabase(
+export async function connectDatabase(
   service: ServiceName,
   config: Record<string, unknown>,
   logger: Logger,

@@ -4,3 +4,4 @@ export * from './processes';
 export * from './rabbit-admin';
 export * from './servers';
 export * from './system';
+export * from './token-issuer';

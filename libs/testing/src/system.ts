@@ -81,7 +81,6 @@ export class TestSystem {
     await Promise.all([...this.processes.values()].map((process) => process.stop()));
     await this.rabbit.deleteVhost(this.vhost).catch(() => undefined);
     for (const name of this.processes.keys()) {
-      if (name === 'gateway') continue;
       const connection = mongoose.createConnection(this.mongoUrlFor(name));
       await connection
         .asPromise()
@@ -135,6 +134,7 @@ export class TestSystem {
       const gateway = new ServiceProcess('gateway', ports.get('gateway')!, {
         ...common,
         GATEWAY_PORT: String(ports.get('gateway')),
+        GATEWAY_MONGODB_URL: this.mongoUrlFor('gateway'),
         ADMIN_CLIENT_ID: TEST_ADMIN.clientId,
         ADMIN_CLIENT_SECRET: TEST_ADMIN.secret,
         OTEL_SERVICE_NAME: 'gateway',

@@ -2,10 +2,18 @@ import path from 'node:path';
 import { DEFAULT_PORTS, env, internalTokenSecret, loadConfig } from '@rs/config';
 import { createHttpApp, InternalTokenSigner, runService, startHttpServer } from '@rs/http';
 import { createLogger } from '@rs/logging';
+import { connectDatabase } from '@rs/runtime';
 import { shutdownTelemetry } from '@rs/telemetry';
 import { z } from 'zod';
+import { Authenticator } from './auth/authenticator';
+import { BearerVerifier } from './auth/bearer';
+import { FailureThrottle } from './auth/failure-throttle';
+import { hashSecret, verifySecret } from './auth/secrets';
 import { Forwarder } from './http/forward';
 import { gatewayRoutes } from './http/routes';
+import { ClientStore } from './store/client-store';
+import { RevocationStore } from './store/revocation-store';
+import { UserStore } from './store/user-store';
 
 const serviceUrl = (name: keyof typeof DEFAULT_PORTS) => env.httpUrl.default(`http://127.0.0.1:${DEFAULT_PORTS[name]}`);
 
@@ -13,25 +21,41 @@ const Config = z
   .object({
     NODE_ENV: env.nodeEnv,
     LOG_LEVEL: env.logLevel,
+    MONGODB_URL: env.mongoUrl.default('mongodb://127.0.0.1:27017'),
+    GATEWAY_MONGODB_URL: env.mongoUrl.optional(),
     GATEWAY_PORT: env.port.default(DEFAULT_PORTS.gateway),
     PUBLIC_BASE_URL: env.httpUrl.optional(),
     AUTH_REALM: env.realm,
     ADMIN_CLIENT_ID: z
       .string()
-      .min(1)
-      .regex(/^[^:]+$/, 'must not contain ":"')
+      .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'must be 1-64 letters, digits, ".", "-" or "_"')
       .optional(),
     ADMIN_CLIENT_SECRET: z.string().min(12, 'must be at least 12 characters').optional(),
+    JWT_JWKS_URL: env.httpUrl.optional(),
+    JWT_PUBLIC_KEY: z.string().includes('BEGIN PUBLIC KEY', { message: 'must be a PEM public key' }).optional(),
+    JWT_ISSUER: z.string().min(1).optional(),
+    JWT_AUDIENCE: z.string().min(1).optional(),
     INTERNAL_TOKEN_SECRET: env.secret.optional(),
     CATALOG_URL: serviceUrl('catalog'),
     RIGHTS_URL: serviceUrl('rights'),
     SUBSCRIPTIONS_URL: serviceUrl('subscriptions'),
     UPSTREAM_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
+    AUTH_CACHE_TTL_MS: z.coerce.number().int().min(0).max(60_000).default(5_000),
+    RATE_LIMIT_PER_SECOND: z.coerce.number().min(0).default(200),
+    RATE_LIMIT_BURST: z.coerce.number().int().min(1).default(400),
     OPENAPI_PATH: z.string().default(path.resolve(__dirname, '../../../docs/openapi.json')),
   })
   .refine((cfg) => (cfg.ADMIN_CLIENT_ID === undefined) === (cfg.ADMIN_CLIENT_SECRET === undefined), {
     message: 'ADMIN_CLIENT_ID and ADMIN_CLIENT_SECRET are set together',
     path: ['ADMIN_CLIENT_SECRET'],
+  })
+  .refine((cfg) => !(cfg.JWT_JWKS_URL || cfg.JWT_PUBLIC_KEY) || (cfg.JWT_ISSUER && cfg.JWT_AUDIENCE), {
+    message: 'JWT_ISSUER and JWT_AUDIENCE are required with JWT_JWKS_URL or JWT_PUBLIC_KEY',
+    path: ['JWT_ISSUER'],
+  })
+  .refine((cfg) => !(cfg.JWT_JWKS_URL && cfg.JWT_PUBLIC_KEY), {
+    message: 'set JWT_JWKS_URL or JWT_PUBLIC_KEY, not both',
+    path: ['JWT_PUBLIC_KEY'],
   });
 
 const logger = createLogger('gateway');
@@ -41,40 +65,84 @@ runService(
   async () => {
     const config = loadConfig(Config);
     logger.level = config.LOG_LEVEL;
+    const signer = new InternalTokenSigner(internalTokenSecret(config), 'gateway');
+    const bearer =
+      config.JWT_JWKS_URL || config.JWT_PUBLIC_KEY
+        ? new BearerVerifier({
+            jwksUrl: config.JWT_JWKS_URL,
+            publicKeyPem: config.JWT_PUBLIC_KEY,
+            issuer: config.JWT_ISSUER!,
+            audience: config.JWT_AUDIENCE!,
+          })
+        : null;
+    const db = await connectDatabase('gateway', config, logger);
+    const clients = new ClientStore(db);
+    const users = new UserStore(db);
+    const revocations = new RevocationStore(db, logger);
+    await revocations.start();
+
+    if (config.ADMIN_CLIENT_ID && config.ADMIN_CLIENT_SECRET) {
+      // DESIGN.md 6: the admin client of the environment exists at start (its grantor is its own id).
+      const existing = await clients.find(config.ADMIN_CLIENT_ID);
+      const current =
+        existing?.admin &&
+        existing.grantorId === config.ADMIN_CLIENT_ID &&
+        (await verifySecret(config.ADMIN_CLIENT_SECRET, existing.secretHash));
+      if (!current) {
+        await clients.put({
+          clientId: config.ADMIN_CLIENT_ID,
+          grantorId: config.ADMIN_CLIENT_ID,
+          admin: true,
+          secretHash: await hashSecret(config.ADMIN_CLIENT_SECRET),
+        });
+      }
+    } else {
+      logger.warn('ADMIN_CLIENT_ID is not set: no admin client is ensured');
+    }
+
     const forwarder = new Forwarder({ timeoutMs: config.UPSTREAM_TIMEOUT_MS });
+    const authenticator = new Authenticator({
+      clients,
+      revocations,
+      bearer,
+      throttle: new FailureThrottle(),
+      realm: config.AUTH_REALM,
+      cacheTtlMs: config.AUTH_CACHE_TTL_MS,
+    });
+    const publicBaseUrl = (config.PUBLIC_BASE_URL ?? `http://localhost:${config.GATEWAY_PORT}`).replace(/\/$/, '');
     const app = createHttpApp({
       service: 'gateway',
       logger,
-      readiness: {},
+      readiness: { mongodb: () => db.readyState === 1 },
       routes: (app) =>
         app.use(
           gatewayRoutes({
             realm: config.AUTH_REALM,
-            admin:
-              config.ADMIN_CLIENT_ID && config.ADMIN_CLIENT_SECRET
-                ? { clientId: config.ADMIN_CLIENT_ID, secret: config.ADMIN_CLIENT_SECRET }
-                : null,
+            publicBaseUrl,
+            authenticator,
+            clients,
+            users,
+            revocations,
             upstreams: {
               catalog: new URL(config.CATALOG_URL),
               rights: new URL(config.RIGHTS_URL),
               subscriptions: new URL(config.SUBSCRIPTIONS_URL),
             },
             forwarder,
-            signer: new InternalTokenSigner(internalTokenSecret(config), 'gateway'),
+            signer,
+            rateLimit: { perSecond: config.RATE_LIMIT_PER_SECOND, burst: config.RATE_LIMIT_BURST },
             openApiPath: config.OPENAPI_PATH,
           }),
         ),
     });
     const server = await startHttpServer(app, config.GATEWAY_PORT);
-    logger.info(
-      { port: server.port, public_base_url: config.PUBLIC_BASE_URL ?? `http://localhost:${server.port}` },
-      'listening',
-    );
-    if (!config.ADMIN_CLIENT_ID) logger.warn('ADMIN_CLIENT_ID is not set: no client can call the API');
+    logger.info({ port: server.port, public_base_url: publicBaseUrl, bearer: bearer !== null }, 'listening');
     return {
       async stop() {
         await server.close();
         forwarder.close();
+        revocations.stop();
+        await db.close();
       },
     };
   },

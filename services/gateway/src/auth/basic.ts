@@ -1,5 +1,3 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
-
 /** Credentials of an `Authorization: Basic` header (RFC 7617). */
 export interface BasicCredentials {
   clientId: string;
@@ -29,11 +27,4 @@ export function parseBasic(header: string | undefined): BasicCredentials | null 
   // Control characters have no place in an identifier or a secret.
   if ([...decoded].some((char) => char.charCodeAt(0) < 0x20 || char.charCodeAt(0) === 0x7f)) return null;
   return { clientId: decoded.slice(0, colon), secret: decoded.slice(colon + 1) };
-}
-
-/** Compares secrets in constant time (their digests have equal length whatever the input). */
-export function secretsEqual(given: string, expected: string): boolean {
-  const a = createHash('sha256').update(given, 'utf8').digest();
-  const b = createHash('sha256').update(expected, 'utf8').digest();
-  return timingSafeEqual(a, b);
 }

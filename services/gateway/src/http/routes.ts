@@ -1,52 +1,55 @@
 import { readFileSync } from 'node:fs';
-import { AppError, basicChallenge, type InternalTokenSigner, type Principal } from '@rs/http';
-import { Router, type Request, type Response } from 'express';
-import { parseBasic, secretsEqual } from '../auth/basic';
+import { PartyId } from '@rs/contracts';
+import {
+  AppError,
+  basicChallenge,
+  jsonBody,
+  notFound,
+  parseBody,
+  parseParam,
+  route,
+  unauthorized,
+  type InternalTokenSigner,
+  type Principal,
+} from '@rs/http';
+import { Router, type Request, type RequestHandler, type Response } from 'express';
+import { z } from 'zod';
+import { type Authenticator, bearerChallenge, insufficientScopeChallenge } from '../auth/authenticator';
+import { hashSecret } from '../auth/secrets';
+import { classify, grantorFilter, redirectLocation, type Operation, type OwningService } from '../domain/access';
+import type { ClientStore } from '../store/client-store';
+import type { RevocationStore } from '../store/revocation-store';
+import type { UserStore } from '../store/user-store';
 import type { Forwarder } from './forward';
-
-export interface Upstreams {
-  catalog: URL;
-  rights: URL;
-  subscriptions: URL;
-}
+import { rateLimit, type RateLimitOptions } from './rate-limit';
 
 export interface GatewayRoutesOptions {
   realm: string;
-  admin: { clientId: string; secret: string } | null;
-  upstreams: Upstreams;
+  publicBaseUrl: string;
+  authenticator: Authenticator;
+  clients: ClientStore;
+  users: UserStore;
+  revocations: RevocationStore;
+  upstreams: Record<OwningService, URL>;
   forwarder: Forwarder;
   signer: InternalTokenSigner;
+  rateLimit: RateLimitOptions;
   openApiPath: string;
 }
 
-/**
- * Which service owns a path. The catalog's admin API is /catalog/…; a user's rights and
- * subscriptions live under /id/users/{connectId}/rights and …/subs (spec 4).
- */
-export function owningService(path: string): keyof Upstreams | null {
-  if (path === '/catalog' || path.startsWith('/catalog/')) return 'catalog';
-  const match = /^\/id\/users\/[^/]+\/(rights|subs)(?:\/|$)/.exec(path);
-  if (match) return match[1] === 'rights' ? 'rights' : 'subscriptions';
-  return null;
-}
-
-/**
- * Until API clients are stored (the gateway's identity database), the only caller is the
- * admin client of ADMIN_CLIENT_ID/ADMIN_CLIENT_SECRET, with Basic credentials.
- */
-function authenticate(req: Request, options: GatewayRoutesOptions): Principal {
-  const challenge = basicChallenge(options.realm);
-  const credentials = parseBasic(req.get('authorization'));
-  if (!credentials) throw new AppError(401, 'authentication required', { 'WWW-Authenticate': challenge });
-  const admin = options.admin;
-  const known = admin !== null && secretsEqual(credentials.clientId, admin.clientId);
-  // The secret is compared even for an unknown client, so timing does not tell which part was wrong.
-  const secretOk = secretsEqual(credentials.secret, admin?.secret ?? '');
-  if (!known || !secretOk) throw new AppError(401, 'invalid credentials', { 'WWW-Authenticate': challenge });
-  return { clientId: credentials.clientId, grantorId: null, admin: true, scheme: 'basic', scopes: [], subject: null };
-}
+const ClientId = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'must be 1-64 letters, digits, ".", "-" or "_"');
+export const ConnectId = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._@:+-]{0,127}$/, 'must be 1-128 letters, digits, ".", "_", "@", ":", "+" or "-"');
+const ClientBody = z.strictObject({
+  secret: z.string().min(12, 'must be at least 12 characters').max(256),
+  grantorId: PartyId,
+  admin: z.boolean().optional(),
+});
+const RevocationBody = z.strictObject({ expiresAt: z.iso.datetime({ offset: true }).optional() });
 
 export function gatewayRoutes(options: GatewayRoutesOptions): Router {
+  const { realm, authenticator } = options;
   const router = Router();
   const openApi = readFileSync(options.openApiPath, 'utf8');
 
@@ -54,12 +57,161 @@ export function gatewayRoutes(options: GatewayRoutesOptions): Router {
     res.type('application/json').send(openApi);
   });
 
+  // Everything else needs a caller; each caller is rate limited.
+  const authenticate: RequestHandler = async (req, res, next) => {
+    res.locals.principal = await authenticator.authenticate(req.get('authorization'));
+    next();
+  };
+  router.use(['/admin', '/id/users', '/catalog'], authenticate, rateLimit(options.rateLimit));
+  // The gateway parses only its own bodies; forwarded ones stream through untouched.
+  router.use('/admin', jsonBody('16kb'));
+
+  /** Admin routes take admin Basic credentials only (DESIGN.md 6). */
+  const requireAdmin = (res: Response) => {
+    const principal = res.locals.principal;
+    if (principal.scheme !== 'basic' || !principal.admin) {
+      throw unauthorized('this operation needs the Basic credentials of an admin client', basicChallenge(realm));
+    }
+  };
+  const clientParam = (req: Request) => parseParam(ClientId, 'clientId', req.params.clientId);
+  const connectIdParam = (req: Request) => parseParam(ConnectId, 'connectId', req.params.connectId);
+
+  route(router, '/admin/clients', {
+    get: async (_req, res) => {
+      requireAdmin(res);
+      const clients = await options.clients.list();
+      res.json({
+        clients: clients.map(({ clientId, grantorId, admin, createdAt, updatedAt }) => ({
+          clientId,
+          grantorId,
+          admin,
+          createdAt: createdAt.toISOString(),
+          updatedAt: updatedAt.toISOString(),
+        })),
+      });
+    },
+  });
+  route(router, '/admin/clients/:clientId', {
+    put: async (req, res) => {
+      requireAdmin(res);
+      const clientId = clientParam(req);
+      const body = parseBody(ClientBody, req.body);
+      const created = await options.clients.put({
+        clientId,
+        grantorId: body.grantorId,
+        admin: body.admin ?? false,
+        secretHash: await hashSecret(body.secret),
+      });
+      authenticator.invalidate(clientId);
+      if (created) res.status(201).json({ clientId, grantorId: body.grantorId, admin: body.admin ?? false });
+      else res.status(204).end();
+    },
+    delete: async (req, res) => {
+      requireAdmin(res);
+      const clientId = clientParam(req);
+      await options.clients.remove(clientId);
+      authenticator.invalidate(clientId);
+      res.status(204).end();
+    },
+  });
+  route(router, '/admin/revoked-tokens/:jti', {
+    put: async (req, res) => {
+      requireAdmin(res);
+      const jti = parseParam(z.string().min(1).max(256), 'jti', req.params.jti);
+      const body = parseBody(RevocationBody, req.body);
+      const created = await options.revocations.revoke(jti, body.expiresAt ? new Date(body.expiresAt) : undefined);
+      res.status(created ? 201 : 204).end();
+    },
+  });
+
+  // DESIGN.md 3 "Users": the user directory.
+  const userView = (connectId: string, createdAt: Date) => ({
+    connectId,
+    href: `${options.publicBaseUrl}/id/users/${encodeURIComponent(connectId)}`,
+    createdAt: createdAt.toISOString(),
+  });
+  route(router, '/id/users/:connectId', {
+    get: async (req, res) => {
+      const connectId = connectIdParam(req);
+      requireUserAccess(res.locals.principal, connectId, realm);
+      const user = await options.users.find(connectId);
+      if (!user) throw notFound(`no user ${connectId}`);
+      res.json(userView(user.connectId, user.createdAt));
+    },
+    put: async (req, res) => {
+      requireAdmin(res);
+      const connectId = connectIdParam(req);
+      const created = await options.users.register(connectId);
+      if (created) res.status(201).json(userView(connectId, new Date()));
+      else res.status(204).end();
+    },
+    delete: async (req, res) => {
+      requireAdmin(res);
+      await options.users.unregister(connectIdParam(req));
+      res.status(204).end();
+    },
+  });
+
+  // Everything a service owns: decide here what the contract lets the caller do, then forward.
   router.use(async (req: Request, res: Response, next) => {
-    const service = owningService(req.path);
-    if (!service) return next();
-    res.locals.routeLabel = `forward:${service}`;
-    const principal = authenticate(req, options);
-    await options.forwarder.forward(req, res, options.upstreams[service], await options.signer.tokenFor(principal));
+    const operation = classify(req.method, req.path);
+    if (!operation) return next();
+    res.locals.routeLabel = `forward:${operation.service}`;
+    const principal = res.locals.principal;
+    authorize(operation, principal, realm);
+    if (operation.connectId !== null) {
+      const connectId = parseParam(ConnectId, 'connectId', operation.connectId);
+      if (!(await options.users.find(connectId))) throw notFound(`no user ${connectId}`);
+    }
+    if (operation.list && !principal.admin) {
+      const filter = grantorFilter(new URL(req.originalUrl, 'http://gateway').searchParams);
+      if (filter === null) {
+        res.redirect(
+          307,
+          redirectLocation(options.publicBaseUrl, req.originalUrl, operation.list, principal.grantorId ?? ''),
+        );
+        return;
+      }
+      // spec 5 rule 5: the "different challenge".
+      if (operation.list === 'rights' && principal.scheme === 'basic' && filter !== principal.grantorId) {
+        throw unauthorized(
+          'you may list only the rights of your own grantor',
+          `Basic realm="${realm}", error="grantor_mismatch"`,
+        );
+      }
+    }
+    await options.forwarder.forward(
+      req,
+      res,
+      options.upstreams[operation.service],
+      await options.signer.tokenFor(principal),
+    );
   });
   return router;
+}
+
+/** A Bearer token acts for its user only, unless its client is an admin (DESIGN.md 3). */
+function requireUserAccess(principal: Principal, connectId: string, realm: string): void {
+  if (principal.scheme === 'bearer' && !principal.admin && principal.subject !== connectId) {
+    throw new AppError(401, 'token not issued for this user', {
+      'WWW-Authenticate': bearerChallenge(realm, 'token not issued for this user'),
+    });
+  }
+}
+
+/** spec 5: which scheme may call the operation, with which scope. */
+function authorize(operation: Operation, principal: Principal, realm: string): void {
+  if (operation.adminOnly && (principal.scheme !== 'basic' || !principal.admin)) {
+    throw unauthorized('this operation needs the Basic credentials of an admin client', basicChallenge(realm));
+  }
+  if (principal.scheme !== 'bearer') return;
+  if (operation.bearerScope === null) {
+    throw unauthorized('this operation needs Basic credentials', basicChallenge(realm));
+  }
+  if (operation.connectId !== null) requireUserAccess(principal, operation.connectId, realm);
+  if (!principal.scopes.includes(operation.bearerScope)) {
+    throw new AppError(401, `the token lacks the scope ${operation.bearerScope}`, {
+      'WWW-Authenticate': insufficientScopeChallenge(realm, operation.bearerScope),
+    });
+  }
 }

@@ -1,0 +1,79 @@
+import { Schema, type Connection, type Model } from 'mongoose';
+
+/** An API client (DESIGN.md 3 "Principals"): who calls, for which grantor, with admin rights or not. */
+export interface ApiClient {
+  clientId: string;
+  grantorId: string;
+  admin: boolean;
+  secretHash: string;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+interface ClientDocument {
+  _id: string;
+  grantorId: string;
+  admin: boolean;
+  secretHash: string;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+const clientSchema = new Schema<ClientDocument>(
+  {
+    _id: { type: String, required: true },
+    grantorId: { type: String, required: true },
+    admin: { type: Boolean, required: true },
+    secretHash: { type: String, required: true },
+    createdAt: { type: Date, required: true },
+    updatedAt: { type: Date, required: true },
+  },
+  { collection: 'clients', versionKey: false },
+);
+
+const toClient = (doc: ClientDocument): ApiClient => ({
+  clientId: doc._id,
+  grantorId: doc.grantorId,
+  admin: doc.admin,
+  secretHash: doc.secretHash,
+  createdAt: doc.createdAt,
+  updatedAt: doc.updatedAt,
+});
+
+/** API clients in the gateway's own `identity` database. */
+export class ClientStore {
+  private readonly model: Model<ClientDocument>;
+
+  constructor(db: Connection) {
+    this.model = db.model<ClientDocument>('Client', clientSchema);
+  }
+
+  async find(clientId: string): Promise<ApiClient | null> {
+    const doc = await this.model.findById(clientId).lean<ClientDocument>();
+    return doc ? toClient(doc) : null;
+  }
+
+  async list(): Promise<ApiClient[]> {
+    return (await this.model.find().sort({ _id: 1 }).lean<ClientDocument[]>()).map(toClient);
+  }
+
+  /** Creates or replaces the client; true when it was created. */
+  async put(
+    client: Pick<ApiClient, 'clientId' | 'grantorId' | 'admin' | 'secretHash'>,
+    now = new Date(),
+  ): Promise<boolean> {
+    const result = await this.model.collection.updateOne(
+      { _id: client.clientId } as never,
+      {
+        $set: { grantorId: client.grantorId, admin: client.admin, secretHash: client.secretHash, updatedAt: now },
+        $setOnInsert: { createdAt: now },
+      },
+      { upsert: true },
+    );
+    return result.upsertedCount === 1;
+  }
+
+  async remove(clientId: string): Promise<boolean> {
+    return (await this.model.deleteOne({ _id: clientId })).deletedCount === 1;
+  }
+}

@@ -1,0 +1,86 @@
+import type { Logger } from '@rs/logging';
+import { Schema, type Connection, type Model } from 'mongoose';
+
+interface RevokedTokenDocument {
+  _id: string;
+  revokedAt: Date;
+  /** After this instant the token would be refused as expired anyway; the entry can go. */
+  expiresAt: Date;
+}
+
+const revokedSchema = new Schema<RevokedTokenDocument>(
+  {
+    _id: { type: String, required: true },
+    revokedAt: { type: Date, required: true },
+    expiresAt: { type: Date, required: true },
+  },
+  { collection: 'revoked_tokens', versionKey: false },
+);
+
+/** How long a revocation is kept when the caller does not say when the token expires. */
+export const DEFAULT_REVOCATION_RETENTION_MS = 30 * 24 * 3600 * 1000;
+
+/**
+ * Revoked token ids (`jti`), DESIGN.md 6. Every gateway replica keeps them in memory and
+ * reloads the recent ones every `refreshMs`, so a revocation through one replica holds on
+ * all of them within seconds, without a database read per request.
+ */
+export class RevocationStore {
+  private readonly model: Model<RevokedTokenDocument>;
+  private readonly revoked = new Map<string, number>();
+  private loadedUpTo = new Date(0);
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    db: Connection,
+    private readonly logger: Logger,
+    private readonly refreshMs = 2_000,
+  ) {
+    this.model = db.model<RevokedTokenDocument>('RevokedToken', revokedSchema);
+  }
+
+  async start(): Promise<void> {
+    await this.refresh();
+    const tick = () => {
+      this.timer = setTimeout(() => {
+        this.refresh()
+          .catch((error: unknown) => this.logger.warn({ err: error }, 'cannot refresh revoked tokens'))
+          .finally(tick);
+      }, this.refreshMs);
+      this.timer.unref();
+    };
+    tick();
+  }
+
+  stop(): void {
+    clearTimeout(this.timer);
+  }
+
+  isRevoked(jti: string): boolean {
+    const until = this.revoked.get(jti);
+    return until !== undefined && until > Date.now();
+  }
+
+  /** True when the token id was not revoked before. */
+  async revoke(jti: string, expiresAt: Date | undefined, now = new Date()): Promise<boolean> {
+    const until = expiresAt ?? new Date(now.getTime() + DEFAULT_REVOCATION_RETENTION_MS);
+    const result = await this.model.collection.updateOne(
+      { _id: jti } as never,
+      { $set: { expiresAt: until }, $setOnInsert: { revokedAt: now } },
+      { upsert: true },
+    );
+    this.revoked.set(jti, until.getTime());
+    return result.upsertedCount === 1;
+  }
+
+  private async refresh(): Promise<void> {
+    // Overlap by a few seconds: clocks of the replicas that wrote may differ slightly.
+    const since = new Date(this.loadedUpTo.getTime() - 5_000);
+    const now = new Date();
+    const docs = await this.model.find({ revokedAt: { $gte: since } }).lean<RevokedTokenDocument[]>();
+    for (const doc of docs) this.revoked.set(doc._id, doc.expiresAt.getTime());
+    for (const [jti, until] of this.revoked) if (until <= now.getTime()) this.revoked.delete(jti);
+    this.loadedUpTo = now;
+    await this.model.deleteMany({ expiresAt: { $lt: now } });
+  }
+}
