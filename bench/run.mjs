@@ -1,7 +1,9 @@
 // `npm run bench`: throughput and latency of the running system, as ratios measured in
 // one run (this machine is noisy; absolute numbers vary from run to run).
-// First benchmark: GET /catalog/skus/{sku} through the gateway versus directly against the
-// catalog service, alternating rounds so both see the same machine conditions.
+// - GET /catalog/skus/{sku} through the gateway versus directly against the catalog;
+// - GET /id/users/{connectId} (answered by the gateway itself) with Basic credentials of a
+//   client whose verification is cached, and with a Bearer token: the cost of each scheme.
+// Rounds alternate between targets so all see the same machine conditions.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -10,7 +12,9 @@ import autocannon from 'autocannon';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(import.meta.url);
-const { provideTestServers, TestSystem, TEST_INTERNAL_SECRET } = require(path.join(root, 'libs/testing/dist/index.js'));
+const { provideTestServers, TestSystem, TEST_INTERNAL_SECRET, TokenIssuer } = require(
+  path.join(root, 'libs/testing/dist/index.js'),
+);
 const { InternalTokenSigner } = require(path.join(root, 'libs/http/dist/index.js'));
 
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 8);
@@ -40,7 +44,14 @@ process.env.MONGODB_URL = servers.mongoUrl;
 process.env.AMQP_URL = servers.amqpUrl;
 process.env.RABBITMQ_MANAGEMENT_URL = servers.managementUrl;
 // warn: the services' per-request log lines would otherwise be parsed by this process.
-const system = await TestSystem.start({ name: 'bench', backends: ['catalog'], env: { LOG_LEVEL: 'warn' } });
+const issuer = new TokenIssuer();
+await issuer.start();
+const system = await TestSystem.start({
+  name: 'bench',
+  backends: ['catalog'],
+  // No rate limit: the benchmark is one client.
+  env: { LOG_LEVEL: 'warn', RATE_LIMIT_PER_SECOND: '0', ...issuer.env },
+});
 try {
   const created = await fetch(`${system.gatewayUrl}/catalog/skus/bench-sku`, {
     method: 'PUT',
@@ -48,6 +59,18 @@ try {
     body: JSON.stringify({ name: 'Benchmark SKU', announceOnUsage: true }),
   });
   if (created.status !== 201) throw new Error(`cannot create the benchmark SKU: ${created.status}`);
+  const client = await fetch(`${system.gatewayUrl}/admin/clients/bench-app`, {
+    method: 'PUT',
+    headers: system.adminHeaders({ 'content-type': 'application/json' }),
+    body: JSON.stringify({ secret: 'bench-app-secret', grantorId: 'bench' }),
+  });
+  const user = await fetch(`${system.gatewayUrl}/id/users/bench-user`, {
+    method: 'PUT',
+    headers: system.adminHeaders(),
+  });
+  if (client.status !== 201 || user.status !== 201) throw new Error('cannot create the benchmark client and user');
+  const appBasic = `Basic ${Buffer.from('bench-app:bench-app-secret').toString('base64')}`;
+  const appBearer = `Bearer ${await issuer.token('bench-app', 'bench-user', { scope: 'id.user.right.read' })}`;
   const internalToken = await new InternalTokenSigner(TEST_INTERNAL_SECRET, 'bench').tokenFor({
     clientId: 'bench',
     grantorId: null,
@@ -62,6 +85,8 @@ try {
       `${system.service('catalog').url}/catalog/skus/bench-sku`,
       { 'x-internal-token': internalToken },
     ],
+    'GET user via gateway (Basic, cached)': [`${system.gatewayUrl}/id/users/bench-user`, { authorization: appBasic }],
+    'GET user via gateway (Bearer)': [`${system.gatewayUrl}/id/users/bench-user`, { authorization: appBearer }],
   };
   for (const [title, [url, headers]] of Object.entries(targets)) await run(`${title} warm-up`, url, headers, 2);
   const results = Object.fromEntries(Object.keys(targets).map((title) => [title, []]));
@@ -70,7 +95,7 @@ try {
   }
 
   const rows = Object.entries(results).map(([title, list]) => ({ title, ...summarize(list) }));
-  const [viaGateway, direct] = rows;
+  const [viaGateway, direct, userBasic, userBearer] = rows;
   console.log(`\n${CONNECTIONS} connections, ${ROUNDS} rounds of ${DURATION_S} s each, node ${process.version}\n`);
   console.log('| benchmark | requests/s | p50 ms | p99 ms | requests | failures |');
   console.log('|---|---:|---:|---:|---:|---:|');
@@ -83,6 +108,9 @@ try {
   console.log(
     `\ngateway/direct throughput ratio: ${ratio.toFixed(2)}; p50 added by the gateway: ${(viaGateway.p50 - direct.p50).toFixed(1)} ms`,
   );
+  console.log(
+    `Bearer/Basic (cached) throughput ratio on the same route: ${(userBearer.rps / userBasic.rps).toFixed(2)}`,
+  );
   mkdirSync(path.join(root, 'bench/results'), { recursive: true });
   const file = path.join(root, 'bench/results', `${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
   writeFileSync(
@@ -93,5 +121,6 @@ try {
   if (rows.some((row) => row.failures > 0)) process.exitCode = 1;
 } finally {
   await system.stop();
+  await issuer.close();
   await servers.stop();
 }

@@ -3,3 +3,4 @@ export * from './cloud-event';
 export * from './topology';
 export * from './openapi';
 export * from './events-doc';
+export * from './identity';

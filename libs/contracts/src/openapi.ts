@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { Sku, SkuList, SkuName, SkuUpsertBody } from './catalog';
+import { ClientBody, ClientId, ClientList, ClientView, ConnectId, RevocationBody, UserView } from './identity';
 
 /** JSON Schema 2020-12 (OpenAPI 3.1's own dialect) of a zod contract. */
 const schemaOf = (schema: z.ZodType) => {
@@ -45,7 +46,12 @@ export function buildOpenApiDocument(): Record<string, unknown> {
         'problem documents when the client sends Accept: application/problem+json.',
     },
     servers: [{ url: 'http://localhost:8080', description: 'npm start' }],
-    tags: [{ name: 'catalog', description: 'Admin catalog API (DESIGN.md 6)' }, { name: 'meta' }],
+    tags: [
+      { name: 'catalog', description: 'Admin catalog API (DESIGN.md 6)' },
+      { name: 'clients', description: 'API clients and revoked tokens (DESIGN.md 6)' },
+      { name: 'users', description: 'The user directory (DESIGN.md 3 "Users")' },
+      { name: 'meta' },
+    ],
     paths: {
       '/openapi.json': {
         get: {
@@ -53,6 +59,88 @@ export function buildOpenApiDocument(): Record<string, unknown> {
           summary: 'This document',
           security: [],
           responses: { '200': { description: 'The OpenAPI document', content: { 'application/json': {} } } },
+        },
+      },
+      '/admin/clients': {
+        get: {
+          tags: ['clients'],
+          operationId: 'listClients',
+          summary: 'List API clients (never their secrets)',
+          security: admin,
+          responses: { '200': { description: 'The clients', content: json('ClientList') }, '401': ref('Unauthorized') },
+        },
+      },
+      '/admin/clients/{clientId}': {
+        parameters: [{ name: 'clientId', in: 'path', required: true, schema: schemaOf(ClientId) }],
+        put: {
+          tags: ['clients'],
+          operationId: 'putClient',
+          summary: 'Create or replace an API client; its secret is stored as a scrypt hash',
+          security: admin,
+          requestBody: { required: true, content: json('ClientBody') },
+          responses: {
+            '201': { description: 'Created', content: json('ClientCreated') },
+            '204': { description: 'Replaced' },
+            '400': ref('BadRequest'),
+            '401': ref('Unauthorized'),
+            '415': ref('UnsupportedMediaType'),
+          },
+        },
+        delete: {
+          tags: ['clients'],
+          operationId: 'deleteClient',
+          summary: 'Delete an API client; its credentials stop working within seconds',
+          security: admin,
+          responses: { '204': { description: 'Deleted (also when unknown)' }, '401': ref('Unauthorized') },
+        },
+      },
+      '/admin/revoked-tokens/{jti}': {
+        parameters: [{ name: 'jti', in: 'path', required: true, schema: { type: 'string', maxLength: 256 } }],
+        put: {
+          tags: ['clients'],
+          operationId: 'revokeToken',
+          summary: 'Refuse access tokens with this jti from now on',
+          security: admin,
+          requestBody: { required: false, content: json('RevocationBody') },
+          responses: {
+            '201': { description: 'Revoked' },
+            '204': { description: 'Was already revoked' },
+            '400': ref('BadRequest'),
+            '401': ref('Unauthorized'),
+          },
+        },
+      },
+      '/id/users/{connectId}': {
+        parameters: [{ $ref: '#/components/parameters/connectId' }],
+        get: {
+          tags: ['users'],
+          operationId: 'getUser',
+          summary: 'Read a user of the directory (any authenticated caller; a Bearer token only for its own user)',
+          security: [{ basicAuth: [] }, { bearerAuth: [] }],
+          responses: {
+            '200': { description: 'The user', content: json('User') },
+            '401': ref('Unauthorized'),
+            '404': ref('NotFound'),
+          },
+        },
+        put: {
+          tags: ['users'],
+          operationId: 'putUser',
+          summary: 'Register a user',
+          security: admin,
+          responses: {
+            '201': { description: 'Registered', content: json('User') },
+            '204': { description: 'Already registered' },
+            '400': ref('BadRequest'),
+            '401': ref('Unauthorized'),
+          },
+        },
+        delete: {
+          tags: ['users'],
+          operationId: 'deleteUser',
+          summary: 'Unregister a user (their rights and subscriptions stay)',
+          security: admin,
+          responses: { '204': { description: 'Unregistered' }, '401': ref('Unauthorized') },
         },
       },
       '/catalog/skus': {
@@ -130,10 +218,25 @@ export function buildOpenApiDocument(): Record<string, unknown> {
     },
     components: {
       securitySchemes: {
-        basicAuth: { type: 'http', scheme: 'basic', description: 'An API client: client id and secret (RFC 7617)' },
+        basicAuth: {
+          type: 'http',
+          scheme: 'basic',
+          description: 'An API client: client id and secret (RFC 7617). The only scheme for changes (spec 5).',
+        },
+        bearerAuth: {
+          type: 'http',
+          scheme: 'bearer',
+          bearerFormat: 'JWT',
+          description:
+            'An RFC 9068 access token for one user (`sub`), issued to a registered client (`client_id`). ' +
+            'Scopes (in `scope` or `scp`): id.user.sub.read (list and retrieve subscriptions), ' +
+            'id.user.right.read (list and retrieve rights), id.user.right.use (record usage). ' +
+            'Failures: 401 with `WWW-Authenticate: Bearer realm="<REALM>", error="invalid_token" | "insufficient_scope"`.',
+        },
       },
       parameters: {
         sku: { name: 'sku', in: 'path', required: true, schema: schemaOf(SkuName) },
+        connectId: { name: 'connectId', in: 'path', required: true, schema: schemaOf(ConnectId) },
         limit: {
           name: 'limit',
           in: 'query',
@@ -157,6 +260,12 @@ export function buildOpenApiDocument(): Record<string, unknown> {
         Sku: schemaOf(Sku),
         SkuList: schemaOf(SkuList),
         SkuUpsertBody: schemaOf(SkuUpsertBody),
+        ClientBody: schemaOf(ClientBody),
+        ClientView: schemaOf(ClientView),
+        ClientList: schemaOf(ClientList),
+        ClientCreated: schemaOf(ClientView.pick({ clientId: true, grantorId: true, admin: true })),
+        RevocationBody: schemaOf(RevocationBody),
+        User: schemaOf(UserView),
         Problem: {
           type: 'object',
           properties: {
@@ -169,8 +278,16 @@ export function buildOpenApiDocument(): Record<string, unknown> {
       },
       responses: {
         BadRequest: text('A field or parameter is invalid; the message names it and says why'),
-        Unauthorized: html('Missing or invalid credentials', {
-          'WWW-Authenticate': { schema: { type: 'string' }, description: 'Basic realm="<REALM>", charset="UTF-8"' },
+        Unauthorized: html('Missing or invalid credentials, or not permitted (spec 5)', {
+          'WWW-Authenticate': {
+            schema: { type: 'string' },
+            description: 'Basic realm="<REALM>", charset="UTF-8", or a Bearer challenge (see bearerAuth)',
+          },
+        }),
+        TooManyRequests: text('Rate limit exceeded, or too many failed logins for this client', {
+          'Retry-After': { schema: { type: 'integer' } },
+          RateLimit: { schema: { type: 'string' } },
+          'RateLimit-Policy': { schema: { type: 'string' } },
         }),
         NotFound: html('No such resource'),
         PreconditionFailed: text('If-Match does not match the current generation'),

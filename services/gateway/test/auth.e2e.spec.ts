@@ -278,6 +278,18 @@ describe('307 redirects and the grantor filter (spec 5 rules 2 and 5)', () => {
   });
 });
 
+describe('services behind the gateway', () => {
+  it('when a request reaches rights, subscriptions or catalog without the internal token, then it is refused', async () => {
+    for (const service of ['rights', 'subscriptions', 'catalog']) {
+      const direct = await fetch(`${system.service(service).url}/id/users/alice/rights?grantorId=A`, {
+        headers: { authorization: GRANTOR_A },
+      });
+      expect(direct.status, service).toBe(401);
+      expect(await direct.text()).toMatch(/only through the gateway/);
+    }
+  });
+});
+
 describe('users', () => {
   it('when a user is unknown, then every user route answers 404 text/html, after authentication', async () => {
     for (const [method, path] of [

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { PartyId } from '@rs/contracts';
+import { ClientBody, ClientId, ConnectId, RevocationBody } from '@rs/contracts';
 import {
   AppError,
   basicChallenge,
@@ -36,17 +36,6 @@ export interface GatewayRoutesOptions {
   rateLimit: RateLimitOptions;
   openApiPath: string;
 }
-
-const ClientId = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'must be 1-64 letters, digits, ".", "-" or "_"');
-export const ConnectId = z
-  .string()
-  .regex(/^[A-Za-z0-9][A-Za-z0-9._@:+-]{0,127}$/, 'must be 1-128 letters, digits, ".", "_", "@", ":", "+" or "-"');
-const ClientBody = z.strictObject({
-  secret: z.string().min(12, 'must be at least 12 characters').max(256),
-  grantorId: PartyId,
-  admin: z.boolean().optional(),
-});
-const RevocationBody = z.strictObject({ expiresAt: z.iso.datetime({ offset: true }).optional() });
 
 export function gatewayRoutes(options: GatewayRoutesOptions): Router {
   const { realm, authenticator } = options;

@@ -1,0 +1,40 @@
+import { z } from 'zod';
+import { PartyId } from './catalog';
+
+/** An API client's id: a simple token without ":" (it is the user part of Basic credentials). */
+export const ClientId = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'must be 1-64 letters, digits, ".", "-" or "_"');
+
+/** A user's connectId as it appears in paths. */
+export const ConnectId = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._@:+-]{0,127}$/, 'must be 1-128 letters, digits, ".", "_", "@", ":", "+" or "-"');
+
+/** Body of `PUT /admin/clients/{clientId}` (DESIGN.md 6). */
+export const ClientBody = z.strictObject({
+  secret: z.string().min(12, 'must be at least 12 characters').max(256),
+  grantorId: PartyId,
+  admin: z.boolean().optional(),
+});
+export type ClientBody = z.infer<typeof ClientBody>;
+
+/** An API client as the admin API shows it: never its secret or hash. */
+export const ClientView = z.object({
+  clientId: ClientId,
+  grantorId: z.string(),
+  admin: z.boolean(),
+  createdAt: z.iso.datetime({ offset: true }),
+  updatedAt: z.iso.datetime({ offset: true }),
+});
+export const ClientList = z.object({ clients: z.array(ClientView) });
+
+/** Body of `PUT /admin/revoked-tokens/{jti}`: optionally when the token expires anyway. */
+export const RevocationBody = z.strictObject({ expiresAt: z.iso.datetime({ offset: true }).optional() });
+
+/** A user of the directory (DESIGN.md 3 "Users"). */
+export const UserView = z.object({
+  connectId: ConnectId,
+  href: z.string(),
+  createdAt: z.iso.datetime({ offset: true }),
+});
