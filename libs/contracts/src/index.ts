@@ -4,3 +4,4 @@ export * from './topology';
 export * from './openapi';
 export * from './events-doc';
 export * from './identity';
+export * from './rights';

@@ -1,0 +1,81 @@
+import { z } from 'zod';
+import { PartyId, SkuName } from './catalog';
+import { ConnectId } from './identity';
+
+/** spec 3.2 */
+export const RightState = z.enum(['CREATED', 'ACTIVE', 'SUSPENDED', 'EXPIRED']);
+export type RightState = z.infer<typeof RightState>;
+
+/** DESIGN.md 3 "Identifiers": alphanumeric only. */
+export const RightId = z.string().regex(/^[0-9A-Za-z]{1,64}$/, 'must be 1-64 letters or digits');
+
+/** spec 2.2 */
+export const Link = z.object({
+  rel: z.string(),
+  href: z.string(),
+  type: z.string().nullable(),
+  idref: z.string().nullable(),
+});
+export type Link = z.infer<typeof Link>;
+
+export const MAX_PAYLOAD_BYTES = 16 * 1024;
+
+/** Body of `POST /id/users/{connectId}/rights` (spec 4.2, DESIGN.md 3 "Rights"). */
+export const RightCreateBody = z.strictObject({
+  sku: SkuName,
+  grantorId: PartyId,
+  timeInterval: z.string().min(3).max(200),
+  grantorContext: z.string().max(1024).nullable().optional(),
+  state: z.enum(['CREATED', 'ACTIVE', 'SUSPENDED'], { error: 'must be CREATED, ACTIVE or SUSPENDED' }).optional(),
+  serviceProviderId: PartyId.nullable().optional(),
+  payload: z
+    .json()
+    .optional()
+    .refine((payload) => payload === undefined || Buffer.byteLength(JSON.stringify(payload)) <= MAX_PAYLOAD_BYTES, {
+      message: `must be at most ${MAX_PAYLOAD_BYTES} bytes of JSON`,
+    }),
+});
+export type RightCreateBody = z.infer<typeof RightCreateBody>;
+
+/** A right as the API returns it (spec 2.4). */
+export const Right = z.object({
+  rightId: RightId,
+  generation: z.string(),
+  href: z.string(),
+  state: RightState,
+  userId: ConnectId,
+  link: z.array(Link),
+  grantorId: z.string(),
+  grantorContext: z.string().nullable(),
+  serviceProviderId: z.string().nullable(),
+  timeInterval: z.string(),
+  sku: z.string(),
+  payload: z.json().nullable(),
+  used: z.boolean(),
+  active: z.boolean(),
+});
+export type Right = z.infer<typeof Right>;
+
+export const RightList = z.object({ right: z.array(Right) });
+
+/** `data` of every right event: the right as the API returns it, its user and its generation. */
+export const RightEventData = Right.extend({
+  connectId: ConnectId,
+  sequence: z.number().int().positive(),
+});
+export type RightEventData = z.infer<typeof RightEventData>;
+
+export const RightEventTypes = {
+  created: 'right.created',
+  activated: 'right.activated',
+  suspended: 'right.suspended',
+  expired: 'right.expired',
+  used: 'right.used',
+  removed: 'right.removed',
+  serviceAnnounce: 'service.announce',
+} as const;
+export type RightEventType = (typeof RightEventTypes)[keyof typeof RightEventTypes];
+
+export const RightEvents = Object.fromEntries(
+  Object.values(RightEventTypes).map((type) => [type, RightEventData]),
+) as Record<RightEventType, typeof RightEventData>;

@@ -1,0 +1,39 @@
+import type { Principal } from '@rs/http';
+import type { RightEntity } from './right';
+
+/**
+ * DESIGN.md 3 "Principals and authorization", for rights. Pure.
+ * A non-admin client with grantor G sees rights with grantorId G or serviceProviderId G.
+ */
+export function canSee(principal: Principal, right: Pick<RightEntity, 'grantorId' | 'serviceProviderId'>): boolean {
+  if (principal.admin) return true;
+  return (
+    principal.grantorId !== null &&
+    (right.grantorId === principal.grantorId || right.serviceProviderId === principal.grantorId)
+  );
+}
+
+/** Remove, activate, suspend: the right's grantor or an admin (spec 5 rule 4). */
+export function canManage(principal: Principal, right: Pick<RightEntity, 'grantorId'>): boolean {
+  return principal.admin || (principal.scheme === 'basic' && right.grantorId === principal.grantorId);
+}
+
+/** Usage: the grantor, the service provider, or a Bearer token with id.user.right.use for the user. */
+export function canUse(
+  principal: Principal,
+  right: Pick<RightEntity, 'grantorId' | 'serviceProviderId' | 'userId'>,
+): boolean {
+  if (principal.scheme === 'bearer')
+    return principal.scopes.includes('id.user.right.use') && (principal.admin || principal.subject === right.userId);
+  return canSee(principal, right);
+}
+
+/** Create: for the caller's own grantor unless admin. */
+export function canGrantFor(principal: Principal, grantorId: string): boolean {
+  return principal.admin || principal.grantorId === grantorId;
+}
+
+/** The visibility filter of a list, as a store query understands it. */
+export function visibilityOf(principal: Principal): { grantorOrProvider: string } | null {
+  return principal.admin ? null : { grantorOrProvider: principal.grantorId ?? '' };
+}

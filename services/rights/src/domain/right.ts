@@ -1,0 +1,126 @@
+import { RightEventTypes, type Link, type Right, type RightEventType, type RightState } from '@rs/contracts';
+
+/** A right as the service holds it (spec 2.4), free of storage details. */
+export interface RightEntity {
+  rightId: string;
+  userId: string;
+  state: RightState;
+  grantorId: string;
+  grantorContext: string | null;
+  serviceProviderId: string | null;
+  sku: string;
+  payload: unknown;
+  used: boolean;
+  start: Date;
+  end: Date;
+  timeInterval: string;
+  subscriptionId: string | null;
+  generation: number;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export type RightCommand = 'activate' | 'suspend' | 'expire';
+
+/**
+ * spec 3.2 and DESIGN.md 3 "Rights": where each command leads from each state. `same` is
+ * an accepted no-op (204, nothing changes); a missing entry is a conflict (409).
+ */
+export const TRANSITIONS: Record<RightState, Partial<Record<RightCommand, RightState | 'same'>>> = {
+  CREATED: { activate: 'ACTIVE', suspend: 'SUSPENDED' },
+  ACTIVE: { activate: 'same', suspend: 'SUSPENDED', expire: 'EXPIRED' },
+  SUSPENDED: { activate: 'ACTIVE', suspend: 'same', expire: 'EXPIRED' },
+  EXPIRED: {},
+};
+
+const EVENT_OF: Record<RightCommand, RightEventType> = {
+  activate: RightEventTypes.activated,
+  suspend: RightEventTypes.suspended,
+  expire: RightEventTypes.expired,
+};
+
+export type Decision =
+  | { kind: 'change'; next: RightEntity; events: RightEventType[] }
+  | { kind: 'unchanged' }
+  | { kind: 'conflict'; reason: string };
+
+const conflict = (reason: string): Decision => ({ kind: 'conflict', reason });
+
+/** spec 2.4 `active`: state ACTIVE and `now` inside [start, end). */
+export function isActive(right: RightEntity, now: Date): boolean {
+  return right.state === 'ACTIVE' && right.start <= now && now < right.end;
+}
+
+export function hasEnded(right: RightEntity, now: Date): boolean {
+  return right.end <= now;
+}
+
+function changed(right: RightEntity, patch: Partial<RightEntity>, events: RightEventType[], now: Date): Decision {
+  return { kind: 'change', next: { ...right, ...patch, generation: right.generation + 1, updatedAt: now }, events };
+}
+
+/** Activate, suspend or expire (the scheduler's command, only once the interval has ended). */
+export function decide(right: RightEntity, command: RightCommand, now: Date): Decision {
+  const target = TRANSITIONS[right.state][command];
+  if (command === 'expire') {
+    if (!target || target === 'same') return { kind: 'unchanged' }; // expiring is idempotent
+    if (!hasEnded(right, now)) return { kind: 'unchanged' };
+  }
+  if (target === undefined) {
+    return conflict(
+      right.state === 'EXPIRED' ? `right ${right.rightId} has expired` : `cannot ${command} a ${right.state} right`,
+    );
+  }
+  if (target === 'same') return { kind: 'unchanged' };
+  return changed(right, { state: target }, [EVENT_OF[command]], now);
+}
+
+/**
+ * DESIGN.md 3 "Usage": allowed only while active; the first use sets `used` (never
+ * cleared) and emits right.used, plus service.announce when the catalog asks for it.
+ */
+export function recordUsage(right: RightEntity, now: Date, announce: boolean): Decision {
+  if (!isActive(right, now)) return conflict(`right ${right.rightId} is not active`);
+  if (right.used) return { kind: 'unchanged' };
+  const events: RightEventType[] = [RightEventTypes.used];
+  if (announce) events.push(RightEventTypes.serviceAnnounce);
+  return changed(right, { used: true }, events, now);
+}
+
+/** The right as the API returns it, with the links of DESIGN.md 3 "href and links". */
+export function representation(right: RightEntity, publicBaseUrl: string, now: Date): Right {
+  const user = `${publicBaseUrl}/id/users/${encodeURIComponent(right.userId)}`;
+  const self = `${user}/rights/${right.rightId}`;
+  const link = (rel: string, href: string, type: string | null = null): Link => ({ rel, href, type, idref: null });
+  const links = [
+    link('self', self),
+    link('user', user),
+    link('use', `${self}/usage`),
+    link('suspend', `${self}/suspend`, 'action'),
+  ];
+  if (right.subscriptionId) links.push(link('subscription', `${user}/subs/${right.subscriptionId}`));
+  return {
+    rightId: right.rightId,
+    generation: String(right.generation),
+    href: self,
+    state: right.state,
+    userId: right.userId,
+    link: links,
+    grantorId: right.grantorId,
+    grantorContext: right.grantorContext,
+    serviceProviderId: right.serviceProviderId,
+    timeInterval: right.timeInterval,
+    sku: right.sku,
+    payload: (right.payload ?? null) as Right['payload'],
+    used: right.used,
+    active: isActive(right, now),
+  };
+}
+
+/** DESIGN.md 3: stored null when it equals the grantor. */
+export function normalizedServiceProvider(
+  grantorId: string,
+  serviceProviderId: string | null | undefined,
+): string | null {
+  return serviceProviderId && serviceProviderId !== grantorId ? serviceProviderId : null;
+}

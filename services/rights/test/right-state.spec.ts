@@ -1,0 +1,95 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { decide, isActive, recordUsage, TRANSITIONS, type RightCommand, type RightEntity } from '../src/domain/right';
+
+const T0 = new Date('2026-03-01T00:00:00Z').getTime();
+const HOUR = 3_600_000;
+
+const baseRight = (state: RightEntity['state']): RightEntity => ({
+  rightId: 'R1',
+  userId: 'alice',
+  state,
+  grantorId: 'A',
+  grantorContext: null,
+  serviceProviderId: null,
+  sku: 'news',
+  payload: null,
+  used: false,
+  start: new Date(T0),
+  end: new Date(T0 + 10 * HOUR),
+  timeInterval: '2026-03-01T00:00:00Z/2026-03-01T10:00:00Z',
+  subscriptionId: null,
+  generation: 1,
+  createdAt: new Date(T0),
+  updatedAt: new Date(T0),
+});
+
+type Step = { op: RightCommand | 'use'; at: number };
+const step = fc.record({
+  op: fc.constantFrom<Step['op']>('activate', 'suspend', 'expire', 'use'),
+  at: fc.integer({ min: -2 * HOUR, max: 14 * HOUR }),
+});
+const initial = fc.constantFrom<RightEntity['state']>('CREATED', 'ACTIVE', 'SUSPENDED');
+
+describe('the right state machine (spec 3.2, DESIGN.md 3)', () => {
+  it('when any sequence of operations is applied at increasing times, then the invariants hold', () => {
+    fc.assert(
+      fc.property(initial, fc.array(step, { maxLength: 30 }), (state, steps) => {
+        let right = baseRight(state);
+        let clock = T0 - 3 * HOUR;
+        for (const { op, at } of steps) {
+          clock = Math.max(clock, T0 + at); // time never goes back
+          const now = new Date(clock);
+          const before = right;
+          const decision = op === 'use' ? recordUsage(right, now, true) : decide(right, op, now);
+          if (decision.kind !== 'change') continue;
+          right = decision.next;
+          // Every change bumps the generation by exactly one and emits at least one event.
+          expect(right.generation).toBe(before.generation + 1);
+          expect(decision.events.length).toBeGreaterThan(0);
+          // A used right is never un-used; an expired right never comes back.
+          if (before.used) expect(right.used).toBe(true);
+          expect(before.state === 'EXPIRED' && right.state !== 'EXPIRED').toBe(false);
+          // Expiry happens only once the interval has ended; usage only while active.
+          if (right.state === 'EXPIRED' && before.state !== 'EXPIRED') expect(now >= right.end).toBe(true);
+          if (op === 'use') expect(isActive(before, now)).toBe(true);
+          // Every state reached is one the table knows.
+          expect(Object.keys(TRANSITIONS)).toContain(right.state);
+        }
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('when a command is repeated, then the second one changes nothing (idempotent)', () => {
+    fc.assert(
+      fc.property(initial, fc.constantFrom<RightCommand>('activate', 'suspend', 'expire'), (state, command) => {
+        const now = new Date(T0 + 11 * HOUR);
+        const first = decide(baseRight(state), command, now);
+        const after = first.kind === 'change' ? first.next : baseRight(state);
+        expect(decide(after, command, now).kind).not.toBe('change');
+      }),
+    );
+  });
+
+  it('when an expired right is activated or suspended, then it is a conflict', () => {
+    const expired = baseRight('EXPIRED');
+    expect(decide(expired, 'activate', new Date(T0)).kind).toBe('conflict');
+    expect(decide(expired, 'suspend', new Date(T0)).kind).toBe('conflict');
+  });
+
+  it('when a right is used while active, then once sets used and emits right.used and service.announce', () => {
+    const right = baseRight('ACTIVE');
+    const inside = new Date(T0 + HOUR);
+    const first = recordUsage(right, inside, true);
+    expect(first).toMatchObject({
+      kind: 'change',
+      events: ['right.used', 'service.announce'],
+      next: { used: true, generation: 2 },
+    });
+    expect(recordUsage((first as { next: RightEntity }).next, inside, true).kind).toBe('unchanged');
+    expect(recordUsage(right, inside, false)).toMatchObject({ events: ['right.used'] });
+    expect(recordUsage(right, new Date(T0 + 10 * HOUR), true).kind).toBe('conflict'); // the end is exclusive
+    expect(recordUsage(baseRight('SUSPENDED'), inside, true).kind).toBe('conflict');
+  });
+});
