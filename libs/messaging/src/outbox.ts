@@ -5,6 +5,7 @@ import type { mongo } from 'mongoose';
 import client from 'prom-client';
 import { Schema } from 'mongoose';
 import type { AmqpClient } from './amqp-client';
+import { documentLock } from './document-lock';
 import { currentTraceCarrier, type TraceCarrier } from './trace-context';
 
 /**
@@ -213,7 +214,9 @@ export class OutboxRelay {
     // One by one: FerretDB 1.x slows down sharply on large bulk or parallel writes.
     for (const { document, confirmed } of results) {
       for (const id of confirmed) {
-        await this.documents.updateOne({ _id: document._id, 'outbox.0.id': id } as never, { $pop: { outbox: -1 } });
+        await documentLock.run(this.options.collection, document._id, () =>
+          this.documents.updateOne({ _id: document._id, 'outbox.0.id': id } as never, { $pop: { outbox: -1 } }),
+        );
       }
     }
     return results.every(({ document, confirmed }) => confirmed.length === document.outbox.length);

@@ -1,19 +1,43 @@
 import { DEFAULT_PORTS, env, serviceEnvShape } from '@rs/config';
 import { SkuDirectory } from '@rs/catalog-client';
+import { createCloudEvent, type RightEventData } from '@rs/contracts';
+import { OutboxRelay } from '@rs/messaging';
 import { runBackend, serveInternalHttp } from '@rs/runtime';
 import { z } from 'zod';
+import { representation } from './domain/right';
+import { rightsRoutes } from './http/routes';
+import { RightsUseCases } from './rights';
+import { RightStore } from './store/right-store';
 
 const Config = z.object({
   ...serviceEnvShape('rights'),
   PORT: env.port.default(DEFAULT_PORTS.rights),
   CATALOG_URL: env.httpUrl.default(`http://127.0.0.1:${DEFAULT_PORTS.catalog}`),
+  PUBLIC_BASE_URL: env.httpUrl.default(`http://localhost:${DEFAULT_PORTS.gateway}`),
+  AUTH_REALM: env.realm,
 });
 
-/**
- * The rights service. So far it keeps its SKU directory current from `catalog.events`;
- * the rights API and its state machine come with the rights issue.
- */
+export const EVENT_SOURCE = '/rights';
+
 runBackend('rights', Config, async (runtime) => {
+  const publicBaseUrl = runtime.config.PUBLIC_BASE_URL.replace(/\/$/, '');
+  const store = new RightStore(runtime.db, (right, types) =>
+    types.map((type) =>
+      // DESIGN.md 2: the right as the API returns it, plus connectId and sequence (= generation).
+      createCloudEvent<RightEventData>({
+        source: EVENT_SOURCE,
+        type,
+        subject: right.rightId,
+        time: right.updatedAt,
+        data: {
+          ...representation(right, publicBaseUrl, right.updatedAt),
+          connectId: right.userId,
+          sequence: right.generation,
+        },
+      }),
+    ),
+  );
+  await store.ensureIndexes();
   const skus = new SkuDirectory({
     broker: runtime.broker,
     catalogUrl: runtime.config.CATALOG_URL,
@@ -22,6 +46,29 @@ runBackend('rights', Config, async (runtime) => {
     logger: runtime.logger,
   });
   await skus.start();
-  const server = await serveInternalHttp(runtime, runtime.config.PORT, { jsonLimit: '64kb', routes: () => undefined });
-  return { stop: () => server.close() };
+  const relay = new OutboxRelay({
+    db: runtime.db.db!,
+    collection: 'rights',
+    client: runtime.broker,
+    logger: runtime.logger,
+  });
+  relay.start();
+  const rights = new RightsUseCases(store, skus, runtime.config.AUTH_REALM);
+  const server = await serveInternalHttp(runtime, runtime.config.PORT, {
+    jsonLimit: '64kb',
+    routes: (app) => {
+      // A change stored its events: publish them now rather than at the next poll.
+      app.use((req, res, next) => {
+        if (req.method !== 'GET') res.on('finish', () => relay.kick());
+        next();
+      });
+      app.use(rightsRoutes(rights, publicBaseUrl));
+    },
+  });
+  return {
+    async stop() {
+      await server.close();
+      await relay.stop();
+    },
+  };
 });

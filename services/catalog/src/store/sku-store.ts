@@ -1,5 +1,5 @@
 import { Exchanges } from '@rs/contracts';
-import { OUTBOX_INDEX, OUTBOX_INDEX_OPTIONS, outboxEntry, outboxFields } from '@rs/messaging';
+import { documentLock, OUTBOX_INDEX, OUTBOX_INDEX_OPTIONS, outboxEntry, outboxFields } from '@rs/messaging';
 import { Schema, type Connection, type Model } from 'mongoose';
 import type { SkuUpsertBody } from '@rs/contracts';
 import { deleted, eventFor, isUnchanged, upserted, type SkuEntry } from '../domain/sku';
@@ -134,9 +134,11 @@ export class SkuStore {
         throw error;
       }
     }
-    const result = await this.model.collection.updateOne(
-      { _id: next.sku, generation: current.generation } as never,
-      { $set: toFields(next), $push: { outbox: pending } } as never,
+    const result = await documentLock.run('skus', next.sku, () =>
+      this.model.collection.updateOne(
+        { _id: next.sku, generation: current.generation } as never,
+        { $set: toFields(next), $push: { outbox: pending } } as never,
+      ),
     );
     return result.modifiedCount === 1;
   }

@@ -1,0 +1,104 @@
+import { ConnectId, RightCreateBody, RightId } from '@rs/contracts';
+import {
+  badRequest,
+  ifMatchGeneration,
+  pageParams,
+  parseBody,
+  parseParam,
+  queryParam,
+  route,
+  setETag,
+  setNextLink,
+} from '@rs/http';
+import { Router, type Request } from 'express';
+import { representation, type RightCommand } from '../domain/right';
+import { parseDateTime } from '../domain/time-interval';
+import type { RightsUseCases } from '../rights';
+
+/** `active=<date-time>`, `true` or `now` (DESIGN.md 3 "Listing filters"). */
+function activeFilter(req: Request, now: Date): Date | null {
+  const raw = queryParam(req, 'active');
+  if (raw === undefined) return null;
+  if (raw === 'true' || raw === 'now') return now;
+  const parsed = parseDateTime(raw);
+  if (!parsed.ok) throw badRequest(`active: must be a date-time with offset, true or now; ${parsed.reason}`);
+  return parsed.value.toJSDate();
+}
+
+const CURSOR = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)\|([0-9A-Za-z]+)$/;
+
+/** The rights API of spec 4.2, behind the gateway. */
+export function rightsRoutes(
+  rights: RightsUseCases,
+  publicBaseUrl: string,
+  clock: () => Date = () => new Date(),
+): Router {
+  const router = Router();
+  const user = (req: Request) => parseParam(ConnectId, 'connectId', req.params.connectId);
+  const rightId = (req: Request) => parseParam(RightId, 'rightId', req.params.rightId);
+
+  route(router, '/id/users/:connectId/rights', {
+    get: async (req, res) => {
+      const now = clock();
+      const page = pageParams(req);
+      let after = null;
+      if (page.after !== undefined) {
+        const match = CURSOR.exec(page.after);
+        if (!match) throw badRequest('cursor: not a cursor this service issued');
+        after = { createdAt: new Date(match[1]!), rightId: match[2]! };
+      }
+      const found = await rights.list(res.locals.principal, {
+        userId: user(req),
+        grantorId: queryParam(req, 'grantorId') ?? null,
+        activeAt: activeFilter(req, now),
+        limit: page.limit,
+        after,
+      });
+      const last = found.at(-1);
+      setNextLink(
+        req,
+        res,
+        publicBaseUrl,
+        page,
+        last && `${last.createdAt.toISOString()}|${last.rightId}`,
+        found.length,
+      );
+      res.json({ right: found.map((right) => representation(right, publicBaseUrl, now)) });
+    },
+    post: async (req, res) => {
+      const body = parseBody(RightCreateBody, req.body);
+      const right = await rights.create(res.locals.principal, user(req), body);
+      const view = representation(right, publicBaseUrl, clock());
+      setETag(res, right.generation);
+      res.status(201).location(view.href).json(view);
+    },
+  });
+
+  route(router, '/id/users/:connectId/rights/:rightId', {
+    get: async (req, res) => {
+      const right = await rights.get(res.locals.principal, user(req), rightId(req));
+      setETag(res, right.generation);
+      res.json(representation(right, publicBaseUrl, clock()));
+    },
+    delete: async (req, res) => {
+      await rights.remove(res.locals.principal, user(req), rightId(req), ifMatchGeneration(req));
+      res.status(204).end();
+    },
+  });
+
+  for (const command of ['activate', 'suspend'] as RightCommand[]) {
+    route(router, `/id/users/:connectId/rights/:rightId/${command}`, {
+      post: async (req, res) => {
+        await rights.transition(res.locals.principal, user(req), rightId(req), command, ifMatchGeneration(req));
+        res.status(204).end();
+      },
+    });
+  }
+  route(router, '/id/users/:connectId/rights/:rightId/usage', {
+    post: async (req, res) => {
+      await rights.use(res.locals.principal, user(req), rightId(req), ifMatchGeneration(req));
+      res.status(204).end();
+    },
+  });
+  return router;
+}

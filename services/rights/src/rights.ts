@@ -1,0 +1,157 @@
+import { CatalogUnavailable, type SkuDirectory } from '@rs/catalog-client';
+import { RightEventTypes, type RightCreateBody } from '@rs/contracts';
+import {
+  badRequest,
+  basicChallenge,
+  conflict,
+  notFound,
+  preconditionFailed,
+  serviceUnavailable,
+  unauthorized,
+  type Principal,
+} from '@rs/http';
+import { ulid } from 'ulid';
+import { canGrantFor, canManage, canSee, canUse, visibilityOf } from './domain/access';
+import {
+  decide,
+  normalizedServiceProvider,
+  recordUsage,
+  type Decision,
+  type RightCommand,
+  type RightEntity,
+} from './domain/right';
+import { parseTimeInterval } from './domain/time-interval';
+import type { RightQuery, RightStore } from './store/right-store';
+
+const MAX_RACES = 8;
+
+/**
+ * The rights use cases (spec 4.2): each checks who may do it (DESIGN.md 3), asks the pure
+ * domain what happens, and stores the result with its events. HTTP routes call one each.
+ */
+export class RightsUseCases {
+  constructor(
+    private readonly store: RightStore,
+    private readonly skus: SkuDirectory,
+    private readonly realm: string,
+    private readonly clock: () => Date = () => new Date(),
+  ) {}
+
+  async create(principal: Principal, userId: string, body: RightCreateBody): Promise<RightEntity> {
+    if (!canGrantFor(principal, body.grantorId)) {
+      throw unauthorized(`you may create rights only for your own grantor`, basicChallenge(this.realm));
+    }
+    const interval = parseTimeInterval(body.timeInterval);
+    if (!interval.ok) throw badRequest(`timeInterval: ${interval.reason}`);
+    if (!(await this.skuExists(body.sku))) throw badRequest(`sku: ${body.sku} is not in the catalog`);
+    const now = this.clock();
+    const right: RightEntity = {
+      rightId: ulid(now.getTime()),
+      userId,
+      state: body.state ?? 'CREATED',
+      grantorId: body.grantorId,
+      grantorContext: body.grantorContext ?? null,
+      serviceProviderId: normalizedServiceProvider(body.grantorId, body.serviceProviderId),
+      sku: body.sku,
+      payload: body.payload ?? null,
+      used: false,
+      start: interval.value.start,
+      end: interval.value.end,
+      timeInterval: interval.value.text,
+      subscriptionId: null,
+      generation: 1,
+      createdAt: now,
+      updatedAt: now,
+    };
+    if (!(await this.store.insert(right, [RightEventTypes.created]))) throw new Error('right id collision');
+    return right;
+  }
+
+  /** A right the caller may see, or 404 (spec 7: "User or right not found"). */
+  async get(principal: Principal, userId: string, rightId: string): Promise<RightEntity> {
+    const right = await this.store.find(userId, rightId);
+    if (!right || !canSee(principal, right)) throw notFound(`no right ${rightId} for user ${userId}`);
+    return right;
+  }
+
+  list(principal: Principal, query: Omit<RightQuery, 'grantorOrProvider'>): Promise<RightEntity[]> {
+    return this.store.list({ ...query, grantorOrProvider: visibilityOf(principal)?.grantorOrProvider ?? null });
+  }
+
+  async remove(principal: Principal, userId: string, rightId: string, expectedGeneration?: number): Promise<void> {
+    await this.change(
+      principal,
+      userId,
+      rightId,
+      expectedGeneration,
+      'manage',
+      (right) => ({
+        kind: 'change',
+        next: { ...right, generation: right.generation + 1, updatedAt: this.clock() },
+        events: [RightEventTypes.removed],
+      }),
+      true,
+    );
+  }
+
+  async transition(
+    principal: Principal,
+    userId: string,
+    rightId: string,
+    command: RightCommand,
+    expectedGeneration?: number,
+  ): Promise<void> {
+    await this.change(principal, userId, rightId, expectedGeneration, 'manage', (right) =>
+      decide(right, command, this.clock()),
+    );
+  }
+
+  async use(principal: Principal, userId: string, rightId: string, expectedGeneration?: number): Promise<void> {
+    await this.change(principal, userId, rightId, expectedGeneration, 'use', async (right) =>
+      recordUsage(right, this.clock(), (await this.sku(right.sku))?.announceOnUsage ?? false),
+    );
+  }
+
+  /** Read, authorize, decide, compare-and-set; again when another writer won the race. */
+  private async change(
+    principal: Principal,
+    userId: string,
+    rightId: string,
+    expectedGeneration: number | undefined,
+    permission: 'manage' | 'use',
+    decideChange: (right: RightEntity) => Decision | Promise<Decision>,
+    removed = false,
+  ): Promise<void> {
+    for (let race = 0; race < MAX_RACES; race++) {
+      const right = await this.store.find(userId, rightId);
+      const allowed = right && (permission === 'use' ? canUse(principal, right) : canManage(principal, right));
+      if (!right || (!allowed && !canSee(principal, right))) throw notFound(`no right ${rightId} for user ${userId}`);
+      if (!allowed)
+        throw unauthorized(
+          `you may not ${permission === 'use' ? 'use' : 'change'} this right`,
+          basicChallenge(this.realm),
+        );
+      if (expectedGeneration !== undefined && right.generation !== expectedGeneration) {
+        throw preconditionFailed(`If-Match does not match the generation of right ${rightId}`);
+      }
+      const decision = await decideChange(right);
+      if (decision.kind === 'conflict') throw conflict(decision.reason);
+      if (decision.kind === 'unchanged') return;
+      if (await this.store.update(right, decision.next, decision.events, removed)) return;
+    }
+    throw serviceUnavailable(`too many concurrent changes to right ${rightId}`, 1);
+  }
+
+  private async sku(sku: string) {
+    try {
+      return await this.skus.find(sku);
+    } catch (error) {
+      if (error instanceof CatalogUnavailable) throw serviceUnavailable('the catalog is unavailable', 5);
+      throw error;
+    }
+  }
+
+  private async skuExists(sku: string): Promise<boolean> {
+    return (await this.sku(sku)) !== null;
+  }
+}

@@ -1,0 +1,146 @@
+import type { CloudEvent } from '@rs/contracts';
+import { Exchanges } from '@rs/contracts';
+import { documentLock, OUTBOX_INDEX, OUTBOX_INDEX_OPTIONS, outboxEntry, outboxFields } from '@rs/messaging';
+import { Schema, type Connection, type Model } from 'mongoose';
+import type { RightEntity } from '../domain/right';
+
+interface RightDocument extends Omit<RightEntity, 'rightId'> {
+  _id: string;
+  /** A removed right stays as a tombstone: its id is never reused, its events still go out. */
+  removed: boolean;
+}
+
+const rightSchema = new Schema<RightDocument>(
+  {
+    _id: { type: String, required: true },
+    userId: { type: String, required: true },
+    state: { type: String, required: true },
+    grantorId: { type: String, required: true },
+    grantorContext: { type: String, default: null },
+    serviceProviderId: { type: String, default: null },
+    sku: { type: String, required: true },
+    payload: { type: Schema.Types.Mixed, default: null },
+    used: { type: Boolean, required: true },
+    start: { type: Date, required: true },
+    end: { type: Date, required: true },
+    timeInterval: { type: String, required: true },
+    subscriptionId: { type: String, default: null },
+    generation: { type: Number, required: true },
+    createdAt: { type: Date, required: true },
+    updatedAt: { type: Date, required: true },
+    removed: { type: Boolean, default: false },
+    ...outboxFields,
+  },
+  { collection: 'rights', versionKey: false, minimize: false },
+);
+// One index per query the service makes (issue: "indexes for every query").
+rightSchema.index({ userId: 1, createdAt: -1, _id: -1 }, { name: 'by_user' });
+rightSchema.index({ userId: 1, grantorId: 1, createdAt: -1 }, { name: 'by_user_and_grantor' });
+rightSchema.index({ serviceProviderId: 1, userId: 1 }, { name: 'by_service_provider', sparse: true });
+rightSchema.index({ state: 1, end: 1 }, { name: 'by_interval_end' });
+rightSchema.index({ subscriptionId: 1 }, { name: 'by_subscription', sparse: true });
+rightSchema.index(OUTBOX_INDEX, OUTBOX_INDEX_OPTIONS);
+
+const PROJECTION = { outbox: 0 };
+
+const toEntity = ({ _id, removed: _removed, ...rest }: RightDocument & { outbox?: unknown }): RightEntity => {
+  const { outbox: _outbox, ...fields } = rest as typeof rest & { outbox?: unknown };
+  return {
+    rightId: _id,
+    ...fields,
+    grantorContext: fields.grantorContext ?? null,
+    serviceProviderId: fields.serviceProviderId ?? null,
+    subscriptionId: fields.subscriptionId ?? null,
+  };
+};
+
+const toFields = ({ rightId: _id, ...fields }: RightEntity) => fields;
+
+export interface RightQuery {
+  userId: string;
+  /** Non-admins see rights they granted or provide (DESIGN.md 3). */
+  grantorOrProvider: string | null;
+  grantorId: string | null;
+  /** Only rights ACTIVE with this instant inside their interval. */
+  activeAt: Date | null;
+  limit: number;
+  /** Cursor: the (createdAt, rightId) of the last right of the previous page. */
+  after: { createdAt: Date; rightId: string } | null;
+}
+
+/**
+ * The rights service's own database. Every change is a compare-and-set on `generation`
+ * that stores the new state and its events together (DESIGN.md 2, docs/decisions/0003).
+ */
+export class RightStore {
+  readonly model: Model<RightDocument>;
+
+  constructor(
+    db: Connection,
+    private readonly eventsFor: (right: RightEntity, types: string[]) => CloudEvent[],
+  ) {
+    this.model = db.model<RightDocument>('Right', rightSchema);
+  }
+
+  async ensureIndexes(): Promise<void> {
+    await this.model.createIndexes();
+  }
+
+  async find(userId: string, rightId: string): Promise<RightEntity | null> {
+    const doc = await this.model
+      .findOne({ _id: rightId, userId, removed: { $ne: true } }, PROJECTION)
+      .lean<RightDocument>();
+    return doc ? toEntity(doc) : null;
+  }
+
+  async list(query: RightQuery): Promise<RightEntity[]> {
+    const and: object[] = [{ userId: query.userId }, { removed: { $ne: true } }];
+    if (query.grantorOrProvider !== null) {
+      and.push({ $or: [{ grantorId: query.grantorOrProvider }, { serviceProviderId: query.grantorOrProvider }] });
+    }
+    if (query.grantorId !== null) and.push({ grantorId: query.grantorId });
+    if (query.activeAt) and.push({ state: 'ACTIVE', start: { $lte: query.activeAt }, end: { $gt: query.activeAt } });
+    if (query.after) {
+      and.push({
+        $or: [
+          { createdAt: { $lt: query.after.createdAt } },
+          { createdAt: query.after.createdAt, _id: { $lt: query.after.rightId } },
+        ],
+      });
+    }
+    const docs = await this.model
+      .find({ $and: and }, PROJECTION)
+      .sort({ createdAt: -1, _id: -1 })
+      .limit(query.limit)
+      .lean<RightDocument[]>();
+    return docs.map(toEntity);
+  }
+
+  /** Stores a new right with its events; false when the id exists (also as a tombstone). */
+  async insert(right: RightEntity, eventTypes: string[]): Promise<boolean> {
+    try {
+      await this.model.collection.insertOne({
+        _id: right.rightId,
+        ...toFields(right),
+        removed: false,
+        outbox: this.eventsFor(right, eventTypes).map((event) => outboxEntry(Exchanges.rightsEvents, event)),
+      } as never);
+      return true;
+    } catch (error) {
+      if ((error as { code?: number }).code === 11000) return false;
+      throw error;
+    }
+  }
+
+  /** Compare-and-set: stores `next` and its events only if the right is still at `current`'s generation. */
+  async update(current: RightEntity, next: RightEntity, eventTypes: string[], removed = false): Promise<boolean> {
+    const entries = this.eventsFor(next, eventTypes).map((event) => outboxEntry(Exchanges.rightsEvents, event));
+    const result = await documentLock.run('rights', current.rightId, () =>
+      this.model.collection.updateOne(
+        { _id: current.rightId, generation: current.generation, removed: { $ne: true } } as never,
+        { $set: { ...toFields(next), removed }, $push: { outbox: { $each: entries } } } as never,
+      ),
+    );
+    return result.modifiedCount === 1;
+  }
+}

@@ -1,0 +1,355 @@
+import { EventCollector, TestSystem, TokenIssuer } from '@rs/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+let issuer: TokenIssuer;
+let system: TestSystem;
+let events: EventCollector;
+
+const basic = (id: string) => `Basic ${Buffer.from(`${id}:secret-of-${id}`).toString('base64')}`;
+const A = basic('grantor-a');
+const B = basic('grantor-b');
+const SP = basic('provider-sp');
+const admin = () => system.adminHeaders().authorization!;
+
+function call(
+  method: string,
+  path: string,
+  authorization: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+) {
+  return fetch(`${system.gatewayUrl}${path}`, {
+    method,
+    headers: { authorization, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+    body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+    redirect: 'manual',
+  });
+}
+
+type RightView = Record<string, unknown> & {
+  rightId: string;
+  generation: string;
+  state: string;
+  used: boolean;
+  active: boolean;
+};
+
+const NOW = Date.now();
+const iso = (offsetMs: number) => new Date(NOW + offsetMs).toISOString().replace(/\.\d{3}Z$/, 'Z');
+const CURRENT = `${iso(-3_600_000)}/${iso(86_400_000)}`;
+
+async function createRight(body: Record<string, unknown>, authorization = A, user = 'alice'): Promise<RightView> {
+  const response = await call('POST', `/id/users/${user}/rights`, authorization, {
+    sku: 'news',
+    grantorId: 'A',
+    timeInterval: CURRENT,
+    ...body,
+  });
+  expect(response.status, await response.clone().text()).toBe(201);
+  return (await response.json()) as RightView;
+}
+
+/** The events of one right, de-duplicated by id as a consumer does (delivery is at least once). */
+const eventsOf = (rightId: string) => {
+  const seen = new Set<unknown>();
+  return events.messages.filter((m) => m.body.subject === rightId && !seen.has(m.body.id) && seen.add(m.body.id));
+};
+const eventTypesOf = async (rightId: string, count: number) => {
+  await events.waitFor(() => eventsOf(rightId).length >= count);
+  return eventsOf(rightId).map((m) => m.routingKey);
+};
+
+beforeAll(async () => {
+  issuer = new TokenIssuer();
+  await issuer.start();
+  system = await TestSystem.start({ name: 'rights_api', backends: ['catalog', 'rights'], env: issuer.env });
+  events = await EventCollector.start(system.amqpUrl, 'rights.events');
+  for (const [clientId, grantorId] of [
+    ['grantor-a', 'A'],
+    ['grantor-b', 'B'],
+    ['provider-sp', 'SP'],
+    ['app-a', 'A'],
+  ]) {
+    expect(
+      (await call('PUT', `/admin/clients/${clientId}`, admin(), { secret: `secret-of-${clientId}`, grantorId })).status,
+    ).toBe(201);
+  }
+  for (const user of ['alice', 'bob']) expect((await call('PUT', `/id/users/${user}`, admin())).status).toBe(201);
+  expect(
+    (await call('PUT', '/catalog/skus/news', admin(), { announceOnUsage: true, serviceProviderId: 'SP' })).status,
+  ).toBe(201);
+  expect((await call('PUT', '/catalog/skus/video', admin(), {})).status).toBe(201);
+});
+afterAll(async () => {
+  await events?.close();
+  await system?.stop();
+  await issuer?.close();
+});
+
+describe('create and retrieve (spec 4.2)', () => {
+  it('when a grantor creates a right, then 201 returns it with every field of spec 2.4, and right.created is published', async () => {
+    const response = await call('POST', '/id/users/alice/rights', A, {
+      sku: 'news',
+      grantorId: 'A',
+      timeInterval: '2026-01-31T00:00:00+01:00/P1M',
+      grantorContext: 'order-17',
+      payload: { seats: 2 },
+    });
+    expect(response.status).toBe(201);
+    expect(response.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(response.headers.get('etag')).toBe('"1"');
+    const right = (await response.json()) as RightView;
+    const href = `${system.gatewayUrl}/id/users/alice/rights/${right.rightId}`;
+    expect(response.headers.get('location')).toBe(href);
+    expect(right).toEqual({
+      rightId: expect.stringMatching(/^[0-9A-Za-z]+$/),
+      generation: '1',
+      href,
+      state: 'CREATED',
+      userId: 'alice',
+      link: [
+        { rel: 'self', href, type: null, idref: null },
+        { rel: 'user', href: `${system.gatewayUrl}/id/users/alice`, type: null, idref: null },
+        { rel: 'use', href: `${href}/usage`, type: null, idref: null },
+        { rel: 'suspend', href: `${href}/suspend`, type: 'action', idref: null },
+      ],
+      grantorId: 'A',
+      grantorContext: 'order-17',
+      serviceProviderId: null,
+      timeInterval: '2026-01-31T00:00:00+01:00/2026-02-28T00:00:00+01:00',
+      sku: 'news',
+      payload: { seats: 2 },
+      used: false,
+      active: false,
+    });
+    const read = await call('GET', `/id/users/alice/rights/${right.rightId}`, A);
+    expect(read.status).toBe(200);
+    expect(read.headers.get('etag')).toBe('"1"');
+    expect(await read.json()).toEqual(right);
+
+    expect(await eventTypesOf(right.rightId, 1)).toEqual(['right.created']);
+    const [created] = eventsOf(right.rightId);
+    expect(created!.body).toMatchObject({
+      specversion: '1.0',
+      source: '/rights',
+      type: 'right.created',
+      subject: right.rightId,
+    });
+    expect(created!.body.data).toEqual({ ...right, connectId: 'alice', sequence: 1 });
+  });
+
+  it('when the service provider equals the grantor, then it is stored as null; otherwise kept', async () => {
+    expect((await createRight({ serviceProviderId: 'A' })).serviceProviderId).toBeNull();
+    expect((await createRight({ serviceProviderId: 'SP' })).serviceProviderId).toBe('SP');
+  });
+
+  it('when the body is bad, then 400 text/plain names the field and nothing is created', async () => {
+    const before = events.messages.length;
+    const cases: Array<[unknown, RegExp]> = [
+      [{ grantorId: 'A', timeInterval: CURRENT }, /^sku: /],
+      [{ sku: 'nope', grantorId: 'A', timeInterval: CURRENT }, /^sku: nope is not in the catalog/],
+      [{ sku: 'news', grantorId: 'A' }, /^timeInterval: /],
+      [{ sku: 'news', grantorId: 'A', timeInterval: 'tomorrow' }, /^timeInterval: must be/],
+      [
+        { sku: 'news', grantorId: 'A', timeInterval: `${iso(1000)}/${iso(0)}` },
+        /^timeInterval: end must be after start/,
+      ],
+      [{ sku: 'news', grantorId: 'A', timeInterval: '2026-01-01T00:00:00/P1D' }, /^timeInterval: .* has no offset/],
+      [
+        { sku: 'news', grantorId: 'A', timeInterval: CURRENT, state: 'EXPIRED' },
+        /^state: must be CREATED, ACTIVE or SUSPENDED/,
+      ],
+      [{ sku: 'news', grantorId: 'A', timeInterval: CURRENT, grantorContext: 7 }, /^grantorContext: /],
+      [
+        { sku: 'news', grantorId: 'A', timeInterval: CURRENT, payload: 'x'.repeat(17_000) },
+        /^payload: must be at most 16384 bytes/,
+      ],
+      [{ sku: 'news', grantorId: 'A', timeInterval: CURRENT, color: 'red' }, /^unknown field\(s\): color/],
+      ['{"sku":', /not valid JSON/],
+    ];
+    for (const [body, message] of cases) {
+      const response = await call('POST', '/id/users/bob/rights', A, body);
+      expect(response.status, String(message)).toBe(400);
+      expect(response.headers.get('content-type')).toMatch(/^text\/plain/);
+      expect(await response.text()).toMatch(message);
+    }
+    const list = await call('GET', '/id/users/bob/rights?grantorId=A', A);
+    expect(((await list.json()) as { right: unknown[] }).right).toEqual([]);
+    expect(
+      events.messages.slice(before).filter((m) => (m.body.data as { connectId?: string })?.connectId === 'bob'),
+    ).toEqual([]);
+  });
+
+  it('when a grantor creates a right for another grantor, then 401; an admin may', async () => {
+    const refused = await call('POST', '/id/users/alice/rights', A, {
+      sku: 'news',
+      grantorId: 'B',
+      timeInterval: CURRENT,
+    });
+    expect(refused.status).toBe(401);
+    expect(refused.headers.get('www-authenticate')).toBe('Basic realm="rights", charset="UTF-8"');
+    expect((await createRight({ grantorId: 'B' }, admin())).grantorId).toBe('B');
+  });
+
+  it('when a right belongs to another grantor, then it is 404 to a grantor who cannot see it', async () => {
+    const right = await createRight({ grantorId: 'A' });
+    expect((await call('GET', `/id/users/alice/rights/${right.rightId}`, B)).status).toBe(404);
+    expect((await call('GET', `/id/users/bob/rights/${right.rightId}`, A)).status).toBe(404);
+    expect((await call('GET', '/id/users/alice/rights/not-alnum!', A)).status).toBe(400);
+  });
+});
+
+describe('state changes (spec 3.2, DESIGN.md 3 "Rights")', () => {
+  it('when a right is activated and suspended, then each change bumps the generation and emits its event; repeats are 204 no-ops', async () => {
+    const right = await createRight({});
+    const path = `/id/users/alice/rights/${right.rightId}`;
+    expect((await call('POST', `${path}/activate`, A)).status).toBe(204);
+    expect((await call('POST', `${path}/activate`, A)).status).toBe(204);
+    expect((await call('POST', `${path}/suspend`, A)).status).toBe(204);
+    expect((await call('POST', `${path}/suspend`, A)).status).toBe(204);
+    const read = (await (await call('GET', path, A)).json()) as RightView;
+    expect(read).toMatchObject({ state: 'SUSPENDED', generation: '3', active: false });
+    expect(await eventTypesOf(right.rightId, 3)).toEqual(['right.created', 'right.activated', 'right.suspended']);
+    expect(eventsOf(right.rightId).map((e) => e.body.data?.sequence)).toEqual([1, 2, 3]);
+  });
+
+  it('when the service provider or another grantor tries to change a right, then 401 or 404', async () => {
+    const right = await createRight({ serviceProviderId: 'SP' });
+    const path = `/id/users/alice/rights/${right.rightId}`;
+    expect((await call('POST', `${path}/activate`, SP)).status).toBe(401);
+    expect((await call('DELETE', path, SP)).status).toBe(401);
+    expect((await call('POST', `${path}/suspend`, B)).status).toBe(404);
+    expect((await call('GET', path, SP)).status).toBe(200);
+  });
+
+  it('when If-Match names another generation, then 412 and nothing changes', async () => {
+    const right = await createRight({});
+    const path = `/id/users/alice/rights/${right.rightId}`;
+    const refused = await call('POST', `${path}/activate`, A, undefined, { 'if-match': '"9"' });
+    expect(refused.status).toBe(412);
+    expect(refused.headers.get('content-type')).toMatch(/^text\/plain/);
+    expect((await call('POST', `${path}/activate`, A, undefined, { 'if-match': '"1"' })).status).toBe(204);
+  });
+});
+
+describe('usage (DESIGN.md 3 "Usage")', () => {
+  it('when a right is not active, then usage is 409; once active, the first use emits right.used and service.announce, a repeat nothing', async () => {
+    const right = await createRight({ serviceProviderId: 'SP' });
+    const path = `/id/users/alice/rights/${right.rightId}`;
+    const early = await call('POST', `${path}/usage`, SP);
+    expect(early.status).toBe(409);
+    expect(early.headers.get('content-type')).toMatch(/^text\/plain/);
+    expect((await call('POST', `${path}/activate`, A)).status).toBe(204);
+    expect((await call('POST', `${path}/usage`, SP)).status).toBe(204);
+    expect((await call('POST', `${path}/usage`, A)).status).toBe(204);
+    expect(await (await call('GET', path, A)).json()).toMatchObject({ used: true, active: true, generation: '3' });
+    expect(await eventTypesOf(right.rightId, 4)).toEqual([
+      'right.created',
+      'right.activated',
+      'right.used',
+      'service.announce',
+    ]);
+  });
+
+  it("when a Bearer token with id.user.right.use uses its user's right, then 204 and no announcement for a quiet SKU", async () => {
+    const right = await createRight({ sku: 'video', state: 'ACTIVE' });
+    const token = await issuer.token('app-a', 'alice', { scope: 'id.user.right.use' });
+    expect((await call('POST', `/id/users/alice/rights/${right.rightId}/usage`, `Bearer ${token}`)).status).toBe(204);
+    expect(await eventTypesOf(right.rightId, 2)).toEqual(['right.created', 'right.used']);
+  });
+
+  it('when the interval has passed, then the right is not active and usage is 409', async () => {
+    const right = await createRight({ state: 'ACTIVE', timeInterval: `${iso(-7_200_000)}/${iso(-3_600_000)}` });
+    expect(right).toMatchObject({ state: 'ACTIVE', active: false });
+    expect((await call('POST', `/id/users/alice/rights/${right.rightId}/usage`, A)).status).toBe(409);
+  });
+
+  it('when usage and suspend race, then no update is lost: one generation per change', async () => {
+    const right = await createRight({ state: 'ACTIVE', sku: 'video' });
+    const path = `/id/users/alice/rights/${right.rightId}`;
+    const statuses = await Promise.all([
+      call('POST', `${path}/usage`, A),
+      call('POST', `${path}/suspend`, A),
+      call('POST', `${path}/usage`, A),
+    ]).then((responses) => responses.map((r) => r.status));
+    expect(statuses.every((status) => status === 204 || status === 409)).toBe(true);
+    const final = (await (await call('GET', path, A)).json()) as RightView;
+    expect(final.state).toBe('SUSPENDED');
+    const types = await eventTypesOf(right.rightId, Number(final.generation));
+    expect(types.length).toBe(Number(final.generation));
+    expect(types.filter((t) => t === 'right.suspended')).toHaveLength(1);
+    expect(types.filter((t) => t === 'right.used').length).toBe(final.used ? 1 : 0);
+  });
+});
+
+describe('list and remove', () => {
+  it('when rights are listed, then the grantor filter, visibility, active filter, order and pagination hold', async () => {
+    const older = await createRight({ sku: 'video' }, A, 'bob');
+    const newer = await createRight({ sku: 'video', state: 'ACTIVE' }, A, 'bob');
+    const other = await createRight({ grantorId: 'B', serviceProviderId: 'SP' }, B, 'bob');
+    const ids = async (path: string, authorization: string) =>
+      ((await (await call('GET', path, authorization)).json()) as { right: RightView[] }).right.map((r) => r.rightId);
+    expect(await ids('/id/users/bob/rights?grantorId=A', A)).toEqual([newer.rightId, older.rightId]);
+    expect(await ids('/id/users/bob/rights?grantorId=B', B)).toEqual([other.rightId]);
+    expect(await ids('/id/users/bob/rights?grantorid=A&active=true', A)).toEqual([newer.rightId]);
+    expect(
+      await ids(`/id/users/bob/rights?grantorId=A&active=${encodeURIComponent(iso(-86_400_000 * 400))}`, A),
+    ).toEqual([]);
+    expect(await ids('/id/users/bob/rights', admin())).toEqual([other.rightId, newer.rightId, older.rightId]);
+    // The service provider sees the right it provides, through a token naming its grantor.
+    const spToken = await issuer.token('app-a', 'bob', { scope: 'id.user.right.read' });
+    expect(await ids('/id/users/bob/rights?grantorId=B', `Bearer ${spToken}`)).toEqual([]);
+    const page = await call('GET', '/id/users/bob/rights?grantorId=A&limit=1', A);
+    expect(((await page.json()) as { right: RightView[] }).right.map((r) => r.rightId)).toEqual([newer.rightId]);
+    const next = /^<([^>]+)>; rel="next"$/.exec(page.headers.get('link') ?? '')?.[1];
+    expect(next).toBeDefined();
+    expect(
+      ((await (await fetch(next!, { headers: { authorization: A } })).json()) as { right: RightView[] }).right.map(
+        (r) => r.rightId,
+      ),
+    ).toEqual([older.rightId]);
+    const bad = await call('GET', '/id/users/bob/rights?grantorId=A&active=soon', A);
+    expect(bad.status).toBe(400);
+    expect(await bad.text()).toMatch(/^active: /);
+  });
+
+  it('when the grantor removes a right, then 204, right.removed, and it is gone', async () => {
+    const right = await createRight({});
+    const path = `/id/users/alice/rights/${right.rightId}`;
+    expect((await call('DELETE', path, A)).status).toBe(204);
+    expect((await call('GET', path, A)).status).toBe(404);
+    expect((await call('DELETE', path, A)).status).toBe(404);
+    expect(await eventTypesOf(right.rightId, 2)).toEqual(['right.created', 'right.removed']);
+  });
+});
+
+describe('when the catalog is unreachable', () => {
+  it('then creating a right with a SKU not known locally is 503 with Retry-After, not 400', async () => {
+    expect((await call('PUT', '/catalog/skus/fresh-sku', admin(), {})).status).toBe(201);
+    await system.service('catalog').stop();
+    try {
+      // The SKU directory heard of fresh-sku from its event, so it is known without the catalog.
+      await expect
+        .poll(
+          async () =>
+            (
+              await call('POST', '/id/users/alice/rights', A, {
+                sku: 'fresh-sku',
+                grantorId: 'A',
+                timeInterval: CURRENT,
+              })
+            ).status,
+        )
+        .toBe(201);
+      const response = await call('POST', '/id/users/alice/rights', A, {
+        sku: 'never-heard-of',
+        grantorId: 'A',
+        timeInterval: CURRENT,
+      });
+      expect(response.status).toBe(503);
+      expect(response.headers.get('retry-after')).toMatch(/^\d+$/);
+    } finally {
+      await system.service('catalog').start();
+    }
+  });
+});
