@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import { CatalogEvents } from './catalog';
+import { RightsCommands } from './commands';
+import { RightEvents } from './rights';
 import type { EventSchemas } from './cloud-event';
 import { Exchanges } from './topology';
 
@@ -13,6 +15,36 @@ interface EventFamily {
 
 /** Every event family the platform publishes; docs/events.md is generated from this list. */
 export const EVENT_FAMILIES: EventFamily[] = [
+  {
+    exchange: Exchanges.rightsEvents,
+    producer: 'rights',
+    summary:
+      'Every change of a right. `data` is the right as the API returns it (spec 2.4), plus `connectId` and ' +
+      '`sequence` (its generation).',
+    schemas: RightEvents,
+    descriptions: {
+      'right.created': 'A right was created (directly, or issued for a subscription period).',
+      'right.activated': 'A right became ACTIVE (activate, or a subscription reactivated).',
+      'right.suspended': 'A right became SUSPENDED (suspend, or a subscription suspended).',
+      'right.expired': 'The interval of an ACTIVE or SUSPENDED right ended; it is EXPIRED.',
+      'right.used': 'The right was used for the first time.',
+      'right.removed': 'The right was removed.',
+      'service.announce': 'First use of a right whose SKU has `announceOnUsage` (spec 6 "ServiceAnnounce").',
+    },
+  },
+  {
+    exchange: Exchanges.commands,
+    producer: 'scheduler and subscriptions',
+    summary:
+      'Commands (direct exchange), each consumed by one durable quorum queue of the rights service ' +
+      '(`rights.commands`). Same envelope; `subject` is the entity the command is about.',
+    schemas: RightsCommands,
+    descriptions: {
+      'rights.expire': 'From the scheduler: expire this right, its interval has ended. Idempotent.',
+      'rights.issue': 'From the subscriptions service: the rights of one period, with deterministic ids.',
+      'rights.cascade': 'From the subscriptions service: suspend or reactivate the rights of a subscription.',
+    },
+  },
   {
     exchange: Exchanges.catalogEvents,
     producer: 'catalog',
@@ -44,7 +76,8 @@ export function buildEventsDocument(): string {
     '',
   ];
   for (const family of EVENT_FAMILIES) {
-    lines.push(`## \`${family.exchange}\` (topic), published by ${family.producer}`, '', family.summary, '');
+    const kind = family.exchange === Exchanges.commands ? 'direct' : 'topic';
+    lines.push(`## \`${family.exchange}\` (${kind}), published by ${family.producer}`, '', family.summary, '');
     for (const [type, schema] of Object.entries(family.schemas)) {
       const { $schema: _dialect, ...jsonSchema } = z.toJSONSchema(schema) as Record<string, unknown>;
       lines.push(

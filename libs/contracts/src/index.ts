@@ -5,3 +5,4 @@ export * from './openapi';
 export * from './events-doc';
 export * from './identity';
 export * from './rights';
+export * from './commands';

@@ -17,3 +17,12 @@ export const CatalogEventTypes = {
   skuUpserted: 'sku.upserted',
   skuDeleted: 'sku.deleted',
 } as const;
+
+/**
+ * The durable command queues and what they receive. Every service declares them when it
+ * connects, so a command published before its consumer ever started is kept, not dropped.
+ */
+export const COMMAND_QUEUES: Record<string, string[]> = {
+  'rights.commands': ['rights.issue', 'rights.expire', 'rights.cascade'],
+  'subscriptions.commands': ['subscriptions.renew'],
+};

@@ -2,10 +2,11 @@ import { redactUrl } from '@rs/config';
 import { EventEmitter } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { context, propagation, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
-import { CLOUD_EVENT_CONTENT_TYPE, type CloudEvent, EXCHANGE_TYPES } from '@rs/contracts';
+import { CLOUD_EVENT_CONTENT_TYPE, type CloudEvent } from '@rs/contracts';
 import type { Logger } from '@rs/logging';
 import amqp, { type ChannelModel, type ConfirmChannel, type Options } from 'amqplib';
 import { brokerConnected, messagesPublished } from './metrics';
+import { declareTopology } from './topology';
 import { contextFrom, type TraceCarrier } from './trace-context';
 
 export class BrokerUnavailable extends Error {
@@ -165,9 +166,7 @@ export class AmqpClient extends EventEmitter<{ connected: []; disconnected: [] }
         channel.on('close', () => {
           if (this.publishChannel === channel) void connection?.close().catch(() => undefined);
         });
-        for (const [name, type] of Object.entries(EXCHANGE_TYPES)) {
-          await channel.assertExchange(name, type, { durable: true });
-        }
+        await declareTopology(channel);
         if (this.closing) {
           await connection.close().catch(() => undefined);
           return;

@@ -3,6 +3,7 @@ import type { Logger } from '@rs/logging';
 import type { Channel, ConfirmChannel, ConsumeMessage } from 'amqplib';
 import type { AmqpClient } from './amqp-client';
 import { messagesHandled } from './metrics';
+import { declareDurableQueue, deadLetterQueueOf, retryQueueOf } from './topology';
 import { contextFrom } from './trace-context';
 
 export interface Binding {
@@ -39,9 +40,6 @@ export interface ConsumerSpec<T> {
 const ATTEMPT_HEADER = 'x-rs-attempt';
 const ERROR_HEADER = 'x-rs-error';
 const tracer = trace.getTracer('@rs/messaging');
-
-export const retryQueueOf = (queue: string) => `${queue}.retry`;
-export const deadLetterQueueOf = (queue: string) => `${queue}.dlq`;
 
 /**
  * Consumes with manual acks (DESIGN.md 2): a message is acked after its effect is durable,
@@ -141,12 +139,7 @@ async function declareQueues(
     queue = (await channel.assertQueue('', { exclusive: true, autoDelete: true, durable: false })).queue;
   } else {
     queue = spec.queue;
-    await channel.assertQueue(queue, { durable: true, arguments: { 'x-queue-type': 'quorum' } });
-    await channel.assertQueue(deadLetterQueueOf(queue), { durable: true, arguments: { 'x-queue-type': 'quorum' } });
-    await channel.assertQueue(retryQueueOf(queue), {
-      durable: true,
-      arguments: { 'x-dead-letter-exchange': '', 'x-dead-letter-routing-key': queue },
-    });
+    await declareDurableQueue(channel, queue);
   }
   for (const binding of spec.bindings) await channel.bindQueue(queue, binding.exchange, binding.routingKey);
   return queue;

@@ -6,6 +6,7 @@ import { runBackend, serveInternalHttp } from '@rs/runtime';
 import { z } from 'zod';
 import { representation } from './domain/right';
 import { rightsRoutes } from './http/routes';
+import { consumeRightsCommands } from './messaging/commands';
 import { RightsUseCases } from './rights';
 import { RightStore } from './store/right-store';
 
@@ -54,6 +55,7 @@ runBackend('rights', Config, async (runtime) => {
   });
   relay.start();
   const rights = new RightsUseCases(store, skus, runtime.config.AUTH_REALM);
+  await consumeRightsCommands(runtime.broker, rights, runtime.logger, () => relay.kick());
   const server = await serveInternalHttp(runtime, runtime.config.PORT, {
     jsonLimit: '64kb',
     routes: (app) => {

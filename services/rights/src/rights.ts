@@ -1,5 +1,12 @@
+import { createHash } from 'node:crypto';
 import { CatalogUnavailable, type SkuDirectory } from '@rs/catalog-client';
-import { RightEventTypes, type RightCreateBody } from '@rs/contracts';
+import {
+  InvalidMessage,
+  RightEventTypes,
+  type RightCreateBody,
+  type RightsCascadeData,
+  type RightsIssueData,
+} from '@rs/contracts';
 import {
   badRequest,
   basicChallenge,
@@ -14,6 +21,7 @@ import { ulid } from 'ulid';
 import { canGrantFor, canManage, canSee, canUse, visibilityOf } from './domain/access';
 import {
   decide,
+  hasEnded,
   normalizedServiceProvider,
   recordUsage,
   type Decision,
@@ -24,6 +32,15 @@ import { parseTimeInterval } from './domain/time-interval';
 import type { RightQuery, RightStore } from './store/right-store';
 
 const MAX_RACES = 8;
+
+/**
+ * DESIGN.md 3 "Identifiers": the id of the right a template yields for a period, the same
+ * whichever offset the period start is written with. 32 hex characters (alphanumeric).
+ */
+export function periodRightId(subscriptionId: string, periodStart: string, templateIndex: number): string {
+  const instant = new Date(periodStart).toISOString();
+  return createHash('sha256').update(`${subscriptionId}|${instant}|${templateIndex}`).digest('hex').slice(0, 32);
+}
 
 /**
  * The rights use cases (spec 4.2): each checks who may do it (DESIGN.md 3), asks the pure
@@ -110,6 +127,77 @@ export class RightsUseCases {
     await this.change(principal, userId, rightId, expectedGeneration, 'use', async (right) =>
       recordUsage(right, this.clock(), (await this.sku(right.sku))?.announceOnUsage ?? false),
     );
+  }
+
+  /** `rights.expire` from the scheduler: idempotent; a right not yet ended is left alone. */
+  async expire(userId: string, rightId: string): Promise<void> {
+    await this.applyUntilStored(userId, rightId, (right) => decide(right, 'expire', this.clock()));
+  }
+
+  /**
+   * `rights.issue`: the rights of one subscription period (DESIGN.md 3 "Renewal"). Each
+   * right's id is derived from (subscription, period start, template), so a repeated
+   * command creates nothing twice.
+   */
+  async issueForPeriod(command: RightsIssueData): Promise<number> {
+    let created = 0;
+    const now = this.clock();
+    for (const template of command.rights) {
+      const interval = parseTimeInterval(template.timeInterval);
+      if (!interval.ok) throw new InvalidMessage(`rights[${template.templateIndex}].timeInterval: ${interval.reason}`);
+      const right: RightEntity = {
+        rightId: periodRightId(command.subscriptionId, command.periodStart, template.templateIndex),
+        userId: command.connectId,
+        state: template.state,
+        grantorId: command.grantorId,
+        grantorContext: template.grantorContext,
+        serviceProviderId: normalizedServiceProvider(command.grantorId, template.serviceProviderId),
+        sku: template.sku,
+        payload: null,
+        used: false,
+        start: interval.value.start,
+        end: interval.value.end,
+        timeInterval: interval.value.text,
+        subscriptionId: command.subscriptionId,
+        generation: 1,
+        createdAt: now,
+        updatedAt: now,
+      };
+      if (await this.store.insert(right, [RightEventTypes.created])) created += 1;
+    }
+    return created;
+  }
+
+  /**
+   * `rights.cascade` (DESIGN.md 3 "Suspend / activate a subscription"): suspend every ACTIVE
+   * right of the subscription, or reactivate every SUSPENDED one whose interval has not ended.
+   */
+  async cascade(command: RightsCascadeData): Promise<void> {
+    for (const right of await this.store.ofSubscription(command.connectId, command.subscriptionId)) {
+      await this.applyUntilStored(right.userId, right.rightId, (current) => {
+        const now = this.clock();
+        if (command.action === 'activate' && (current.state !== 'SUSPENDED' || hasEnded(current, now)))
+          return { kind: 'unchanged' };
+        if (command.action === 'suspend' && current.state !== 'ACTIVE') return { kind: 'unchanged' };
+        return decide(current, command.action, now);
+      });
+    }
+  }
+
+  /** For commands: no caller to authorize; a conflict or a missing right changes nothing. */
+  private async applyUntilStored(
+    userId: string,
+    rightId: string,
+    decideChange: (right: RightEntity) => Decision,
+  ): Promise<void> {
+    for (let race = 0; race < MAX_RACES; race++) {
+      const right = await this.store.find(userId, rightId);
+      if (!right) return;
+      const decision = decideChange(right);
+      if (decision.kind !== 'change') return;
+      if (await this.store.update(right, decision.next, decision.events)) return;
+    }
+    throw new Error(`too many concurrent changes to right ${rightId}`);
   }
 
   /** Read, authorize, decide, compare-and-set; again when another writer won the race. */

@@ -73,6 +73,9 @@ export function parseTimeInterval(text: string): Parsed<TimeInterval> {
       end = until.value;
     }
   }
+  // Seconds precision everywhere: the stored instants are exactly what the text says.
+  start = start.startOf('second');
+  end = end.startOf('second');
   if (!start.isValid || !end.isValid) return { ok: false, reason: 'is out of range' };
   if (end.toMillis() <= start.toMillis()) return { ok: false, reason: 'end must be after start' };
   return {

@@ -93,6 +93,14 @@ export class RightStore {
     return doc ? toEntity(doc) : null;
   }
 
+  /** The rights a subscription issued (for the suspend/activate cascade). */
+  async ofSubscription(userId: string, subscriptionId: string): Promise<RightEntity[]> {
+    const docs = await this.model
+      .find({ subscriptionId, userId, removed: { $ne: true } }, PROJECTION)
+      .lean<RightDocument[]>();
+    return docs.map(toEntity);
+  }
+
   async list(query: RightQuery): Promise<RightEntity[]> {
     const and: object[] = [{ userId: query.userId }, { removed: { $ne: true } }];
     if (query.grantorOrProvider !== null) {

@@ -1,0 +1,203 @@
+import { randomBytes } from 'node:crypto';
+import { createCloudEvent, type RightsCascadeData, type RightsIssueData } from '@rs/contracts';
+import { EventCollector, TestSystem } from '@rs/testing';
+import amqp, { type ChannelModel, type ConfirmChannel } from 'amqplib';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+let system: TestSystem;
+let events: EventCollector;
+let connection: ChannelModel;
+let channel: ConfirmChannel;
+
+const admin = () => system.adminHeaders();
+const NOW = Date.now();
+const iso = (offsetMs: number) => new Date(NOW + offsetMs).toISOString().replace(/\.\d{3}Z$/, 'Z');
+
+/** Publishes a command exactly as the subscriptions service or the scheduler does. */
+async function send(type: string, subject: string, data: unknown, raw?: string) {
+  const event = createCloudEvent({ source: '/test', type, subject, data });
+  channel.publish('commands', type, Buffer.from(raw ?? JSON.stringify(event)), {
+    persistent: true,
+    messageId: event.id,
+  });
+  await channel.waitForConfirms();
+}
+
+type RightView = { rightId: string; state: string; generation: string; link: Array<{ rel: string; href: string }> };
+async function rightsOf(user: string): Promise<RightView[]> {
+  const response = await fetch(`${system.gatewayUrl}/id/users/${user}/rights`, { headers: admin() });
+  return ((await response.json()) as { right: RightView[] }).right;
+}
+
+function issue(
+  subscriptionId: string,
+  periodStart: string,
+  state: 'ACTIVE' | 'SUSPENDED',
+  interval = `${iso(-60_000)}/${iso(3_600_000)}`,
+): RightsIssueData {
+  return {
+    subscriptionId,
+    connectId: 'carol',
+    grantorId: 'A',
+    periodStart,
+    rights: [
+      {
+        templateIndex: 0,
+        sku: 'news',
+        serviceProviderId: null,
+        grantorContext: 'sub-ctx',
+        timeInterval: interval,
+        state,
+      },
+      { templateIndex: 1, sku: 'news', serviceProviderId: 'SP', grantorContext: null, timeInterval: interval, state },
+    ],
+  };
+}
+
+beforeAll(async () => {
+  system = await TestSystem.start({
+    name: 'rights_cmd',
+    backends: ['catalog', 'rights', 'scheduler'],
+    env: { SCHEDULER_TICK_MS: '200' },
+  });
+  events = await EventCollector.start(system.amqpUrl, 'rights.events');
+  connection = await amqp.connect(system.amqpUrl);
+  channel = await connection.createConfirmChannel();
+  expect((await fetch(`${system.gatewayUrl}/id/users/carol`, { method: 'PUT', headers: admin() })).status).toBe(201);
+  expect(
+    (
+      await fetch(`${system.gatewayUrl}/catalog/skus/news`, {
+        method: 'PUT',
+        headers: { ...admin(), 'content-type': 'application/json' },
+        body: '{}',
+      })
+    ).status,
+  ).toBe(201);
+});
+afterAll(async () => {
+  await connection?.close();
+  await events?.close();
+  await system?.stop();
+});
+
+describe('rights.issue', () => {
+  it('when the same command is delivered 10 times at once, then each right exists once, with its subscription link', async () => {
+    const subscriptionId = `S${randomBytes(4).toString('hex')}`;
+    const command = issue(subscriptionId, '2026-03-01T00:00:00+01:00', 'ACTIVE');
+    await Promise.all(Array.from({ length: 10 }, () => send('rights.issue', subscriptionId, command)));
+    // The same period written with another offset is the same period.
+    await send('rights.issue', subscriptionId, { ...command, periodStart: '2026-02-28T23:00:00Z' });
+    await expect
+      .poll(
+        async () =>
+          (await rightsOf('carol')).filter((r) => r.link.some((l) => l.href.endsWith(`/subs/${subscriptionId}`)))
+            .length,
+        { timeout: 10_000 },
+      )
+      .toBe(2);
+    await events.waitFor(
+      (m) =>
+        m.filter(
+          (e) =>
+            e.routingKey === 'right.created' &&
+            (e.body.data as { link?: Array<{ href: string }> })?.link?.some((l) => l.href.endsWith(subscriptionId)),
+        ).length >= 2,
+    );
+    const created = events.messages.filter(
+      (e) => e.routingKey === 'right.created' && JSON.stringify(e.body.data).includes(subscriptionId),
+    );
+    expect(new Set(created.map((e) => e.body.subject)).size).toBe(2);
+    expect(new Set(created.map((e) => e.body.id)).size).toBe(2);
+  });
+
+  it('when a command is malformed, then it is dead-lettered and the queue goes on', async () => {
+    await send('rights.issue', 'x', { nonsense: true });
+    await send('rights.issue', 'x', null, 'not json at all');
+    await send('rights.issue', 'x', issue('Sbad', '2026-03-01T00:00:00Z', 'ACTIVE', 'garbage-interval'));
+    await expect
+      .poll(() => system.rabbit.queueMessageCount(system.vhost, 'rights.commands.dlq'), { timeout: 15_000 })
+      .toBe(3);
+    const subscriptionId = `S${randomBytes(4).toString('hex')}`;
+    await send('rights.issue', subscriptionId, issue(subscriptionId, '2026-04-01T00:00:00Z', 'SUSPENDED'));
+    await expect
+      .poll(
+        async () =>
+          (await rightsOf('carol'))
+            .filter((r) => r.link.some((l) => l.href.endsWith(subscriptionId)))
+            .map((r) => r.state),
+        { timeout: 10_000 },
+      )
+      .toEqual(['SUSPENDED', 'SUSPENDED']);
+  });
+});
+
+describe('rights.cascade', () => {
+  it('when a subscription is suspended and reactivated, then its ACTIVE rights follow, and ended ones stay suspended', async () => {
+    const subscriptionId = `S${randomBytes(4).toString('hex')}`;
+    await send('rights.issue', subscriptionId, issue(subscriptionId, '2026-05-01T00:00:00Z', 'ACTIVE'));
+    const ended = issue(subscriptionId, '2026-04-01T00:00:00Z', 'ACTIVE', `${iso(-7_200_000)}/${iso(-3_600_000)}`);
+    await send('rights.issue', subscriptionId, ended);
+    const ofSubscription = async () =>
+      (await rightsOf('carol'))
+        .filter((r) => r.link.some((l) => l.href.endsWith(`/subs/${subscriptionId}`)))
+        .map((r) => r.state)
+        .sort();
+    await expect.poll(ofSubscription, { timeout: 10_000 }).toHaveLength(4);
+    await send('rights.cascade', subscriptionId, {
+      subscriptionId,
+      connectId: 'carol',
+      action: 'suspend',
+    } satisfies RightsCascadeData);
+    // The ended rights are expired by the scheduler meanwhile, or suspended first: never ACTIVE.
+    await expect.poll(ofSubscription, { timeout: 10_000 }).not.toContain('ACTIVE');
+    await send('rights.cascade', subscriptionId, {
+      subscriptionId,
+      connectId: 'carol',
+      action: 'activate',
+    } satisfies RightsCascadeData);
+    await expect
+      .poll(async () => (await ofSubscription()).filter((s) => s === 'ACTIVE').length, { timeout: 10_000 })
+      .toBe(2);
+    expect((await ofSubscription()).filter((s) => s === 'ACTIVE')).toHaveLength(2);
+  });
+});
+
+describe('expiry (DESIGN.md 3 "Rights")', () => {
+  it('when the interval of an ACTIVE or SUSPENDED right ends, then within seconds it is EXPIRED with one right.expired', async () => {
+    const headers = { ...admin(), 'content-type': 'application/json' };
+    const make = async (state: string) => {
+      const response = await fetch(`${system.gatewayUrl}/id/users/carol/rights`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({
+          sku: 'news',
+          grantorId: 'A',
+          state,
+          timeInterval: `${new Date(Date.now() - 1000).toISOString()}/PT2S`,
+        }),
+      });
+      expect(response.status).toBe(201);
+      return ((await response.json()) as RightView).rightId;
+    };
+    const ids = [await make('ACTIVE'), await make('SUSPENDED'), await make('CREATED')];
+    const stateOf = async (id: string) =>
+      (
+        (await (
+          await fetch(`${system.gatewayUrl}/id/users/carol/rights/${id}`, { headers: admin() })
+        ).json()) as RightView
+      ).state;
+    await expect.poll(() => stateOf(ids[0]!), { timeout: 10_000 }).toBe('EXPIRED');
+    await expect.poll(() => stateOf(ids[1]!), { timeout: 10_000 }).toBe('EXPIRED');
+    expect(await stateOf(ids[2]!)).toBe('CREATED');
+    await new Promise((resolve) => setTimeout(resolve, 1500)); // further ticks must not expire again
+    for (const id of ids.slice(0, 2)) {
+      const expired = events.messages.filter((e) => e.body.subject === id && e.routingKey === 'right.expired');
+      expect(new Set(expired.map((e) => e.body.id)).size).toBe(1);
+    }
+    const refused = await fetch(`${system.gatewayUrl}/id/users/carol/rights/${ids[0]}/activate`, {
+      method: 'POST',
+      headers: admin(),
+    });
+    expect(refused.status).toBe(409);
+  });
+});
