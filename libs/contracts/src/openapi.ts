@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { Sku, SkuList, SkuName, SkuUpsertBody } from './catalog';
 import { ClientBody, ClientId, ClientList, ClientView, ConnectId, RevocationBody, UserView } from './identity';
+import { Right, RightCreateBody, RightId, RightList } from './rights';
 
 /** JSON Schema 2020-12 (OpenAPI 3.1's own dialect) of a zod contract. */
 const schemaOf = (schema: z.ZodType) => {
@@ -50,6 +51,7 @@ export function buildOpenApiDocument(): Record<string, unknown> {
       { name: 'catalog', description: 'Admin catalog API (DESIGN.md 6)' },
       { name: 'clients', description: 'API clients and revoked tokens (DESIGN.md 6)' },
       { name: 'users', description: 'The user directory (DESIGN.md 3 "Users")' },
+      { name: 'rights', description: 'Rights (spec 4.2)' },
       { name: 'meta' },
     ],
     paths: {
@@ -141,6 +143,144 @@ export function buildOpenApiDocument(): Record<string, unknown> {
           summary: 'Unregister a user (their rights and subscriptions stay)',
           security: admin,
           responses: { '204': { description: 'Unregistered' }, '401': ref('Unauthorized') },
+        },
+      },
+      '/id/users/{connectId}/rights': {
+        parameters: [{ $ref: '#/components/parameters/connectId' }],
+        get: {
+          tags: ['rights'],
+          operationId: 'listRights',
+          summary: "List a user's rights, newest first (spec 4.2; grantorId required for non-admins: 307 otherwise)",
+          security: [{ basicAuth: [] }, { bearerAuth: ['id.user.right.read'] }],
+          parameters: [
+            {
+              name: 'grantorId',
+              in: 'query',
+              description: 'Matched case-insensitively by name',
+              schema: { type: 'string' },
+            },
+            {
+              name: 'active',
+              in: 'query',
+              description: 'A date-time with offset, `true` or `now`: rights ACTIVE at that instant',
+              schema: { type: 'string' },
+            },
+            { $ref: '#/components/parameters/limit' },
+            { $ref: '#/components/parameters/cursor' },
+          ],
+          responses: {
+            '200': {
+              description: 'The rights',
+              headers: { Link: { schema: { type: 'string' } } },
+              content: json('RightList'),
+            },
+            '307': {
+              description: "Redirect to the same list with the caller's grantor",
+              headers: { Location: { schema: { type: 'string' } } },
+            },
+            '400': ref('BadRequest'),
+            '401': ref('Unauthorized'),
+            '404': ref('NotFound'),
+          },
+        },
+        post: {
+          tags: ['rights'],
+          operationId: 'createRight',
+          summary: 'Create a right; emits right.created',
+          security: [{ basicAuth: [] }],
+          requestBody: { required: true, content: json('RightCreateBody') },
+          responses: {
+            '201': {
+              description: 'Created',
+              headers: { ...etag, Location: { schema: { type: 'string' } } },
+              content: json('Right'),
+            },
+            '400': ref('BadRequest'),
+            '401': ref('Unauthorized'),
+            '404': ref('NotFound'),
+            '413': ref('PayloadTooLarge'),
+            '415': ref('UnsupportedMediaType'),
+            '503': ref('ServiceUnavailable'),
+          },
+        },
+      },
+      '/id/users/{connectId}/rights/{rightId}': {
+        parameters: [{ $ref: '#/components/parameters/connectId' }, { $ref: '#/components/parameters/rightId' }],
+        get: {
+          tags: ['rights'],
+          operationId: 'getRight',
+          summary: 'Retrieve a right',
+          security: [{ basicAuth: [] }, { bearerAuth: ['id.user.right.read'] }],
+          responses: {
+            '200': { description: 'The right', headers: etag, content: json('Right') },
+            '401': ref('Unauthorized'),
+            '404': ref('NotFound'),
+          },
+        },
+        delete: {
+          tags: ['rights'],
+          operationId: 'removeRight',
+          summary: 'Remove a right (its grantor or an admin); emits right.removed',
+          security: [{ basicAuth: [] }],
+          parameters: [{ $ref: '#/components/parameters/ifMatch' }],
+          responses: {
+            '204': { description: 'Removed' },
+            '401': ref('Unauthorized'),
+            '404': ref('NotFound'),
+            '412': ref('PreconditionFailed'),
+          },
+        },
+      },
+      '/id/users/{connectId}/rights/{rightId}/activate': {
+        parameters: [{ $ref: '#/components/parameters/connectId' }, { $ref: '#/components/parameters/rightId' }],
+        post: {
+          tags: ['rights'],
+          operationId: 'activateRight',
+          summary: 'Activate a right (from CREATED or SUSPENDED; ACTIVE is a no-op); emits right.activated',
+          security: [{ basicAuth: [] }],
+          parameters: [{ $ref: '#/components/parameters/ifMatch' }],
+          responses: {
+            '204': { description: 'Done' },
+            '401': ref('Unauthorized'),
+            '404': ref('NotFound'),
+            '409': ref('Conflict'),
+            '412': ref('PreconditionFailed'),
+          },
+        },
+      },
+      '/id/users/{connectId}/rights/{rightId}/suspend': {
+        parameters: [{ $ref: '#/components/parameters/connectId' }, { $ref: '#/components/parameters/rightId' }],
+        post: {
+          tags: ['rights'],
+          operationId: 'suspendRight',
+          summary: 'Suspend a right (from CREATED or ACTIVE; SUSPENDED is a no-op); emits right.suspended',
+          security: [{ basicAuth: [] }],
+          parameters: [{ $ref: '#/components/parameters/ifMatch' }],
+          responses: {
+            '204': { description: 'Done' },
+            '401': ref('Unauthorized'),
+            '404': ref('NotFound'),
+            '409': ref('Conflict'),
+            '412': ref('PreconditionFailed'),
+          },
+        },
+      },
+      '/id/users/{connectId}/rights/{rightId}/usage': {
+        parameters: [{ $ref: '#/components/parameters/connectId' }, { $ref: '#/components/parameters/rightId' }],
+        post: {
+          tags: ['rights'],
+          operationId: 'usageRight',
+          summary:
+            'Record usage (only while active; a repeat is a no-op); emits right.used and, per the catalog, service.announce',
+          security: [{ basicAuth: [] }, { bearerAuth: ['id.user.right.use'] }],
+          parameters: [{ $ref: '#/components/parameters/ifMatch' }],
+          responses: {
+            '204': { description: 'Done' },
+            '401': ref('Unauthorized'),
+            '404': ref('NotFound'),
+            '409': ref('Conflict'),
+            '412': ref('PreconditionFailed'),
+          },
         },
       },
       '/catalog/skus': {
@@ -237,6 +377,7 @@ export function buildOpenApiDocument(): Record<string, unknown> {
       parameters: {
         sku: { name: 'sku', in: 'path', required: true, schema: schemaOf(SkuName) },
         connectId: { name: 'connectId', in: 'path', required: true, schema: schemaOf(ConnectId) },
+        rightId: { name: 'rightId', in: 'path', required: true, schema: schemaOf(RightId) },
         limit: {
           name: 'limit',
           in: 'query',
@@ -266,6 +407,9 @@ export function buildOpenApiDocument(): Record<string, unknown> {
         ClientCreated: schemaOf(ClientView.pick({ clientId: true, grantorId: true, admin: true })),
         RevocationBody: schemaOf(RevocationBody),
         User: schemaOf(UserView),
+        Right: schemaOf(Right),
+        RightList: schemaOf(RightList),
+        RightCreateBody: schemaOf(RightCreateBody),
         Problem: {
           type: 'object',
           properties: {
@@ -291,6 +435,7 @@ export function buildOpenApiDocument(): Record<string, unknown> {
         }),
         NotFound: html('No such resource'),
         PreconditionFailed: text('If-Match does not match the current generation'),
+        Conflict: text('The state does not allow it (spec 3, DESIGN.md 3)'),
         PayloadTooLarge: text('The body exceeds the limit'),
         UnsupportedMediaType: text('The body is not application/json'),
         ServiceUnavailable: text('A service or dependency is unavailable', {

@@ -28,9 +28,9 @@ export const RightCreateBody = z.strictObject({
   grantorContext: z.string().max(1024).nullable().optional(),
   state: z.enum(['CREATED', 'ACTIVE', 'SUSPENDED'], { error: 'must be CREATED, ACTIVE or SUSPENDED' }).optional(),
   serviceProviderId: PartyId.nullable().optional(),
+  // Any JSON: the body was parsed from JSON, so every value here is JSON.
   payload: z
-    .json()
-    .optional()
+    .unknown()
     .refine((payload) => payload === undefined || Buffer.byteLength(JSON.stringify(payload)) <= MAX_PAYLOAD_BYTES, {
       message: `must be at most ${MAX_PAYLOAD_BYTES} bytes of JSON`,
     }),
@@ -50,7 +50,7 @@ export const Right = z.object({
   serviceProviderId: z.string().nullable(),
   timeInterval: z.string(),
   sku: z.string(),
-  payload: z.json().nullable(),
+  payload: z.unknown(),
   used: z.boolean(),
   active: z.boolean(),
 });

@@ -130,3 +130,32 @@ export async function serveInternalHttp(
   runtime.logger.info({ port: server.port }, 'listening');
   return server;
 }
+
+/**
+ * Indexes and other schema changes are a migration step: `node services/<service>/dist/migrate.js`
+ * (`npm run migrate`; the Kubernetes init containers). Outside production, or with
+ * MIGRATE_ON_START=true, a service also applies them when it starts.
+ */
+export function migrateOnStart(nodeEnv: string): boolean {
+  return nodeEnv !== 'production' || process.env.MIGRATE_ON_START === 'true';
+}
+
+/** Runs one service's migration against its own database, then exits (0 on success). */
+export function runMigration(
+  service: ServiceName,
+  schema: z.ZodType,
+  migrate: (db: Connection, logger: Logger) => Promise<void>,
+): void {
+  const logger = createLogger(`${service}-migrate`, process.env.LOG_LEVEL ?? 'info');
+  runService(logger, async () => {
+    const config = loadConfig(schema) as Record<string, unknown>;
+    const db = await connectDatabase(service, config, logger);
+    try {
+      await migrate(db, logger);
+      logger.info('migrated');
+    } finally {
+      await db.close();
+    }
+    process.exit(0);
+  });
+}

@@ -1,6 +1,6 @@
 import { DEFAULT_PORTS, env, serviceEnvShape } from '@rs/config';
 import { OutboxRelay } from '@rs/messaging';
-import { runBackend, serveInternalHttp } from '@rs/runtime';
+import { migrateOnStart, runBackend, serveInternalHttp } from '@rs/runtime';
 import { z } from 'zod';
 import { catalogRoutes } from './http/routes';
 import { SkuStore } from './store/sku-store';
@@ -14,7 +14,7 @@ const Config = z.object({
 
 runBackend('catalog', Config, async (runtime) => {
   const store = new SkuStore(runtime.db);
-  await store.ensureIndexes();
+  if (migrateOnStart(runtime.config.NODE_ENV)) await store.ensureIndexes();
   const relay = new OutboxRelay({
     db: runtime.db.db!,
     collection: store.model.collection.collectionName,

@@ -2,7 +2,7 @@ import { DEFAULT_PORTS, env, serviceEnvShape } from '@rs/config';
 import { SkuDirectory } from '@rs/catalog-client';
 import { createCloudEvent, type RightEventData } from '@rs/contracts';
 import { OutboxRelay } from '@rs/messaging';
-import { runBackend, serveInternalHttp } from '@rs/runtime';
+import { migrateOnStart, runBackend, serveInternalHttp } from '@rs/runtime';
 import { z } from 'zod';
 import { representation } from './domain/right';
 import { rightsRoutes } from './http/routes';
@@ -38,7 +38,7 @@ runBackend('rights', Config, async (runtime) => {
       }),
     ),
   );
-  await store.ensureIndexes();
+  if (migrateOnStart(runtime.config.NODE_ENV)) await store.ensureIndexes();
   const skus = new SkuDirectory({
     broker: runtime.broker,
     catalogUrl: runtime.config.CATALOG_URL,

@@ -1,5 +1,5 @@
 import { DEFAULT_PORTS, env, serviceEnvShape } from '@rs/config';
-import { runBackend, serveInternalHttp } from '@rs/runtime';
+import { migrateOnStart, runBackend, serveInternalHttp } from '@rs/runtime';
 import { z } from 'zod';
 import { ExpiryScheduler } from './expiry';
 import { followRightEvents } from './messaging/right-events';
@@ -18,7 +18,7 @@ const Config = z.object({
  */
 runBackend('scheduler', Config, async (runtime) => {
   const expiries = new ExpiryStore(runtime.db);
-  await expiries.ensureIndexes();
+  if (migrateOnStart(runtime.config.NODE_ENV)) await expiries.ensureIndexes();
   await followRightEvents(runtime.broker, expiries, runtime.logger);
   const scheduler = new ExpiryScheduler({
     expiries,

@@ -111,7 +111,7 @@ export function representation(right: RightEntity, publicBaseUrl: string, now: D
     serviceProviderId: right.serviceProviderId,
     timeInterval: right.timeInterval,
     sku: right.sku,
-    payload: (right.payload ?? null) as Right['payload'],
+    payload: right.payload ?? null,
     used: right.used,
     active: isActive(right, now),
   };
