@@ -33,7 +33,8 @@ export const RightCreateBody = z.strictObject({
     .unknown()
     .refine((payload) => payload === undefined || Buffer.byteLength(JSON.stringify(payload)) <= MAX_PAYLOAD_BYTES, {
       message: `must be at most ${MAX_PAYLOAD_BYTES} bytes of JSON`,
-    }),
+    })
+    .optional(),
 });
 export type RightCreateBody = z.infer<typeof RightCreateBody>;
 

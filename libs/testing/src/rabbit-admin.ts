@@ -53,6 +53,13 @@ export class RabbitAdmin {
     await this.call('DELETE', `/connections/${encodeURIComponent(name)}`);
   }
 
+  /** Refuses new connections to `vhost` (null lifts the limit); open connections stay. */
+  async limitConnections(vhost: string, max: number | null): Promise<void> {
+    const path = `/vhost-limits/${encodeURIComponent(vhost)}/max-connections`;
+    if (max === null) await this.call('DELETE', path);
+    else await this.call('PUT', path, { value: max });
+  }
+
   async queueMessageCount(vhost: string, queue: string): Promise<number> {
     const response = await this.call('GET', `/queues/${encodeURIComponent(vhost)}/${encodeURIComponent(queue)}`);
     if (response.status === 404) return 0;

@@ -77,6 +77,28 @@ export class TestSystem {
     return { authorization: `Basic ${token}`, ...extra };
   }
 
+  private readonly killedConnections = new Set<string>();
+
+  /**
+   * Force-closes `service`'s current broker connection as soon as the broker lists it (the
+   * management API lists new connections with a delay), as a broker restart or a network
+   * cut does; returns how many connections were closed (0 if none appeared in 15 s).
+   */
+  async killBrokerConnection(service: string): Promise<number> {
+    for (let tries = 0; tries < 150; tries++) {
+      const fresh = (await this.rabbit.connectionsNamed(this.vhost, service)).filter(
+        (name) => !this.killedConnections.has(name),
+      );
+      for (const name of fresh) {
+        this.killedConnections.add(name);
+        await this.rabbit.closeConnection(name);
+      }
+      if (fresh.length > 0) return fresh.length;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    return 0;
+  }
+
   async stop(): Promise<void> {
     await Promise.all([...this.processes.values()].map((process) => process.stop()));
     await this.rabbit.deleteVhost(this.vhost).catch(() => undefined);

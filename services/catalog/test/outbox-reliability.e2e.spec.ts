@@ -49,24 +49,7 @@ async function writeSkus(
   return acknowledged;
 }
 
-const killed = new Set<string>();
-
-/**
- * Closes the catalog's current broker connection as soon as the broker lists it (the
- * management API lists new connections with a delay); returns how many were closed.
- */
-async function killCatalogConnection(): Promise<number> {
-  for (let tries = 0; tries < 150; tries++) {
-    const fresh = (await system.rabbit.connectionsNamed(system.vhost, 'catalog')).filter((name) => !killed.has(name));
-    for (const name of fresh) {
-      killed.add(name);
-      await system.rabbit.closeConnection(name);
-    }
-    if (fresh.length > 0) return fresh.length;
-    await sleep(100);
-  }
-  return 0;
-}
+const killCatalogConnection = () => system.killBrokerConnection('catalog');
 
 const upsertedSubjects = () =>
   new Set(events.messages.filter((m) => m.routingKey === 'sku.upserted').map((m) => String(m.body.subject)));

@@ -1,0 +1,80 @@
+import { EventCollector, TestSystem } from '@rs/testing';
+import mongoose from 'mongoose';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+let system: TestSystem;
+let events: EventCollector;
+const A = `Basic ${Buffer.from('grantor-a:secret-of-grantor-a').toString('base64')}`;
+
+function call(method: string, path: string, body?: unknown) {
+  return fetch(`${system.gatewayUrl}${path}`, {
+    method,
+    headers: { authorization: A, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+}
+
+beforeAll(async () => {
+  system = await TestSystem.start({ name: 'rights_reliability', backends: ['catalog', 'rights'] });
+  events = await EventCollector.start(system.amqpUrl, 'rights.events');
+  const admin = system.adminHeaders({ 'content-type': 'application/json' });
+  await fetch(`${system.gatewayUrl}/admin/clients/grantor-a`, {
+    method: 'PUT',
+    headers: admin,
+    body: JSON.stringify({ secret: 'secret-of-grantor-a', grantorId: 'A' }),
+  });
+  await fetch(`${system.gatewayUrl}/id/users/dave`, { method: 'PUT', headers: admin });
+  await fetch(`${system.gatewayUrl}/catalog/skus/news`, { method: 'PUT', headers: admin, body: '{}' });
+});
+afterAll(async () => {
+  await events?.close();
+  await system?.stop();
+});
+
+describe('no lost and no phantom right events', () => {
+  it('when the rights service dies between storing changes and publishing them, then after restart each change is published, once per event id', async () => {
+    const rights = system.service('rights');
+    // The broker takes no new connection: once its connection is cut, rights cannot publish.
+    await system.rabbit.limitConnections(system.vhost, 0);
+    expect(await system.killBrokerConnection('rights')).toBe(1);
+    const interval = `${new Date(Date.now() - 60_000).toISOString()}/P1D`;
+    const created: string[] = [];
+    for (let i = 0; i < 15; i++) {
+      const response = await call('POST', '/id/users/dave/rights', {
+        sku: 'news',
+        grantorId: 'A',
+        timeInterval: interval,
+      });
+      expect(response.status, await response.clone().text()).toBe(201);
+      created.push(((await response.json()) as { rightId: string }).rightId);
+    }
+    for (const rightId of created.slice(0, 5))
+      expect((await call('POST', `/id/users/dave/rights/${rightId}/activate`)).status).toBe(204);
+    // Refused requests store nothing, so they must publish nothing.
+    for (const rightId of created.slice(5, 10))
+      expect((await call('POST', `/id/users/dave/rights/${rightId}/usage`)).status).toBe(409);
+    expect(
+      (await call('POST', '/id/users/dave/rights', { sku: 'nope', grantorId: 'A', timeInterval: interval })).status,
+    ).toBe(400);
+    await rights.kill();
+
+    const db = mongoose.createConnection(system.mongoUrlFor('rights'));
+    await db.asPromise();
+    const pending = await db.collection('rights').countDocuments({ 'outbox.0.id': { $exists: true } });
+    await db.close();
+    expect(pending).toBeGreaterThan(0);
+
+    await system.rabbit.limitConnections(system.vhost, null);
+    await rights.start();
+    const expected = new Set([
+      ...created.map((id) => `right.created:${id}`),
+      ...created.slice(0, 5).map((id) => `right.activated:${id}`),
+    ]);
+    const seen = () => new Set(events.messages.map((m) => `${m.routingKey}:${m.body.subject}`));
+    await events.waitFor(() => [...expected].every((key) => seen().has(key)), 20_000);
+    // Exactly these changes, each one event id (a de-duplicating consumer sees each once), nothing else.
+    const ofDave = events.messages.filter((m) => (m.body.data as { connectId?: string }).connectId === 'dave');
+    expect(seen()).toEqual(expected);
+    expect(new Set(ofDave.map((m) => m.body.id)).size).toBe(expected.size);
+  });
+});
