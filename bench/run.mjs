@@ -21,8 +21,8 @@ const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 8);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
 
-function run(title, url, headers, duration = DURATION_S) {
-  return autocannon({ title, url, headers, connections: CONNECTIONS, duration, pipelining: 1 });
+function run(title, url, headers, duration = DURATION_S, request = {}) {
+  return autocannon({ title, url, headers, connections: CONNECTIONS, duration, pipelining: 1, ...request });
 }
 
 function summarize(results) {
@@ -48,7 +48,7 @@ const issuer = new TokenIssuer();
 await issuer.start();
 const system = await TestSystem.start({
   name: 'bench',
-  backends: ['catalog'],
+  backends: ['catalog', 'rights'],
   // No rate limit: the benchmark is one client.
   env: { LOG_LEVEL: 'warn', RATE_LIMIT_PER_SECOND: '0', ...issuer.env },
 });
@@ -71,7 +71,8 @@ try {
   if (client.status !== 201 || user.status !== 201) throw new Error('cannot create the benchmark client and user');
   const appBasic = `Basic ${Buffer.from('bench-app:bench-app-secret').toString('base64')}`;
   const appBearer = `Bearer ${await issuer.token('bench-app', 'bench-user', { scope: 'id.user.right.read' })}`;
-  const internalToken = await new InternalTokenSigner(TEST_INTERNAL_SECRET, 'bench').tokenFor({
+  // Valid for the whole run (services' own tokens live 60 s).
+  const internalToken = await new InternalTokenSigner(TEST_INTERNAL_SECRET, 'bench', 3600).tokenFor({
     clientId: 'bench',
     grantorId: null,
     admin: true,
@@ -88,10 +89,63 @@ try {
     'GET user via gateway (Basic, cached)': [`${system.gatewayUrl}/id/users/bench-user`, { authorization: appBasic }],
     'GET user via gateway (Bearer)': [`${system.gatewayUrl}/id/users/bench-user`, { authorization: appBearer }],
   };
-  for (const [title, [url, headers]] of Object.entries(targets)) await run(`${title} warm-up`, url, headers, 2);
+  // Rights through the gateway: a right to read and use, and a user holding 1,000 rights.
+  const rightsHeaders = { authorization: appBasic, 'content-type': 'application/json' };
+  const interval = `${new Date(Date.now() - 60_000).toISOString()}/P30D`;
+  const rightBody = JSON.stringify({ sku: 'bench-sku', grantorId: 'bench', timeInterval: interval, state: 'ACTIVE' });
+  const one = await fetch(`${system.gatewayUrl}/id/users/bench-user/rights`, {
+    method: 'POST',
+    headers: rightsHeaders,
+    body: rightBody,
+  });
+  const rightId = (await one.json()).rightId;
+  await fetch(`${system.gatewayUrl}/id/users/bench-list`, { method: 'PUT', headers: system.adminHeaders() });
+  for (let batch = 0; batch < 100; batch++) {
+    await Promise.all(
+      Array.from({ length: 10 }, () =>
+        fetch(`${system.gatewayUrl}/id/users/bench-list/rights`, {
+          method: 'POST',
+          headers: rightsHeaders,
+          body: rightBody,
+        }).then((r) => {
+          if (r.status !== 201) throw new Error(`cannot create the listed rights: ${r.status}`);
+        }),
+      ),
+    );
+  }
+  // Let the relay publish the events of those 1,000 writes before measuring anything.
+  for (let waited = 0; waited < 120; waited++) {
+    const metrics = await (await fetch(`${system.service('rights').url}/metrics`)).text();
+    if (/outbox_pending_documents\{collection="rights"[^}]*\} 0\b/.test(metrics)) break;
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+  }
+  targets['POST right (create)'] = [
+    `${system.gatewayUrl}/id/users/bench-user/rights`,
+    rightsHeaders,
+    { method: 'POST', body: rightBody },
+  ];
+  targets['GET right (retrieve)'] = [
+    `${system.gatewayUrl}/id/users/bench-user/rights/${rightId}`,
+    { authorization: appBasic },
+  ];
+  targets['GET rights of a user holding 1,000 (limit=1000)'] = [
+    `${system.gatewayUrl}/id/users/bench-list/rights?grantorId=bench&limit=1000`,
+    { authorization: appBasic },
+    // One connection: each response carries 1,000 rights.
+    { connections: 1 },
+  ];
+  targets['POST usage (repeat use, 204)'] = [
+    `${system.gatewayUrl}/id/users/bench-user/rights/${rightId}/usage`,
+    { authorization: appBasic },
+    { method: 'POST' },
+  ];
+
+  for (const [title, [url, headers, request]] of Object.entries(targets))
+    await run(`${title} warm-up`, url, headers, 2, request);
   const results = Object.fromEntries(Object.keys(targets).map((title) => [title, []]));
   for (let round = 0; round < ROUNDS; round++) {
-    for (const [title, [url, headers]] of Object.entries(targets)) results[title].push(await run(title, url, headers));
+    for (const [title, [url, headers, request]] of Object.entries(targets))
+      results[title].push(await run(title, url, headers, DURATION_S, request));
   }
 
   const rows = Object.entries(results).map(([title, list]) => ({ title, ...summarize(list) }));

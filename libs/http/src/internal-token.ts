@@ -47,6 +47,7 @@ export class InternalTokenSigner {
   constructor(
     secret: string,
     private readonly issuerService: string,
+    private readonly ttlSeconds = INTERNAL_TOKEN_TTL_SECONDS,
   ) {
     this.key = keyOf(secret);
   }
@@ -69,10 +70,10 @@ export class InternalTokenSigner {
       .setIssuer(ISSUER)
       .setAudience(AUDIENCE)
       .setIssuedAt()
-      .setExpirationTime(`${INTERNAL_TOKEN_TTL_SECONDS}s`)
+      .setExpirationTime(`${this.ttlSeconds}s`)
       .sign(this.key);
     if (this.cache.size > 10_000) this.cache.clear();
-    this.cache.set(cacheKey, { token, renewAt: now + (INTERNAL_TOKEN_TTL_SECONDS * 1000) / 2 });
+    this.cache.set(cacheKey, { token, renewAt: now + (this.ttlSeconds * 1000) / 2 });
     return token;
   }
 }

@@ -28,7 +28,7 @@ import {
   type RightCommand,
   type RightEntity,
 } from './domain/right';
-import { parseTimeInterval } from './domain/time-interval';
+import { parseTimeInterval } from '@rs/time';
 import type { RightQuery, RightStore } from './store/right-store';
 
 const MAX_RACES = 8;

@@ -12,7 +12,7 @@ import {
 } from '@rs/http';
 import { Router, type Request } from 'express';
 import { representation, type RightCommand } from '../domain/right';
-import { parseDateTime } from '../domain/time-interval';
+import { parseDateTime } from '@rs/time';
 import type { RightsUseCases } from '../rights';
 
 /** `active=<date-time>`, `true` or `now` (DESIGN.md 3 "Listing filters"). */

@@ -1,7 +1,7 @@
 import { COMMAND_QUEUES, CommandTypes, Exchanges, InvalidMessage, parseEvent, RightsCommands } from '@rs/contracts';
 import type { Logger } from '@rs/logging';
 import { consume, type AmqpClient } from '@rs/messaging';
-import { parseTimeInterval } from '../domain/time-interval';
+import { parseTimeInterval } from '@rs/time';
 import type { RightsUseCases } from '../rights';
 
 export const RIGHTS_COMMAND_QUEUE = 'rights.commands';

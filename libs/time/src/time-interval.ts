@@ -32,7 +32,8 @@ export function parseDateTime(text: string): Parsed<DateTime> {
 /** At least one component; `P` or `PT` alone is not a duration. */
 const ISO_DURATION = /^P(?!$)(\d+Y)?(\d+M)?(\d+W)?(\d+D)?(T(?=\d)(\d+H)?(\d+M)?(\d+(\.\d+)?S)?)?$/;
 
-function parseDuration(text: string): Parsed<Duration> {
+/** An ISO 8601 duration with at least one component (luxon alone accepts `P`). */
+export function parseDuration(text: string): Parsed<Duration> {
   if (!ISO_DURATION.test(text)) return { ok: false, reason: `${text} is not an ISO 8601 duration` };
   const value = Duration.fromISO(text);
   if (!value.isValid) return { ok: false, reason: `${text} is not an ISO 8601 duration` };

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseTimeInterval } from '../src/domain/time-interval';
+import { parseTimeInterval } from '../src/index';
 
 describe('parseTimeInterval (DESIGN.md 3 "Time")', () => {
   it('when given start/end, start/duration or duration/end, then it is stored as start/end with the client offsets', () => {

@@ -1,0 +1,2 @@
+export * from './time-interval';
+export * from './time-spec';

@@ -1,0 +1,115 @@
+import { DateTime, Duration, type DurationLikeObject } from 'luxon';
+import { formatDateTime, parseDateTime, parseDuration, type Parsed } from './time-interval';
+
+/**
+ * A subscription's time spec (spec 2.1, DESIGN.md 3 "Subscription timeSpec"):
+ * `R[n]/<start>/<period>` or `R[n]/<start>/<end>/<period>`. Luxon does not parse repeating
+ * intervals, so this module does, and does the period arithmetic on luxon.
+ */
+export interface TimeSpec {
+  start: DateTime;
+  period: Duration;
+  /** `n`: at most this many periods; null for no limit. */
+  repetitions: number | null;
+  /** The subscription ends here; null when only `n` (or nothing) ends it. */
+  end: DateTime | null;
+  /** `R[n]/<start>/<period>` as the client wrote those parts (DESIGN.md 3). */
+  origTimeSpec: string;
+}
+
+const MAX_REPETITIONS = 1_000_000;
+
+export function parseTimeSpec(text: string): Parsed<TimeSpec> {
+  const parts = text.split('/');
+  if (parts.length !== 3 && parts.length !== 4) {
+    return { ok: false, reason: 'must be R[n]/<start>/<period> or R[n]/<start>/<end>/<period>' };
+  }
+  const [recurrence, startText, ...rest] = parts as [string, string, ...string[]];
+  const count = /^R(\d*)$/.exec(recurrence);
+  if (!count) return { ok: false, reason: `${recurrence} is not R or R<n>` };
+  const repetitions = count[1] === '' ? null : Number(count[1]);
+  if (repetitions !== null && (repetitions < 1 || repetitions > MAX_REPETITIONS)) {
+    return { ok: false, reason: `the number of periods must be from 1 to ${MAX_REPETITIONS}` };
+  }
+  const start = parseDateTime(startText);
+  if (!start.ok) return start;
+  const periodText = rest.at(-1)!;
+  const period = parseDuration(periodText);
+  if (!period.ok) return period;
+  if (start.value.plus(period.value).toMillis() <= start.value.toMillis()) {
+    return { ok: false, reason: `the period ${periodText} must be positive` };
+  }
+  let end: DateTime | null = null;
+  if (rest.length === 2) {
+    const parsedEnd = parseDateTime(rest[0]!);
+    if (!parsedEnd.ok) return parsedEnd;
+    if (parsedEnd.value.toMillis() <= start.value.toMillis()) return { ok: false, reason: 'end must be after start' };
+    end = parsedEnd.value;
+  }
+  return {
+    ok: true,
+    value: {
+      start: start.value,
+      period: period.value,
+      repetitions,
+      end,
+      origTimeSpec: `${recurrence}/${startText}/${periodText}`,
+    },
+  };
+}
+
+/** `period × k` component by component, so that months stay months. */
+function times(period: Duration, k: number): Duration {
+  const scaled: DurationLikeObject = {};
+  for (const [unit, value] of Object.entries(period.toObject()))
+    scaled[unit as keyof DurationLikeObject] = (value ?? 0) * k;
+  return Duration.fromObject(scaled);
+}
+
+/**
+ * Start of period k (k = 0 is the first), always computed from the start, never from the
+ * previous period: Jan 31 + P1M is Feb 28 (or 29), + P2M is Mar 31. In the start's offset.
+ */
+export function periodStart(spec: TimeSpec, k: number): DateTime {
+  return spec.start.plus(times(spec.period, k));
+}
+
+/** Whether period k starts before the subscription's end (its `<end>` and its `n`). */
+export function periodExists(spec: TimeSpec, k: number): boolean {
+  if (k < 0) return false;
+  if (spec.repetitions !== null && k >= spec.repetitions) return false;
+  return spec.end === null || periodStart(spec, k).toMillis() < spec.end.toMillis();
+}
+
+/** When the subscription ends: its `<end>`, or the end of its n-th period; null if never. */
+export function subscriptionEnd(spec: TimeSpec): DateTime | null {
+  const afterLast = spec.repetitions === null ? null : periodStart(spec, spec.repetitions);
+  if (spec.end && afterLast) return spec.end.toMillis() <= afterLast.toMillis() ? spec.end : afterLast;
+  return spec.end ?? afterLast;
+}
+
+/**
+ * The period containing `instant`: the k with periodStart(k) <= instant < periodStart(k+1),
+ * or -1 before the start. (Whether period k exists at all is `periodExists`.)
+ */
+export function periodIndexAt(spec: TimeSpec, instant: DateTime): number {
+  const at = instant.toMillis();
+  if (at < spec.start.toMillis()) return -1;
+  // An estimate from the period's average length, corrected by stepping: periods of
+  // calendar units (months, years) vary in length.
+  const average = periodStart(spec, 1).toMillis() - spec.start.toMillis();
+  let k = Math.max(0, Math.floor((at - spec.start.toMillis()) / average) - 1);
+  while (k > 0 && periodStart(spec, k).toMillis() > at) k -= 1;
+  while (periodStart(spec, k + 1).toMillis() <= at) k += 1;
+  return k;
+}
+
+/** The first period start strictly after `instant` that exists, or null when none does. */
+export function nextPeriodStart(spec: TimeSpec, instant: DateTime): { k: number; start: DateTime } | null {
+  const k = periodIndexAt(spec, instant) + 1;
+  return periodExists(spec, k) ? { k, start: periodStart(spec, k) } : null;
+}
+
+export function formatTimeSpecInstant(value: DateTime): string {
+  return formatDateTime(value);
+}
