@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { CatalogEvents } from './catalog';
 import { RightsCommands } from './commands';
 import { RightEvents } from './rights';
+import { SubscriptionEvents } from './subscriptions';
 import type { EventSchemas } from './cloud-event';
 import { Exchanges } from './topology';
 
@@ -30,6 +31,23 @@ export const EVENT_FAMILIES: EventFamily[] = [
       'right.used': 'The right was used for the first time.',
       'right.removed': 'The right was removed.',
       'service.announce': 'First use of a right whose SKU has `announceOnUsage` (spec 6 "ServiceAnnounce").',
+    },
+  },
+  {
+    exchange: Exchanges.subscriptionsEvents,
+    producer: 'subscriptions',
+    summary:
+      'Every change of a subscription, for the scheduler. `data` is the subscription as the API returns it ' +
+      '(spec 2.1), plus `connectId`, `sequence` (its generation), the full `timeSpec` and `nextPeriod`, the next ' +
+      'period whose rights are still to be issued.',
+    schemas: SubscriptionEvents,
+    descriptions: {
+      'subscription.created': 'A subscription was created.',
+      'subscription.activated': 'A SUSPENDED subscription became ACTIVE; its rights are reactivated.',
+      'subscription.suspended': 'An ACTIVE subscription became SUSPENDED; its rights are suspended.',
+      'subscription.renewed': 'The rights of a period were issued.',
+      'subscription.expired': 'The subscription reached its end.',
+      'subscription.deleted': 'The subscription was deleted; its rights stay.',
     },
   },
   {

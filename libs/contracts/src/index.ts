@@ -6,3 +6,4 @@ export * from './events-doc';
 export * from './identity';
 export * from './rights';
 export * from './commands';
+export * from './subscriptions';

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { Sku, SkuList, SkuName, SkuUpsertBody } from './catalog';
 import { ClientBody, ClientId, ClientList, ClientView, ConnectId, RevocationBody, UserView } from './identity';
 import { Right, RightCreateBody, RightId, RightList } from './rights';
+import { Subscription, SubscriptionCreateBody, SubscriptionId, SubscriptionList } from './subscriptions';
 
 /** JSON Schema 2020-12 (OpenAPI 3.1's own dialect) of a zod contract. */
 const schemaOf = (schema: z.ZodType) => {
@@ -52,6 +53,7 @@ export function buildOpenApiDocument(): Record<string, unknown> {
       { name: 'clients', description: 'API clients and revoked tokens (DESIGN.md 6)' },
       { name: 'users', description: 'The user directory (DESIGN.md 3 "Users")' },
       { name: 'rights', description: 'Rights (spec 4.2)' },
+      { name: 'subscriptions', description: 'Subscriptions (spec 4.1)' },
       { name: 'meta' },
     ],
     paths: {
@@ -143,6 +145,119 @@ export function buildOpenApiDocument(): Record<string, unknown> {
           summary: 'Unregister a user (their rights and subscriptions stay)',
           security: admin,
           responses: { '204': { description: 'Unregistered' }, '401': ref('Unauthorized') },
+        },
+      },
+      '/id/users/{connectId}/subs': {
+        parameters: [{ $ref: '#/components/parameters/connectId' }],
+        get: {
+          tags: ['subscriptions'],
+          operationId: 'listSubscriptions',
+          summary: "List a user's subscriptions, newest first (grantorid required for non-admins: 307 otherwise)",
+          security: [{ basicAuth: [] }, { bearerAuth: ['id.user.sub.read'] }],
+          parameters: [
+            {
+              name: 'grantorid',
+              in: 'query',
+              description: 'Matched case-insensitively by name',
+              schema: { type: 'string' },
+            },
+            { $ref: '#/components/parameters/limit' },
+            { $ref: '#/components/parameters/cursor' },
+          ],
+          responses: {
+            '200': {
+              description: 'The subscriptions',
+              headers: { Link: { schema: { type: 'string' } } },
+              content: json('SubscriptionList'),
+            },
+            '307': {
+              description: "Redirect to the same list with the caller's grantor",
+              headers: { Location: { schema: { type: 'string' } } },
+            },
+            '400': ref('BadRequest'),
+            '401': ref('Unauthorized'),
+            '404': ref('NotFound'),
+          },
+        },
+        post: {
+          tags: ['subscriptions'],
+          operationId: 'createSubscription',
+          summary: 'Create a subscription (no right is created now); emits subscription.created',
+          security: [{ basicAuth: [] }],
+          requestBody: { required: true, content: json('SubscriptionCreateBody') },
+          responses: {
+            '201': {
+              description: 'Created',
+              headers: { ...etag, Location: { schema: { type: 'string' } } },
+              content: json('Subscription'),
+            },
+            '400': ref('BadRequest'),
+            '401': ref('Unauthorized'),
+            '404': ref('NotFound'),
+            '415': ref('UnsupportedMediaType'),
+            '503': ref('ServiceUnavailable'),
+          },
+        },
+      },
+      '/id/users/{connectId}/subs/{subscriptionId}': {
+        parameters: [{ $ref: '#/components/parameters/connectId' }, { $ref: '#/components/parameters/subscriptionId' }],
+        get: {
+          tags: ['subscriptions'],
+          operationId: 'getSubscription',
+          summary: 'Retrieve a subscription',
+          security: [{ basicAuth: [] }, { bearerAuth: ['id.user.sub.read'] }],
+          responses: {
+            '200': { description: 'The subscription', headers: etag, content: json('Subscription') },
+            '401': ref('Unauthorized'),
+            '404': ref('NotFound'),
+          },
+        },
+        delete: {
+          tags: ['subscriptions'],
+          operationId: 'deleteSubscription',
+          summary: 'Delete a subscription; its rights stay; 204 also when unknown',
+          security: [{ basicAuth: [] }],
+          parameters: [{ $ref: '#/components/parameters/ifMatch' }],
+          responses: {
+            '204': { description: 'Deleted' },
+            '401': ref('Unauthorized'),
+            '412': ref('PreconditionFailed'),
+          },
+        },
+      },
+      '/id/users/{connectId}/subs/{subscriptionId}/activate': {
+        parameters: [{ $ref: '#/components/parameters/connectId' }, { $ref: '#/components/parameters/subscriptionId' }],
+        post: {
+          tags: ['subscriptions'],
+          operationId: 'activateSubscription',
+          summary:
+            'Activate a SUSPENDED subscription; its suspended rights whose interval has not ended are reactivated',
+          security: [{ basicAuth: [] }],
+          parameters: [{ $ref: '#/components/parameters/ifMatch' }],
+          responses: {
+            '204': { description: 'Done' },
+            '401': ref('Unauthorized'),
+            '404': ref('NotFound'),
+            '409': ref('Conflict'),
+            '412': ref('PreconditionFailed'),
+          },
+        },
+      },
+      '/id/users/{connectId}/subs/{subscriptionId}/suspend': {
+        parameters: [{ $ref: '#/components/parameters/connectId' }, { $ref: '#/components/parameters/subscriptionId' }],
+        post: {
+          tags: ['subscriptions'],
+          operationId: 'suspendSubscription',
+          summary: 'Suspend an ACTIVE subscription; its ACTIVE rights are suspended',
+          security: [{ basicAuth: [] }],
+          parameters: [{ $ref: '#/components/parameters/ifMatch' }],
+          responses: {
+            '204': { description: 'Done' },
+            '401': ref('Unauthorized'),
+            '404': ref('NotFound'),
+            '409': ref('Conflict'),
+            '412': ref('PreconditionFailed'),
+          },
         },
       },
       '/id/users/{connectId}/rights': {
@@ -378,6 +493,7 @@ export function buildOpenApiDocument(): Record<string, unknown> {
         sku: { name: 'sku', in: 'path', required: true, schema: schemaOf(SkuName) },
         connectId: { name: 'connectId', in: 'path', required: true, schema: schemaOf(ConnectId) },
         rightId: { name: 'rightId', in: 'path', required: true, schema: schemaOf(RightId) },
+        subscriptionId: { name: 'subscriptionId', in: 'path', required: true, schema: schemaOf(SubscriptionId) },
         limit: {
           name: 'limit',
           in: 'query',
@@ -410,6 +526,9 @@ export function buildOpenApiDocument(): Record<string, unknown> {
         Right: schemaOf(Right),
         RightList: schemaOf(RightList),
         RightCreateBody: schemaOf(RightCreateBody),
+        Subscription: schemaOf(Subscription),
+        SubscriptionList: schemaOf(SubscriptionList),
+        SubscriptionCreateBody: schemaOf(SubscriptionCreateBody),
         Problem: {
           type: 'object',
           properties: {

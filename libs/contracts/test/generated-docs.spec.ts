@@ -2,7 +2,14 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { describe, expect, it } from 'vitest';
-import { buildEventsDocument, buildOpenApiDocument, CatalogEvents, RightEvents, RightsCommands } from '../src/index';
+import {
+  buildEventsDocument,
+  buildOpenApiDocument,
+  CatalogEvents,
+  RightEvents,
+  RightsCommands,
+  SubscriptionEvents,
+} from '../src/index';
 
 const docs = path.resolve(__dirname, '../../../docs');
 
@@ -20,7 +27,12 @@ describe('documents generated from the contracts (npm run docs)', () => {
   it('when the event contracts change, then docs/events.md is regenerated and names every event type', () => {
     const committed = readFileSync(path.join(docs, 'events.md'), 'utf8');
     expect(committed).toBe(buildEventsDocument());
-    for (const type of [...Object.keys(CatalogEvents), ...Object.keys(RightEvents), ...Object.keys(RightsCommands)])
+    for (const type of [
+      ...Object.keys(CatalogEvents),
+      ...Object.keys(RightEvents),
+      ...Object.keys(RightsCommands),
+      ...Object.keys(SubscriptionEvents),
+    ])
       expect(committed).toContain(`### \`${type}\``);
   });
 });

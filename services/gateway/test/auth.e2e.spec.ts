@@ -40,7 +40,7 @@ async function expectForwarded(response: Response) {
     return;
   }
   expect(response.status).toBe(404);
-  expect(await response.text()).toMatch(/no resource at \/id\/users\/|no right R1 for user/);
+  expect(await response.text()).toMatch(/no right R1 for user|no subscription S1 for user/);
 }
 
 beforeAll(async () => {

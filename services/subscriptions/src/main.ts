@@ -1,19 +1,29 @@
 import { DEFAULT_PORTS, env, serviceEnvShape } from '@rs/config';
 import { SkuDirectory } from '@rs/catalog-client';
-import { runBackend, serveInternalHttp } from '@rs/runtime';
+import { OutboxRelay } from '@rs/messaging';
+import { migrateOnStart, runBackend, serveInternalHttp } from '@rs/runtime';
 import { z } from 'zod';
+import { subscriptionRoutes } from './http/routes';
+import { SubscriptionStore } from './store/subscription-store';
+import { SubscriptionUseCases } from './subscriptions';
 
 const Config = z.object({
   ...serviceEnvShape('subscriptions'),
   PORT: env.port.default(DEFAULT_PORTS.subscriptions),
   CATALOG_URL: env.httpUrl.default(`http://127.0.0.1:${DEFAULT_PORTS.catalog}`),
+  PUBLIC_BASE_URL: env.httpUrl.default(`http://localhost:${DEFAULT_PORTS.gateway}`),
+  AUTH_REALM: env.realm,
 });
 
 /**
- * The subscriptions service. So far it keeps its SKU directory current from `catalog.events`;
- * the subscriptions API, time specs and renewal come with the subscriptions issue.
+ * The subscriptions service: the API of spec 4.1, events on `subscriptions.events` and the
+ * rights cascade through the outbox. Renewal (rights per period) comes with the scheduler's
+ * subscription schedule.
  */
 runBackend('subscriptions', Config, async (runtime) => {
+  const publicBaseUrl = runtime.config.PUBLIC_BASE_URL.replace(/\/$/, '');
+  const store = new SubscriptionStore(runtime.db);
+  if (migrateOnStart(runtime.config.NODE_ENV)) await store.ensureIndexes();
   const skus = new SkuDirectory({
     broker: runtime.broker,
     catalogUrl: runtime.config.CATALOG_URL,
@@ -22,6 +32,29 @@ runBackend('subscriptions', Config, async (runtime) => {
     logger: runtime.logger,
   });
   await skus.start();
-  const server = await serveInternalHttp(runtime, runtime.config.PORT, { jsonLimit: '64kb', routes: () => undefined });
-  return { stop: () => server.close() };
+  const relay = new OutboxRelay({
+    db: runtime.db.db!,
+    collection: 'subscriptions',
+    client: runtime.broker,
+    logger: runtime.logger,
+  });
+  relay.start();
+  const subscriptions = new SubscriptionUseCases(store, skus, publicBaseUrl, runtime.config.AUTH_REALM);
+  const server = await serveInternalHttp(runtime, runtime.config.PORT, {
+    jsonLimit: '64kb',
+    routes: (app) => {
+      // A change stored its events and commands: publish them now rather than at the next poll.
+      app.use((req, res, next) => {
+        if (req.method !== 'GET') res.on('finish', () => relay.kick());
+        next();
+      });
+      app.use(subscriptionRoutes(subscriptions, publicBaseUrl));
+    },
+  });
+  return {
+    async stop() {
+      await server.close();
+      await relay.stop();
+    },
+  };
 });

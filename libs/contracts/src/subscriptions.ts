@@ -1,0 +1,83 @@
+import { z } from 'zod';
+import { PartyId, SkuName } from './catalog';
+import { ConnectId } from './identity';
+import { Link } from './rights';
+
+/** spec 3.1 */
+export const SubscriptionState = z.enum(['ACTIVE', 'SUSPENDED', 'EXPIRED']);
+export type SubscriptionState = z.infer<typeof SubscriptionState>;
+
+export const SubscriptionId = z.string().regex(/^[0-9A-Za-z]{1,64}$/, 'must be 1-64 letters or digits');
+
+/** spec 2.3: one right per template at every renewal. */
+export const RightTemplate = z.strictObject({
+  sku: SkuName,
+  serviceProviderId: PartyId.nullable().optional(),
+  /** An ISO 8601 duration: the length of the rights; without it a right lasts one period. */
+  timeSpec: z.string().max(64).nullable().optional(),
+  grantorContext: z.string().max(1024).nullable().optional(),
+});
+export type RightTemplate = z.infer<typeof RightTemplate>;
+
+/** Body of `POST /id/users/{connectId}/subs` (spec 4.1). */
+export const SubscriptionCreateBody = z.strictObject({
+  grantorId: PartyId,
+  timeSpec: z.string().min(1).max(200),
+  rightsSpec: z.array(RightTemplate).min(1, 'must hold at least one template').max(20),
+  state: z.enum(['ACTIVE', 'SUSPENDED'], { error: 'must be ACTIVE or SUSPENDED' }).optional(),
+  /** Accepted and stored as an opaque string (spec 4.1: meaning not shown). */
+  paymentAgreement: z.string().max(4096).optional(),
+  grantorContext: z.string().max(1024).nullable().optional(),
+});
+export type SubscriptionCreateBody = z.infer<typeof SubscriptionCreateBody>;
+
+const TemplateView = z.object({
+  sku: z.string(),
+  serviceProviderId: z.string().nullable(),
+  timeSpec: z.string().nullable(),
+  grantorContext: z.string().nullable(),
+});
+
+/** A subscription as the API returns it (spec 2.1). */
+export const Subscription = z.object({
+  subscriptionId: SubscriptionId,
+  href: z.string(),
+  generation: z.string(),
+  state: SubscriptionState,
+  userId: ConnectId,
+  link: z.array(Link),
+  grantorId: z.string(),
+  grantorContext: z.string().nullable(),
+  rightsSpec: z.array(TemplateView),
+  origTimeSpec: z.string(),
+});
+export type Subscription = z.infer<typeof Subscription>;
+
+export const SubscriptionList = z.object({ subscription: z.array(Subscription) });
+
+/**
+ * `data` of every subscription event: the subscription as the API returns it, its user,
+ * its generation, and what the scheduler needs to keep its schedule: the full time spec
+ * and the next period still to issue.
+ */
+export const SubscriptionEventData = Subscription.extend({
+  connectId: ConnectId,
+  sequence: z.number().int().positive(),
+  timeSpec: z.string(),
+  nextPeriod: z.number().int().min(0).nullable(),
+});
+export type SubscriptionEventData = z.infer<typeof SubscriptionEventData>;
+
+export const SubscriptionEventTypes = {
+  created: 'subscription.created',
+  activated: 'subscription.activated',
+  suspended: 'subscription.suspended',
+  renewed: 'subscription.renewed',
+  expired: 'subscription.expired',
+  deleted: 'subscription.deleted',
+} as const;
+export type SubscriptionEventType = (typeof SubscriptionEventTypes)[keyof typeof SubscriptionEventTypes];
+
+export const SubscriptionEvents = Object.fromEntries(
+  Object.values(SubscriptionEventTypes).map((type) => [type, SubscriptionEventData]),
+) as Record<SubscriptionEventType, typeof SubscriptionEventData>;

@@ -1,0 +1,106 @@
+import {
+  SubscriptionEventTypes,
+  type Link,
+  type Subscription,
+  type SubscriptionEventType,
+  type SubscriptionState,
+} from '@rs/contracts';
+import { nextPeriodStart, parseTimeSpec, periodExists, periodIndexAt, type TimeSpec } from '@rs/time';
+import { DateTime } from 'luxon';
+
+export interface Template {
+  sku: string;
+  serviceProviderId: string | null;
+  timeSpec: string | null;
+  grantorContext: string | null;
+}
+
+/** A subscription as the service holds it (spec 2.1), free of storage details. */
+export interface SubscriptionEntity {
+  subscriptionId: string;
+  userId: string;
+  grantorId: string;
+  grantorContext: string | null;
+  state: SubscriptionState;
+  rightsSpec: Template[];
+  /** The time spec as the client sent it (the API shows origTimeSpec). */
+  timeSpec: string;
+  origTimeSpec: string;
+  paymentAgreement: string | null;
+  /** The next period whose rights are still to be issued; null when none is left. */
+  nextPeriod: number | null;
+  generation: number;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export type SubscriptionCommand = 'activate' | 'suspend';
+
+/** spec 3.1: activate from SUSPENDED, suspend from ACTIVE; anything else is 409. */
+export const TRANSITIONS: Record<SubscriptionState, Partial<Record<SubscriptionCommand, SubscriptionState>>> = {
+  ACTIVE: { suspend: 'SUSPENDED' },
+  SUSPENDED: { activate: 'ACTIVE' },
+  EXPIRED: {},
+};
+
+const EVENT_OF: Record<SubscriptionCommand, SubscriptionEventType> = {
+  activate: SubscriptionEventTypes.activated,
+  suspend: SubscriptionEventTypes.suspended,
+};
+
+export type Decision =
+  | { kind: 'change'; next: SubscriptionEntity; events: SubscriptionEventType[]; cascade: SubscriptionCommand | null }
+  | { kind: 'conflict'; reason: string };
+
+/** Activate or suspend; the subscription's rights follow (DESIGN.md 3, the cascade). */
+export function decide(subscription: SubscriptionEntity, command: SubscriptionCommand, now: Date): Decision {
+  const target = TRANSITIONS[subscription.state][command];
+  if (!target) {
+    const why = subscription.state === 'EXPIRED' ? 'has expired' : `is already ${subscription.state}`;
+    return { kind: 'conflict', reason: `subscription ${subscription.subscriptionId} ${why}` };
+  }
+  return {
+    kind: 'change',
+    next: { ...subscription, state: target, generation: subscription.generation + 1, updatedAt: now },
+    events: [EVENT_OF[command]],
+    cascade: command,
+  };
+}
+
+export function timeSpecOf(subscription: Pick<SubscriptionEntity, 'timeSpec'>): TimeSpec {
+  const parsed = parseTimeSpec(subscription.timeSpec);
+  if (!parsed.ok) throw new Error(`stored time spec does not parse: ${parsed.reason}`);
+  return parsed.value;
+}
+
+/**
+ * The first period to issue for a new subscription (DESIGN.md 3 "Renewal"): period 0 when
+ * it starts in the future; when the start lies in the past, the current period (issued at
+ * once); null when the subscription has already ended.
+ */
+export function firstPeriodToIssue(spec: TimeSpec, now: Date): number | null {
+  const k = Math.max(0, periodIndexAt(spec, DateTime.fromJSDate(now)));
+  return periodExists(spec, k) ? k : (nextPeriodStart(spec, DateTime.fromJSDate(now))?.k ?? null);
+}
+
+/** The subscription as the API returns it, with the links of DESIGN.md 3. */
+export function representation(subscription: SubscriptionEntity, publicBaseUrl: string): Subscription {
+  const user = `${publicBaseUrl}/id/users/${encodeURIComponent(subscription.userId)}`;
+  const self = `${user}/subs/${subscription.subscriptionId}`;
+  const link = (rel: string, href: string, type: string | null = null): Link => ({ rel, href, type, idref: null });
+  const links = [link('self', self), link('user', user)];
+  if (subscription.state === 'ACTIVE') links.push(link('suspend', `${self}/suspend`, 'action'));
+  if (subscription.state === 'SUSPENDED') links.push(link('activate', `${self}/activate`, 'action'));
+  return {
+    subscriptionId: subscription.subscriptionId,
+    href: self,
+    generation: String(subscription.generation),
+    state: subscription.state,
+    userId: subscription.userId,
+    link: links,
+    grantorId: subscription.grantorId,
+    grantorContext: subscription.grantorContext,
+    rightsSpec: subscription.rightsSpec,
+    origTimeSpec: subscription.origTimeSpec,
+  };
+}

@@ -1,0 +1,138 @@
+import { Exchanges, type CloudEvent } from '@rs/contracts';
+import {
+  documentLock,
+  OUTBOX_INDEX,
+  OUTBOX_INDEX_OPTIONS,
+  outboxEntry,
+  outboxFields,
+  type OutboxEntry,
+} from '@rs/messaging';
+import { Schema, type Connection, type Model } from 'mongoose';
+import type { SubscriptionEntity } from '../domain/subscription';
+
+interface SubscriptionDocument extends Omit<SubscriptionEntity, 'subscriptionId'> {
+  _id: string;
+  deleted: boolean;
+}
+
+const schema = new Schema<SubscriptionDocument>(
+  {
+    _id: { type: String, required: true },
+    userId: { type: String, required: true },
+    grantorId: { type: String, required: true },
+    grantorContext: { type: String, default: null },
+    state: { type: String, required: true },
+    rightsSpec: { type: Schema.Types.Mixed, required: true },
+    timeSpec: { type: String, required: true },
+    origTimeSpec: { type: String, required: true },
+    paymentAgreement: { type: String, default: null },
+    nextPeriod: { type: Number, default: null },
+    generation: { type: Number, required: true },
+    createdAt: { type: Date, required: true },
+    updatedAt: { type: Date, required: true },
+    deleted: { type: Boolean, default: false },
+    ...outboxFields,
+  },
+  { collection: 'subscriptions', versionKey: false, minimize: false },
+);
+schema.index({ userId: 1, grantorId: 1, createdAt: -1 }, { name: 'by_user_and_grantor' });
+schema.index({ userId: 1, createdAt: -1, _id: -1 }, { name: 'by_user' });
+schema.index(OUTBOX_INDEX, OUTBOX_INDEX_OPTIONS);
+
+const PROJECTION = { outbox: 0 };
+
+function toEntity(doc: SubscriptionDocument): SubscriptionEntity {
+  const { _id, deleted: _deleted, ...fields } = doc as SubscriptionDocument & { outbox?: unknown };
+  delete (fields as { outbox?: unknown }).outbox;
+  return { subscriptionId: _id, ...fields };
+}
+
+const toFields = ({ subscriptionId: _id, ...fields }: SubscriptionEntity) => fields;
+
+export interface SubscriptionQuery {
+  userId: string;
+  /** Non-admins see only subscriptions of their own grantor (spec 5 rule 1). */
+  visibleTo: string | null;
+  grantorId: string | null;
+  limit: number;
+  after: { createdAt: Date; subscriptionId: string } | null;
+}
+
+/** What a change stores besides the new state: its events and the commands it causes. */
+export interface Outgoing {
+  events: CloudEvent[];
+  commands: CloudEvent[];
+}
+
+const entriesOf = (outgoing: Outgoing): OutboxEntry[] => [
+  ...outgoing.events.map((event) => outboxEntry(Exchanges.subscriptionsEvents, event)),
+  ...outgoing.commands.map((command) => outboxEntry(Exchanges.commands, command)),
+];
+
+/**
+ * The subscriptions service's own database. A change, its events and its commands (the
+ * rights cascade) are stored in one write (DESIGN.md 2; docs/decisions/0003 and 0008).
+ */
+export class SubscriptionStore {
+  readonly model: Model<SubscriptionDocument>;
+
+  constructor(db: Connection) {
+    this.model = db.model<SubscriptionDocument>('Subscription', schema);
+  }
+
+  async ensureIndexes(): Promise<void> {
+    await this.model.createIndexes();
+  }
+
+  async find(userId: string, subscriptionId: string): Promise<SubscriptionEntity | null> {
+    const doc = await this.model
+      .findOne({ _id: subscriptionId, userId, deleted: { $ne: true } }, PROJECTION)
+      .lean<SubscriptionDocument>();
+    return doc ? toEntity(doc) : null;
+  }
+
+  async list(query: SubscriptionQuery): Promise<SubscriptionEntity[]> {
+    const and: object[] = [{ userId: query.userId }, { deleted: { $ne: true } }];
+    if (query.visibleTo !== null) and.push({ grantorId: query.visibleTo });
+    if (query.grantorId !== null) and.push({ grantorId: query.grantorId });
+    if (query.after) {
+      and.push({
+        $or: [
+          { createdAt: { $lt: query.after.createdAt } },
+          { createdAt: query.after.createdAt, _id: { $lt: query.after.subscriptionId } },
+        ],
+      });
+    }
+    const docs = await this.model
+      .find({ $and: and }, PROJECTION)
+      .sort({ createdAt: -1, _id: -1 })
+      .limit(query.limit)
+      .lean<SubscriptionDocument[]>();
+    return docs.map(toEntity);
+  }
+
+  async insert(subscription: SubscriptionEntity, outgoing: Outgoing): Promise<void> {
+    await this.model.collection.insertOne({
+      _id: subscription.subscriptionId,
+      ...toFields(subscription),
+      deleted: false,
+      outbox: entriesOf(outgoing),
+    } as never);
+  }
+
+  /** Compare-and-set on `generation`; `deleted` makes the document a tombstone. */
+  async update(
+    current: SubscriptionEntity,
+    next: SubscriptionEntity,
+    outgoing: Outgoing,
+    deleted = false,
+  ): Promise<boolean> {
+    const result = await documentLock.run('subscriptions', current.subscriptionId, () =>
+      this.model.collection.updateOne(
+        { _id: current.subscriptionId, generation: current.generation, deleted: { $ne: true } } as never,
+        { $set: { ...toFields(next), deleted }, $push: { outbox: { $each: entriesOf(outgoing) } } } as never,
+      ),
+    );
+    return result.modifiedCount === 1;
+  }
+}

@@ -1,0 +1,200 @@
+import { CatalogUnavailable, type SkuDirectory } from '@rs/catalog-client';
+import {
+  CommandTypes,
+  createCloudEvent,
+  SubscriptionEventTypes,
+  type RightsCascadeData,
+  type SubscriptionCreateBody,
+  type SubscriptionEventData,
+  type SubscriptionEventType,
+} from '@rs/contracts';
+import {
+  badRequest,
+  basicChallenge,
+  conflict,
+  notFound,
+  preconditionFailed,
+  serviceUnavailable,
+  unauthorized,
+  type Principal,
+} from '@rs/http';
+import { parseDuration, parseTimeSpec } from '@rs/time';
+import { ulid } from 'ulid';
+import {
+  decide,
+  firstPeriodToIssue,
+  representation,
+  type SubscriptionCommand,
+  type SubscriptionEntity,
+} from './domain/subscription';
+import type { Outgoing, SubscriptionQuery, SubscriptionStore } from './store/subscription-store';
+
+const MAX_RACES = 8;
+export const EVENT_SOURCE = '/subscriptions';
+
+/**
+ * The subscription use cases (spec 4.1): who may (DESIGN.md 3), what happens (the pure
+ * domain), stored with its events and the rights cascade in one write.
+ */
+export class SubscriptionUseCases {
+  constructor(
+    private readonly store: SubscriptionStore,
+    private readonly skus: SkuDirectory,
+    private readonly publicBaseUrl: string,
+    private readonly realm: string,
+    private readonly clock: () => Date = () => new Date(),
+  ) {}
+
+  async create(principal: Principal, userId: string, body: SubscriptionCreateBody): Promise<SubscriptionEntity> {
+    if (!principal.admin && principal.grantorId !== body.grantorId) {
+      throw unauthorized('you may create subscriptions only for your own grantor', basicChallenge(this.realm));
+    }
+    const spec = parseTimeSpec(body.timeSpec);
+    if (!spec.ok) throw badRequest(`timeSpec: ${spec.reason}`);
+    for (const [index, template] of body.rightsSpec.entries()) {
+      if (template.timeSpec) {
+        const duration = parseDuration(template.timeSpec);
+        if (!duration.ok) throw badRequest(`rightsSpec[${index}].timeSpec: ${duration.reason}`);
+        if (duration.value.toMillis() <= 0)
+          throw badRequest(`rightsSpec[${index}].timeSpec: must be a positive duration`);
+      }
+      if (!(await this.skuExists(template.sku)))
+        throw badRequest(`rightsSpec[${index}].sku: ${template.sku} is not in the catalog`);
+    }
+    const now = this.clock();
+    const nextPeriod = firstPeriodToIssue(spec.value, now);
+    const subscription: SubscriptionEntity = {
+      subscriptionId: ulid(now.getTime()),
+      userId,
+      grantorId: body.grantorId,
+      grantorContext: body.grantorContext ?? null,
+      state: body.state ?? 'ACTIVE',
+      rightsSpec: body.rightsSpec.map((template) => ({
+        sku: template.sku,
+        serviceProviderId: template.serviceProviderId ?? null,
+        timeSpec: template.timeSpec ?? null,
+        grantorContext: template.grantorContext ?? null,
+      })),
+      timeSpec: body.timeSpec,
+      origTimeSpec: spec.value.origTimeSpec,
+      paymentAgreement: body.paymentAgreement ?? null,
+      nextPeriod,
+      generation: 1,
+      createdAt: now,
+      updatedAt: now,
+    };
+    await this.store.insert(subscription, this.outgoing(subscription, [SubscriptionEventTypes.created], null));
+    return subscription;
+  }
+
+  async get(principal: Principal, userId: string, subscriptionId: string): Promise<SubscriptionEntity> {
+    const subscription = await this.store.find(userId, subscriptionId);
+    if (!subscription || !this.canSee(principal, subscription))
+      throw notFound(`no subscription ${subscriptionId} for user ${userId}`);
+    return subscription;
+  }
+
+  list(principal: Principal, query: Omit<SubscriptionQuery, 'visibleTo'>): Promise<SubscriptionEntity[]> {
+    return this.store.list({ ...query, visibleTo: principal.admin ? null : (principal.grantorId ?? '') });
+  }
+
+  /** spec 4.1: 204 also for an unknown subscription; its rights stay (DESIGN.md 3). */
+  async remove(
+    principal: Principal,
+    userId: string,
+    subscriptionId: string,
+    expectedGeneration?: number,
+  ): Promise<void> {
+    await this.change(principal, userId, subscriptionId, expectedGeneration, true, (subscription) => ({
+      next: { ...subscription, generation: subscription.generation + 1, updatedAt: this.clock() },
+      events: [SubscriptionEventTypes.deleted],
+      cascade: null,
+    }));
+  }
+
+  async transition(
+    principal: Principal,
+    userId: string,
+    subscriptionId: string,
+    command: SubscriptionCommand,
+    expectedGeneration?: number,
+  ): Promise<void> {
+    const found = await this.change(principal, userId, subscriptionId, expectedGeneration, false, (subscription) => {
+      const decision = decide(subscription, command, this.clock());
+      if (decision.kind === 'conflict') throw conflict(decision.reason);
+      return decision;
+    });
+    if (!found) throw notFound(`no subscription ${subscriptionId} for user ${userId}`);
+  }
+
+  /** Returns false when there is no such subscription. */
+  private async change(
+    principal: Principal,
+    userId: string,
+    subscriptionId: string,
+    expectedGeneration: number | undefined,
+    deleting: boolean,
+    decideChange: (
+      subscription: SubscriptionEntity,
+    ) => Omit<Extract<ReturnType<typeof decide>, { kind: 'change' }>, 'kind'>,
+  ): Promise<boolean> {
+    for (let race = 0; race < MAX_RACES; race++) {
+      const subscription = await this.store.find(userId, subscriptionId);
+      if (!subscription) return false;
+      // spec 5 rule 3: another grantor's subscription is 401 for delete, activate, suspend.
+      if (!this.canSee(principal, subscription)) {
+        throw unauthorized('only its grantor or an admin may change this subscription', basicChallenge(this.realm));
+      }
+      if (expectedGeneration !== undefined && subscription.generation !== expectedGeneration) {
+        throw preconditionFailed(`If-Match does not match the generation of subscription ${subscriptionId}`);
+      }
+      const { next, events, cascade } = decideChange(subscription);
+      if (await this.store.update(subscription, next, this.outgoing(next, events, cascade), deleting)) return true;
+    }
+    throw serviceUnavailable(`too many concurrent changes to subscription ${subscriptionId}`, 1);
+  }
+
+  private canSee(principal: Principal, subscription: SubscriptionEntity): boolean {
+    return principal.admin || subscription.grantorId === principal.grantorId;
+  }
+
+  /** The events of a change and, for suspend/activate, the rights cascade command. */
+  private outgoing(
+    subscription: SubscriptionEntity,
+    types: SubscriptionEventType[],
+    cascade: SubscriptionCommand | null,
+  ): Outgoing {
+    const data: SubscriptionEventData = {
+      ...representation(subscription, this.publicBaseUrl),
+      connectId: subscription.userId,
+      sequence: subscription.generation,
+      timeSpec: subscription.timeSpec,
+      nextPeriod: subscription.nextPeriod,
+    };
+    const time = subscription.updatedAt;
+    const subject = subscription.subscriptionId;
+    return {
+      events: types.map((type) => createCloudEvent({ source: EVENT_SOURCE, type, subject, data, time })),
+      commands: cascade
+        ? [
+            createCloudEvent<RightsCascadeData>({
+              source: EVENT_SOURCE,
+              type: CommandTypes.rightsCascade,
+              subject,
+              data: { subscriptionId: subject, connectId: subscription.userId, action: cascade },
+              time,
+            }),
+          ]
+        : [],
+    };
+  }
+
+  private async skuExists(sku: string): Promise<boolean> {
+    try {
+      return (await this.skus.find(sku)) !== null;
+    } catch (error) {
+      if (error instanceof CatalogUnavailable) throw serviceUnavailable('the catalog is unavailable', 5);
+      throw error;
+    }
+  }
+}

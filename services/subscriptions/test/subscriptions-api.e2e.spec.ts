@@ -1,0 +1,225 @@
+import { createCloudEvent, type RightsIssueData } from '@rs/contracts';
+import { EventCollector, TestSystem } from '@rs/testing';
+import amqp, { type ChannelModel } from 'amqplib';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+let system: TestSystem;
+let events: EventCollector;
+let connection: ChannelModel;
+
+const basic = (id: string) => `Basic ${Buffer.from(`${id}:secret-of-${id}`).toString('base64')}`;
+const A = basic('grantor-a');
+const B = basic('grantor-b');
+
+function call(method: string, path: string, authorization: string, body?: unknown) {
+  return fetch(`${system.gatewayUrl}${path}`, {
+    method,
+    headers: { authorization, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+    redirect: 'manual',
+  });
+}
+
+type SubscriptionView = {
+  subscriptionId: string;
+  state: string;
+  generation: string;
+  link: Array<{ rel: string; href: string; type: string | null }>;
+};
+const valid = { grantorId: 'A', timeSpec: 'R/2026-01-31T00:00:00+01:00/P1M', rightsSpec: [{ sku: 'news' }] };
+
+async function create(body: Record<string, unknown> = {}): Promise<SubscriptionView> {
+  const response = await call('POST', '/id/users/erin/subs', A, { ...valid, ...body });
+  expect(response.status, await response.clone().text()).toBe(201);
+  return (await response.json()) as SubscriptionView;
+}
+
+beforeAll(async () => {
+  system = await TestSystem.start({ name: 'subs_api', backends: ['catalog', 'rights', 'subscriptions'] });
+  events = await EventCollector.start(system.amqpUrl, 'subscriptions.events');
+  connection = await amqp.connect(system.amqpUrl);
+  const admin = system.adminHeaders({ 'content-type': 'application/json' });
+  for (const [clientId, grantorId] of [
+    ['grantor-a', 'A'],
+    ['grantor-b', 'B'],
+  ]) {
+    await fetch(`${system.gatewayUrl}/admin/clients/${clientId}`, {
+      method: 'PUT',
+      headers: admin,
+      body: JSON.stringify({ secret: `secret-of-${clientId}`, grantorId }),
+    });
+  }
+  await fetch(`${system.gatewayUrl}/id/users/erin`, { method: 'PUT', headers: admin });
+  await fetch(`${system.gatewayUrl}/catalog/skus/news`, { method: 'PUT', headers: admin, body: '{}' });
+});
+afterAll(async () => {
+  await connection?.close();
+  await events?.close();
+  await system?.stop();
+});
+
+describe('subscriptions (spec 4.1)', () => {
+  it('when a grantor creates a subscription, then 201 returns every field of spec 2.1 and subscription.created is published', async () => {
+    const response = await call('POST', '/id/users/erin/subs', A, {
+      ...valid,
+      timeSpec: 'R12/2026-01-31T00:00:00+01:00/2027-01-31T00:00:00+01:00/P1M',
+      rightsSpec: [{ sku: 'news', timeSpec: 'P7D', grantorContext: 'tmpl', serviceProviderId: 'SP' }],
+      paymentAgreement: 'agreement-42',
+      grantorContext: 'crm-7',
+    });
+    expect(response.status).toBe(201);
+    expect(response.headers.get('etag')).toBe('"1"');
+    const subscription = (await response.json()) as SubscriptionView;
+    const href = `${system.gatewayUrl}/id/users/erin/subs/${subscription.subscriptionId}`;
+    expect(response.headers.get('location')).toBe(href);
+    expect(subscription).toEqual({
+      subscriptionId: expect.stringMatching(/^[0-9A-Za-z]+$/),
+      href,
+      generation: '1',
+      state: 'ACTIVE',
+      userId: 'erin',
+      link: [
+        { rel: 'self', href, type: null, idref: null },
+        { rel: 'user', href: `${system.gatewayUrl}/id/users/erin`, type: null, idref: null },
+        { rel: 'suspend', href: `${href}/suspend`, type: 'action', idref: null },
+      ],
+      grantorId: 'A',
+      grantorContext: 'crm-7',
+      rightsSpec: [{ sku: 'news', serviceProviderId: 'SP', timeSpec: 'P7D', grantorContext: 'tmpl' }],
+      origTimeSpec: 'R12/2026-01-31T00:00:00+01:00/P1M',
+    });
+    expect(await (await call('GET', `/id/users/erin/subs/${subscription.subscriptionId}`, A)).json()).toEqual(
+      subscription,
+    );
+    const [created] = await events.waitFor((m) => m.some((e) => e.body.subject === subscription.subscriptionId));
+    expect(created!.routingKey).toBe('subscription.created');
+    expect(created!.body.data).toMatchObject({ ...subscription, connectId: 'erin', sequence: 1 });
+  });
+
+  it('when the body is bad, then 400 text/plain names what is missing or wrong', async () => {
+    const cases: Array<[unknown, RegExp]> = [
+      [{ timeSpec: valid.timeSpec, rightsSpec: valid.rightsSpec }, /^grantorId: /],
+      [{ grantorId: 'A', rightsSpec: valid.rightsSpec }, /^timeSpec: /],
+      [{ grantorId: 'A', timeSpec: valid.timeSpec }, /^rightsSpec: /],
+      [{ ...valid, rightsSpec: [] }, /^rightsSpec: must hold at least one template/],
+      [{ ...valid, timeSpec: 'R0/2026-01-01T00:00:00Z/P1M' }, /^timeSpec: the number of periods/],
+      [{ ...valid, timeSpec: 'R/2026-01-01T00:00:00/P1M' }, /^timeSpec: .* has no offset/],
+      [{ ...valid, timeSpec: 'R/2026-01-01T00:00:00Z/P' }, /^timeSpec: P is not an ISO 8601 duration/],
+      [{ ...valid, rightsSpec: [{ sku: 'nope' }] }, /^rightsSpec\[0\]\.sku: nope is not in the catalog/],
+      [
+        { ...valid, rightsSpec: [{ sku: 'news', timeSpec: 'PT0S' }] },
+        /^rightsSpec\[0\]\.timeSpec: must be a positive duration/,
+      ],
+      [{ ...valid, state: 'EXPIRED' }, /^state: must be ACTIVE or SUSPENDED/],
+      [{ ...valid, extra: true }, /^unknown field\(s\): extra/],
+      ['{"grantorId":', /not valid JSON/],
+    ];
+    for (const [body, message] of cases) {
+      const response = await call('POST', '/id/users/erin/subs', A, body);
+      expect(response.status, String(message)).toBe(400);
+      expect(response.headers.get('content-type')).toMatch(/^text\/plain/);
+      expect(await response.text()).toMatch(message);
+    }
+  });
+
+  it('when subscriptions are activated and suspended, then the state table of spec 3.1 holds', async () => {
+    const subscription = await create({ state: 'SUSPENDED' });
+    const path = `/id/users/erin/subs/${subscription.subscriptionId}`;
+    expect(subscription.link.at(-1)).toMatchObject({ rel: 'activate', type: 'action' });
+    const again = await call('POST', `${path}/suspend`, A);
+    expect(again.status).toBe(409);
+    expect(again.headers.get('content-type')).toMatch(/^text\/plain/);
+    expect((await call('POST', `${path}/activate`, A)).status).toBe(204);
+    expect((await call('POST', `${path}/activate`, A)).status).toBe(409);
+    expect((await call('POST', `${path}/suspend`, A)).status).toBe(204);
+    expect(await (await call('GET', path, A)).json()).toMatchObject({ state: 'SUSPENDED', generation: '3' });
+    await events.waitFor((m) => m.filter((e) => e.body.subject === subscription.subscriptionId).length >= 3);
+    expect(
+      events.messages.filter((e) => e.body.subject === subscription.subscriptionId).map((e) => e.routingKey),
+    ).toEqual(['subscription.created', 'subscription.activated', 'subscription.suspended']);
+  });
+
+  it('when another grantor reads or changes a subscription, then 404 for reads and 401 for changes (spec 5 rules 1, 3)', async () => {
+    const subscription = await create();
+    const path = `/id/users/erin/subs/${subscription.subscriptionId}`;
+    expect((await call('GET', path, B)).status).toBe(404);
+    for (const [method, suffix] of [
+      ['POST', '/suspend'],
+      ['POST', '/activate'],
+      ['DELETE', ''],
+    ]) {
+      const response = await call(method!, `${path}${suffix}`, B);
+      expect(response.status).toBe(401);
+      expect(response.headers.get('www-authenticate')).toBe('Basic realm="rights", charset="UTF-8"');
+    }
+    const list = (await (await call('GET', '/id/users/erin/subs?grantorid=B', B)).json()) as {
+      subscription: unknown[];
+    };
+    expect(list.subscription).toEqual([]);
+    expect((await call('POST', '/id/users/erin/subs', A, { ...valid, grantorId: 'B' })).status).toBe(401);
+  });
+
+  it('when a subscription is deleted, then 204, also when unknown, and its rights stay', async () => {
+    const subscription = await create();
+    const path = `/id/users/erin/subs/${subscription.subscriptionId}`;
+    expect((await call('DELETE', path, A)).status).toBe(204);
+    expect((await call('GET', path, A)).status).toBe(404);
+    expect((await call('DELETE', path, A)).status).toBe(204);
+    expect((await call('DELETE', '/id/users/erin/subs/NoSuchOne', A)).status).toBe(204);
+    await events.waitFor((m) =>
+      m.some((e) => e.body.subject === subscription.subscriptionId && e.routingKey === 'subscription.deleted'),
+    );
+  });
+
+  it('when a subscription is suspended and activated, then its rights follow within 2 seconds (the cascade)', async () => {
+    const subscription = await create();
+    const channel = await connection.createConfirmChannel();
+    const now = Date.now();
+    const interval = `${new Date(now - 60_000).toISOString()}/${new Date(now + 3_600_000).toISOString()}`;
+    const issue: RightsIssueData = {
+      subscriptionId: subscription.subscriptionId,
+      connectId: 'erin',
+      grantorId: 'A',
+      periodStart: new Date(now - 60_000).toISOString(),
+      rights: [
+        {
+          templateIndex: 0,
+          sku: 'news',
+          serviceProviderId: null,
+          grantorContext: null,
+          timeInterval: interval,
+          state: 'ACTIVE',
+        },
+      ],
+    };
+    channel.publish(
+      'commands',
+      'rights.issue',
+      Buffer.from(
+        JSON.stringify(
+          createCloudEvent({
+            source: '/test',
+            type: 'rights.issue',
+            subject: subscription.subscriptionId,
+            data: issue,
+          }),
+        ),
+      ),
+    );
+    await channel.waitForConfirms();
+    await channel.close();
+    const statesOfRights = async () =>
+      (
+        (await (await call('GET', '/id/users/erin/rights?grantorId=A', A)).json()) as {
+          right: Array<{ state: string; link: Array<{ href: string }> }>;
+        }
+      ).right
+        .filter((r) => r.link.some((l) => l.href.endsWith(`/subs/${subscription.subscriptionId}`)))
+        .map((r) => r.state);
+    await expect.poll(statesOfRights, { timeout: 10_000 }).toEqual(['ACTIVE']);
+    expect((await call('POST', `/id/users/erin/subs/${subscription.subscriptionId}/suspend`, A)).status).toBe(204);
+    await expect.poll(statesOfRights, { timeout: 2_000, interval: 100 }).toEqual(['SUSPENDED']);
+    expect((await call('POST', `/id/users/erin/subs/${subscription.subscriptionId}/activate`, A)).status).toBe(204);
+    await expect.poll(statesOfRights, { timeout: 2_000, interval: 100 }).toEqual(['ACTIVE']);
+  });
+});
