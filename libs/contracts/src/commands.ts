@@ -49,6 +49,18 @@ export const RightsCascadeData = z.object({
 });
 export type RightsCascadeData = z.infer<typeof RightsCascadeData>;
 
+/** The scheduler asks the subscriptions service to bring a subscription up to now: issue due periods, expire it at its end. */
+export const SubscriptionsRenewData = z.object({
+  subscriptionId: z.string().regex(/^[0-9A-Za-z]{1,64}$/),
+  connectId: ConnectId,
+});
+export type SubscriptionsRenewData = z.infer<typeof SubscriptionsRenewData>;
+
+/** The commands the subscriptions service consumes. */
+export const SubscriptionsCommands = {
+  [CommandTypes.subscriptionsRenew]: SubscriptionsRenewData,
+};
+
 /** The commands the rights service consumes. */
 export const RightsCommands = {
   [CommandTypes.rightsExpire]: RightsExpireData,

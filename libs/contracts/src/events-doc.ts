@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { CatalogEvents } from './catalog';
-import { RightsCommands } from './commands';
+import { RightsCommands, SubscriptionsCommands } from './commands';
 import { RightEvents } from './rights';
 import { SubscriptionEvents } from './subscriptions';
 import type { EventSchemas } from './cloud-event';
@@ -54,10 +54,12 @@ export const EVENT_FAMILIES: EventFamily[] = [
     exchange: Exchanges.commands,
     producer: 'scheduler and subscriptions',
     summary:
-      'Commands (direct exchange), each consumed by one durable quorum queue of the rights service ' +
-      '(`rights.commands`). Same envelope; `subject` is the entity the command is about.',
-    schemas: RightsCommands,
+      'Commands (direct exchange), each consumed by one durable quorum queue of its service ' +
+      '(`subscriptions.commands`, `rights.commands`). Same envelope; `subject` is the entity the command is about.',
+    schemas: { ...SubscriptionsCommands, ...RightsCommands },
     descriptions: {
+      'subscriptions.renew':
+        'From the scheduler: bring this subscription up to now (issue due periods, expire it at its end).',
       'rights.expire': 'From the scheduler: expire this right, its interval has ended. Idempotent.',
       'rights.issue': 'From the subscriptions service: the rights of one period, with deterministic ids.',
       'rights.cascade': 'From the subscriptions service: suspend or reactivate the rights of a subscription.',

@@ -1,9 +1,9 @@
 import { DEFAULT_PORTS, env, serviceEnvShape } from '@rs/config';
 import { migrateOnStart, runBackend, serveInternalHttp } from '@rs/runtime';
 import { z } from 'zod';
-import { ExpiryScheduler } from './expiry';
-import { followRightEvents } from './messaging/right-events';
-import { ExpiryStore } from './store/expiry-store';
+import { DueCommands, Ticker } from './due-commands';
+import { followEvents } from './messaging/events';
+import { createDueStores, expireCommand, renewCommand } from './schedules';
 
 const Config = z.object({
   ...serviceEnvShape('scheduler'),
@@ -13,25 +13,48 @@ const Config = z.object({
 
 /**
  * The scheduler: the only component that decides when (DESIGN.md 1). It follows
- * `rights.events` into its own projection and sends `rights.expire` when a right's
- * interval has ended. Renewals of subscriptions come with the subscriptions issue.
+ * `rights.events` and `subscriptions.events` into its own database and, every tick, sends
+ * `rights.expire` for rights whose interval has ended and `subscriptions.renew` for
+ * subscriptions whose next period has started or whose end has come.
  */
 runBackend('scheduler', Config, async (runtime) => {
-  const expiries = new ExpiryStore(runtime.db);
-  if (migrateOnStart(runtime.config.NODE_ENV)) await expiries.ensureIndexes();
-  await followRightEvents(runtime.broker, expiries, runtime.logger);
-  const scheduler = new ExpiryScheduler({
-    expiries,
-    broker: runtime.broker,
-    logger: runtime.logger.child({ component: 'expiry' }),
-    tickMs: runtime.config.SCHEDULER_TICK_MS,
-  });
-  scheduler.start();
+  const stores = createDueStores(runtime.db);
+  if (migrateOnStart(runtime.config.NODE_ENV)) {
+    await stores.rightExpiries.ensureIndexes();
+    await stores.subscriptionSchedules.ensureIndexes();
+  }
+  await followEvents(runtime.broker, stores, runtime.logger);
+  const logger = runtime.logger.child({ component: 'schedule' });
+  const due = [
+    new DueCommands({
+      name: 'expiry',
+      store: stores.rightExpiries,
+      toCommand: expireCommand,
+      broker: runtime.broker,
+      logger,
+    }),
+    new DueCommands({
+      name: 'renewal',
+      store: stores.subscriptionSchedules,
+      toCommand: renewCommand,
+      broker: runtime.broker,
+      logger,
+    }),
+  ];
+  const ticker = new Ticker(
+    runtime.config.SCHEDULER_TICK_MS,
+    async () => {
+      const now = new Date();
+      for (const commands of due) await commands.runOnce(now);
+    },
+    logger,
+  );
+  ticker.start();
   const server = await serveInternalHttp(runtime, runtime.config.PORT, { routes: () => undefined });
   return {
     async stop() {
       await server.close();
-      await scheduler.stop();
+      await ticker.stop();
     },
   };
 });

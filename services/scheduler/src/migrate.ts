@@ -2,8 +2,10 @@
 import { serviceEnvShape } from '@rs/config';
 import { runMigration } from '@rs/runtime';
 import { z } from 'zod';
-import { ExpiryStore } from './store/expiry-store';
+import { createDueStores } from './schedules';
 
 runMigration('scheduler', z.object(serviceEnvShape('scheduler')), async (db) => {
-  await new ExpiryStore(db).ensureIndexes();
+  const stores = createDueStores(db);
+  await stores.rightExpiries.ensureIndexes();
+  await stores.subscriptionSchedules.ensureIndexes();
 });

@@ -4,6 +4,7 @@ import { OutboxRelay } from '@rs/messaging';
 import { migrateOnStart, runBackend, serveInternalHttp } from '@rs/runtime';
 import { z } from 'zod';
 import { subscriptionRoutes } from './http/routes';
+import { consumeSubscriptionCommands } from './messaging/commands';
 import { SubscriptionStore } from './store/subscription-store';
 import { SubscriptionUseCases } from './subscriptions';
 
@@ -17,8 +18,8 @@ const Config = z.object({
 
 /**
  * The subscriptions service: the API of spec 4.1, events on `subscriptions.events` and the
- * rights cascade through the outbox. Renewal (rights per period) comes with the scheduler's
- * subscription schedule.
+ * rights cascade through the outbox, and renewal: `subscriptions.renew` from the scheduler
+ * becomes one `rights.issue` per due period.
  */
 runBackend('subscriptions', Config, async (runtime) => {
   const publicBaseUrl = runtime.config.PUBLIC_BASE_URL.replace(/\/$/, '');
@@ -40,6 +41,7 @@ runBackend('subscriptions', Config, async (runtime) => {
   });
   relay.start();
   const subscriptions = new SubscriptionUseCases(store, skus, publicBaseUrl, runtime.config.AUTH_REALM);
+  await consumeSubscriptionCommands(runtime.broker, subscriptions, runtime.logger, () => relay.kick());
   const server = await serveInternalHttp(runtime, runtime.config.PORT, {
     jsonLimit: '64kb',
     routes: (app) => {

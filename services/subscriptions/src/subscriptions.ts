@@ -4,6 +4,7 @@ import {
   createCloudEvent,
   SubscriptionEventTypes,
   type RightsCascadeData,
+  type RightsIssueData,
   type SubscriptionCreateBody,
   type SubscriptionEventData,
   type SubscriptionEventType,
@@ -20,10 +21,12 @@ import {
 } from '@rs/http';
 import { parseDuration, parseTimeSpec } from '@rs/time';
 import { ulid } from 'ulid';
+import { planRenewal } from './domain/renewal';
 import {
   decide,
   firstPeriodToIssue,
   representation,
+  timeSpecOf,
   type SubscriptionCommand,
   type SubscriptionEntity,
 } from './domain/subscription';
@@ -125,6 +128,52 @@ export class SubscriptionUseCases {
       return decision;
     });
     if (!found) throw notFound(`no subscription ${subscriptionId} for user ${userId}`);
+  }
+
+  /**
+   * `subscriptions.renew` from the scheduler: issue the rights of every due period (one
+   * `rights.issue` per period, deterministic ids downstream) and expire the subscription at
+   * its end, stored with `subscription.renewed` / `subscription.expired` in one write.
+   * Idempotent: once up to date, a repeated command changes nothing.
+   */
+  async advance(userId: string, subscriptionId: string): Promise<void> {
+    for (let race = 0; race < MAX_RACES; race++) {
+      const subscription = await this.store.find(userId, subscriptionId);
+      if (!subscription || subscription.state === 'EXPIRED') return;
+      const now = this.clock();
+      const plan = planRenewal(subscription, timeSpecOf(subscription), now);
+      if (plan.nextPeriod === subscription.nextPeriod && !plan.expired && plan.issues.length === 0) return;
+      const next: SubscriptionEntity = {
+        ...subscription,
+        nextPeriod: plan.nextPeriod,
+        state: plan.expired ? 'EXPIRED' : subscription.state,
+        generation: subscription.generation + 1,
+        updatedAt: now,
+      };
+      const types: SubscriptionEventType[] = [];
+      if (plan.issues.length > 0) types.push(SubscriptionEventTypes.renewed);
+      if (plan.expired) types.push(SubscriptionEventTypes.expired);
+      const outgoing = this.outgoing(next, types, null);
+      for (const issue of plan.issues) {
+        outgoing.commands.push(
+          createCloudEvent<RightsIssueData>({
+            source: EVENT_SOURCE,
+            type: CommandTypes.rightsIssue,
+            subject: subscriptionId,
+            data: {
+              subscriptionId,
+              connectId: userId,
+              grantorId: subscription.grantorId,
+              periodStart: issue.periodStart,
+              rights: issue.rights,
+            },
+            time: now,
+          }),
+        );
+      }
+      if (await this.store.update(subscription, next, outgoing)) return;
+    }
+    throw new Error(`too many concurrent changes to subscription ${subscriptionId}`);
   }
 
   /** Returns false when there is no such subscription. */

@@ -1,0 +1,61 @@
+import type { IssuedRight } from '@rs/contracts';
+import {
+  formatDateTime,
+  parseDuration,
+  periodExists,
+  periodIndexAt,
+  periodStart,
+  subscriptionEnd,
+  type TimeSpec,
+} from '@rs/time';
+import { DateTime } from 'luxon';
+import type { SubscriptionEntity } from './subscription';
+
+export interface PeriodIssue {
+  period: number;
+  periodStart: string;
+  rights: IssuedRight[];
+}
+
+export interface RenewalPlan {
+  issues: PeriodIssue[];
+  nextPeriod: number | null;
+  expired: boolean;
+}
+
+/**
+ * What bringing a subscription up to `now` means (DESIGN.md 3 "Renewal"): every period from
+ * `nextPeriod` that has started yields one right per template, ACTIVE or SUSPENDED as the
+ * subscription is; a right that would already have ended is never issued (so catching up
+ * after downtime issues only what still matters); a right keeps its full length even past
+ * the subscription's end; at the end the subscription is EXPIRED. Pure.
+ */
+export function planRenewal(subscription: SubscriptionEntity, spec: TimeSpec, now: Date): RenewalPlan {
+  const at = DateTime.fromJSDate(now);
+  const current = periodIndexAt(spec, at);
+  const issues: PeriodIssue[] = [];
+  let k = subscription.nextPeriod;
+  while (k !== null && k <= current && periodExists(spec, k)) {
+    const start = periodStart(spec, k);
+    const periodEnd = periodStart(spec, k + 1);
+    const rights: IssuedRight[] = [];
+    subscription.rightsSpec.forEach((template, templateIndex) => {
+      const length = template.timeSpec ? parseDuration(template.timeSpec) : null;
+      const end = length?.ok ? start.plus(length.value) : periodEnd;
+      if (end.toMillis() <= now.getTime()) return;
+      rights.push({
+        templateIndex,
+        sku: template.sku,
+        serviceProviderId: template.serviceProviderId,
+        grantorContext: template.grantorContext,
+        timeInterval: `${formatDateTime(start)}/${formatDateTime(end)}`,
+        state: subscription.state === 'ACTIVE' ? 'ACTIVE' : 'SUSPENDED',
+      });
+    });
+    if (rights.length > 0) issues.push({ period: k, periodStart: formatDateTime(start), rights });
+    k += 1;
+  }
+  const nextPeriod = k !== null && periodExists(spec, k) ? k : null;
+  const end = subscriptionEnd(spec);
+  return { issues, nextPeriod, expired: end !== null && end.toMillis() <= now.getTime() };
+}

@@ -1,0 +1,106 @@
+import { EventCollector, TestSystem } from '@rs/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+let system: TestSystem;
+let subscriptionEvents: EventCollector;
+const A = `Basic ${Buffer.from('grantor-a:secret-of-grantor-a').toString('base64')}`;
+
+function call(method: string, path: string, body?: unknown) {
+  return fetch(`${system.gatewayUrl}${path}`, {
+    method,
+    headers: { authorization: A, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+}
+
+type RightView = { rightId: string; state: string; timeInterval: string; link: Array<{ rel: string; href: string }> };
+async function rightsOf(subscriptionId: string): Promise<RightView[]> {
+  const list = (await (await call('GET', '/id/users/frank/rights?grantorId=A&limit=1000')).json()) as {
+    right: RightView[];
+  };
+  return list.right.filter((r) =>
+    r.link.some((l) => l.rel === 'subscription' && l.href.endsWith(`/subs/${subscriptionId}`)),
+  );
+}
+const secondsAgo = (s: number) =>
+  new Date(Math.floor(Date.now() / 1000) * 1000 - s * 1000).toISOString().replace(/\.000Z$/, 'Z');
+
+beforeAll(async () => {
+  system = await TestSystem.start({
+    name: 'renewal',
+    backends: ['catalog', 'rights', 'subscriptions', 'scheduler'],
+    env: { SCHEDULER_TICK_MS: '200' },
+  });
+  subscriptionEvents = await EventCollector.start(system.amqpUrl, 'subscriptions.events');
+  const admin = system.adminHeaders({ 'content-type': 'application/json' });
+  await fetch(`${system.gatewayUrl}/admin/clients/grantor-a`, {
+    method: 'PUT',
+    headers: admin,
+    body: JSON.stringify({ secret: 'secret-of-grantor-a', grantorId: 'A' }),
+  });
+  await fetch(`${system.gatewayUrl}/id/users/frank`, { method: 'PUT', headers: admin });
+  await fetch(`${system.gatewayUrl}/catalog/skus/news`, { method: 'PUT', headers: admin, body: '{}' });
+  await fetch(`${system.gatewayUrl}/catalog/skus/video`, { method: 'PUT', headers: admin, body: '{}' });
+});
+afterAll(async () => {
+  await subscriptionEvents?.close();
+  await system?.stop();
+});
+
+describe('renewal (DESIGN.md 3 "Renewal")', () => {
+  it('when a subscription started in the past, then the current period is issued at once and each new period yields one right per template', async () => {
+    const response = await call('POST', '/id/users/frank/subs', {
+      grantorId: 'A',
+      // Started 9 s ago, periods of 4 s: periods 0 and 1 have ended, period 2 is current.
+      timeSpec: `R/${secondsAgo(9)}/PT4S`,
+      rightsSpec: [{ sku: 'news' }, { sku: 'video', timeSpec: 'PT1S' }],
+    });
+    expect(response.status).toBe(201);
+    const { subscriptionId } = (await response.json()) as { subscriptionId: string };
+    // The current period's long right at once (its 1 s right has already ended: never issued).
+    await expect
+      .poll(async () => (await rightsOf(subscriptionId)).length, { timeout: 5_000 })
+      .toBeGreaterThanOrEqual(1);
+    // Then, a few periods later, each period has its rights exactly once.
+    await new Promise((resolve) => setTimeout(resolve, 6_000));
+    const rights = await rightsOf(subscriptionId);
+    const starts = rights.map((r) => r.timeInterval.split('/')[0]!);
+    const byStart = new Map<string, number>();
+    for (const start of starts) byStart.set(start, (byStart.get(start) ?? 0) + 1);
+    expect(byStart.size).toBeGreaterThanOrEqual(2);
+    for (const count of byStart.values()) expect(count).toBeLessThanOrEqual(2);
+    expect(new Set(rights.map((r) => r.rightId)).size).toBe(rights.length);
+    // No right for the periods that had ended before the subscription was created.
+    expect(starts).not.toContain(secondsAgo(9));
+    expect(rights.every((r) => r.state === 'ACTIVE' || r.state === 'EXPIRED')).toBe(true);
+    await subscriptionEvents.waitFor((m) =>
+      m.some((e) => e.body.subject === subscriptionId && e.routingKey === 'subscription.renewed'),
+    );
+  });
+
+  it('when a SUSPENDED subscription renews, then its rights are SUSPENDED; when it reaches R<n>, it expires', async () => {
+    const response = await call('POST', '/id/users/frank/subs', {
+      grantorId: 'A',
+      state: 'SUSPENDED',
+      timeSpec: `R2/${secondsAgo(1)}/PT2S`,
+      rightsSpec: [{ sku: 'news', timeSpec: 'PT1H' }],
+    });
+    const { subscriptionId } = (await response.json()) as { subscriptionId: string };
+    await expect
+      .poll(async () => (await rightsOf(subscriptionId)).map((r) => r.state), { timeout: 8_000 })
+      .toEqual(['SUSPENDED', 'SUSPENDED']);
+    await expect
+      .poll(
+        async () =>
+          ((await (await call('GET', `/id/users/frank/subs/${subscriptionId}`)).json()) as { state: string }).state,
+        { timeout: 8_000 },
+      )
+      .toBe('EXPIRED');
+    await subscriptionEvents.waitFor((m) =>
+      m.some((e) => e.body.subject === subscriptionId && e.routingKey === 'subscription.expired'),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(await rightsOf(subscriptionId)).toHaveLength(2);
+    expect((await call('POST', `/id/users/frank/subs/${subscriptionId}/activate`)).status).toBe(409);
+  });
+});
