@@ -56,6 +56,24 @@ export function setNextLink(
   res.set('Link', `<${url.toString()}>; rel="next"`);
 }
 
+/** Where a page of a newest-first list ended: the creation time and id of its last item. */
+export interface Keyset {
+  createdAt: Date;
+  id: string;
+}
+
+const KEYSET = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)\|([0-9A-Za-z]+)$/;
+
+/** The cursor key of a newest-first list (the opaque `cursor` encodes it). */
+export const keysetOf = (item: { createdAt: Date }, id: string) => `${item.createdAt.toISOString()}|${id}`;
+
+export function parseKeyset(page: Page): Keyset | null {
+  if (page.after === undefined) return null;
+  const match = KEYSET.exec(page.after);
+  if (!match) throw badRequest('cursor: not a cursor this service issued');
+  return { createdAt: new Date(match[1]!), id: match[2]! };
+}
+
 /** `ETag: "<generation>"` (DESIGN.md 3 "generation"). */
 export function setETag(res: Response, generation: number | string): void {
   res.set('ETag', `"${generation}"`);

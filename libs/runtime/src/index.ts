@@ -114,8 +114,12 @@ export function runBackend<S extends z.ZodType<BaseConfig>>(
 export async function serveInternalHttp(
   runtime: Runtime<unknown>,
   port: number,
-  options: Pick<HttpAppOptions, 'routes' | 'jsonLimit'>,
+  options: Pick<HttpAppOptions, 'routes' | 'jsonLimit'> & {
+    /** Called after every request that may have changed something (not GET), e.g. to publish its events now. */
+    afterChange?: () => void;
+  },
 ): Promise<RunningServer> {
+  const { afterChange, routes } = options;
   const app = createHttpApp({
     service: runtime.service,
     logger: runtime.logger,
@@ -124,7 +128,16 @@ export async function serveInternalHttp(
       rabbitmq: () => runtime.broker.connected,
     },
     guard: requireInternalToken(runtime.internalSecret),
-    ...options,
+    jsonLimit: options.jsonLimit,
+    routes: (app) => {
+      if (afterChange) {
+        app.use((req, res, next) => {
+          if (req.method !== 'GET') res.on('finish', afterChange);
+          next();
+        });
+      }
+      routes(app);
+    },
   });
   const server = await startHttpServer(app, port);
   runtime.logger.info({ port: server.port }, 'listening');

@@ -24,12 +24,10 @@ runBackend('catalog', Config, async (runtime) => {
   relay.start();
   const server = await serveInternalHttp(runtime, runtime.config.PORT, {
     jsonLimit: '16kb',
+    // A change stored its event: publish it now rather than at the next poll.
+    afterChange: () => relay.kick(),
     routes: (app) =>
-      app.use(
-        catalogRoutes(store, runtime.config.PUBLIC_BASE_URL.replace(/\/$/, ''), runtime.config.AUTH_REALM, () =>
-          relay.kick(),
-        ),
-      ),
+      app.use(catalogRoutes(store, runtime.config.PUBLIC_BASE_URL.replace(/\/$/, ''), runtime.config.AUTH_REALM)),
   });
   return {
     async stop() {

@@ -58,14 +58,9 @@ runBackend('rights', Config, async (runtime) => {
   await consumeRightsCommands(runtime.broker, rights, runtime.logger, () => relay.kick());
   const server = await serveInternalHttp(runtime, runtime.config.PORT, {
     jsonLimit: '64kb',
-    routes: (app) => {
-      // A change stored its events: publish them now rather than at the next poll.
-      app.use((req, res, next) => {
-        if (req.method !== 'GET') res.on('finish', () => relay.kick());
-        next();
-      });
-      app.use(rightsRoutes(rights, publicBaseUrl));
-    },
+    // A change stored its events: publish them now rather than at the next poll.
+    afterChange: () => relay.kick(),
+    routes: (app) => app.use(rightsRoutes(rights, publicBaseUrl)),
   });
   return {
     async stop() {

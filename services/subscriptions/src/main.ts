@@ -44,14 +44,9 @@ runBackend('subscriptions', Config, async (runtime) => {
   await consumeSubscriptionCommands(runtime.broker, subscriptions, runtime.logger, () => relay.kick());
   const server = await serveInternalHttp(runtime, runtime.config.PORT, {
     jsonLimit: '64kb',
-    routes: (app) => {
-      // A change stored its events and commands: publish them now rather than at the next poll.
-      app.use((req, res, next) => {
-        if (req.method !== 'GET') res.on('finish', () => relay.kick());
-        next();
-      });
-      app.use(subscriptionRoutes(subscriptions, publicBaseUrl));
-    },
+    // A change stored its events: publish them now rather than at the next poll.
+    afterChange: () => relay.kick(),
+    routes: (app) => app.use(subscriptionRoutes(subscriptions, publicBaseUrl)),
   });
   return {
     async stop() {

@@ -17,7 +17,7 @@ import { representation } from '../domain/sku';
 import type { SkuStore } from '../store/sku-store';
 
 /** The admin catalog API of DESIGN.md 6. */
-export function catalogRoutes(store: SkuStore, publicBaseUrl: string, realm: string, onChange: () => void): Router {
+export function catalogRoutes(store: SkuStore, publicBaseUrl: string, realm: string): Router {
   const router = Router();
   /** Reads: an admin client, or another service (SKU checks). Writes: an admin client. */
   const authorize = (res: Response, write: boolean) => {
@@ -55,7 +55,6 @@ export function catalogRoutes(store: SkuStore, publicBaseUrl: string, realm: str
       if (result.outcome === 'precondition-failed')
         throw preconditionFailed(`If-Match does not match the generation of SKU ${sku}`);
       if (result.outcome === 'not-found') throw notFound(`no SKU ${sku}`);
-      if (result.outcome !== 'unchanged') onChange();
       setETag(res, result.entry.generation);
       if (result.outcome === 'created') {
         res.status(201).location(`${publicBaseUrl}/catalog/skus/${sku}`).json(representation(result.entry));
@@ -70,7 +69,6 @@ export function catalogRoutes(store: SkuStore, publicBaseUrl: string, realm: str
       if (result.outcome === 'not-found') throw notFound(`no SKU ${sku}`);
       if (result.outcome === 'precondition-failed')
         throw preconditionFailed(`If-Match does not match the generation of SKU ${sku}`);
-      onChange();
       res.status(204).end();
     },
   });

@@ -8,6 +8,8 @@ import {
   queryParam,
   route,
   setETag,
+  keysetOf,
+  parseKeyset,
   setNextLink,
 } from '@rs/http';
 import { Router, type Request } from 'express';
@@ -25,8 +27,6 @@ function activeFilter(req: Request, now: Date): Date | null {
   return parsed.value.toJSDate();
 }
 
-const CURSOR = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)\|([0-9A-Za-z]+)$/;
-
 /** The rights API of spec 4.2, behind the gateway. */
 export function rightsRoutes(
   rights: RightsUseCases,
@@ -41,12 +41,7 @@ export function rightsRoutes(
     get: async (req, res) => {
       const now = clock();
       const page = pageParams(req);
-      let after = null;
-      if (page.after !== undefined) {
-        const match = CURSOR.exec(page.after);
-        if (!match) throw badRequest('cursor: not a cursor this service issued');
-        after = { createdAt: new Date(match[1]!), rightId: match[2]! };
-      }
+      const after = parseKeyset(page);
       const found = await rights.list(res.locals.principal, {
         userId: user(req),
         grantorId: queryParam(req, 'grantorId') ?? null,
@@ -55,14 +50,7 @@ export function rightsRoutes(
         after,
       });
       const last = found.at(-1);
-      setNextLink(
-        req,
-        res,
-        publicBaseUrl,
-        page,
-        last && `${last.createdAt.toISOString()}|${last.rightId}`,
-        found.length,
-      );
+      setNextLink(req, res, publicBaseUrl, page, last && keysetOf(last, last.rightId), found.length);
       res.json({ right: found.map((right) => representation(right, publicBaseUrl, now)) });
     },
     post: async (req, res) => {

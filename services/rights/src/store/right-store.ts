@@ -1,3 +1,4 @@
+import type { Keyset } from '@rs/http';
 import type { CloudEvent } from '@rs/contracts';
 import { Exchanges } from '@rs/contracts';
 import { documentLock, OUTBOX_INDEX, OUTBOX_INDEX_OPTIONS, outboxEntry, outboxFields } from '@rs/messaging';
@@ -65,7 +66,7 @@ export interface RightQuery {
   activeAt: Date | null;
   limit: number;
   /** Cursor: the (createdAt, rightId) of the last right of the previous page. */
-  after: { createdAt: Date; rightId: string } | null;
+  after: Keyset | null;
 }
 
 /**
@@ -112,7 +113,7 @@ export class RightStore {
       and.push({
         $or: [
           { createdAt: { $lt: query.after.createdAt } },
-          { createdAt: query.after.createdAt, _id: { $lt: query.after.rightId } },
+          { createdAt: query.after.createdAt, _id: { $lt: query.after.id } },
         ],
       });
     }

@@ -1,6 +1,5 @@
 import { ConnectId, SubscriptionCreateBody, SubscriptionId } from '@rs/contracts';
 import {
-  badRequest,
   ifMatchGeneration,
   pageParams,
   parseBody,
@@ -8,13 +7,13 @@ import {
   queryParam,
   route,
   setETag,
+  keysetOf,
+  parseKeyset,
   setNextLink,
 } from '@rs/http';
 import { Router, type Request } from 'express';
 import { representation, type SubscriptionCommand } from '../domain/subscription';
 import type { SubscriptionUseCases } from '../subscriptions';
-
-const CURSOR = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)\|([0-9A-Za-z]+)$/;
 
 /** The subscriptions API of spec 4.1, behind the gateway. */
 export function subscriptionRoutes(subscriptions: SubscriptionUseCases, publicBaseUrl: string): Router {
@@ -25,12 +24,7 @@ export function subscriptionRoutes(subscriptions: SubscriptionUseCases, publicBa
   route(router, '/id/users/:connectId/subs', {
     get: async (req, res) => {
       const page = pageParams(req);
-      let after = null;
-      if (page.after !== undefined) {
-        const match = CURSOR.exec(page.after);
-        if (!match) throw badRequest('cursor: not a cursor this service issued');
-        after = { createdAt: new Date(match[1]!), subscriptionId: match[2]! };
-      }
+      const after = parseKeyset(page);
       const found = await subscriptions.list(res.locals.principal, {
         userId: user(req),
         grantorId: queryParam(req, 'grantorid') ?? null,
@@ -38,14 +32,7 @@ export function subscriptionRoutes(subscriptions: SubscriptionUseCases, publicBa
         after,
       });
       const last = found.at(-1);
-      setNextLink(
-        req,
-        res,
-        publicBaseUrl,
-        page,
-        last && `${last.createdAt.toISOString()}|${last.subscriptionId}`,
-        found.length,
-      );
+      setNextLink(req, res, publicBaseUrl, page, last && keysetOf(last, last.subscriptionId), found.length);
       res.json({ subscription: found.map((subscription) => representation(subscription, publicBaseUrl)) });
     },
     post: async (req, res) => {

@@ -1,3 +1,4 @@
+import type { Keyset } from '@rs/http';
 import { Exchanges, type CloudEvent } from '@rs/contracts';
 import {
   documentLock,
@@ -55,7 +56,7 @@ export interface SubscriptionQuery {
   visibleTo: string | null;
   grantorId: string | null;
   limit: number;
-  after: { createdAt: Date; subscriptionId: string } | null;
+  after: Keyset | null;
 }
 
 /** What a change stores besides the new state: its events and the commands it causes. */
@@ -99,7 +100,7 @@ export class SubscriptionStore {
       and.push({
         $or: [
           { createdAt: { $lt: query.after.createdAt } },
-          { createdAt: query.after.createdAt, _id: { $lt: query.after.subscriptionId } },
+          { createdAt: query.after.createdAt, _id: { $lt: query.after.id } },
         ],
       });
     }
