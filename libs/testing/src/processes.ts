@@ -23,6 +23,8 @@ export class ServiceProcess {
     readonly name: string,
     readonly port: number,
     private readonly env: Record<string, string>,
+    /** The service this process runs (several replicas run one service under different names). */
+    readonly service: string = name,
   ) {}
 
   get url(): string {
@@ -35,7 +37,7 @@ export class ServiceProcess {
   }
 
   async start(timeoutMs = 30_000): Promise<void> {
-    const entry = path.join(REPO_ROOT, 'services', this.name, 'dist/main.js');
+    const entry = path.join(REPO_ROOT, 'services', this.service, 'dist/main.js');
     const register = path.join(REPO_ROOT, 'libs/telemetry/dist/register.js');
     this.child = spawn(process.execPath, ['--require', register, entry], {
       env: { PATH: process.env.PATH ?? '', TZ: 'UTC', ...this.env },

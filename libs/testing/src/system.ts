@@ -13,6 +13,8 @@ export interface TestSystemOptions {
   /** Export traces to this OTLP/HTTP JSON endpoint (see OtlpReceiver). */
   otlpEndpoint?: string;
   env?: Record<string, string>;
+  /** Extra replicas of a backend, named `<backend>#2`, `#3`…, sharing its database and vhost. */
+  replicas?: Partial<Record<BackendName, number>>;
 }
 
 export const TEST_ADMIN = { clientId: 'test-admin', secret: 'test-admin-secret-0123' } as const;
@@ -102,7 +104,7 @@ export class TestSystem {
   async stop(): Promise<void> {
     await Promise.all([...this.processes.values()].map((process) => process.stop()));
     await this.rabbit.deleteVhost(this.vhost).catch(() => undefined);
-    for (const name of this.processes.keys()) {
+    for (const name of new Set([...this.processes.values()].map((process) => process.service))) {
       const connection = mongoose.createConnection(this.mongoUrlFor(name));
       await connection
         .asPromise()
@@ -143,14 +145,23 @@ export class TestSystem {
     // The catalog first: the others ask it about SKUs.
     const order = [...this.options.backends].sort((a, b) => Number(b === 'catalog') - Number(a === 'catalog'));
     for (const name of order) {
-      const process = new ServiceProcess(name, ports.get(name)!, {
-        ...common,
-        PORT: String(ports.get(name)),
-        [`${name.toUpperCase()}_MONGODB_URL`]: this.mongoUrlFor(name),
-        OTEL_SERVICE_NAME: name,
-      });
-      this.processes.set(name, process);
-      await process.start();
+      for (let replica = 1; replica <= (this.options.replicas?.[name] ?? 1); replica++) {
+        const label = replica === 1 ? name : `${name}#${replica}`;
+        const port = replica === 1 ? ports.get(name)! : await freePort();
+        const process = new ServiceProcess(
+          label,
+          port,
+          {
+            ...common,
+            PORT: String(port),
+            [`${name.toUpperCase()}_MONGODB_URL`]: this.mongoUrlFor(name),
+            OTEL_SERVICE_NAME: name,
+          },
+          name,
+        );
+        this.processes.set(label, process);
+        await process.start();
+      }
     }
     if (this.options.gateway ?? true) {
       const gateway = new ServiceProcess('gateway', ports.get('gateway')!, {

@@ -1,0 +1,77 @@
+import { EventCollector, TestSystem } from '@rs/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+let system: TestSystem;
+let rightEvents: EventCollector;
+const A = `Basic ${Buffer.from('grantor-a:secret-of-grantor-a').toString('base64')}`;
+const SUBSCRIPTIONS = 12;
+const PERIODS = 3;
+
+beforeAll(async () => {
+  system = await TestSystem.start({
+    name: 'replicas',
+    backends: ['catalog', 'rights', 'subscriptions', 'scheduler'],
+    replicas: { rights: 2, subscriptions: 2, scheduler: 2 },
+    env: { SCHEDULER_TICK_MS: '200' },
+  });
+  rightEvents = await EventCollector.start(system.amqpUrl, 'rights.events', 'right.created');
+  const admin = system.adminHeaders({ 'content-type': 'application/json' });
+  await fetch(`${system.gatewayUrl}/admin/clients/grantor-a`, {
+    method: 'PUT',
+    headers: admin,
+    body: JSON.stringify({ secret: 'secret-of-grantor-a', grantorId: 'A' }),
+  });
+  await fetch(`${system.gatewayUrl}/id/users/gina`, { method: 'PUT', headers: admin });
+  await fetch(`${system.gatewayUrl}/catalog/skus/news`, { method: 'PUT', headers: admin, body: '{}' });
+});
+afterAll(async () => {
+  await rightEvents?.close();
+  await system?.stop();
+});
+
+describe('several replicas of every service (issue: renewal with replicas)', () => {
+  it('when two schedulers and two replicas of each service renew subscriptions, then every period yields its right exactly once', async () => {
+    const start = new Date(Math.floor(Date.now() / 1000) * 1000 + 2000).toISOString().replace(/\.000Z$/, 'Z');
+    const ids: string[] = [];
+    for (let i = 0; i < SUBSCRIPTIONS; i++) {
+      const response = await fetch(`${system.gatewayUrl}/id/users/gina/subs`, {
+        method: 'POST',
+        headers: { authorization: A, 'content-type': 'application/json' },
+        body: JSON.stringify({ grantorId: 'A', timeSpec: `R${PERIODS}/${start}/PT2S`, rightsSpec: [{ sku: 'news' }] }),
+      });
+      expect(response.status).toBe(201);
+      ids.push(((await response.json()) as { subscriptionId: string }).subscriptionId);
+    }
+    const ofSubscription = (id: string) =>
+      rightEvents.messages.filter((m) =>
+        (m.body.data as { link: Array<{ href: string }> }).link.some((l) => l.href.endsWith(`/subs/${id}`)),
+      );
+    await rightEvents.waitFor(
+      () => ids.every((id) => new Set(ofSubscription(id).map((m) => m.body.subject)).size >= PERIODS),
+      30_000,
+    );
+    await new Promise((resolve) => setTimeout(resolve, 2_000)); // anything duplicated would show by now
+    for (const id of ids) {
+      const rights = new Set(ofSubscription(id).map((m) => m.body.subject));
+      expect(rights.size).toBe(PERIODS);
+      const starts = new Set(
+        ofSubscription(id).map((m) => String((m.body.data as { timeInterval: string }).timeInterval).split('/')[0]),
+      );
+      expect(starts.size).toBe(PERIODS);
+    }
+    const listed = (await (
+      await fetch(`${system.gatewayUrl}/id/users/gina/rights?limit=1000`, { headers: system.adminHeaders() })
+    ).json()) as {
+      right: unknown[];
+    };
+    expect(listed.right).toHaveLength(SUBSCRIPTIONS * PERIODS);
+    for (const id of ids) {
+      const state = (
+        (await (
+          await fetch(`${system.gatewayUrl}/id/users/gina/subs/${id}`, { headers: { authorization: A } })
+        ).json()) as { state: string }
+      ).state;
+      expect(state).toBe('EXPIRED');
+    }
+  });
+});
