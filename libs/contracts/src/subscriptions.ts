@@ -81,3 +81,16 @@ export type SubscriptionEventType = (typeof SubscriptionEventTypes)[keyof typeof
 export const SubscriptionEvents = Object.fromEntries(
   Object.values(SubscriptionEventTypes).map((type) => [type, SubscriptionEventData]),
 ) as Record<SubscriptionEventType, typeof SubscriptionEventData>;
+
+/** What the scheduler needs of one subscription to rebuild its schedule (internal, service callers only). */
+export const ScheduleEntry = SubscriptionEventData.pick({
+  subscriptionId: true,
+  connectId: true,
+  sequence: true,
+  state: true,
+  timeSpec: true,
+  nextPeriod: true,
+});
+export type ScheduleEntry = z.infer<typeof ScheduleEntry>;
+export const SchedulePage = z.object({ items: z.array(ScheduleEntry), next: z.string().nullable() });
+export type SchedulePage = z.infer<typeof SchedulePage>;

@@ -60,6 +60,11 @@ export class RabbitAdmin {
     else await this.call('PUT', path, { value: max });
   }
 
+  /** Drops every message of a queue, as if its events had been lost. */
+  async purgeQueue(vhost: string, queue: string): Promise<void> {
+    await this.call('DELETE', `/queues/${encodeURIComponent(vhost)}/${encodeURIComponent(queue)}/contents`);
+  }
+
   async queueMessageCount(vhost: string, queue: string): Promise<number> {
     const response = await this.call('GET', `/queues/${encodeURIComponent(vhost)}/${encodeURIComponent(queue)}`);
     if (response.status === 404) return 0;

@@ -3,12 +3,16 @@ import { migrateOnStart, runBackend, serveInternalHttp } from '@rs/runtime';
 import { z } from 'zod';
 import { DueCommands, Ticker } from './due-commands';
 import { followEvents } from './messaging/events';
+import { keepSchedulesRebuilt, rebuildSubscriptionSchedules } from './rebuild';
 import { createDueStores, expireCommand, renewCommand } from './schedules';
 
 const Config = z.object({
   ...serviceEnvShape('scheduler'),
   PORT: env.port.default(DEFAULT_PORTS.scheduler),
   SCHEDULER_TICK_MS: z.coerce.number().int().positive().default(1000),
+  SUBSCRIPTIONS_URL: env.httpUrl.default(`http://127.0.0.1:${DEFAULT_PORTS.subscriptions}`),
+  /** How often the subscription schedule is rebuilt from the subscriptions service. */
+  SCHEDULER_REBUILD_MS: z.coerce.number().int().positive().default(600_000),
 });
 
 /**
@@ -25,6 +29,11 @@ runBackend('scheduler', Config, async (runtime) => {
   }
   await followEvents(runtime.broker, stores, runtime.logger);
   const logger = runtime.logger.child({ component: 'schedule' });
+  const rebuilding = keepSchedulesRebuilt(
+    () => rebuildSubscriptionSchedules(runtime.config.SUBSCRIPTIONS_URL, runtime.signer, stores.subscriptionSchedules),
+    runtime.config.SCHEDULER_REBUILD_MS,
+    logger,
+  );
   const due = [
     new DueCommands({
       name: 'expiry',
@@ -54,6 +63,7 @@ runBackend('scheduler', Config, async (runtime) => {
   return {
     async stop() {
       await server.close();
+      rebuilding.stop();
       await ticker.stop();
     },
   };

@@ -97,6 +97,10 @@ export class SubscriptionUseCases {
     return subscription;
   }
 
+  schedulePage(after: string | null, limit: number): Promise<SubscriptionEntity[]> {
+    return this.store.page(after, limit);
+  }
+
   list(principal: Principal, query: Omit<SubscriptionQuery, 'visibleTo'>): Promise<SubscriptionEntity[]> {
     return this.store.list({ ...query, visibleTo: principal.admin ? null : (principal.grantorId ?? '') });
   }

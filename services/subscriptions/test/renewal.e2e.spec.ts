@@ -103,4 +103,21 @@ describe('renewal (DESIGN.md 3 "Renewal")', () => {
     expect(await rightsOf(subscriptionId)).toHaveLength(2);
     expect((await call('POST', `/id/users/frank/subs/${subscriptionId}/activate`)).status).toBe(409);
   });
+
+  it('when the scheduler lost the events of a subscription, then it rebuilds its schedule from the subscriptions service at start', async () => {
+    const scheduler = system.service('scheduler');
+    await scheduler.stop();
+    const response = await call('POST', '/id/users/frank/subs', {
+      grantorId: 'A',
+      timeSpec: `R1/${secondsAgo(-1)}/PT1H`,
+      rightsSpec: [{ sku: 'news' }],
+    });
+    const { subscriptionId } = (await response.json()) as { subscriptionId: string };
+    await expect
+      .poll(() => system.rabbit.queueMessageCount(system.vhost, 'scheduler.subscriptions-events'), { timeout: 10_000 })
+      .toBeGreaterThan(0);
+    await system.rabbit.purgeQueue(system.vhost, 'scheduler.subscriptions-events');
+    await scheduler.start();
+    await expect.poll(async () => (await rightsOf(subscriptionId)).length, { timeout: 10_000 }).toBe(1);
+  });
 });

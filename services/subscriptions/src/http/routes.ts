@@ -10,6 +10,7 @@ import {
   keysetOf,
   parseKeyset,
   setNextLink,
+  unauthorized,
 } from '@rs/http';
 import { Router, type Request } from 'express';
 import { representation, type SubscriptionCommand } from '../domain/subscription';
@@ -64,5 +65,29 @@ export function subscriptionRoutes(subscriptions: SubscriptionUseCases, publicBa
       },
     });
   }
+  /**
+   * Internal: the schedule of every subscription, for the scheduler to rebuild its own
+   * (DESIGN.md 3 "Renewal"). Other services only; the gateway never forwards /internal.
+   */
+  route(router, '/internal/schedules', {
+    get: async (req, res) => {
+      if (res.locals.principal.scheme !== 'service') {
+        throw unauthorized("for the platform's services only", 'Bearer realm="internal", error="invalid_token"');
+      }
+      const page = pageParams(req);
+      const found = await subscriptions.schedulePage(page.after ?? null, page.limit);
+      res.json({
+        items: found.map((s) => ({
+          subscriptionId: s.subscriptionId,
+          connectId: s.userId,
+          sequence: s.generation,
+          state: s.state,
+          timeSpec: s.timeSpec,
+          nextPeriod: s.nextPeriod,
+        })),
+        next: found.length === page.limit ? Buffer.from(found.at(-1)!.subscriptionId).toString('base64url') : null,
+      });
+    },
+  });
   return router;
 }

@@ -92,6 +92,13 @@ export class SubscriptionStore {
     return doc ? toEntity(doc) : null;
   }
 
+  /** Every live subscription in id order, a page at a time (for the scheduler's rebuild). */
+  async page(after: string | null, limit: number): Promise<SubscriptionEntity[]> {
+    const filter = after === null ? { deleted: { $ne: true } } : { deleted: { $ne: true }, _id: { $gt: after } };
+    const docs = await this.model.find(filter, PROJECTION).sort({ _id: 1 }).limit(limit).lean<SubscriptionDocument[]>();
+    return docs.map(toEntity);
+  }
+
   async list(query: SubscriptionQuery): Promise<SubscriptionEntity[]> {
     const and: object[] = [{ userId: query.userId }, { deleted: { $ne: true } }];
     if (query.visibleTo !== null) and.push({ grantorId: query.visibleTo });
