@@ -79,6 +79,36 @@ export class TestSystem {
     return { authorization: `Basic ${token}`, ...extra };
   }
 
+  /**
+   * Registers through the gateway's admin API, as an operator would: API clients (secret
+   * `secret-of-<clientId>`, see `clientAuthorization`), users, and catalog entries.
+   */
+  async seed(what: {
+    clients?: Array<{ clientId: string; grantorId: string; admin?: boolean }>;
+    users?: string[];
+    skus?: Record<string, object>;
+  }): Promise<void> {
+    const put = async (path: string, body?: object) => {
+      const response = await fetch(`${this.gatewayUrl}${path}`, {
+        method: 'PUT',
+        headers: this.adminHeaders(body ? { 'content-type': 'application/json' } : {}),
+        body: body ? JSON.stringify(body) : undefined,
+      });
+      if (response.status !== 201 && response.status !== 204)
+        throw new Error(`PUT ${path}: ${response.status} ${await response.text()}`);
+    };
+    for (const { clientId, grantorId, admin } of what.clients ?? []) {
+      await put(`/admin/clients/${clientId}`, { secret: `secret-of-${clientId}`, grantorId, admin: admin ?? false });
+    }
+    for (const user of what.users ?? []) await put(`/id/users/${user}`);
+    for (const [sku, body] of Object.entries(what.skus ?? {})) await put(`/catalog/skus/${sku}`, body);
+  }
+
+  /** The Basic credentials of a client registered by `seed`. */
+  static clientAuthorization(clientId: string): string {
+    return `Basic ${Buffer.from(`${clientId}:secret-of-${clientId}`).toString('base64')}`;
+  }
+
   private readonly killedConnections = new Set<string>();
 
   /**

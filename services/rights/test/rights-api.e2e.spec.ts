@@ -5,7 +5,7 @@ let issuer: TokenIssuer;
 let system: TestSystem;
 let events: EventCollector;
 
-const basic = (id: string) => `Basic ${Buffer.from(`${id}:secret-of-${id}`).toString('base64')}`;
+const basic = TestSystem.clientAuthorization;
 const A = basic('grantor-a');
 const B = basic('grantor-b');
 const SP = basic('provider-sp');
@@ -64,21 +64,16 @@ beforeAll(async () => {
   await issuer.start();
   system = await TestSystem.start({ name: 'rights_api', backends: ['catalog', 'rights'], env: issuer.env });
   events = await EventCollector.start(system.amqpUrl, 'rights.events');
-  for (const [clientId, grantorId] of [
-    ['grantor-a', 'A'],
-    ['grantor-b', 'B'],
-    ['provider-sp', 'SP'],
-    ['app-a', 'A'],
-  ]) {
-    expect(
-      (await call('PUT', `/admin/clients/${clientId}`, admin(), { secret: `secret-of-${clientId}`, grantorId })).status,
-    ).toBe(201);
-  }
-  for (const user of ['alice', 'bob']) expect((await call('PUT', `/id/users/${user}`, admin())).status).toBe(201);
-  expect(
-    (await call('PUT', '/catalog/skus/news', admin(), { announceOnUsage: true, serviceProviderId: 'SP' })).status,
-  ).toBe(201);
-  expect((await call('PUT', '/catalog/skus/video', admin(), {})).status).toBe(201);
+  await system.seed({
+    clients: [
+      { clientId: 'grantor-a', grantorId: 'A' },
+      { clientId: 'grantor-b', grantorId: 'B' },
+      { clientId: 'provider-sp', grantorId: 'SP' },
+      { clientId: 'app-a', grantorId: 'A' },
+    ],
+    users: ['alice', 'bob'],
+    skus: { news: { announceOnUsage: true, serviceProviderId: 'SP' }, video: {} },
+  });
 });
 afterAll(async () => {
   await events?.close();

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 let system: TestSystem;
 let events: EventCollector;
-const A = `Basic ${Buffer.from('grantor-a:secret-of-grantor-a').toString('base64')}`;
+const A = TestSystem.clientAuthorization('grantor-a');
 
 function call(method: string, path: string, body?: unknown) {
   return fetch(`${system.gatewayUrl}${path}`, {
@@ -17,14 +17,7 @@ function call(method: string, path: string, body?: unknown) {
 beforeAll(async () => {
   system = await TestSystem.start({ name: 'rights_reliability', backends: ['catalog', 'rights'] });
   events = await EventCollector.start(system.amqpUrl, 'rights.events');
-  const admin = system.adminHeaders({ 'content-type': 'application/json' });
-  await fetch(`${system.gatewayUrl}/admin/clients/grantor-a`, {
-    method: 'PUT',
-    headers: admin,
-    body: JSON.stringify({ secret: 'secret-of-grantor-a', grantorId: 'A' }),
-  });
-  await fetch(`${system.gatewayUrl}/id/users/dave`, { method: 'PUT', headers: admin });
-  await fetch(`${system.gatewayUrl}/catalog/skus/news`, { method: 'PUT', headers: admin, body: '{}' });
+  await system.seed({ clients: [{ clientId: 'grantor-a', grantorId: 'A' }], users: ['dave'], skus: { news: {} } });
 });
 afterAll(async () => {
   await events?.close();

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 let system: TestSystem;
 let rightEvents: EventCollector;
-const A = `Basic ${Buffer.from('grantor-a:secret-of-grantor-a').toString('base64')}`;
+const A = TestSystem.clientAuthorization('grantor-a');
 const SUBSCRIPTIONS = 12;
 const PERIODS = 3;
 
@@ -15,14 +15,7 @@ beforeAll(async () => {
     env: { SCHEDULER_TICK_MS: '200' },
   });
   rightEvents = await EventCollector.start(system.amqpUrl, 'rights.events', 'right.created');
-  const admin = system.adminHeaders({ 'content-type': 'application/json' });
-  await fetch(`${system.gatewayUrl}/admin/clients/grantor-a`, {
-    method: 'PUT',
-    headers: admin,
-    body: JSON.stringify({ secret: 'secret-of-grantor-a', grantorId: 'A' }),
-  });
-  await fetch(`${system.gatewayUrl}/id/users/gina`, { method: 'PUT', headers: admin });
-  await fetch(`${system.gatewayUrl}/catalog/skus/news`, { method: 'PUT', headers: admin, body: '{}' });
+  await system.seed({ clients: [{ clientId: 'grantor-a', grantorId: 'A' }], users: ['gina'], skus: { news: {} } });
 });
 afterAll(async () => {
   await rightEvents?.close();

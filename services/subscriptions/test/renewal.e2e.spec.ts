@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 let system: TestSystem;
 let subscriptionEvents: EventCollector;
-const A = `Basic ${Buffer.from('grantor-a:secret-of-grantor-a').toString('base64')}`;
+const A = TestSystem.clientAuthorization('grantor-a');
 
 function call(method: string, path: string, body?: unknown) {
   return fetch(`${system.gatewayUrl}${path}`, {
@@ -32,15 +32,11 @@ beforeAll(async () => {
     env: { SCHEDULER_TICK_MS: '200' },
   });
   subscriptionEvents = await EventCollector.start(system.amqpUrl, 'subscriptions.events');
-  const admin = system.adminHeaders({ 'content-type': 'application/json' });
-  await fetch(`${system.gatewayUrl}/admin/clients/grantor-a`, {
-    method: 'PUT',
-    headers: admin,
-    body: JSON.stringify({ secret: 'secret-of-grantor-a', grantorId: 'A' }),
+  await system.seed({
+    clients: [{ clientId: 'grantor-a', grantorId: 'A' }],
+    users: ['frank'],
+    skus: { news: {}, video: {} },
   });
-  await fetch(`${system.gatewayUrl}/id/users/frank`, { method: 'PUT', headers: admin });
-  await fetch(`${system.gatewayUrl}/catalog/skus/news`, { method: 'PUT', headers: admin, body: '{}' });
-  await fetch(`${system.gatewayUrl}/catalog/skus/video`, { method: 'PUT', headers: admin, body: '{}' });
 });
 afterAll(async () => {
   await subscriptionEvents?.close();

@@ -7,7 +7,7 @@ let system: TestSystem;
 let events: EventCollector;
 let connection: ChannelModel;
 
-const basic = (id: string) => `Basic ${Buffer.from(`${id}:secret-of-${id}`).toString('base64')}`;
+const basic = TestSystem.clientAuthorization;
 const A = basic('grantor-a');
 const B = basic('grantor-b');
 
@@ -38,19 +38,14 @@ beforeAll(async () => {
   system = await TestSystem.start({ name: 'subs_api', backends: ['catalog', 'rights', 'subscriptions'] });
   events = await EventCollector.start(system.amqpUrl, 'subscriptions.events');
   connection = await amqp.connect(system.amqpUrl);
-  const admin = system.adminHeaders({ 'content-type': 'application/json' });
-  for (const [clientId, grantorId] of [
-    ['grantor-a', 'A'],
-    ['grantor-b', 'B'],
-  ]) {
-    await fetch(`${system.gatewayUrl}/admin/clients/${clientId}`, {
-      method: 'PUT',
-      headers: admin,
-      body: JSON.stringify({ secret: `secret-of-${clientId}`, grantorId }),
-    });
-  }
-  await fetch(`${system.gatewayUrl}/id/users/erin`, { method: 'PUT', headers: admin });
-  await fetch(`${system.gatewayUrl}/catalog/skus/news`, { method: 'PUT', headers: admin, body: '{}' });
+  await system.seed({
+    clients: [
+      { clientId: 'grantor-a', grantorId: 'A' },
+      { clientId: 'grantor-b', grantorId: 'B' },
+    ],
+    users: ['erin'],
+    skus: { news: {} },
+  });
 });
 afterAll(async () => {
   await connection?.close();
