@@ -32,7 +32,7 @@ export class DueCommands<Data> {
   async runOnce(now: Date): Promise<number> {
     const { store, broker } = this.options;
     if (!broker.connected) return 0;
-    const resendBefore = new Date(now.getTime() - (this.options.resendAfterMs ?? 10_000));
+    const resendBefore = new Date(now.getTime() - (this.options.resendAfterMs ?? 60_000));
     let sent = 0;
     for (const item of await store.due(now, resendBefore, this.options.batchSize ?? 500)) {
       if (!(await store.claim(item, now))) continue; // another scheduler has it
