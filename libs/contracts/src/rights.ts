@@ -80,3 +80,14 @@ export type RightEventType = (typeof RightEventTypes)[keyof typeof RightEventTyp
 export const RightEvents = Object.fromEntries(
   Object.values(RightEventTypes).map((type) => [type, RightEventData]),
 ) as Record<RightEventType, typeof RightEventData>;
+
+/** What the scheduler needs of one right to rebuild its expiries (internal, service callers only). */
+export const ExpiryEntry = RightEventData.pick({
+  rightId: true,
+  connectId: true,
+  sequence: true,
+  state: true,
+  timeInterval: true,
+});
+export type ExpiryEntry = z.infer<typeof ExpiryEntry>;
+export const ExpiryPage = z.object({ items: z.array(ExpiryEntry), next: z.string().nullable() });

@@ -91,6 +91,10 @@ export class RightsUseCases {
     return right;
   }
 
+  expirable(after: string | null, limit: number): Promise<RightEntity[]> {
+    return this.store.expirable(after, limit);
+  }
+
   list(principal: Principal, query: Omit<RightQuery, 'grantorOrProvider'>): Promise<RightEntity[]> {
     return this.store.list({ ...query, grantorOrProvider: visibilityOf(principal)?.grantorOrProvider ?? null });
   }

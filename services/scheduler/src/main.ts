@@ -3,7 +3,7 @@ import { migrateOnStart, runBackend, serveInternalHttp } from '@rs/runtime';
 import { z } from 'zod';
 import { DueCommands, Ticker } from './due-commands';
 import { followEvents } from './messaging/events';
-import { keepSchedulesRebuilt, rebuildSubscriptionSchedules } from './rebuild';
+import { keepSchedulesRebuilt, rebuildSchedules } from './rebuild';
 import { createDueStores, expireCommand, renewCommand } from './schedules';
 
 const Config = z.object({
@@ -11,7 +11,8 @@ const Config = z.object({
   PORT: env.port.default(DEFAULT_PORTS.scheduler),
   SCHEDULER_TICK_MS: z.coerce.number().int().positive().default(1000),
   SUBSCRIPTIONS_URL: env.httpUrl.default(`http://127.0.0.1:${DEFAULT_PORTS.subscriptions}`),
-  /** How often the subscription schedule is rebuilt from the subscriptions service. */
+  RIGHTS_URL: env.httpUrl.default(`http://127.0.0.1:${DEFAULT_PORTS.rights}`),
+  /** How often the schedules are rebuilt from the subscriptions and rights services. */
   SCHEDULER_REBUILD_MS: z.coerce.number().int().positive().default(600_000),
 });
 
@@ -30,7 +31,12 @@ runBackend('scheduler', Config, async (runtime) => {
   await followEvents(runtime.broker, stores, runtime.logger);
   const logger = runtime.logger.child({ component: 'schedule' });
   const rebuilding = keepSchedulesRebuilt(
-    () => rebuildSubscriptionSchedules(runtime.config.SUBSCRIPTIONS_URL, runtime.signer, stores.subscriptionSchedules),
+    () =>
+      rebuildSchedules(
+        { subscriptions: runtime.config.SUBSCRIPTIONS_URL, rights: runtime.config.RIGHTS_URL },
+        runtime.signer,
+        stores,
+      ),
     runtime.config.SCHEDULER_REBUILD_MS,
     logger,
   );

@@ -1,7 +1,8 @@
-import { SchedulePage } from '@rs/contracts';
+import { ExpiryPage, SchedulePage } from '@rs/contracts';
 import { INTERNAL_TOKEN_HEADER, type InternalTokenSigner, type Principal } from '@rs/http';
 import type { Logger } from '@rs/logging';
-import { subscriptionDueAt, type DueFor } from './schedules';
+import type { z } from 'zod';
+import { rightDueAt, subscriptionDueAt, type DueFor } from './schedules';
 import type { DueStore } from './store/due-store';
 
 const SCHEDULER: Principal = {
@@ -13,45 +14,73 @@ const SCHEDULER: Principal = {
   subject: null,
 };
 
-/**
- * Rebuilds the subscription schedule from the subscriptions service (DESIGN.md issue:
- * "rebuilt from the subscriptions service when it starts or finds itself out of date"):
- * every subscription's schedule is recorded with its sequence, so an entry newer from
- * events is never overwritten by an older page. Returns how many were read.
- */
-export async function rebuildSubscriptionSchedules(
-  subscriptionsUrl: string,
+/** Reads every page of an internal listing of another service, with a service token. */
+async function pageThrough<T>(
+  url: string,
   signer: InternalTokenSigner,
-  store: DueStore<DueFor>,
+  schema: z.ZodType<{ items: T[]; next: string | null }>,
+  each: (item: T) => Promise<void>,
 ): Promise<number> {
   let cursor: string | null = null;
   let read = 0;
   do {
-    const url = new URL('/internal/schedules', subscriptionsUrl);
-    url.searchParams.set('limit', '500');
-    if (cursor) url.searchParams.set('cursor', cursor);
-    const response = await fetch(url, {
+    const target = new URL(url);
+    target.searchParams.set('limit', '500');
+    if (cursor) target.searchParams.set('cursor', cursor);
+    const response = await fetch(target, {
       headers: { [INTERNAL_TOKEN_HEADER]: await signer.tokenFor(SCHEDULER) },
       signal: AbortSignal.timeout(10_000),
     });
-    if (response.status !== 200) throw new Error(`subscriptions answered ${response.status}`);
-    const page = SchedulePage.parse(await response.json());
-    for (const entry of page.items) {
-      if (entry.state === 'EXPIRED') continue;
-      await store.record({
-        id: entry.subscriptionId,
-        sequence: entry.sequence,
-        dueAt: subscriptionDueAt(entry),
-        data: { connectId: entry.connectId },
-      });
-    }
+    if (response.status !== 200) throw new Error(`${target.origin} answered ${response.status}`);
+    const page = schema.parse(await response.json());
+    for (const item of page.items) await each(item);
     read += page.items.length;
     cursor = page.next;
   } while (cursor);
   return read;
 }
 
-/** Rebuilds at start and then every `everyMs`, retrying soon while the subscriptions service is unreachable. */
+/**
+ * Rebuilds the scheduler's projections from the services that own the data (docs/decisions/0009):
+ * every entry is recorded with its sequence, so one that events made newer is never
+ * overwritten by an older page. Returns how many entries were read.
+ */
+export async function rebuildSchedules(
+  urls: { subscriptions: string; rights: string },
+  signer: InternalTokenSigner,
+  stores: { rightExpiries: DueStore<DueFor>; subscriptionSchedules: DueStore<DueFor> },
+): Promise<number> {
+  const subscriptions = await pageThrough(
+    new URL('/internal/schedules', urls.subscriptions).toString(),
+    signer,
+    SchedulePage,
+    async (entry) => {
+      if (entry.state === 'EXPIRED') return;
+      await stores.subscriptionSchedules.record({
+        id: entry.subscriptionId,
+        sequence: entry.sequence,
+        dueAt: subscriptionDueAt(entry),
+        data: { connectId: entry.connectId },
+      });
+    },
+  );
+  const rights = await pageThrough(
+    new URL('/internal/expiries', urls.rights).toString(),
+    signer,
+    ExpiryPage,
+    async (entry) => {
+      await stores.rightExpiries.record({
+        id: entry.rightId,
+        sequence: entry.sequence,
+        dueAt: rightDueAt(entry),
+        data: { connectId: entry.connectId },
+      });
+    },
+  );
+  return subscriptions + rights;
+}
+
+/** Rebuilds at start and then every `everyMs`, retrying soon while a service is unreachable. */
 export function keepSchedulesRebuilt(
   rebuild: () => Promise<number>,
   everyMs: number,
@@ -62,11 +91,11 @@ export function keepSchedulesRebuilt(
   const run = () => {
     rebuild().then(
       (read) => {
-        logger.info({ subscriptions: read }, 'subscription schedule rebuilt');
+        logger.info({ entries: read }, 'schedules rebuilt');
         if (!stopped) timer = setTimeout(run, everyMs);
       },
       (error: unknown) => {
-        logger.warn({ err: error }, 'cannot rebuild the subscription schedule yet');
+        logger.warn({ err: error }, 'cannot rebuild the schedules yet');
         if (!stopped) timer = setTimeout(run, Math.min(everyMs, 5_000));
       },
     );

@@ -116,4 +116,28 @@ describe('renewal (DESIGN.md 3 "Renewal")', () => {
     await scheduler.start();
     await expect.poll(async () => (await rightsOf(subscriptionId)).length, { timeout: 10_000 }).toBe(1);
   });
+
+  it('when the scheduler lost the events of a right, then it rebuilds its expiries from the rights service at start', async () => {
+    const scheduler = system.service('scheduler');
+    await scheduler.stop();
+    const created = await call('POST', '/id/users/frank/rights', {
+      sku: 'news',
+      grantorId: 'A',
+      state: 'ACTIVE',
+      timeInterval: `${secondsAgo(1)}/PT3S`,
+    });
+    const { rightId } = (await created.json()) as { rightId: string };
+    await expect
+      .poll(() => system.rabbit.queueMessageCount(system.vhost, 'scheduler.rights-events'), { timeout: 10_000 })
+      .toBeGreaterThan(0);
+    await system.rabbit.purgeQueue(system.vhost, 'scheduler.rights-events');
+    await scheduler.start();
+    await expect
+      .poll(
+        async () =>
+          ((await (await call('GET', `/id/users/frank/rights/${rightId}`)).json()) as { state: string }).state,
+        { timeout: 10_000 },
+      )
+      .toBe('EXPIRED');
+  });
 });

@@ -11,6 +11,7 @@ import {
   keysetOf,
   parseKeyset,
   setNextLink,
+  unauthorized,
 } from '@rs/http';
 import { Router, type Request } from 'express';
 import { representation, type RightCommand } from '../domain/right';
@@ -86,6 +87,29 @@ export function rightsRoutes(
     post: async (req, res) => {
       await rights.use(res.locals.principal, user(req), rightId(req), ifMatchGeneration(req));
       res.status(204).end();
+    },
+  });
+  /**
+   * Internal: every right that can still expire, for the scheduler to rebuild its expiries
+   * (docs/decisions/0009). Other services only; the gateway never forwards /internal.
+   */
+  route(router, '/internal/expiries', {
+    get: async (req, res) => {
+      if (res.locals.principal.scheme !== 'service') {
+        throw unauthorized("for the platform's services only", 'Bearer realm="internal", error="invalid_token"');
+      }
+      const page = pageParams(req);
+      const found = await rights.expirable(page.after ?? null, page.limit);
+      res.json({
+        items: found.map((r) => ({
+          rightId: r.rightId,
+          connectId: r.userId,
+          sequence: r.generation,
+          state: r.state,
+          timeInterval: r.timeInterval,
+        })),
+        next: found.length === page.limit ? Buffer.from(found.at(-1)!.rightId).toString('base64url') : null,
+      });
     },
   });
   return router;

@@ -94,6 +94,14 @@ export class RightStore {
     return doc ? toEntity(doc) : null;
   }
 
+  /** ACTIVE and SUSPENDED rights in id order, a page at a time (for the scheduler's rebuild). */
+  async expirable(after: string | null, limit: number): Promise<RightEntity[]> {
+    const filter: Record<string, unknown> = { state: { $in: ['ACTIVE', 'SUSPENDED'] }, removed: { $ne: true } };
+    if (after !== null) filter._id = { $gt: after };
+    const docs = await this.model.find(filter, PROJECTION).sort({ _id: 1 }).limit(limit).lean<RightDocument[]>();
+    return docs.map(toEntity);
+  }
+
   /** The rights a subscription issued (for the suspend/activate cascade). */
   async ofSubscription(userId: string, subscriptionId: string): Promise<RightEntity[]> {
     const docs = await this.model
