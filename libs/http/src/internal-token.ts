@@ -97,6 +97,11 @@ export async function verifyInternalToken(secret: string | Uint8Array, token: st
 
 const INTERNAL_CHALLENGE = 'Bearer realm="internal", error="invalid_token"';
 
+/** For internal routes that only the platform's own services may call (never forwarded by the gateway). */
+export function requireServiceCaller(principal: Principal): void {
+  if (principal.scheme !== 'service') throw unauthorized("for the platform's services only", INTERNAL_CHALLENGE);
+}
+
 /** Refuses every request that did not come through the gateway (or another service). */
 export function requireInternalToken(secret: string): RequestHandler {
   const key = keyOf(secret);

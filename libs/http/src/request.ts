@@ -49,10 +49,11 @@ export function setNextLink(
   lastKey: string | undefined,
   count: number,
 ): void {
-  if (count < page.limit || lastKey === undefined) return;
+  const cursor = nextCursor(page, lastKey, count);
+  if (cursor === null) return;
   const url = new URL(req.originalUrl, publicBaseUrl);
   for (const key of [...url.searchParams.keys()]) if (key.toLowerCase() === 'cursor') url.searchParams.delete(key);
-  url.searchParams.set('cursor', Buffer.from(lastKey, 'utf8').toString('base64url'));
+  url.searchParams.set('cursor', cursor);
   res.set('Link', `<${url.toString()}>; rel="next"`);
 }
 
@@ -72,6 +73,12 @@ export function parseKeyset(page: Page): Keyset | null {
   const match = KEYSET.exec(page.after);
   if (!match) throw badRequest('cursor: not a cursor this service issued');
   return { createdAt: new Date(match[1]!), id: match[2]! };
+}
+
+/** The opaque cursor of the page after this one, or null when this page is the last. */
+export function nextCursor(page: Page, lastKey: string | undefined, count: number): string | null {
+  if (count < page.limit || lastKey === undefined) return null;
+  return Buffer.from(lastKey, 'utf8').toString('base64url');
 }
 
 /** `ETag: "<generation>"` (DESIGN.md 3 "generation"). */

@@ -11,7 +11,6 @@ const commandsSent = new client.Counter({
 });
 
 export interface DueCommandsOptions<Data> {
-  name: string;
   store: DueStore<Data>;
   toCommand: (item: DueItem<Data>, now: Date) => CloudEvent;
   broker: AmqpClient;

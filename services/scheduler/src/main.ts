@@ -10,6 +10,8 @@ const Config = z.object({
   ...serviceEnvShape('scheduler'),
   PORT: env.port.default(DEFAULT_PORTS.scheduler),
   SCHEDULER_TICK_MS: z.coerce.number().int().positive().default(1000),
+  /** A command not followed by a newer event within this time is sent again (docs/decisions/0009). */
+  SCHEDULER_RESEND_MS: z.coerce.number().int().positive().default(60_000),
   SUBSCRIPTIONS_URL: env.httpUrl.default(`http://127.0.0.1:${DEFAULT_PORTS.subscriptions}`),
   RIGHTS_URL: env.httpUrl.default(`http://127.0.0.1:${DEFAULT_PORTS.rights}`),
   /** How often the schedules are rebuilt from the subscriptions and rights services. */
@@ -42,16 +44,16 @@ runBackend('scheduler', Config, async (runtime) => {
   );
   const due = [
     new DueCommands({
-      name: 'expiry',
       store: stores.rightExpiries,
       toCommand: expireCommand,
+      resendAfterMs: runtime.config.SCHEDULER_RESEND_MS,
       broker: runtime.broker,
       logger,
     }),
     new DueCommands({
-      name: 'renewal',
       store: stores.subscriptionSchedules,
       toCommand: renewCommand,
+      resendAfterMs: runtime.config.SCHEDULER_RESEND_MS,
       broker: runtime.broker,
       logger,
     }),

@@ -10,8 +10,9 @@ import {
   setETag,
   keysetOf,
   parseKeyset,
+  nextCursor,
+  requireServiceCaller,
   setNextLink,
-  unauthorized,
 } from '@rs/http';
 import { Router, type Request } from 'express';
 import { representation, type RightCommand } from '../domain/right';
@@ -95,9 +96,7 @@ export function rightsRoutes(
    */
   route(router, '/internal/expiries', {
     get: async (req, res) => {
-      if (res.locals.principal.scheme !== 'service') {
-        throw unauthorized("for the platform's services only", 'Bearer realm="internal", error="invalid_token"');
-      }
+      requireServiceCaller(res.locals.principal);
       const page = pageParams(req);
       const found = await rights.expirable(page.after ?? null, page.limit);
       res.json({
@@ -108,7 +107,7 @@ export function rightsRoutes(
           state: r.state,
           timeInterval: r.timeInterval,
         })),
-        next: found.length === page.limit ? Buffer.from(found.at(-1)!.rightId).toString('base64url') : null,
+        next: nextCursor(page, found.at(-1)?.rightId, found.length),
       });
     },
   });

@@ -44,8 +44,8 @@ rightSchema.index(OUTBOX_INDEX, OUTBOX_INDEX_OPTIONS);
 
 const PROJECTION = { outbox: 0 };
 
-const toEntity = ({ _id, removed: _removed, ...rest }: RightDocument & { outbox?: unknown }): RightEntity => {
-  const { outbox: _outbox, ...fields } = rest as typeof rest & { outbox?: unknown };
+// Documents are read without their outbox (PROJECTION).
+const toEntity = ({ _id, removed: _removed, ...fields }: RightDocument): RightEntity => {
   return {
     rightId: _id,
     ...fields,

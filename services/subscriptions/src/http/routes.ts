@@ -9,8 +9,9 @@ import {
   setETag,
   keysetOf,
   parseKeyset,
+  nextCursor,
+  requireServiceCaller,
   setNextLink,
-  unauthorized,
 } from '@rs/http';
 import { Router, type Request } from 'express';
 import { representation, type SubscriptionCommand } from '../domain/subscription';
@@ -71,9 +72,7 @@ export function subscriptionRoutes(subscriptions: SubscriptionUseCases, publicBa
    */
   route(router, '/internal/schedules', {
     get: async (req, res) => {
-      if (res.locals.principal.scheme !== 'service') {
-        throw unauthorized("for the platform's services only", 'Bearer realm="internal", error="invalid_token"');
-      }
+      requireServiceCaller(res.locals.principal);
       const page = pageParams(req);
       const found = await subscriptions.schedulePage(page.after ?? null, page.limit);
       res.json({
@@ -85,7 +84,7 @@ export function subscriptionRoutes(subscriptions: SubscriptionUseCases, publicBa
           timeSpec: s.timeSpec,
           nextPeriod: s.nextPeriod,
         })),
-        next: found.length === page.limit ? Buffer.from(found.at(-1)!.subscriptionId).toString('base64url') : null,
+        next: nextCursor(page, found.at(-1)?.subscriptionId, found.length),
       });
     },
   });
