@@ -20,7 +20,9 @@ if listening "$MONGO_PORT"; then
 else
   command -v ferretdb >/dev/null || { echo "ferretdb is not installed: run deploy/local/setup.sh" >&2; exit 1; }
   mkdir -p "$RS_LOCAL_DATA/ferretdb"
+  # --state-dir: FerretDB writes state.json there (by default into the working directory).
   setsid nohup ferretdb --handler=sqlite --sqlite-url="file:$RS_LOCAL_DATA/ferretdb/" \
+    --state-dir="$RS_LOCAL_DATA/ferretdb" \
     --listen-addr="127.0.0.1:$MONGO_PORT" --debug-addr=127.0.0.1:0 --telemetry=disable \
     --log-level=warn >"$RS_LOCAL_DATA/ferretdb.log" 2>&1 < /dev/null &
   wait_for "$MONGO_PORT" FerretDB 30 "$RS_LOCAL_DATA/ferretdb.log"
