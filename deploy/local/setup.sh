@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One idempotent step that gives a Debian machine everything the project needs locally
 # (DESIGN.md section 7): Node 24, RabbitMQ from Debian's rabbitmq-server with the management
-# plugin, FerretDB 1.24.x (SQLite backend) built with the Go toolchain; then starts both servers.
+# plugin, FerretDB 1.24.x built with the Go toolchain on Debian's PostgreSQL (docs/decisions/0010);
+# then starts the servers.
 set -euo pipefail
 here="$(dirname "${BASH_SOURCE[0]}")"
 source "$here/env.sh"
@@ -18,6 +19,15 @@ install_rabbitmq() {
   fi
   # The tests create a vhost per test file and close connections through the management API.
   as_root rabbitmq-plugins enable --offline rabbitmq_management >/dev/null
+}
+
+install_postgresql() {
+  if ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+    echo "postgresql is installed"
+  else
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+  fi
 }
 
 install_ferretdb() {
@@ -45,5 +55,6 @@ install_ferretdb() {
 
 bash "$here/install-node.sh"
 install_rabbitmq
+install_postgresql
 install_ferretdb
 bash "$here/start-servers.sh"

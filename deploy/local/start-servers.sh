@@ -15,18 +15,54 @@ wait_for() { # $1 port, $2 name, $3 seconds, $4 log
 }
 mkdir -p "$RS_LOCAL_DATA"
 
+# FerretDB stores its data in PostgreSQL: with its SQLite backend every update by `_id`
+# scanned the whole collection (docs/decisions/0010-ferretdb-on-postgresql.md).
+PG_PORT="${RS_LOCAL_PG_PORT:-5433}" # not 5432: leaves a system PostgreSQL alone
+PG_DATA="$RS_LOCAL_DATA/postgres"
+pg_bin() { ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1; }
+as_postgres() { if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+
+start_postgres() {
+  local bin
+  bin="$(pg_bin)"
+  [ -n "$bin" ] || { echo "PostgreSQL is not installed: run deploy/local/setup.sh" >&2; exit 1; }
+  if [ "$(id -u)" -eq 0 ] && ! runuser -u postgres -- test -x "$RS_LOCAL_DATA"; then
+    # PostgreSQL refuses to run as root, and its user cannot reach a private checkout.
+    PG_DATA="/var/tmp/rs-local-postgres-$(printf %s "$RS_ROOT" | cksum | cut -d' ' -f1)"
+  fi
+  if [ ! -f "$PG_DATA/PG_VERSION" ]; then
+    mkdir -p "$PG_DATA"
+    [ "$(id -u)" -ne 0 ] || chown postgres: "$PG_DATA"
+    chmod 700 "$PG_DATA"
+    as_postgres "$bin/initdb" -D "$PG_DATA" -U postgres --auth=trust -E UTF8 --no-instructions \
+      >"$RS_LOCAL_DATA/postgres-init.log" 2>&1 || { cat "$RS_LOCAL_DATA/postgres-init.log" >&2; exit 1; }
+  fi
+  if ! listening "$PG_PORT"; then
+    # synchronous_commit=off: a local test server need not wait for each commit's fsync
+    # (a crash may lose the last moment of writes, never consistency).
+    (cd / && as_postgres "$bin/pg_ctl" -D "$PG_DATA" -l "$PG_DATA/server.log" -w -t 60 -o \
+      "-p $PG_PORT -k $PG_DATA -c listen_addresses=127.0.0.1 -c synchronous_commit=off" start >/dev/null) ||
+      { tail -n 20 "$PG_DATA/server.log" >&2; exit 1; }
+  fi
+  if ! "$bin/psql" -h 127.0.0.1 -p "$PG_PORT" -U postgres -tAc "SELECT 1 FROM pg_database WHERE datname = 'ferretdb'" | grep -q 1; then
+    "$bin/psql" -h 127.0.0.1 -p "$PG_PORT" -U postgres -qc "CREATE DATABASE ferretdb" >/dev/null
+  fi
+}
+
 if listening "$MONGO_PORT"; then
   echo "a MongoDB-wire server answers on 127.0.0.1:$MONGO_PORT"
 else
   command -v ferretdb >/dev/null || { echo "ferretdb is not installed: run deploy/local/setup.sh" >&2; exit 1; }
+  start_postgres
   mkdir -p "$RS_LOCAL_DATA/ferretdb"
   # --state-dir: FerretDB writes state.json there (by default into the working directory).
-  setsid nohup ferretdb --handler=sqlite --sqlite-url="file:$RS_LOCAL_DATA/ferretdb/" \
+  (cd / && setsid nohup ferretdb --handler=postgresql \
+    --postgresql-url="postgres://postgres@127.0.0.1:$PG_PORT/ferretdb" \
     --state-dir="$RS_LOCAL_DATA/ferretdb" \
     --listen-addr="127.0.0.1:$MONGO_PORT" --debug-addr=127.0.0.1:0 --telemetry=disable \
-    --log-level=warn >"$RS_LOCAL_DATA/ferretdb.log" 2>&1 < /dev/null &
+    --log-level=warn >"$RS_LOCAL_DATA/ferretdb.log" 2>&1 < /dev/null &)
   wait_for "$MONGO_PORT" FerretDB 30 "$RS_LOCAL_DATA/ferretdb.log"
-  echo "started FerretDB on 127.0.0.1:$MONGO_PORT (data in $RS_LOCAL_DATA/ferretdb)"
+  echo "started FerretDB on 127.0.0.1:$MONGO_PORT (PostgreSQL on 127.0.0.1:$PG_PORT, data in $PG_DATA)"
 fi
 
 if listening "$AMQP_PORT"; then

@@ -28,6 +28,12 @@ export function outboxEntry(exchange: string, event: CloudEvent): OutboxEntry {
 
 /** Fields a document needs to carry an outbox. */
 export const outboxFields = {
+  /**
+   * True while `outbox` may hold entries: the relay finds pending documents by this equality,
+   * which every store can answer from an index (FerretDB cannot push `$exists` on an array
+   * element down to its backend and would read every document; docs/decisions/0010).
+   */
+  outboxPending: { type: Boolean, default: false },
   outbox: {
     type: [
       new Schema(
@@ -73,8 +79,30 @@ export interface OutboxRelayOptions {
 
 type OutboxDocument = { _id: unknown; outbox: OutboxEntry[] };
 
-const PENDING = { 'outbox.0.id': { $exists: true } };
+const PENDING = { outboxPending: true };
 const LEASES = 'outbox_leases';
+
+/** The outbox fields of a new document carrying `entries`. */
+export function newOutbox(entries: OutboxEntry[]): { outbox: OutboxEntry[]; outboxPending: boolean } {
+  return { outbox: entries, outboxPending: entries.length > 0 };
+}
+
+/** An update that sets `fields` and appends `entries` to the document's outbox, in one write. */
+export function setWithOutbox(fields: object, entries: OutboxEntry[]): object {
+  if (entries.length === 0) return { $set: fields };
+  return { $set: { ...fields, outboxPending: true }, $push: { outbox: { $each: entries } } };
+}
+
+/**
+ * Brings documents written before `outboxPending` existed under the relay's query, and drops
+ * the index that query used before. Part of each outbox-carrying service's migration.
+ */
+export async function migrateOutbox(collection: mongo.Collection): Promise<void> {
+  await collection.updateMany({ 'outbox.0.id': { $exists: true }, outboxPending: { $ne: true } }, {
+    $set: { outboxPending: true },
+  } as never);
+  await collection.dropIndex('outbox_pending').catch(() => undefined); // absent: nothing to drop
+}
 
 /**
  * Publishes pending events with confirms, then removes each from its document, in order.
@@ -192,8 +220,9 @@ export class OutboxRelay {
 
   /**
    * Publishes every entry of the batch, pipelined on the confirm channel (entries of one
-   * document in order), then removes each confirmed entry from its document. False when
-   * some entry could not be published; it stays pending.
+   * document in order), then removes each confirmed entry from its document, and clears
+   * `outboxPending` of a document whose outbox is then empty (unless a write appended more
+   * meanwhile). False when some entry could not be published; it stays pending.
    */
   private async publishBatch(batch: OutboxDocument[]): Promise<boolean> {
     const results = await Promise.all(
@@ -213,16 +242,21 @@ export class OutboxRelay {
     );
     // One by one: FerretDB 1.x slows down sharply on large bulk or parallel writes.
     for (const { document, confirmed } of results) {
-      for (const id of confirmed) {
-        await documentLock.run(this.options.collection, document._id, () =>
-          this.documents.updateOne({ _id: document._id, 'outbox.0.id': id } as never, { $pop: { outbox: -1 } }),
-        );
-      }
+      await documentLock.run(this.options.collection, document._id, async () => {
+        for (const id of confirmed) {
+          await this.documents.updateOne({ _id: document._id, 'outbox.0.id': id } as never, { $pop: { outbox: -1 } });
+        }
+        if (confirmed.length === document.outbox.length) {
+          await this.documents.updateOne({ _id: document._id, outbox: { $size: 0 } } as never, {
+            $set: { outboxPending: false },
+          });
+        }
+      });
     }
     return results.every(({ document, confirmed }) => confirmed.length === document.outbox.length);
   }
 }
 
 /** The index the relay's query uses, to add to each model that carries an outbox. */
-export const OUTBOX_INDEX = { 'outbox.0.id': 1 } as const;
-export const OUTBOX_INDEX_OPTIONS = { sparse: true, name: 'outbox_pending' } as const;
+export const OUTBOX_INDEX = { outboxPending: 1 } as const;
+export const OUTBOX_INDEX_OPTIONS = { name: 'outbox_pending_flag' } as const;

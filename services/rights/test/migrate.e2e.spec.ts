@@ -7,15 +7,23 @@ import mongoose from 'mongoose';
 import { describe, expect, it } from 'vitest';
 
 describe('the migration step', () => {
-  it('when migrate.js runs against an empty database, then every index the rights queries use exists', async () => {
+  it('when migrate.js runs, then every index the rights queries use exists and older pending events stay pending', async () => {
     const url = new URL(process.env.MONGODB_URL!);
     url.pathname = `/t_migrate_${randomBytes(3).toString('hex')}_rights`;
-    await promisify(execFile)(process.execPath, [path.join(REPO_ROOT, 'services/rights/dist/migrate.js')], {
-      env: { PATH: process.env.PATH ?? '', RIGHTS_MONGODB_URL: url.toString(), LOG_LEVEL: 'warn' },
-    });
     const db = mongoose.createConnection(url.toString());
     await db.asPromise();
     try {
+      // A database as an earlier version left it: events pending in the outbox, no flag, the old index.
+      await db.collection('rights').createIndex({ 'outbox.0.id': 1 }, { sparse: true, name: 'outbox_pending' });
+      await db.collection('rights').insertOne({ _id: 'r-old', outbox: [{ id: 'e-1' }] } as never);
+      await db.collection('rights').insertOne({ _id: 'r-done', outbox: [] } as never);
+
+      await promisify(execFile)(process.execPath, [path.join(REPO_ROOT, 'services/rights/dist/migrate.js')], {
+        env: { PATH: process.env.PATH ?? '', RIGHTS_MONGODB_URL: url.toString(), LOG_LEVEL: 'warn' },
+      });
+
+      const pending = await db.collection('rights').find({ outboxPending: true }).toArray();
+      expect(pending.map((doc) => doc._id)).toEqual(['r-old']);
       const names = (await db.collection('rights').indexes()).map((index) => index.name);
       expect(names).toEqual(
         expect.arrayContaining([
@@ -24,9 +32,10 @@ describe('the migration step', () => {
           'by_service_provider',
           'by_interval_end',
           'by_subscription',
-          'outbox_pending',
+          'outbox_pending_flag',
         ]),
       );
+      expect(names).not.toContain('outbox_pending');
     } finally {
       await db.dropDatabase();
       await db.close();

@@ -1,5 +1,14 @@
 import { Exchanges } from '@rs/contracts';
-import { documentLock, OUTBOX_INDEX, OUTBOX_INDEX_OPTIONS, outboxEntry, outboxFields } from '@rs/messaging';
+import {
+  documentLock,
+  migrateOutbox,
+  newOutbox,
+  OUTBOX_INDEX,
+  OUTBOX_INDEX_OPTIONS,
+  outboxEntry,
+  outboxFields,
+  setWithOutbox,
+} from '@rs/messaging';
 import { Schema, type Connection, type Model } from 'mongoose';
 import type { SkuUpsertBody } from '@rs/contracts';
 import { deleted, eventFor, isUnchanged, upserted, type SkuEntry } from '../domain/sku';
@@ -73,6 +82,7 @@ export class SkuStore {
   }
 
   async ensureIndexes(): Promise<void> {
+    await migrateOutbox(this.model.collection);
     await this.model.createIndexes();
   }
 
@@ -127,7 +137,7 @@ export class SkuStore {
     const pending = outboxEntry(Exchanges.catalogEvents, eventFor(next));
     if (!current) {
       try {
-        await this.model.collection.insertOne({ _id: next.sku, ...toFields(next), outbox: [pending] } as never);
+        await this.model.collection.insertOne({ _id: next.sku, ...toFields(next), ...newOutbox([pending]) } as never);
         return true;
       } catch (error) {
         if ((error as { code?: number }).code === 11000) return false;
@@ -137,7 +147,7 @@ export class SkuStore {
     const result = await documentLock.run('skus', next.sku, () =>
       this.model.collection.updateOne(
         { _id: next.sku, generation: current.generation } as never,
-        { $set: toFields(next), $push: { outbox: pending } } as never,
+        setWithOutbox(toFields(next), [pending]),
       ),
     );
     return result.modifiedCount === 1;

@@ -1,7 +1,16 @@
 import type { Keyset } from '@rs/http';
 import type { CloudEvent } from '@rs/contracts';
 import { Exchanges } from '@rs/contracts';
-import { documentLock, OUTBOX_INDEX, OUTBOX_INDEX_OPTIONS, outboxEntry, outboxFields } from '@rs/messaging';
+import {
+  documentLock,
+  migrateOutbox,
+  newOutbox,
+  OUTBOX_INDEX,
+  OUTBOX_INDEX_OPTIONS,
+  outboxEntry,
+  outboxFields,
+  setWithOutbox,
+} from '@rs/messaging';
 import { Schema, type Connection, type Model } from 'mongoose';
 import type { RightEntity } from '../domain/right';
 
@@ -84,6 +93,7 @@ export class RightStore {
   }
 
   async ensureIndexes(): Promise<void> {
+    await migrateOutbox(this.model.collection);
     await this.model.createIndexes();
   }
 
@@ -140,7 +150,7 @@ export class RightStore {
         _id: right.rightId,
         ...toFields(right),
         removed: false,
-        outbox: this.eventsFor(right, eventTypes).map((event) => outboxEntry(Exchanges.rightsEvents, event)),
+        ...newOutbox(this.eventsFor(right, eventTypes).map((event) => outboxEntry(Exchanges.rightsEvents, event))),
       } as never);
       return true;
     } catch (error) {
@@ -155,7 +165,7 @@ export class RightStore {
     const result = await documentLock.run('rights', current.rightId, () =>
       this.model.collection.updateOne(
         { _id: current.rightId, generation: current.generation, removed: { $ne: true } } as never,
-        { $set: { ...toFields(next), removed }, $push: { outbox: { $each: entries } } } as never,
+        setWithOutbox({ ...toFields(next), removed }, entries),
       ),
     );
     return result.modifiedCount === 1;

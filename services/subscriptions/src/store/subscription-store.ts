@@ -2,10 +2,13 @@ import type { Keyset } from '@rs/http';
 import { Exchanges, type CloudEvent } from '@rs/contracts';
 import {
   documentLock,
+  migrateOutbox,
+  newOutbox,
   OUTBOX_INDEX,
   OUTBOX_INDEX_OPTIONS,
   outboxEntry,
   outboxFields,
+  setWithOutbox,
   type OutboxEntry,
 } from '@rs/messaging';
 import { Schema, type Connection, type Model } from 'mongoose';
@@ -82,6 +85,7 @@ export class SubscriptionStore {
   }
 
   async ensureIndexes(): Promise<void> {
+    await migrateOutbox(this.model.collection);
     await this.model.createIndexes();
   }
 
@@ -124,7 +128,7 @@ export class SubscriptionStore {
       _id: subscription.subscriptionId,
       ...toFields(subscription),
       deleted: false,
-      outbox: entriesOf(outgoing),
+      ...newOutbox(entriesOf(outgoing)),
     } as never);
   }
 
@@ -138,7 +142,7 @@ export class SubscriptionStore {
     const result = await documentLock.run('subscriptions', current.subscriptionId, () =>
       this.model.collection.updateOne(
         { _id: current.subscriptionId, generation: current.generation, deleted: { $ne: true } } as never,
-        { $set: { ...toFields(next), deleted }, $push: { outbox: { $each: entriesOf(outgoing) } } } as never,
+        setWithOutbox({ ...toFields(next), deleted }, entriesOf(outgoing)),
       ),
     );
     return result.modifiedCount === 1;
