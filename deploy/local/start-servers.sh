@@ -41,12 +41,15 @@ start_postgres() {
     # synchronous_commit=off: a local test server need not wait for each commit's fsync
     # (a crash may lose the last moment of writes, never consistency).
     (cd / && as_postgres "$bin/pg_ctl" -D "$PG_DATA" -l "$PG_DATA/server.log" -w -t 60 -o \
-      "-p $PG_PORT -k $PG_DATA -c listen_addresses=127.0.0.1 -c synchronous_commit=off" start >/dev/null) ||
+      "-p $PG_PORT -k $PG_DATA -c listen_addresses=127.0.0.1 -c synchronous_commit=off -c max_connections=450" \
+      start >/dev/null) ||
       { tail -n 20 "$PG_DATA/server.log" >&2; exit 1; }
   fi
   if ! "$bin/psql" -h 127.0.0.1 -p "$PG_PORT" -U postgres -tAc "SELECT 1 FROM pg_database WHERE datname = 'ferretdb'" | grep -q 1; then
     "$bin/psql" -h 127.0.0.1 -p "$PG_PORT" -U postgres -qc "CREATE DATABASE ferretdb" >/dev/null
   fi
+  "$bin/psql" -h 127.0.0.1 -p "$PG_PORT" -U postgres -d ferretdb -q -v ON_ERROR_STOP=1 \
+    -f "$(dirname "${BASH_SOURCE[0]}")/ferretdb-indexes.sql" >/dev/null
 }
 
 if listening "$MONGO_PORT"; then
@@ -56,8 +59,11 @@ else
   start_postgres
   mkdir -p "$RS_LOCAL_DATA/ferretdb"
   # --state-dir: FerretDB writes state.json there (by default into the working directory).
+  # pool_max_conns: an update holds one pooled connection for its read while it takes another
+  # for its write, so more concurrent updates than connections deadlock FerretDB for good
+  # (default 50); 400 is far above what the services and tests run at once.
   (cd / && setsid nohup ferretdb --handler=postgresql \
-    --postgresql-url="postgres://postgres@127.0.0.1:$PG_PORT/ferretdb" \
+    --postgresql-url="postgres://postgres@127.0.0.1:$PG_PORT/ferretdb?pool_max_conns=400" \
     --state-dir="$RS_LOCAL_DATA/ferretdb" \
     --listen-addr="127.0.0.1:$MONGO_PORT" --debug-addr=127.0.0.1:0 --telemetry=disable \
     --log-level=warn >"$RS_LOCAL_DATA/ferretdb.log" 2>&1 < /dev/null &)

@@ -1,0 +1,147 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { EventCollector, TestSystem, type CollectedMessage } from '@rs/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+// Issue "Subscriptions and the scheduler", Reliability: many subscriptions on short periods
+// run for several periods while services crash and broker connections are cut; afterwards
+// every period of every subscription has exactly its right, and every right its events.
+const SUBSCRIPTIONS = 1_000;
+const USERS = 10;
+const PERIOD_S = 40;
+const PERIODS = 3;
+const CREATORS = 8;
+
+let system: TestSystem;
+let rightEvents: EventCollector;
+let subscriptionEvents: EventCollector;
+const A = TestSystem.clientAuthorization('grantor-a');
+const userOf = (i: number) => `reliable-${i % USERS}`;
+
+beforeAll(async () => {
+  system = await TestSystem.start({
+    name: 'renewal_reliability',
+    backends: ['catalog', 'rights', 'subscriptions', 'scheduler'],
+    // A command whose effect was lost with a crashed process is sent again after 5 s.
+    env: { LOG_LEVEL: 'warn', RATE_LIMIT_PER_SECOND: '0', SCHEDULER_TICK_MS: '500', SCHEDULER_RESEND_MS: '5000' },
+  });
+  rightEvents = await EventCollector.start(system.amqpUrl, 'rights.events');
+  subscriptionEvents = await EventCollector.start(system.amqpUrl, 'subscriptions.events');
+  await system.seed({
+    clients: [{ clientId: 'grantor-a', grantorId: 'A' }],
+    users: Array.from({ length: USERS }, (_, i) => userOf(i)),
+    skus: { news: {} },
+  });
+}, 120_000);
+afterAll(async () => {
+  await rightEvents?.close();
+  await subscriptionEvents?.close();
+  await system?.stop();
+});
+
+/** Distinct event ids per subject, for one event type. */
+function idsBySubject(messages: CollectedMessage[], type: string): Map<string, Set<string>> {
+  const result = new Map<string, Set<string>>();
+  for (const { body } of messages) {
+    if (body.type !== type) continue;
+    const ids = result.get(body.subject!) ?? new Set<string>();
+    ids.add(body.id!);
+    result.set(body.subject!, ids);
+  }
+  return result;
+}
+
+const isoSecond = (ms: number) => new Date(ms).toISOString().replace(/\.000Z$/, 'Z');
+
+describe('renewal through crashes and broker outages (issue: subscriptions and the scheduler, Reliability)', () => {
+  it(`when ${SUBSCRIPTIONS} subscriptions on ${PERIOD_S} s periods run for ${PERIODS} periods while services crash and broker connections drop, then every period has exactly its right and every right its events`, async () => {
+    // Starts spread over one period, from a second well after the last create.
+    const base = Math.ceil(Date.now() / 1000) * 1000 + 45_000;
+    const startOf = (i: number) => base + (i % PERIOD_S) * 1000;
+    const subscriptionOf = new Map<string, number>(); // subscriptionId -> index
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: CREATORS }, async () => {
+        while (next < SUBSCRIPTIONS) {
+          const i = next++;
+          const response = await fetch(`${system.gatewayUrl}/id/users/${userOf(i)}/subs`, {
+            method: 'POST',
+            headers: { authorization: A, 'content-type': 'application/json' },
+            body: JSON.stringify({
+              grantorId: 'A',
+              timeSpec: `R${PERIODS}/${isoSecond(startOf(i))}/PT${PERIOD_S}S`,
+              rightsSpec: [{ sku: 'news' }],
+            }),
+          });
+          expect(response.status, await response.clone().text()).toBe(201);
+          subscriptionOf.set(((await response.json()) as { subscriptionId: string }).subscriptionId, i);
+        }
+      }),
+    );
+    expect(Date.now(), 'creating the subscriptions took longer than the lead time').toBeLessThan(base);
+
+    // Faults while periods are being renewed and rights expired.
+    const at = async (ms: number) => sleep(Math.max(0, ms - Date.now()));
+    await at(base + PERIOD_S * 500);
+    await system.service('subscriptions').kill();
+    await sleep(1_000);
+    await system.service('subscriptions').start();
+    expect(await system.killBrokerConnection('rights')).toBeGreaterThan(0);
+    expect(await system.killBrokerConnection('scheduler')).toBeGreaterThan(0);
+    await at(base + PERIOD_S * 1_500);
+    await system.service('rights').kill();
+    await sleep(1_000);
+    await system.service('rights').start();
+    expect(await system.killBrokerConnection('subscriptions')).toBeGreaterThan(0);
+    await system.service('scheduler').kill();
+    await system.service('scheduler').start();
+
+    // Everything has ended: every subscription expired, every right issued and expired.
+    const last = base + (PERIOD_S - 1 + PERIOD_S * PERIODS) * 1000;
+    await at(last);
+    await subscriptionEvents.waitFor(
+      () => idsBySubject(subscriptionEvents.messages, 'subscription.expired').size >= SUBSCRIPTIONS,
+      300_000,
+    );
+    await rightEvents.waitFor(
+      () => idsBySubject(rightEvents.messages, 'right.expired').size >= SUBSCRIPTIONS * PERIODS,
+      300_000,
+    );
+    await sleep(3_000); // a duplicate would show by now
+
+    // What users see: every right of every subscription, through the gateway.
+    const listed: Array<{ rightId: string; state: string; timeInterval: string; link: Array<{ href: string }> }> = [];
+    for (let u = 0; u < USERS; u++) {
+      const response = await fetch(`${system.gatewayUrl}/id/users/${userOf(u)}/rights?limit=1000`, {
+        headers: { authorization: A },
+      });
+      expect(response.status).toBe(200);
+      listed.push(...((await response.json()) as { right: typeof listed }).right);
+    }
+    expect(listed).toHaveLength(SUBSCRIPTIONS * PERIODS);
+    const periodsBySubscription = new Map<string, number[]>();
+    for (const right of listed) {
+      expect(right.state).toBe('EXPIRED');
+      const subscriptionId = right.link.map((l) => /\/subs\/([^/]+)$/.exec(l.href)?.[1]).find(Boolean)!;
+      const i = subscriptionOf.get(subscriptionId);
+      expect(i, `right ${right.rightId} of an unknown subscription`).toBeDefined();
+      const [start, end] = right.timeInterval.split('/').map((t) => Date.parse(t));
+      expect(end! - start!).toBe(PERIOD_S * 1000);
+      const period = (start! - startOf(i!)) / (PERIOD_S * 1000);
+      periodsBySubscription.set(subscriptionId, [...(periodsBySubscription.get(subscriptionId) ?? []), period]);
+    }
+    for (const subscriptionId of subscriptionOf.keys()) {
+      expect(periodsBySubscription.get(subscriptionId)?.sort(), subscriptionId).toEqual([0, 1, 2]);
+    }
+
+    // Every right's events arrived, one event (however often delivered) per change, none for anything else.
+    const rightIds = new Set(listed.map((right) => right.rightId));
+    for (const type of ['right.created', 'right.expired']) {
+      const events = idsBySubject(rightEvents.messages, type);
+      expect(new Set(events.keys()), type).toEqual(rightIds);
+      for (const [rightId, ids] of events) expect(ids.size, `${type} of ${rightId}`).toBe(1);
+    }
+    const expired = idsBySubject(subscriptionEvents.messages, 'subscription.expired');
+    expect(new Set(expired.keys())).toEqual(new Set(subscriptionOf.keys()));
+    for (const ids of expired.values()) expect(ids.size).toBe(1);
+  }, 900_000);
+});
