@@ -23,6 +23,9 @@ const system = await TestSystem.start({
   backends: ['catalog', 'rights', 'subscriptions', 'scheduler'],
   env: { LOG_LEVEL: 'warn', RATE_LIMIT_PER_SECOND: '0', SCHEDULER_TICK_MS: '200' },
 });
+// Interrupted (Ctrl-C, timeout): stop the services too, or they keep loading the servers.
+for (const signal of ['SIGINT', 'SIGTERM'])
+  process.once(signal, () => void system.stop().finally(() => process.exit(130)));
 try {
   await system.seed({
     clients: [{ clientId: 'bench-grantor', grantorId: 'B' }],

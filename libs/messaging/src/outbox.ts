@@ -189,9 +189,11 @@ export class OutboxRelay {
     if (!this.options.client.connected) return;
     try {
       while (!this.stopped && (await this.holdLease())) {
+        // Unsorted: events of different documents have no order to keep (each document's
+        // are in order in its array), and a sort would make FerretDB read the whole backlog
+        // each round instead of stopping after a batch.
         const batch = (await this.documents
           .find(PENDING, { projection: { _id: 1, outbox: 1 } })
-          .sort({ 'outbox.0.createdAt': 1 })
           .limit(this.options.batchSize ?? 100)
           .toArray()) as unknown as OutboxDocument[];
         if (batch.length === 0) return;
