@@ -8,14 +8,18 @@ here="$(dirname "${BASH_SOURCE[0]}")"
 source "$here/env.sh"
 
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
+apt_updated=false
+apt_install() { # the package lists are refreshed once per run, and only when something is missing
+  $apt_updated || { as_root apt-get update -qq; apt_updated=true; }
+  # policy-rc.d on containers denies starting services at install; start-servers.sh starts them.
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
 
 install_rabbitmq() {
   if command -v rabbitmq-server >/dev/null || [ -x /usr/sbin/rabbitmq-server ]; then
     echo "rabbitmq-server is installed"
   else
-    as_root apt-get update -qq
-    # policy-rc.d on containers denies starting the service at install; start-servers.sh starts it.
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq rabbitmq-server >/dev/null
+    apt_install rabbitmq-server
   fi
   # The tests create a vhost per test file and close connections through the management API.
   as_root rabbitmq-plugins enable --offline rabbitmq_management >/dev/null
@@ -25,8 +29,7 @@ install_postgresql() {
   if ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
     echo "postgresql is installed"
   else
-    as_root apt-get update -qq
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+    apt_install postgresql
   fi
 }
 
