@@ -8,3 +8,8 @@ if [ -x "$RS_ROOT/.local/node/bin/node" ]; then
 fi
 export FERRETDB_VERSION="v1.24.2"
 export RS_LOCAL_DATA="${RS_LOCAL_DATA:-$RS_ROOT/.local/data}"
+# The Go toolchain's usual home, for shells whose PATH lacks it (the FerretDB build and
+# deploy/validate.sh use it).
+if ! command -v go >/dev/null && [ -x /usr/local/go/bin/go ]; then
+  export PATH="$PATH:/usr/local/go/bin"
+fi
