@@ -1,8 +1,14 @@
 // `npm run bench:renewal`: how fast N subscriptions that fall due at the same instant are
-// renewed (issue: subscriptions and the scheduler). Subscriptions are monthly and start
-// just ahead of now, so all of their first periods come due together; the clock runs from
-// that instant until every right has been published on rights.events (so it exists) and
-// every subscription.renewed event too. N defaults to 10,000 (BENCH_RENEWALS).
+// renewed (issue 8, docs/performance.md). In one run:
+// 1. the MongoDB-wire server's raw `insertMany` rate of right-sized documents (batches of
+//    500, 4 in flight, a scratch database dropped afterwards): the yardstick;
+// 2. N monthly subscriptions of many users whose first period starts at the same second,
+//    created through the gateway; the clock runs from that second until every right has
+//    been published on rights.events (so it is stored) and every subscription.renewed too.
+// It prints seconds, renewals/s, the ratio renewals/s ÷ raw docs/s, and the peak resident
+// memory of each service. N defaults to 10,000 (BENCH_RENEWALS).
+import { readFileSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -10,14 +16,80 @@ import { fileURLToPath } from 'node:url';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(import.meta.url);
 const { provideTestServers, TestSystem, EventCollector } = require(path.join(root, 'libs/testing/dist/index.js'));
+const { MongoClient } = require(path.join(root, 'node_modules/mongodb'));
 
 const N = Number(process.env.BENCH_RENEWALS ?? 10_000);
-const PARALLEL = 8;
+const USERS = Math.min(1_000, Math.max(1, Math.ceil(N / 100)));
+const PARALLEL = 32;
+/** Subscriptions per second the gateway is assumed to create, with margin; the run stops if it was slower. */
+const CREATE_RATE = Number(process.env.BENCH_CREATE_RATE ?? 150);
 
 const servers = await provideTestServers();
 process.env.MONGODB_URL = servers.mongoUrl;
 process.env.AMQP_URL = servers.amqpUrl;
 process.env.RABBITMQ_MANAGEMENT_URL = servers.managementUrl;
+
+/** Raw insertMany of documents shaped like a stored right with its pending event (~1.5 KB). */
+async function rawInsertRate() {
+  const client = await MongoClient.connect(servers.mongoUrl);
+  const db = client.db(`bench_raw_${Date.now()}`);
+  try {
+    const collection = db.collection('rights');
+    await collection.insertOne({ _id: 'warm-up' });
+    const total = 20_000;
+    const doc = (i) => ({
+      _id: `r${String(i).padStart(31, '0')}`,
+      userId: `bench-user-${i % 100}`,
+      state: 'ACTIVE',
+      grantorId: 'B',
+      grantorContext: null,
+      serviceProviderId: null,
+      sku: 'monthly',
+      payload: null,
+      used: false,
+      start: new Date(),
+      end: new Date(),
+      timeInterval: '2026-12-01T00:00:00Z/2027-01-01T00:00:00Z',
+      subscriptionId: 'S'.padEnd(26, 'X'),
+      generation: 1,
+      createdAt: new Date(),
+      updatedAt: new Date(),
+      removed: false,
+      outboxPending: true,
+      outbox: [
+        {
+          id: `e${i}`,
+          exchange: 'rights.events',
+          event: { data: 'x'.repeat(1_000) },
+          trace: {},
+          createdAt: new Date(),
+        },
+      ],
+    });
+    let next = 0;
+    const started = performance.now();
+    await Promise.all(
+      Array.from({ length: 4 }, async () => {
+        while (next < total) {
+          const from = next;
+          next += 500;
+          await collection.insertMany(
+            Array.from({ length: 500 }, (_, j) => doc(from + j)),
+            { ordered: false },
+          );
+        }
+      }),
+    );
+    return total / ((performance.now() - started) / 1000);
+  } finally {
+    await db.dropDatabase().catch(() => undefined);
+    await client.close();
+  }
+}
+
+const raw = await rawInsertRate();
+console.log(`raw insertMany: ${raw.toFixed(0)} docs/s`);
+
 const system = await TestSystem.start({
   name: 'bench_renewal',
   backends: ['catalog', 'rights', 'subscriptions', 'scheduler'],
@@ -26,19 +98,26 @@ const system = await TestSystem.start({
 // Interrupted (Ctrl-C, timeout): stop the services too, or they keep loading the servers.
 for (const signal of ['SIGINT', 'SIGTERM'])
   process.once(signal, () => void system.stop().finally(() => process.exit(130)));
+
+/** Peak resident memory (VmHWM) of each service process, in MB. */
+function peakMemory() {
+  const peaks = {};
+  for (const [name, service] of system.processes) {
+    const status = readFileSync(`/proc/${service.pid}/status`, 'utf8');
+    peaks[name] = Math.round(Number(/VmHWM:\s+(\d+)/.exec(status)[1]) / 1024);
+  }
+  return peaks;
+}
+
 try {
-  await system.seed({
-    clients: [{ clientId: 'bench-grantor', grantorId: 'B' }],
-    users: ['bench-user'],
-    skus: { monthly: {} },
-  });
+  const users = Array.from({ length: USERS }, (_, i) => `bench-user-${i}`);
+  await system.seed({ clients: [{ clientId: 'bench-grantor', grantorId: 'B' }], users, skus: { monthly: {} } });
   const authorization = TestSystem.clientAuthorization('bench-grantor');
   const rights = await EventCollector.start(system.amqpUrl, 'rights.events', 'right.created');
   const renewed = await EventCollector.start(system.amqpUrl, 'subscriptions.events', 'subscription.renewed');
 
   // Creating N subscriptions takes a while here: start them after that, all at the same second.
-  const createRate = 60; // subscriptions per second this machine manages, with margin
-  const due = new Date(Math.ceil((Date.now() + 10_000 + (N / createRate) * 1000) / 1000) * 1000);
+  const due = new Date(Math.ceil((Date.now() + 15_000 + (N / CREATE_RATE) * 1000) / 1000) * 1000);
   const body = JSON.stringify({
     grantorId: 'B',
     timeSpec: `R/${due.toISOString().replace(/\.000Z$/, 'Z')}/P1M`,
@@ -49,8 +128,8 @@ try {
   await Promise.all(
     Array.from({ length: PARALLEL }, async () => {
       while (next < N) {
-        next += 1;
-        const response = await fetch(`${system.gatewayUrl}/id/users/bench-user/subs`, {
+        const user = users[next++ % USERS];
+        const response = await fetch(`${system.gatewayUrl}/id/users/${user}/subs`, {
           method: 'POST',
           headers: { authorization, 'content-type': 'application/json' },
           body,
@@ -61,16 +140,20 @@ try {
   );
   const creating = (Date.now() - createdAt) / 1000;
   if (Date.now() >= due.getTime())
-    throw new Error(`creating ${N} subscriptions took past the due time; lower BENCH_RENEWALS`);
+    throw new Error(`creating ${N} subscriptions took past the due time; lower BENCH_CREATE_RATE`);
   console.log(
-    `created ${N} subscriptions in ${creating.toFixed(1)} s (${(N / creating).toFixed(0)}/s); due at ${due.toISOString()}`,
+    `created ${N} subscriptions of ${USERS} users in ${creating.toFixed(1)} s (${(N / creating).toFixed(0)}/s, ${PARALLEL} in flight); due at ${due.toISOString()}`,
   );
 
   await rights.waitFor((messages) => messages.length >= N && renewed.messages.length >= N, 3_600_000);
   const seconds = (Date.now() - due.getTime()) / 1000;
-  console.log(`\n| N | from due to last right and event published | renewals/s |`);
-  console.log(`|---:|---:|---:|`);
-  console.log(`| ${N} | ${seconds.toFixed(1)} s | ${(N / seconds).toFixed(1)} |`);
+  const rate = N / seconds;
+  console.log(`peak resident memory (MB): ${JSON.stringify(peakMemory())}`);
+  console.log(`\n| N | raw insertMany docs/s | from due to last right and event | renewals/s | ratio |`);
+  console.log(`|---:|---:|---:|---:|---:|`);
+  console.log(
+    `| ${N} | ${raw.toFixed(0)} | ${seconds.toFixed(1)} s | ${rate.toFixed(1)} | ${(rate / raw).toFixed(3)} |`,
+  );
   await rights.close();
   await renewed.close();
 } finally {

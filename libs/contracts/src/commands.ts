@@ -56,14 +56,32 @@ export const SubscriptionsRenewData = z.object({
 });
 export type SubscriptionsRenewData = z.infer<typeof SubscriptionsRenewData>;
 
+/**
+ * Batches (DESIGN.md 2 "Scale", docs/decisions/0011): the scheduler commands the due work
+ * of one partition and second in one message of up to `MAX_BATCH_ITEMS` items, each item
+ * the single command's data. Consumers accept the single and the batch shape of a type, so
+ * either producer may send either. Events stay one per entity.
+ */
+export const MAX_BATCH_ITEMS = 500;
+const batchOf = <T extends z.ZodType>(item: T) => z.object({ items: z.array(item).min(1).max(MAX_BATCH_ITEMS) });
+
+export const SubscriptionsRenewBatch = batchOf(SubscriptionsRenewData);
+export type SubscriptionsRenewBatch = z.infer<typeof SubscriptionsRenewBatch>;
+export const RightsExpireBatch = batchOf(RightsExpireData);
+export type RightsExpireBatch = z.infer<typeof RightsExpireBatch>;
+
+/** The items of a command in either shape. */
+export const itemsOf = <T>(data: T | { items: T[] }): T[] =>
+  typeof data === 'object' && data !== null && 'items' in data ? data.items : [data as T];
+
 /** The commands the subscriptions service consumes. */
 export const SubscriptionsCommands = {
-  [CommandTypes.subscriptionsRenew]: SubscriptionsRenewData,
+  [CommandTypes.subscriptionsRenew]: z.union([SubscriptionsRenewBatch, SubscriptionsRenewData]),
 };
 
 /** The commands the rights service consumes. */
 export const RightsCommands = {
-  [CommandTypes.rightsExpire]: RightsExpireData,
+  [CommandTypes.rightsExpire]: z.union([RightsExpireBatch, RightsExpireData]),
   [CommandTypes.rightsIssue]: RightsIssueData,
   [CommandTypes.rightsCascade]: RightsCascadeData,
 };

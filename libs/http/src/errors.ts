@@ -72,6 +72,9 @@ interface BodyParserError {
 /** Maps what body-parser and express throw to the contract's statuses; anything else is a 500. */
 export function toAppError(error: unknown): AppError {
   if (error instanceof AppError) return error;
+  // A transient failure that names its own back-off (e.g. a store's ConcurrentChanges).
+  const { retryAfterSeconds, message } = error as { retryAfterSeconds?: unknown; message?: string };
+  if (typeof retryAfterSeconds === 'number') return serviceUnavailable(message ?? 'try again', retryAfterSeconds);
   const parserError = error as BodyParserError;
   switch (parserError?.type) {
     case 'entity.parse.failed':

@@ -35,6 +35,23 @@ export interface ConsumerSpec<T> {
   maxAttempts?: number;
   /** Delay before attempt n+1 is `retryDelaysMs[n-1]` (the last one repeats). */
   retryDelaysMs?: number[];
+  /**
+   * Handle deliveries in batches (DESIGN.md 2 "Scale"): up to `max` messages that arrive
+   * within `lingerMs` of the first go to `handle` together and are acked once it resolves.
+   * A batch that fails is handled again message by message through the spec's `handle`,
+   * so one bad message is retried or dead-lettered alone. `prefetch` should exceed `max`.
+   */
+  batch?: {
+    max: number;
+    lingerMs: number;
+    handle: (messages: Array<{ message: T; delivery: Delivery }>) => Promise<void>;
+  };
+}
+
+interface Parsed<T> {
+  raw: ConsumeMessage;
+  message: T;
+  delivery: Delivery;
 }
 
 const ATTEMPT_HEADER = 'x-rs-attempt';
@@ -57,32 +74,93 @@ export async function consume<T>(client: AmqpClient, spec: ConsumerSpec<T>, logg
     await channel.prefetch(spec.prefetch ?? 16);
     const queue = await declareQueues(channel, spec);
     const log = logger.child({ queue });
-    await channel.consume(queue, (message) => {
-      if (message) void handleDelivery(channel, queue, message, log);
+    let pending: Array<Parsed<T>> = [];
+    let lingering: NodeJS.Timeout | undefined;
+    const flush = () => {
+      clearTimeout(lingering);
+      lingering = undefined;
+      const batch = pending;
+      pending = [];
+      if (batch.length > 0) void handleBatch(channel, queue, batch, log);
+    };
+    await channel.consume(queue, (raw) => {
+      if (!raw) return;
+      void parseDelivery(channel, queue, raw, log).then((parsed) => {
+        if (!parsed) return;
+        if (!spec.batch) return handleOne(channel, queue, parsed, log);
+        pending.push(parsed);
+        if (pending.length >= spec.batch.max) flush();
+        else lingering ??= setTimeout(flush, spec.batch.lingerMs);
+      });
     });
     log.info('consuming');
   });
 
-  async function handleDelivery(channel: ConfirmChannel, queue: string, message: ConsumeMessage, log: Logger) {
-    const headers = message.properties.headers ?? {};
-    const attempt = Number(headers[ATTEMPT_HEADER] ?? 0) + 1;
+  /** Parses a delivery; what does not parse is dead-lettered at once (undefined). */
+  async function parseDelivery(
+    channel: ConfirmChannel,
+    queue: string,
+    raw: ConsumeMessage,
+    log: Logger,
+  ): Promise<Parsed<T> | undefined> {
+    const headers = raw.properties.headers ?? {};
     const delivery: Delivery = {
-      messageId: message.properties.messageId as string | undefined,
-      routingKey: message.fields.routingKey,
-      redelivered: message.fields.redelivered,
-      attempt,
+      messageId: raw.properties.messageId as string | undefined,
+      routingKey: raw.fields.routingKey,
+      redelivered: raw.fields.redelivered,
+      attempt: Number(headers[ATTEMPT_HEADER] ?? 0) + 1,
     };
-    const durable = spec.queue !== null;
-    let parsed: T;
     try {
-      parsed = spec.parse(JSON.parse(message.content.toString('utf8')));
+      return { raw, delivery, message: spec.parse(JSON.parse(raw.content.toString('utf8'))) };
     } catch (error) {
+      const durable = spec.queue !== null;
       log.error({ err: error, message_id: delivery.messageId }, 'message does not parse; dead-lettering');
-      await settle(channel, message, () => (durable ? deadLetter(channel, queue, message, error) : undefined));
+      await settle(channel, raw, () => (durable ? deadLetter(channel, queue, raw, error) : undefined));
       messagesHandled.inc({ queue, outcome: durable ? 'dead_lettered' : 'dropped' });
-      return;
+      return undefined;
     }
+  }
 
+  /** One span for the batch, a child of the first message's trace and linked to the others'. */
+  async function handleBatch(channel: ConfirmChannel, queue: string, batch: Array<Parsed<T>>, log: Logger) {
+    const contexts = batch.map(({ raw }) => contextFrom(raw.properties.headers ?? {}));
+    const span = tracer.startSpan(
+      `${queue} process`,
+      {
+        kind: SpanKind.CONSUMER,
+        attributes: {
+          'messaging.system': 'rabbitmq',
+          'messaging.destination.name': queue,
+          'messaging.batch.message_count': batch.length,
+        },
+        links: contexts
+          .map((parent) => trace.getSpanContext(parent))
+          .filter((linked) => linked !== undefined)
+          .map((linked) => ({ context: linked })),
+      },
+      contexts[0],
+    );
+    try {
+      await context.with(trace.setSpan(contexts[0]!, span), () =>
+        spec.batch!.handle(batch.map(({ message, delivery }) => ({ message, delivery }))),
+      );
+      for (const { raw } of batch) channel.ack(raw);
+      messagesHandled.inc({ queue, outcome: 'ok' }, batch.length);
+      log.info({ messages: batch.length }, 'batch handled');
+    } catch (error) {
+      span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error)?.message });
+      log.warn({ err: error, messages: batch.length }, 'batch failed; handling its messages one by one');
+      for (const parsed of batch) await handleOne(channel, queue, parsed, log);
+    } finally {
+      span.end();
+    }
+  }
+
+  async function handleOne(channel: ConfirmChannel, queue: string, parsed: Parsed<T>, log: Logger) {
+    const { raw: message, delivery } = parsed;
+    const { attempt } = delivery;
+    const durable = spec.queue !== null;
+    const headers = message.properties.headers ?? {};
     // amqplib's instrumentation may already have started a consumer span from the headers.
     const parent = trace.getSpan(context.active()) ? context.active() : contextFrom(headers);
     const span = tracer.startSpan(
@@ -98,7 +176,7 @@ export async function consume<T>(client: AmqpClient, spec: ConsumerSpec<T>, logg
       parent,
     );
     try {
-      await context.with(trace.setSpan(parent, span), () => spec.handle(parsed, delivery));
+      await context.with(trace.setSpan(parent, span), () => spec.handle(parsed.message, delivery));
       channel.ack(message);
       messagesHandled.inc({ queue, outcome: 'ok' });
       log.info({ message_id: delivery.messageId, routing_key: delivery.routingKey, attempt }, 'message handled');

@@ -27,6 +27,11 @@ export class ServiceProcess {
     readonly service: string = name,
   ) {}
 
+  /** The running process's id (undefined before start). */
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
   get url(): string {
     return `http://127.0.0.1:${this.port}`;
   }

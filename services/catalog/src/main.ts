@@ -1,5 +1,5 @@
 import { DEFAULT_PORTS, env, serviceEnvShape } from '@rs/config';
-import { OutboxRelay } from '@rs/messaging';
+import { OutboxRelay } from '@rs/store';
 import { migrateOnStart, runBackend, serveInternalHttp } from '@rs/runtime';
 import { z } from 'zod';
 import { catalogRoutes } from './http/routes';

@@ -1,7 +1,7 @@
 import { DEFAULT_PORTS, env, serviceEnvShape } from '@rs/config';
 import { SkuDirectory } from '@rs/catalog-client';
 import { createCloudEvent, type RightEventData } from '@rs/contracts';
-import { OutboxRelay } from '@rs/messaging';
+import { OutboxRelay } from '@rs/store';
 import { migrateOnStart, runBackend, serveInternalHttp } from '@rs/runtime';
 import { z } from 'zod';
 import { representation } from './domain/right';

@@ -28,10 +28,9 @@ import {
   type RightCommand,
   type RightEntity,
 } from './domain/right';
+import { RACE_LOST, untilStored } from '@rs/store';
 import { parseTimeInterval } from '@rs/time';
 import type { RightQuery, RightStore } from './store/right-store';
-
-const MAX_RACES = 8;
 
 /**
  * DESIGN.md 3 "Identifiers": the id of the right a template yields for a period, the same
@@ -133,43 +132,63 @@ export class RightsUseCases {
     );
   }
 
-  /** `rights.expire` from the scheduler: idempotent; a right not yet ended is left alone. */
-  async expire(userId: string, rightId: string): Promise<void> {
-    await this.applyUntilStored(userId, rightId, (right) => decide(right, 'expire', this.clock()));
+  /**
+   * `rights.expire` from the scheduler, for a batch: every right whose interval has ended
+   * by `judgedAt` (when the scheduler found it due; our clock may be behind) or by now is
+   * EXPIRED with its `right.expired`, in one batch of compare-and-sets; a right changed
+   * meanwhile is decided again on its own. Idempotent; a right not yet ended is left alone.
+   */
+  async expireMany(items: ReadonlyArray<{ connectId: string; rightId: string }>, judgedAt: Date): Promise<void> {
+    const now = new Date(Math.max(this.clock().getTime(), judgedAt.getTime()));
+    const found = await this.store.findMany(items.map((item) => ({ userId: item.connectId, id: item.rightId })));
+    const changes = found.flatMap((right) => {
+      const decision = right ? decide(right, 'expire', now) : null;
+      return right && decision?.kind === 'change'
+        ? [{ current: right, next: decision.next, eventTypes: decision.events }]
+        : [];
+    });
+    const stored = await this.store.updateMany(changes);
+    await Promise.all(
+      changes
+        .filter((_, i) => !stored[i])
+        .map(({ current }) => this.applyUntilStored(current.userId, current.rightId, (r) => decide(r, 'expire', now))),
+    );
   }
 
   /**
-   * `rights.issue`: the rights of one subscription period (DESIGN.md 3 "Renewal"). Each
-   * right's id is derived from (subscription, period start, template), so a repeated
-   * command creates nothing twice.
+   * `rights.issue`, for a batch of periods (DESIGN.md 3 "Renewal"): every right of every
+   * period in few `insertMany` calls. Each right's id is derived from (subscription, period
+   * start, template), so a repeated or half-done batch creates nothing twice. Returns how
+   * many rights were new.
    */
-  async issueForPeriod(command: RightsIssueData): Promise<number> {
-    let created = 0;
+  issueForPeriods(commands: readonly RightsIssueData[]): Promise<number> {
     const now = this.clock();
-    for (const template of command.rights) {
-      const interval = parseTimeInterval(template.timeInterval);
-      if (!interval.ok) throw new InvalidMessage(`rights[${template.templateIndex}].timeInterval: ${interval.reason}`);
-      const right: RightEntity = {
-        rightId: periodRightId(command.subscriptionId, command.periodStart, template.templateIndex),
-        userId: command.connectId,
-        state: template.state,
-        grantorId: command.grantorId,
-        grantorContext: template.grantorContext,
-        serviceProviderId: normalizedServiceProvider(command.grantorId, template.serviceProviderId),
-        sku: template.sku,
-        payload: null,
-        used: false,
-        start: interval.value.start,
-        end: interval.value.end,
-        timeInterval: interval.value.text,
-        subscriptionId: command.subscriptionId,
-        generation: 1,
-        createdAt: now,
-        updatedAt: now,
-      };
-      if (await this.store.insert(right, [RightEventTypes.created])) created += 1;
-    }
-    return created;
+    const rights = commands.flatMap((command) =>
+      command.rights.map((template): RightEntity => {
+        const interval = parseTimeInterval(template.timeInterval);
+        if (!interval.ok)
+          throw new InvalidMessage(`rights[${template.templateIndex}].timeInterval: ${interval.reason}`);
+        return {
+          rightId: periodRightId(command.subscriptionId, command.periodStart, template.templateIndex),
+          userId: command.connectId,
+          state: template.state,
+          grantorId: command.grantorId,
+          grantorContext: template.grantorContext,
+          serviceProviderId: normalizedServiceProvider(command.grantorId, template.serviceProviderId),
+          sku: template.sku,
+          payload: null,
+          used: false,
+          start: interval.value.start,
+          end: interval.value.end,
+          timeInterval: interval.value.text,
+          subscriptionId: command.subscriptionId,
+          generation: 1,
+          createdAt: now,
+          updatedAt: now,
+        };
+      }),
+    );
+    return this.store.insertMany(rights, [RightEventTypes.created]);
   }
 
   /**
@@ -189,23 +208,21 @@ export class RightsUseCases {
   }
 
   /** For commands: no caller to authorize; a conflict or a missing right changes nothing. */
-  private async applyUntilStored(
+  private applyUntilStored(
     userId: string,
     rightId: string,
     decideChange: (right: RightEntity) => Decision,
   ): Promise<void> {
-    for (let race = 0; race < MAX_RACES; race++) {
+    return untilStored(`right ${rightId}`, async () => {
       const right = await this.store.find(userId, rightId);
-      if (!right) return;
-      const decision = decideChange(right);
-      if (decision.kind !== 'change') return;
-      if (await this.store.update(right, decision.next, decision.events)) return;
-    }
-    throw new Error(`too many concurrent changes to right ${rightId}`);
+      const decision = right ? decideChange(right) : null;
+      if (!right || decision?.kind !== 'change') return undefined;
+      return (await this.store.update(right, decision.next, decision.events)) ? undefined : RACE_LOST;
+    });
   }
 
   /** Read, authorize, decide, compare-and-set; again when another writer won the race. */
-  private async change(
+  private change(
     principal: Principal,
     userId: string,
     rightId: string,
@@ -214,7 +231,7 @@ export class RightsUseCases {
     decideChange: (right: RightEntity) => Decision | Promise<Decision>,
     removed = false,
   ): Promise<void> {
-    for (let race = 0; race < MAX_RACES; race++) {
+    return untilStored(`right ${rightId}`, async () => {
       const right = await this.store.find(userId, rightId);
       const allowed = right && (permission === 'use' ? canUse(principal, right) : canManage(principal, right));
       if (!right || (!allowed && !canSee(principal, right))) throw notFound(`no right ${rightId} for user ${userId}`);
@@ -228,10 +245,9 @@ export class RightsUseCases {
       }
       const decision = await decideChange(right);
       if (decision.kind === 'conflict') throw conflict(decision.reason);
-      if (decision.kind === 'unchanged') return;
-      if (await this.store.update(right, decision.next, decision.events, removed)) return;
-    }
-    throw serviceUnavailable(`too many concurrent changes to right ${rightId}`, 1);
+      if (decision.kind === 'unchanged') return undefined;
+      return (await this.store.update(right, decision.next, decision.events, removed)) ? undefined : RACE_LOST;
+    });
   }
 
   private async sku(sku: string) {

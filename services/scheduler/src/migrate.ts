@@ -2,10 +2,10 @@
 import { serviceEnvShape } from '@rs/config';
 import { runMigration } from '@rs/runtime';
 import { z } from 'zod';
-import { createDueStores } from './schedules';
+import { createStores } from './store/stores';
 
 runMigration('scheduler', z.object(serviceEnvShape('scheduler')), async (db) => {
-  const stores = createDueStores(db);
+  const stores = createStores(db);
   await stores.rightExpiries.ensureIndexes();
   await stores.subscriptionSchedules.ensureIndexes();
 });

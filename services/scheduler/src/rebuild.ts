@@ -2,8 +2,8 @@ import { ExpiryPage, SchedulePage } from '@rs/contracts';
 import { INTERNAL_TOKEN_HEADER, type InternalTokenSigner, type Principal } from '@rs/http';
 import type { Logger } from '@rs/logging';
 import type { z } from 'zod';
-import { rightDueAt, subscriptionDueAt, type DueFor } from './schedules';
-import type { DueStore } from './store/due-store';
+import { rightDueAt, subscriptionDueAt } from './domain/due';
+import type { DueItem, DueStore } from './store/due-store';
 
 const SCHEDULER: Principal = {
   clientId: 'service:scheduler',
@@ -19,7 +19,7 @@ async function pageThrough<T>(
   url: string,
   signer: InternalTokenSigner,
   schema: z.ZodType<{ items: T[]; next: string | null }>,
-  each: (item: T) => Promise<void>,
+  eachPage: (items: T[]) => Promise<void>,
 ): Promise<number> {
   let cursor: string | null = null;
   let read = 0;
@@ -33,7 +33,7 @@ async function pageThrough<T>(
     });
     if (response.status !== 200) throw new Error(`${target.origin} answered ${response.status}`);
     const page = schema.parse(await response.json());
-    for (const item of page.items) await each(item);
+    await eachPage(page.items);
     read += page.items.length;
     cursor = page.next;
   } while (cursor);
@@ -42,40 +42,37 @@ async function pageThrough<T>(
 
 /**
  * Rebuilds the scheduler's projections from the services that own the data (docs/decisions/0009):
- * every entry is recorded with its sequence, so one that events made newer is never
- * overwritten by an older page. Returns how many entries were read.
+ * every entry is recorded as the version of its sequence, so a version recorded before (by
+ * its event) is left alone, and one lost (an event purged, a late write) is recorded again.
+ * Returns how many entries were read.
  */
 export async function rebuildSchedules(
   urls: { subscriptions: string; rights: string },
   signer: InternalTokenSigner,
-  stores: { rightExpiries: DueStore<DueFor>; subscriptionSchedules: DueStore<DueFor> },
+  stores: { rightExpiries: DueStore; subscriptionSchedules: DueStore },
+  clock: () => Date = () => new Date(),
 ): Promise<number> {
+  const due = (id: string, sequence: number, connectId: string, dueAt: Date | null): DueItem[] =>
+    dueAt ? [{ id, sequence, connectId, dueAt }] : [];
   const subscriptions = await pageThrough(
     new URL('/internal/schedules', urls.subscriptions).toString(),
     signer,
     SchedulePage,
-    async (entry) => {
-      if (entry.state === 'EXPIRED') return;
-      await stores.subscriptionSchedules.record({
-        id: entry.subscriptionId,
-        sequence: entry.sequence,
-        dueAt: subscriptionDueAt(entry),
-        data: { connectId: entry.connectId },
-      });
-    },
+    (entries) =>
+      stores.subscriptionSchedules.recordMany(
+        entries.flatMap((e) => due(e.subscriptionId, e.sequence, e.connectId, subscriptionDueAt(e))),
+        clock(),
+      ),
   );
   const rights = await pageThrough(
     new URL('/internal/expiries', urls.rights).toString(),
     signer,
     ExpiryPage,
-    async (entry) => {
-      await stores.rightExpiries.record({
-        id: entry.rightId,
-        sequence: entry.sequence,
-        dueAt: rightDueAt(entry),
-        data: { connectId: entry.connectId },
-      });
-    },
+    (entries) =>
+      stores.rightExpiries.recordMany(
+        entries.flatMap((e) => due(e.rightId, e.sequence, e.connectId, rightDueAt(e))),
+        clock(),
+      ),
   );
   return subscriptions + rights;
 }

@@ -21,8 +21,7 @@ beforeAll(async () => {
   system = await TestSystem.start({
     name: 'renewal_reliability',
     backends: ['catalog', 'rights', 'subscriptions', 'scheduler'],
-    // A command whose effect was lost with a crashed process is sent again after 5 s.
-    env: { LOG_LEVEL: 'warn', RATE_LIMIT_PER_SECOND: '0', SCHEDULER_TICK_MS: '500', SCHEDULER_RESEND_MS: '5000' },
+    env: { LOG_LEVEL: 'warn', RATE_LIMIT_PER_SECOND: '0', SCHEDULER_TICK_MS: '500' },
   });
   rightEvents = await EventCollector.start(system.amqpUrl, 'rights.events');
   subscriptionEvents = await EventCollector.start(system.amqpUrl, 'subscriptions.events');

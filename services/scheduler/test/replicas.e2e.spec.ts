@@ -12,9 +12,7 @@ beforeAll(async () => {
     name: 'replicas',
     backends: ['catalog', 'rights', 'subscriptions', 'scheduler'],
     replicas: { rights: 2, subscriptions: 2, scheduler: 2 },
-    // On FerretDB two replicas can overwrite each other's update of one document
-    // (docs/decisions/0008); the scheduler's re-send is what recovers such a lost renewal.
-    env: { SCHEDULER_TICK_MS: '200', SCHEDULER_RESEND_MS: '3000' },
+    env: { SCHEDULER_TICK_MS: '200' },
   });
   rightEvents = await EventCollector.start(system.amqpUrl, 'rights.events', 'right.created');
   await system.seed({ clients: [{ clientId: 'grantor-a', grantorId: 'A' }], users: ['gina'], skus: { news: {} } });

@@ -1,6 +1,6 @@
 import { DEFAULT_PORTS, env, serviceEnvShape } from '@rs/config';
 import { SkuDirectory } from '@rs/catalog-client';
-import { OutboxRelay } from '@rs/messaging';
+import { OutboxRelay } from '@rs/store';
 import { migrateOnStart, runBackend, serveInternalHttp } from '@rs/runtime';
 import { z } from 'zod';
 import { subscriptionRoutes } from './http/routes';

@@ -19,6 +19,7 @@ import {
   unauthorized,
   type Principal,
 } from '@rs/http';
+import { RACE_LOST, untilStored } from '@rs/store';
 import { parseDuration, parseTimeSpec } from '@rs/time';
 import { ulid } from 'ulid';
 import { planRenewal } from './domain/renewal';
@@ -32,8 +33,9 @@ import {
 } from './domain/subscription';
 import type { Outgoing, SubscriptionQuery, SubscriptionStore } from './store/subscription-store';
 
-const MAX_RACES = 8;
 export const EVENT_SOURCE = '/subscriptions';
+
+type RenewalChange = { current: SubscriptionEntity; next: SubscriptionEntity; outgoing: Outgoing };
 
 /**
  * The subscription use cases (spec 4.1): who may (DESIGN.md 3), what happens (the pure
@@ -135,49 +137,70 @@ export class SubscriptionUseCases {
   }
 
   /**
-   * `subscriptions.renew` from the scheduler: issue the rights of every due period (one
-   * `rights.issue` per period, deterministic ids downstream) and expire the subscription at
-   * its end, stored with `subscription.renewed` / `subscription.expired` in one write.
-   * Idempotent: once up to date, a repeated command changes nothing.
+   * `subscriptions.renew` from the scheduler, for a batch (DESIGN.md 2 "Scale"): bring each
+   * subscription up to now (issue the rights of every due period, one `rights.issue` per
+   * period with deterministic ids downstream; expire it at its end), planned together and
+   * stored in one batch of compare-and-sets, each with `subscription.renewed` /
+   * `subscription.expired` in the same write. A subscription another writer changed
+   * meanwhile is renewed again on its own. Idempotent: a repeated command changes nothing.
+   * `judgedAt` is when the scheduler found them due (its clock may be ahead of ours).
    */
-  async advance(userId: string, subscriptionId: string): Promise<void> {
-    for (let race = 0; race < MAX_RACES; race++) {
+  async renew(items: ReadonlyArray<{ connectId: string; subscriptionId: string }>, judgedAt: Date): Promise<void> {
+    const now = new Date(Math.max(this.clock().getTime(), judgedAt.getTime()));
+    const found = await this.store.findMany(items.map((item) => ({ userId: item.connectId, id: item.subscriptionId })));
+    const changes = found.flatMap((subscription) => (subscription ? (this.renewal(subscription, now) ?? []) : []));
+    const stored = await this.store.updateMany(changes);
+    await Promise.all(
+      changes
+        .filter((_, i) => !stored[i])
+        .map(({ current }) => this.advance(current.userId, current.subscriptionId, now)),
+    );
+  }
+
+  /** Brings one subscription up to `now`, again while other writers win the race. */
+  private advance(userId: string, subscriptionId: string, now: Date): Promise<void> {
+    return untilStored(`subscription ${subscriptionId}`, async () => {
       const subscription = await this.store.find(userId, subscriptionId);
-      if (!subscription || subscription.state === 'EXPIRED') return;
-      const now = this.clock();
-      const plan = planRenewal(subscription, timeSpecOf(subscription), now);
-      if (plan.nextPeriod === subscription.nextPeriod && !plan.expired && plan.issues.length === 0) return;
-      const next: SubscriptionEntity = {
-        ...subscription,
-        nextPeriod: plan.nextPeriod,
-        state: plan.expired ? 'EXPIRED' : subscription.state,
-        generation: subscription.generation + 1,
-        updatedAt: now,
-      };
-      const types: SubscriptionEventType[] = [];
-      if (plan.issues.length > 0) types.push(SubscriptionEventTypes.renewed);
-      if (plan.expired) types.push(SubscriptionEventTypes.expired);
-      const outgoing = this.outgoing(next, types, null);
-      for (const issue of plan.issues) {
-        outgoing.commands.push(
-          createCloudEvent<RightsIssueData>({
-            source: EVENT_SOURCE,
-            type: CommandTypes.rightsIssue,
-            subject: subscriptionId,
-            data: {
-              subscriptionId,
-              connectId: userId,
-              grantorId: subscription.grantorId,
-              periodStart: issue.periodStart,
-              rights: issue.rights,
-            },
-            time: now,
-          }),
-        );
-      }
-      if (await this.store.update(subscription, next, outgoing)) return;
+      const change = subscription && this.renewal(subscription, now);
+      if (!change) return undefined;
+      return (await this.store.updateMany([change]))[0] ? undefined : RACE_LOST;
+    });
+  }
+
+  /** What renewing `subscription` at `now` changes, or null when it is up to date. */
+  private renewal(subscription: SubscriptionEntity, now: Date): RenewalChange | null {
+    if (subscription.state === 'EXPIRED') return null;
+    const plan = planRenewal(subscription, timeSpecOf(subscription), now);
+    if (plan.nextPeriod === subscription.nextPeriod && !plan.expired && plan.issues.length === 0) return null;
+    const next: SubscriptionEntity = {
+      ...subscription,
+      nextPeriod: plan.nextPeriod,
+      state: plan.expired ? 'EXPIRED' : subscription.state,
+      generation: subscription.generation + 1,
+      updatedAt: now,
+    };
+    const types: SubscriptionEventType[] = [];
+    if (plan.issues.length > 0) types.push(SubscriptionEventTypes.renewed);
+    if (plan.expired) types.push(SubscriptionEventTypes.expired);
+    const outgoing = this.outgoing(next, types, null);
+    for (const issue of plan.issues) {
+      outgoing.commands.push(
+        createCloudEvent<RightsIssueData>({
+          source: EVENT_SOURCE,
+          type: CommandTypes.rightsIssue,
+          subject: subscription.subscriptionId,
+          data: {
+            subscriptionId: subscription.subscriptionId,
+            connectId: subscription.userId,
+            grantorId: subscription.grantorId,
+            periodStart: issue.periodStart,
+            rights: issue.rights,
+          },
+          time: now,
+        }),
+      );
     }
-    throw new Error(`too many concurrent changes to subscription ${subscriptionId}`);
+    return { current: subscription, next, outgoing };
   }
 
   /** Returns false when there is no such subscription. */
@@ -191,7 +214,7 @@ export class SubscriptionUseCases {
       subscription: SubscriptionEntity,
     ) => Omit<Extract<ReturnType<typeof decide>, { kind: 'change' }>, 'kind'>,
   ): Promise<boolean> {
-    for (let race = 0; race < MAX_RACES; race++) {
+    return untilStored(`subscription ${subscriptionId}`, async () => {
       const subscription = await this.store.find(userId, subscriptionId);
       if (!subscription) return false;
       // spec 5 rule 3: another grantor's subscription is 401 for delete, activate, suspend.
@@ -202,9 +225,10 @@ export class SubscriptionUseCases {
         throw preconditionFailed(`If-Match does not match the generation of subscription ${subscriptionId}`);
       }
       const { next, events, cascade } = decideChange(subscription);
-      if (await this.store.update(subscription, next, this.outgoing(next, events, cascade), deleting)) return true;
-    }
-    throw serviceUnavailable(`too many concurrent changes to subscription ${subscriptionId}`, 1);
+      return (await this.store.update(subscription, next, this.outgoing(next, events, cascade), deleting))
+        ? true
+        : RACE_LOST;
+    });
   }
 
   private canSee(principal: Principal, subscription: SubscriptionEntity): boolean {

@@ -1,14 +1,14 @@
 import { Exchanges } from '@rs/contracts';
 import {
-  documentLock,
   migrateOutbox,
-  newOutbox,
   OUTBOX_INDEX,
   OUTBOX_INDEX_OPTIONS,
   outboxEntry,
+  OutboxCollection,
   outboxFields,
-  setWithOutbox,
-} from '@rs/messaging';
+  RACE_LOST,
+  untilStored,
+} from '@rs/store';
 import { Schema, type Connection, type Model } from 'mongoose';
 import type { SkuUpsertBody } from '@rs/contracts';
 import { deleted, eventFor, isUnchanged, upserted, type SkuEntry } from '../domain/sku';
@@ -67,7 +67,6 @@ export type WriteResult =
   | { outcome: 'precondition-failed'; entry: SkuEntry | null };
 
 const PROJECTION = { outbox: 0 };
-const MAX_RACES = 8;
 
 /**
  * The catalog's own database. Every change is a compare-and-set on `generation` that
@@ -76,9 +75,11 @@ const MAX_RACES = 8;
  */
 export class SkuStore {
   readonly model: Model<SkuDocument>;
+  private readonly documents: OutboxCollection;
 
   constructor(db: Connection) {
     this.model = db.model<SkuDocument>('Sku', skuSchema);
+    this.documents = new OutboxCollection(db.db!, 'skus');
   }
 
   async ensureIndexes(): Promise<void> {
@@ -99,13 +100,8 @@ export class SkuStore {
   }
 
   /** PUT: creates or replaces the entry; `expectedGeneration` is the If-Match value. */
-  async upsert(
-    sku: string,
-    body: SkuUpsertBody,
-    expectedGeneration?: number,
-    now = () => new Date(),
-  ): Promise<WriteResult> {
-    for (let race = 0; race < MAX_RACES; race++) {
+  upsert(sku: string, body: SkuUpsertBody, expectedGeneration?: number, now = () => new Date()): Promise<WriteResult> {
+    return untilStored(`SKU ${sku}`, async () => {
       const stored = await this.model.findOne({ _id: sku }, PROJECTION).lean<SkuDocument>();
       const current = stored ? toEntry(stored) : null;
       const visible = current && !current.deleted ? current : null;
@@ -114,42 +110,27 @@ export class SkuStore {
       }
       if (visible && isUnchanged(visible, body)) return { outcome: 'unchanged', entry: visible };
       const next = upserted(current, sku, body, now());
-      if (await this.write(current, next)) return { outcome: visible ? 'updated' : 'created', entry: next };
-    }
-    throw new Error(`too many concurrent changes to SKU ${sku}`);
+      if (!(await this.write(current, next))) return RACE_LOST;
+      return { outcome: visible ? 'updated' : 'created', entry: next };
+    });
   }
 
-  async remove(sku: string, expectedGeneration?: number, now = () => new Date()): Promise<WriteResult> {
-    for (let race = 0; race < MAX_RACES; race++) {
+  remove(sku: string, expectedGeneration?: number, now = () => new Date()): Promise<WriteResult> {
+    return untilStored(`SKU ${sku}`, async () => {
       const current = await this.find(sku);
       if (!current) return { outcome: 'not-found' };
       if (expectedGeneration !== undefined && current.generation !== expectedGeneration) {
         return { outcome: 'precondition-failed', entry: current };
       }
       const next = deleted(current, now());
-      if (await this.write(current, next)) return { outcome: 'updated', entry: next };
-    }
-    throw new Error(`too many concurrent changes to SKU ${sku}`);
+      return (await this.write(current, next)) ? { outcome: 'updated', entry: next } : RACE_LOST;
+    });
   }
 
   /** Compare-and-set: writes `next` and its event only if nobody changed the entry since `current` was read. */
-  private async write(current: SkuEntry | null, next: SkuEntry): Promise<boolean> {
-    const pending = outboxEntry(Exchanges.catalogEvents, eventFor(next));
-    if (!current) {
-      try {
-        await this.model.collection.insertOne({ _id: next.sku, ...toFields(next), ...newOutbox([pending]) } as never);
-        return true;
-      } catch (error) {
-        if ((error as { code?: number }).code === 11000) return false;
-        throw error;
-      }
-    }
-    const result = await documentLock.run('skus', next.sku, () =>
-      this.model.collection.updateOne(
-        { _id: next.sku, generation: current.generation } as never,
-        setWithOutbox(toFields(next), [pending]),
-      ),
-    );
-    return result.modifiedCount === 1;
+  private write(current: SkuEntry | null, next: SkuEntry): Promise<boolean> {
+    const outbox = [outboxEntry(Exchanges.catalogEvents, eventFor(next))];
+    if (!current) return this.documents.insert({ _id: next.sku, ...toFields(next) }, outbox);
+    return this.documents.compareAndSet({ id: next.sku, generation: current.generation, set: toFields(next), outbox });
   }
 }

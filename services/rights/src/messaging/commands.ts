@@ -1,10 +1,23 @@
-import { COMMAND_QUEUES, CommandTypes, Exchanges, InvalidMessage, parseEvent, RightsCommands } from '@rs/contracts';
+import {
+  COMMAND_QUEUES,
+  CommandTypes,
+  Exchanges,
+  InvalidMessage,
+  itemsOf,
+  parseEvent,
+  RightsCommands,
+  type ParsedEvent,
+  type RightsExpireData,
+  type RightsIssueData,
+} from '@rs/contracts';
 import type { Logger } from '@rs/logging';
 import { consume, type AmqpClient } from '@rs/messaging';
 import { parseTimeInterval } from '@rs/time';
 import type { RightsUseCases } from '../rights';
 
 export const RIGHTS_COMMAND_QUEUE = 'rights.commands';
+
+type RightsCommand = ParsedEvent<typeof RightsCommands>;
 
 /**
  * The rights service's command queue (DESIGN.md 2): expiry from the scheduler, issue and
@@ -17,6 +30,20 @@ export async function consumeRightsCommands(
   logger: Logger,
   onStored: () => void,
 ): Promise<void> {
+  const handleBatch = async (commands: RightsCommand[]) => {
+    const issues: RightsIssueData[] = [];
+    const expiries: Array<{ items: RightsExpireData[]; judgedAt: Date }> = [];
+    for (const command of commands) {
+      if (command.type === CommandTypes.rightsIssue) issues.push(command.data);
+      else if (command.type === CommandTypes.rightsExpire)
+        expiries.push({ items: itemsOf(command.data), judgedAt: new Date(command.time) });
+    }
+    await rights.issueForPeriods(issues);
+    await Promise.all(expiries.map(({ items, judgedAt }) => rights.expireMany(items, judgedAt)));
+    // One by one: each cascade reads and changes every right of its subscription.
+    for (const command of commands) if (command.type === CommandTypes.rightsCascade) await rights.cascade(command.data);
+    onStored();
+  };
   await consume(
     broker,
     {
@@ -37,20 +64,10 @@ export async function consumeRightsCommands(
         }
         return command;
       },
-      handle: async (command) => {
-        switch (command.type) {
-          case CommandTypes.rightsExpire:
-            await rights.expire(command.data.connectId, command.data.rightId);
-            break;
-          case CommandTypes.rightsIssue:
-            await rights.issueForPeriod(command.data);
-            break;
-          case CommandTypes.rightsCascade:
-            await rights.cascade(command.data);
-            break;
-        }
-        onStored();
-      },
+      handle: (command) => handleBatch([command]),
+      // Many `rights.issue` arrive at once in a renewal: their rights go into few insertMany calls.
+      prefetch: 1_000,
+      batch: { max: 500, lingerMs: 20, handle: (messages) => handleBatch(messages.map(({ message }) => message)) },
     },
     logger.child({ component: 'commands' }),
   );

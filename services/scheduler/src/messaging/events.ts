@@ -5,63 +5,82 @@ import {
   RightEventTypes,
   SubscriptionEvents,
   SubscriptionEventTypes,
+  type CloudEvent,
+  type RightEventData,
+  type SubscriptionEventData,
 } from '@rs/contracts';
 import type { Logger } from '@rs/logging';
-import { consume, type AmqpClient } from '@rs/messaging';
-import { rightDueAt, subscriptionDueAt, type DueFor } from '../schedules';
-import type { DueStore } from '../store/due-store';
+import { consume, type AmqpClient, type ConsumerSpec } from '@rs/messaging';
+import { rightDueAt, subscriptionDueAt } from '../domain/due';
+import type { DueItem, DueStore } from '../store/due-store';
 
 export const SCHEDULER_RIGHT_EVENTS_QUEUE = 'scheduler.rights-events';
 export const SCHEDULER_SUBSCRIPTION_EVENTS_QUEUE = 'scheduler.subscriptions-events';
 
-/** Keeps the scheduler's projections current from the services' events (DESIGN.md 1 and 2). */
+/** Events handled together: a bulk renewal's events are recorded in few `insertMany` calls. */
+const BATCH = { max: 500, lingerMs: 25 };
+
+/**
+ * Keeps the scheduler's projections current from the services' events (DESIGN.md 1 and 2):
+ * each event that leaves something due records that due time, as of the event's sequence.
+ * An event after which nothing is due (expired, removed, deleted) records nothing: the
+ * version due before it finds nothing to do when its time comes.
+ */
 export async function followEvents(
   broker: AmqpClient,
-  stores: { rightExpiries: DueStore<DueFor>; subscriptionSchedules: DueStore<DueFor> },
+  stores: { rightExpiries: DueStore; subscriptionSchedules: DueStore },
   logger: Logger,
+  clock: () => Date = () => new Date(),
 ): Promise<void> {
-  await consume(
-    broker,
+  const follow = async <Data extends { connectId: string; sequence: number }>(
+    spec: Pick<ConsumerSpec<CloudEvent<Data>>, 'queue' | 'bindings' | 'parse'>,
+    store: DueStore,
+    dueOf: (event: CloudEvent<Data>) => { id: string; dueAt: Date | null },
+    component: string,
+  ) => {
+    const record = async (events: Array<CloudEvent<Data>>) => {
+      const items: DueItem[] = [];
+      for (const event of events) {
+        const { id, dueAt } = dueOf(event);
+        if (dueAt) items.push({ id, dueAt, sequence: event.data.sequence, connectId: event.data.connectId });
+      }
+      await store.recordMany(items, clock());
+    };
+    await consume(
+      broker,
+      {
+        ...spec,
+        prefetch: BATCH.max * 2,
+        handle: (event) => record([event]),
+        batch: { ...BATCH, handle: (messages) => record(messages.map(({ message }) => message)) },
+      },
+      logger.child({ component }),
+    );
+  };
+  await follow<RightEventData>(
     {
       queue: SCHEDULER_RIGHT_EVENTS_QUEUE,
       bindings: [{ exchange: Exchanges.rightsEvents, routingKey: 'right.*' }],
       parse: (body) => parseEvent(RightEvents, body),
-      handle: async (event) => {
-        const { rightId, connectId, sequence } = event.data;
-        if (event.type === RightEventTypes.removed || event.type === RightEventTypes.expired) {
-          await stores.rightExpiries.forget(rightId);
-          return;
-        }
-        await stores.rightExpiries.record({
-          id: rightId,
-          sequence,
-          dueAt: rightDueAt(event.data),
-          data: { connectId },
-        });
-      },
     },
-    logger.child({ component: 'right-events' }),
+    stores.rightExpiries,
+    (event) => ({
+      id: event.data.rightId,
+      dueAt: event.type === RightEventTypes.removed ? null : rightDueAt(event.data),
+    }),
+    'right-events',
   );
-  await consume(
-    broker,
+  await follow<SubscriptionEventData>(
     {
       queue: SCHEDULER_SUBSCRIPTION_EVENTS_QUEUE,
       bindings: [{ exchange: Exchanges.subscriptionsEvents, routingKey: 'subscription.*' }],
       parse: (body) => parseEvent(SubscriptionEvents, body),
-      handle: async (event) => {
-        const { subscriptionId, connectId, sequence } = event.data;
-        if (event.type === SubscriptionEventTypes.deleted || event.type === SubscriptionEventTypes.expired) {
-          await stores.subscriptionSchedules.forget(subscriptionId);
-          return;
-        }
-        await stores.subscriptionSchedules.record({
-          id: subscriptionId,
-          sequence,
-          dueAt: subscriptionDueAt(event.data),
-          data: { connectId },
-        });
-      },
     },
-    logger.child({ component: 'subscription-events' }),
+    stores.subscriptionSchedules,
+    (event) => ({
+      id: event.data.subscriptionId,
+      dueAt: event.type === SubscriptionEventTypes.deleted ? null : subscriptionDueAt(event.data),
+    }),
+    'subscription-events',
   );
 }

@@ -1,108 +1,106 @@
-import { documentLock } from '@rs/messaging';
+import { isDuplicateKey, mapConcurrently, serverLimits } from '@rs/store';
 import { Schema, type Connection, type Model } from 'mongoose';
+import { dueKeyOf, slotKey, soonKey } from '../domain/due';
 
 /**
  * Something the scheduler must act on at `dueAt`: a right to expire, a subscription to
- * renew or expire. Kept from the owning service's events, ordered by their `sequence`.
+ * renew or expire, as of the entity's `sequence` (its generation in the owning service).
  */
-export interface DueItem<Data> {
+export interface DueItem {
   id: string;
   sequence: number;
-  /** null: nothing is due (any more). */
-  dueAt: Date | null;
-  data: Data;
-  commandSentAt: Date | null;
+  dueAt: Date;
+  connectId: string;
 }
 
+/**
+ * One version of an entity's due time. Versions are only ever inserted and deleted, never
+ * updated: every write the scheduler makes is an `insertMany` or a delete, which FerretDB
+ * does in bulk (docs/decisions/0011). A version made stale by a newer event stays until its
+ * second is swept; its command then finds nothing to do in the owning service.
+ */
 interface DueDocument {
+  /** `<id>@<sequence>`: the same event or rebuild page recorded twice is one document. */
   _id: string;
+  id: string;
   sequence: number;
-  dueAt: Date | null;
-  data: unknown;
-  commandSentAt: Date | null;
+  dueAt: Date;
+  /** `<partition>:<second>` or `<partition>:soon` (see domain/due.ts): the one key queried. */
+  due: string;
+  connectId: string;
 }
+
+const toItem = ({ id, sequence, dueAt, connectId }: DueDocument): DueItem => ({ id, sequence, dueAt, connectId });
 
 /** One collection of due items in the scheduler's own database (DESIGN.md 1). */
-export class DueStore<Data> {
-  private readonly model: Model<DueDocument>;
+export class DueStore {
+  readonly model: Model<DueDocument>;
 
   constructor(
     db: Connection,
-    private readonly collection: string,
+    readonly collection: string,
   ) {
     const schema = new Schema<DueDocument>(
       {
         _id: { type: String, required: true },
+        id: { type: String, required: true },
         sequence: { type: Number, required: true },
-        dueAt: { type: Date, default: null },
-        data: { type: Schema.Types.Mixed, required: true },
-        commandSentAt: { type: Date, default: null },
+        dueAt: { type: Date, required: true },
+        due: { type: String, required: true },
+        connectId: { type: String, required: true },
       },
       { collection, versionKey: false },
     );
-    schema.index({ dueAt: 1 }, { name: 'due' });
+    schema.index({ due: 1 }, { name: 'due_key' });
     this.model = db.model<DueDocument>(collection, schema);
   }
 
   async ensureIndexes(): Promise<void> {
+    // Before 0011 items were updated in place under a range index; the rebuild records them anew.
+    await this.model.collection.deleteMany({ due: { $exists: false } });
+    await this.model.collection.dropIndex('due').catch(() => undefined);
     await this.model.createIndexes();
   }
 
-  /** Applies the state as of `sequence`; older or repeated events change nothing. A new state is due anew. */
-  async record(item: Omit<DueItem<Data>, 'commandSentAt'>): Promise<void> {
-    await documentLock.run(this.collection, item.id, async () => {
-      const fields = { sequence: item.sequence, dueAt: item.dueAt, data: item.data, commandSentAt: null };
-      const result = await this.model.collection.updateOne(
-        { _id: item.id, sequence: { $lt: item.sequence } } as never,
-        { $set: fields },
-      );
-      if (result.matchedCount === 1) return;
-      try {
-        await this.model.collection.insertOne({ _id: item.id, ...fields } as never);
-      } catch (error) {
-        if ((error as { code?: number }).code !== 11000) throw error; // exists with a newer sequence
-      }
-    });
+  /** Records due times in bulk; a version recorded before is left as it is. */
+  async recordMany(items: readonly DueItem[], now: Date): Promise<void> {
+    if (items.length === 0) return;
+    const docs = items.map((item) => ({
+      _id: `${item.id}@${item.sequence}`,
+      ...item,
+      due: dueKeyOf(item.id, item.dueAt, now),
+    }));
+    try {
+      await this.model.collection.insertMany(docs as never[], { ordered: false });
+    } catch (error) {
+      if (!isDuplicateKey(error)) throw error;
+    }
   }
 
-  async forget(id: string): Promise<void> {
-    await documentLock.run(this.collection, id, () => this.model.deleteOne({ _id: id }));
+  /** Every item stored under one second of a partition. */
+  async inSecond(partition: number, second: number): Promise<DueItem[]> {
+    return (await this.model.find({ due: slotKey(partition, second) }).lean<DueDocument[]>()).map(toItem);
   }
 
-  /**
-   * Items due by `now`, not sent since `resendBefore`. Not sorted: every due item is sent
-   * within a few ticks anyway (a claimed item stops matching), MongoDB walks the `due` index
-   * in order for this range regardless, and a sort makes FerretDB read every item each tick
-   * instead of stopping after `limit`.
-   */
-  async due(now: Date, resendBefore: Date, limit: number): Promise<DueItem<Data>[]> {
-    const docs = await this.model
-      .find({
-        dueAt: { $ne: null, $lte: now },
-        $or: [{ commandSentAt: null }, { commandSentAt: { $lt: resendBefore } }],
-      })
-      .limit(limit)
-      .lean<DueDocument[]>();
-    return docs.map(({ _id, ...rest }) => ({ id: _id, ...rest, data: rest.data as Data }));
+  /** The second has been swept: its items are gone. */
+  async removeSecond(partition: number, second: number): Promise<void> {
+    await this.model.collection.deleteMany({ due: slotKey(partition, second) });
   }
 
-  /** Only one of several scheduler replicas moves `commandSentAt` from what it read. */
-  async claim(item: DueItem<Data>, now: Date): Promise<boolean> {
-    return documentLock.run(this.collection, item.id, async () => {
-      const result = await this.model.collection.updateOne(
-        { _id: item.id, sequence: item.sequence, commandSentAt: item.commandSentAt } as never,
-        { $set: { commandSentAt: now } },
-      );
-      return result.modifiedCount === 1;
-    });
+  /** Items recorded already due, or nearly (the partition's `soon` bucket). */
+  async soon(partition: number): Promise<DueItem[]> {
+    return (await this.model.find({ due: soonKey(partition) }).lean<DueDocument[]>()).map(toItem);
   }
 
-  /** The command could not be published: due again at once. */
-  async release(item: DueItem<Data>): Promise<void> {
-    await documentLock.run(this.collection, item.id, () =>
-      this.model.collection.updateOne({ _id: item.id, sequence: item.sequence } as never, {
-        $set: { commandSentAt: null },
-      }),
+  /** Removes these versions (from the `soon` bucket, which keeps receiving items). */
+  async remove(items: readonly DueItem[]): Promise<void> {
+    const { updateConcurrency } = await serverLimits(this.model.db.db!);
+    await mapConcurrently(items, updateConcurrency, (item) =>
+      this.model.collection.deleteOne({ _id: `${item.id}@${item.sequence}` } as never),
     );
+  }
+
+  count(): Promise<number> {
+    return this.model.collection.countDocuments();
   }
 }

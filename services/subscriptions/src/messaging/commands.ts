@@ -1,11 +1,14 @@
-import { COMMAND_QUEUES, CommandTypes, Exchanges, parseEvent, SubscriptionsCommands } from '@rs/contracts';
+import { COMMAND_QUEUES, CommandTypes, Exchanges, itemsOf, parseEvent, SubscriptionsCommands } from '@rs/contracts';
 import type { Logger } from '@rs/logging';
 import { consume, type AmqpClient } from '@rs/messaging';
 import type { SubscriptionUseCases } from '../subscriptions';
 
 export const SUBSCRIPTIONS_COMMAND_QUEUE = 'subscriptions.commands';
 
-/** `subscriptions.renew` from the scheduler (DESIGN.md 2); idempotent, dead-lettered when malformed. */
+/**
+ * `subscriptions.renew` from the scheduler (DESIGN.md 2), a batch per message; idempotent,
+ * dead-lettered when malformed. Few messages at once: each carries up to 500 subscriptions.
+ */
 export async function consumeSubscriptionCommands(
   broker: AmqpClient,
   subscriptions: SubscriptionUseCases,
@@ -20,10 +23,11 @@ export async function consumeSubscriptionCommands(
         exchange: Exchanges.commands,
         routingKey,
       })),
+      prefetch: 4,
       parse: (body) => parseEvent(SubscriptionsCommands, body),
       handle: async (command) => {
         if (command.type === CommandTypes.subscriptionsRenew) {
-          await subscriptions.advance(command.data.connectId, command.data.subscriptionId);
+          await subscriptions.renew(itemsOf(command.data), new Date(command.time));
         }
         onStored();
       },

@@ -1,16 +1,16 @@
 import type { Keyset } from '@rs/http';
 import { Exchanges, type CloudEvent } from '@rs/contracts';
 import {
-  documentLock,
+  mapConcurrently,
   migrateOutbox,
-  newOutbox,
+  READ_CONCURRENCY,
   OUTBOX_INDEX,
   OUTBOX_INDEX_OPTIONS,
   outboxEntry,
+  OutboxCollection,
   outboxFields,
-  setWithOutbox,
   type OutboxEntry,
-} from '@rs/messaging';
+} from '@rs/store';
 import { Schema, type Connection, type Model } from 'mongoose';
 import type { SubscriptionEntity } from '../domain/subscription';
 
@@ -79,9 +79,11 @@ const entriesOf = (outgoing: Outgoing): OutboxEntry[] => [
  */
 export class SubscriptionStore {
   readonly model: Model<SubscriptionDocument>;
+  private readonly documents: OutboxCollection;
 
   constructor(db: Connection) {
     this.model = db.model<SubscriptionDocument>('Subscription', schema);
+    this.documents = new OutboxCollection(db.db!, 'subscriptions', { deleted: { $ne: true } });
   }
 
   async ensureIndexes(): Promise<void> {
@@ -94,6 +96,11 @@ export class SubscriptionStore {
       .findOne({ _id: subscriptionId, userId, deleted: { $ne: true } }, PROJECTION)
       .lean<SubscriptionDocument>();
     return doc ? toEntity(doc) : null;
+  }
+
+  /** Several subscriptions by id, read concurrently (an `$in` would read the whole collection on FerretDB). */
+  findMany(keys: ReadonlyArray<{ userId: string; id: string }>): Promise<Array<SubscriptionEntity | null>> {
+    return mapConcurrently(keys, READ_CONCURRENCY, ({ userId, id }) => this.find(userId, id));
   }
 
   /** Every live subscription in id order, a page at a time (for the scheduler's rebuild). */
@@ -124,27 +131,28 @@ export class SubscriptionStore {
   }
 
   async insert(subscription: SubscriptionEntity, outgoing: Outgoing): Promise<void> {
-    await this.model.collection.insertOne({
-      _id: subscription.subscriptionId,
-      ...toFields(subscription),
-      deleted: false,
-      ...newOutbox(entriesOf(outgoing)),
-    } as never);
+    const doc = { _id: subscription.subscriptionId, ...toFields(subscription), deleted: false };
+    if (!(await this.documents.insert(doc, entriesOf(outgoing)))) throw new Error('subscription id collision');
   }
 
   /** Compare-and-set on `generation`; `deleted` makes the document a tombstone. */
-  async update(
-    current: SubscriptionEntity,
-    next: SubscriptionEntity,
-    outgoing: Outgoing,
-    deleted = false,
-  ): Promise<boolean> {
-    const result = await documentLock.run('subscriptions', current.subscriptionId, () =>
-      this.model.collection.updateOne(
-        { _id: current.subscriptionId, generation: current.generation, deleted: { $ne: true } } as never,
-        setWithOutbox({ ...toFields(next), deleted }, entriesOf(outgoing)),
-      ),
+  update(current: SubscriptionEntity, next: SubscriptionEntity, outgoing: Outgoing, deleted = false): Promise<boolean> {
+    return this.documents.compareAndSet(changeOf(current, next, outgoing, deleted));
+  }
+
+  /** A batch of compare-and-sets (renewal); for each, whether it was stored. */
+  updateMany(
+    changes: ReadonlyArray<{ current: SubscriptionEntity; next: SubscriptionEntity; outgoing: Outgoing }>,
+  ): Promise<boolean[]> {
+    return this.documents.compareAndSetMany(
+      changes.map(({ current, next, outgoing }) => changeOf(current, next, outgoing, false)),
     );
-    return result.modifiedCount === 1;
   }
 }
+
+const changeOf = (current: SubscriptionEntity, next: SubscriptionEntity, outgoing: Outgoing, deleted: boolean) => ({
+  id: current.subscriptionId,
+  generation: current.generation,
+  set: { ...toFields(next), deleted },
+  outbox: entriesOf(outgoing),
+});

@@ -4,9 +4,10 @@ import type { Logger } from '@rs/logging';
 import type { mongo } from 'mongoose';
 import client from 'prom-client';
 import { Schema } from 'mongoose';
-import type { AmqpClient } from './amqp-client';
+import { currentTraceCarrier, type AmqpClient, type TraceCarrier } from '@rs/messaging';
 import { documentLock } from './document-lock';
-import { currentTraceCarrier, type TraceCarrier } from './trace-context';
+import { mapConcurrently } from './documents';
+import { serverLimits } from './server-limits';
 
 /**
  * An event waiting to be published, stored inside the document whose change it reports,
@@ -73,11 +74,11 @@ export interface OutboxRelayOptions {
   pollIntervalMs?: number;
   /** How long a relay holds the collection's relay lease without renewing it. */
   leaseMs?: number;
-  /** Documents read and published per round. */
+  /** Documents read and published per round (default 500). */
   batchSize?: number;
 }
 
-type OutboxDocument = { _id: unknown; outbox: OutboxEntry[] };
+type OutboxDocument = { _id: unknown; generation?: number; outbox: OutboxEntry[] };
 
 const PENDING = { outboxPending: true };
 const LEASES = 'outbox_leases';
@@ -105,9 +106,9 @@ export async function migrateOutbox(collection: mongo.Collection): Promise<void>
 }
 
 /**
- * Publishes pending events with confirms, then removes each from its document, in order.
- * A crash between the confirm and the removal republishes the event: delivery is at
- * least once and consumers de-duplicate by event id.
+ * Publishes pending events with confirms, many per confirm wait, then clears them from
+ * their documents. A crash between the confirm and the clean-up republishes the event:
+ * delivery is at least once and consumers de-duplicate by event id.
  *
  * Several replicas may run: a lease per collection (in `outbox_leases`) lets one relay
  * publish at a time, and another take over when it stops renewing. Removal is a `$pop`
@@ -193,8 +194,8 @@ export class OutboxRelay {
         // are in order in its array), and a sort would make FerretDB read the whole backlog
         // each round instead of stopping after a batch.
         const batch = (await this.documents
-          .find(PENDING, { projection: { _id: 1, outbox: 1 } })
-          .limit(this.options.batchSize ?? 100)
+          .find(PENDING, { projection: { _id: 1, generation: 1, outbox: 1 } })
+          .limit(this.options.batchSize ?? 500)
           .toArray()) as unknown as OutboxDocument[];
         if (batch.length === 0) return;
         if (!(await this.publishBatch(batch))) return; // broker trouble: wait for the next kick or poll
@@ -221,41 +222,50 @@ export class OutboxRelay {
   }
 
   /**
-   * Publishes every entry of the batch, pipelined on the confirm channel (entries of one
-   * document in order), then removes each confirmed entry from its document, and clears
-   * `outboxPending` of a document whose outbox is then empty (unless a write appended more
-   * meanwhile). False when some entry could not be published; it stays pending.
+   * Publishes every entry of the batch at once on the confirm channel (a document's entries
+   * in order, so they reach the broker in order) and waits for all the confirms together;
+   * then clears each document's published entries in one compare-and-set on the generation
+   * it was read at, several in flight. A document changed meanwhile (a newer generation with
+   * more entries) has only its published entries removed, one `$pop` each, guarded by the
+   * entry's id. False when some entry could not be published; it stays pending.
    */
   private async publishBatch(batch: OutboxDocument[]): Promise<boolean> {
     const results = await Promise.all(
       batch.map(async (document) => {
-        const confirmed: string[] = [];
-        for (const entry of document.outbox) {
-          try {
-            await this.options.client.publishEvent(entry.exchange, entry.event, entry.trace);
-            confirmed.push(entry.id);
-          } catch (error) {
-            this.log.warn({ err: error, event_id: entry.id }, 'cannot publish event yet');
-            break;
-          }
+        const outcomes = await Promise.allSettled(
+          document.outbox.map((entry) => this.options.client.publishEvent(entry.exchange, entry.event, entry.trace)),
+        );
+        const failed = outcomes.findIndex((outcome) => outcome.status === 'rejected');
+        if (failed >= 0) {
+          const { reason } = outcomes[failed] as PromiseRejectedResult;
+          this.log.warn({ err: reason, event_id: document.outbox[failed]!.id }, 'cannot publish event yet');
         }
-        return { document, confirmed };
+        return { document, confirmed: failed < 0 ? document.outbox.length : failed };
       }),
     );
-    // One by one: FerretDB 1.x slows down sharply on large bulk or parallel writes.
-    for (const { document, confirmed } of results) {
-      await documentLock.run(this.options.collection, document._id, async () => {
-        for (const id of confirmed) {
-          await this.documents.updateOne({ _id: document._id, 'outbox.0.id': id } as never, { $pop: { outbox: -1 } });
-        }
-        if (confirmed.length === document.outbox.length) {
-          await this.documents.updateOne({ _id: document._id, outbox: { $size: 0 } } as never, {
-            $set: { outboxPending: false },
-          });
-        }
-      });
+    const { updateConcurrency } = await serverLimits(this.options.db);
+    await mapConcurrently(results, updateConcurrency, ({ document, confirmed }) =>
+      documentLock.run(this.options.collection, document._id, () => this.clear(document, confirmed)),
+    );
+    return results.every(({ document, confirmed }) => confirmed === document.outbox.length);
+  }
+
+  /** Removes the first `confirmed` entries of the document's outbox, as read. */
+  private async clear(document: OutboxDocument, confirmed: number): Promise<void> {
+    if (confirmed === 0) return;
+    if (confirmed === document.outbox.length && typeof document.generation === 'number') {
+      const cleared = await this.documents.updateOne(
+        { _id: document._id, generation: document.generation, outboxPending: true } as never,
+        { $set: { outbox: [], outboxPending: false } },
+      );
+      if (cleared.modifiedCount === 1) return;
     }
-    return results.every(({ document, confirmed }) => confirmed.length === document.outbox.length);
+    for (const entry of document.outbox.slice(0, confirmed)) {
+      await this.documents.updateOne({ _id: document._id, 'outbox.0.id': entry.id } as never, { $pop: { outbox: -1 } });
+    }
+    await this.documents.updateOne({ _id: document._id, outbox: { $size: 0 } } as never, {
+      $set: { outboxPending: false },
+    });
   }
 }
 

@@ -1,0 +1,116 @@
+import type { mongo } from 'mongoose';
+import { documentLock } from './document-lock';
+import { newOutbox, setWithOutbox, type OutboxEntry } from './outbox';
+import { chunks, serverLimits } from './server-limits';
+
+/** MongoDB's duplicate key error: an insert found its `_id` (or a unique key) taken. */
+export function isDuplicateKey(error: unknown): boolean {
+  const { code, writeErrors } = error as { code?: number; writeErrors?: Array<{ code?: number }> };
+  if (code === 11000) return true;
+  return Array.isArray(writeErrors) && writeErrors.length > 0 && writeErrors.every((e) => e.code === 11000);
+}
+
+/** A change decided from the document at `generation`, to store only if it is still there. */
+export interface StoredChange {
+  id: string;
+  /** The generation the change was decided from: the compare-and-set's condition. */
+  generation: number;
+  /** The new fields, the new generation among them. */
+  set: object;
+  /** Events (and commands) the change emits, stored in the same write. */
+  outbox: OutboxEntry[];
+}
+
+/**
+ * Point reads in flight at once for a batch: FerretDB answers a lookup by `_id` from its GIN
+ * index but `$in` of many ids by reading the whole collection, so a batch reads by id,
+ * concurrently (measured: 16 in flight, 2.3x one at a time).
+ */
+export const READ_CONCURRENCY = 16;
+
+/** Runs `task` for every item with at most `limit` under way at once; results in input order. */
+export async function mapConcurrently<T, R>(
+  items: readonly T[],
+  limit: number,
+  task: (item: T) => Promise<R>,
+): Promise<R[]> {
+  const results = new Array<R>(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const index = next++;
+      results[index] = await task(items[index]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return results;
+}
+
+/**
+ * The one store mechanism of every service (DESIGN.md 2; docs/decisions/0003, 0008, 0011):
+ * documents that carry a `generation` and their pending events (the embedded outbox),
+ * changed only by compare-and-set on that generation, one document or a batch at a time.
+ * `guard` is a condition every write must also meet (e.g. "not a tombstone").
+ */
+export class OutboxCollection {
+  readonly collection: mongo.Collection;
+
+  constructor(
+    private readonly db: mongo.Db,
+    readonly name: string,
+    private readonly guard: Record<string, unknown> = {},
+  ) {
+    this.collection = db.collection(name);
+  }
+
+  /** Stores a new document with its events; false when its `_id` exists (also as a tombstone). */
+  async insert(doc: { _id: string }, outbox: OutboxEntry[]): Promise<boolean> {
+    try {
+      await this.collection.insertOne({ ...doc, ...newOutbox(outbox) } as never);
+      return true;
+    } catch (error) {
+      if (isDuplicateKey(error)) return false;
+      throw error;
+    }
+  }
+
+  /**
+   * Stores new documents with their events in few `insertMany` calls. Documents whose id
+   * exists are left as they are (deterministic ids make a repeated batch harmless); returns
+   * how many were new.
+   */
+  async insertMany(docs: ReadonlyArray<{ doc: { _id: string }; outbox: OutboxEntry[] }>): Promise<number> {
+    const { maxInsertDocuments } = await serverLimits(this.db);
+    let inserted = 0;
+    for (const chunk of chunks(docs, maxInsertDocuments)) {
+      try {
+        const result = await this.collection.insertMany(
+          chunk.map(({ doc, outbox }) => ({ ...doc, ...newOutbox(outbox) }) as never),
+          { ordered: false },
+        );
+        inserted += result.insertedCount;
+      } catch (error) {
+        if (!isDuplicateKey(error)) throw error;
+        inserted += (error as { result?: { insertedCount?: number } }).result?.insertedCount ?? 0;
+      }
+    }
+    return inserted;
+  }
+
+  /** Stores `change` only if the document is still at `change.generation`; false when another writer won. */
+  async compareAndSet(change: StoredChange): Promise<boolean> {
+    const result = await documentLock.run(this.name, change.id, () =>
+      this.collection.updateOne(
+        { ...this.guard, _id: change.id, generation: change.generation } as never,
+        setWithOutbox(change.set, change.outbox),
+      ),
+    );
+    return result.modifiedCount === 1;
+  }
+
+  /** A batch of compare-and-sets (see `serverLimits`); for each, whether it was stored. */
+  async compareAndSetMany(changes: readonly StoredChange[]): Promise<boolean[]> {
+    const { updateConcurrency } = await serverLimits(this.db);
+    return mapConcurrently(changes, updateConcurrency, (change) => this.compareAndSet(change));
+  }
+}

@@ -1,0 +1,5 @@
+export * from './document-lock';
+export * from './documents';
+export * from './outbox';
+export * from './retry';
+export * from './server-limits';

@@ -1,0 +1,42 @@
+import type { mongo } from 'mongoose';
+
+export interface ServerLimits {
+  /** Single-document updates in flight at once for a batch (never one many-statement command). */
+  updateConcurrency: number;
+  /** Documents per `insertMany` call. */
+  maxInsertDocuments: number;
+}
+
+/**
+ * FerretDB 1.24 on PostgreSQL keeps one pooled connection per statement of an update
+ * command until the whole command ends: more statements than its pool has connections
+ * deadlocks it for good (seen with one bulkWrite of ~490 updates), and it runs the
+ * statements of one command one after another anyway (measured: a bulkWrite of 50 took as
+ * long as 50 sequential updates; 16 single updates in flight ran 1.65x faster). So a batch
+ * of updates is sent as single-document compare-and-sets, 16 in flight on FerretDB and more
+ * on MongoDB (DESIGN.md 7, docs/decisions/0011).
+ */
+const FERRETDB: ServerLimits = { updateConcurrency: 16, maxInsertDocuments: 1000 };
+const MONGODB: ServerLimits = { updateConcurrency: 64, maxInsertDocuments: 1000 };
+
+const known = new WeakMap<mongo.Db, Promise<ServerLimits>>();
+
+/** The limits of the server behind `db`, asked once (FerretDB names itself in buildInfo). */
+export function serverLimits(db: mongo.Db): Promise<ServerLimits> {
+  let limits = known.get(db);
+  if (!limits) {
+    limits = db
+      .admin()
+      .command({ buildInfo: 1 })
+      .then((info) => ('ferretdbVersion' in info ? FERRETDB : MONGODB))
+      .catch(() => FERRETDB); // unknown: the safe choice
+    known.set(db, limits);
+  }
+  return limits;
+}
+
+export function chunks<T>(items: readonly T[], size: number): T[][] {
+  const result: T[][] = [];
+  for (let i = 0; i < items.length; i += size) result.push(items.slice(i, i + size));
+  return result;
+}

@@ -1,0 +1,74 @@
+import type { RightEventData, SubscriptionEventData } from '@rs/contracts';
+import { parseTimeSpec, periodExists, periodStart, subscriptionEnd } from '@rs/time';
+
+/**
+ * Where due work is kept so that every query for it is an equality (docs/decisions/0011):
+ * FerretDB serves only top-level equality from an index, MongoDB any. Each item lives under
+ * a key `<partition>:<second>` of its due time, or `<partition>:soon` when it is due (or
+ * nearly) as it is recorded, so a sweeper that has passed a second never misses it. Pure.
+ */
+
+/** Partitions of the due work; scheduler replicas share them. Fixed: items are stored by it. */
+export const PARTITIONS = 8;
+/** An item due within this margin when recorded goes to its partition's `soon` bucket. */
+export const SOON_MARGIN_MS = 10_000;
+/** A second is looked at again this long after it was swept, for writes that landed late. */
+export const SECOND_LOOK_S = 30;
+
+/** FNV-1a: a stable, evenly spread partition for an entity id. */
+export function partitionOf(id: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < id.length; i++) {
+    hash ^= id.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193);
+  }
+  return (hash >>> 0) % PARTITIONS;
+}
+
+export const secondOf = (at: Date | number) => Math.floor(new Date(at).getTime() / 1000);
+export const slotKey = (partition: number, second: number) => `${partition}:${second}`;
+export const soonKey = (partition: number) => `${partition}:soon`;
+
+/** The key an item due at `dueAt` is stored under when recorded at `now`. */
+export function dueKeyOf(id: string, dueAt: Date, now: Date): string {
+  const partition = partitionOf(id);
+  return dueAt.getTime() - now.getTime() <= SOON_MARGIN_MS ? soonKey(partition) : slotKey(partition, secondOf(dueAt));
+}
+
+/**
+ * The partitions a scheduler replica sweeps: the live replicas in id order take turns, so
+ * each partition has one owner; when one stops renewing its membership, the others' next
+ * view gives them its share. Briefly two may sweep one partition: the commands are idempotent.
+ */
+export function ownedPartitions(liveMembers: readonly string[], me: string): number[] {
+  const members = [...new Set(liveMembers)].sort();
+  const index = members.indexOf(me);
+  if (index < 0) return [];
+  return Array.from({ length: PARTITIONS }, (_, p) => p).filter((p) => p % members.length === index);
+}
+
+/** A right is due to expire at the end of its interval while ACTIVE or SUSPENDED (DESIGN.md 3). */
+export function rightDueAt(right: Pick<RightEventData, 'state' | 'timeInterval'>): Date | null {
+  if (right.state !== 'ACTIVE' && right.state !== 'SUSPENDED') return null;
+  return new Date(right.timeInterval.split('/')[1]!);
+}
+
+/**
+ * A subscription is due at the start of its next period to issue, or at its end, whichever
+ * comes first (DESIGN.md 3 "Renewal").
+ */
+export function subscriptionDueAt(
+  subscription: Pick<SubscriptionEventData, 'state' | 'timeSpec' | 'nextPeriod'>,
+): Date | null {
+  if (subscription.state === 'EXPIRED') return null;
+  const parsed = parseTimeSpec(subscription.timeSpec);
+  if (!parsed.ok) return null;
+  const spec = parsed.value;
+  const candidates: number[] = [];
+  if (subscription.nextPeriod !== null && periodExists(spec, subscription.nextPeriod)) {
+    candidates.push(periodStart(spec, subscription.nextPeriod).toMillis());
+  }
+  const end = subscriptionEnd(spec);
+  if (end) candidates.push(end.toMillis());
+  return candidates.length > 0 ? new Date(Math.min(...candidates)) : null;
+}

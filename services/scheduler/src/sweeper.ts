@@ -1,0 +1,139 @@
+import { Exchanges, MAX_BATCH_ITEMS, type CloudEvent } from '@rs/contracts';
+import type { Logger } from '@rs/logging';
+import type { AmqpClient } from '@rs/messaging';
+import { chunks } from '@rs/store';
+import client from 'prom-client';
+import { SECOND_LOOK_S, secondOf } from './domain/due';
+import type { DueItem, DueStore } from './store/due-store';
+import type { PartitionStore } from './store/partition-store';
+
+const commanded = new client.Counter({
+  name: 'scheduler_commanded_items_total',
+  help: 'Due items the scheduler has commanded (several per command), by command type',
+  labelNames: ['type'] as const,
+});
+
+export interface SweeperOptions {
+  store: DueStore;
+  partitions: PartitionStore;
+  /** One command for up to MAX_BATCH_ITEMS items. */
+  toCommand: (items: DueItem[], now: Date) => CloudEvent;
+  broker: AmqpClient;
+  logger: Logger;
+}
+
+interface Position {
+  /** Last second swept. */
+  second: number;
+  /** Last second looked at a second time. */
+  secondLook: number;
+  savedAt: number;
+}
+
+/** Seconds looked back when a partition has no saved position yet (its first sweep ever). */
+const FIRST_LOOK_BACK_S = 60;
+/** A position is saved at least this often while nothing is due, so a new owner goes on from near it. */
+const SAVE_EVERY_MS = 10_000;
+/** Items commanded per partition and sweep before the next partition's turn (bounded memory). */
+const ITEMS_PER_SWEEP = 20_000;
+
+/**
+ * Finds due work of one collection and commands it in batches (DESIGN.md 1 and 2 "Scale";
+ * docs/decisions/0011). For each partition this replica owns, every second that has fully
+ * passed is read by its key, its items commanded in batches of MAX_BATCH_ITEMS with
+ * publisher confirms, then the second is deleted and the position saved; a second is read
+ * once more SECOND_LOOK_S later for items written late, and the `soon` bucket every sweep.
+ * A publish that fails leaves the second in place for the next sweep.
+ */
+export class DueSweeper {
+  private readonly positions = new Map<number, Position>();
+
+  constructor(private readonly options: SweeperOptions) {}
+
+  async sweep(owned: readonly number[], now: Date): Promise<void> {
+    if (!this.options.broker.connected) return;
+    for (const partition of this.positions.keys()) if (!owned.includes(partition)) this.positions.delete(partition);
+    await Promise.all(owned.map((partition) => this.sweepPartition(partition, now)));
+  }
+
+  private async sweepPartition(partition: number, now: Date): Promise<void> {
+    const { store, partitions } = this.options;
+    const position = this.positions.get(partition) ?? (await this.load(partition, now));
+    this.positions.set(partition, position);
+    const lastPassed = secondOf(now) - 1;
+    let commandedNow = 0;
+    while (position.second < lastPassed && commandedNow < ITEMS_PER_SWEEP) {
+      const second = position.second + 1;
+      const items = await store.inSecond(partition, second);
+      if (items.length > 0) {
+        await this.command(items, now);
+        await store.removeSecond(partition, second);
+        commandedNow += items.length;
+      }
+      position.second = second;
+      if (items.length > 0 || now.getTime() - position.savedAt >= SAVE_EVERY_MS) {
+        await partitions.saveCursor(store.collection, partition, second);
+        position.savedAt = now.getTime();
+      }
+    }
+    while (position.secondLook < position.second - SECOND_LOOK_S) {
+      const second = position.secondLook + 1;
+      const late = await store.inSecond(partition, second);
+      if (late.length > 0) {
+        this.options.logger.warn({ partition, second, items: late.length }, 'due items were written late');
+        await this.command(late, now);
+        await store.removeSecond(partition, second);
+      }
+      position.secondLook = second;
+    }
+    const soon = (await store.soon(partition)).filter((item) => item.dueAt <= now);
+    if (soon.length > 0) {
+      await this.command(soon, now);
+      await store.remove(soon);
+    }
+  }
+
+  private async load(partition: number, now: Date): Promise<Position> {
+    const saved = await this.options.partitions.cursor(this.options.store.collection, partition);
+    const second = saved ?? secondOf(now) - FIRST_LOOK_BACK_S;
+    return { second, secondLook: second - SECOND_LOOK_S, savedAt: now.getTime() };
+  }
+
+  /** Publishes the items' commands with confirms, all batches at once; throws if any is not confirmed. */
+  private async command(items: DueItem[], now: Date): Promise<void> {
+    await Promise.all(
+      chunks(items, MAX_BATCH_ITEMS).map(async (batch) => {
+        const command = this.options.toCommand(batch, now);
+        await this.options.broker.publishEvent(Exchanges.commands, command);
+        commanded.inc({ type: command.type }, batch.length);
+      }),
+    );
+  }
+}
+
+/** Runs `tick` every `tickMs` until stopped, one run at a time. */
+export class Ticker {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<unknown> | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly tickMs: number,
+    private readonly tick: () => Promise<unknown>,
+    private readonly logger: Logger,
+  ) {}
+
+  start(): void {
+    this.timer = setTimeout(() => {
+      this.running = this.tick()
+        .catch((error: unknown) => this.logger.warn({ err: error }, 'scheduler tick failed'))
+        .finally(() => !this.stopped && this.start());
+    }, this.tickMs);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.running;
+  }
+}
