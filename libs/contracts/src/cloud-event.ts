@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { ulid } from 'ulid';
 import { z } from 'zod';
 
@@ -17,16 +18,27 @@ export type CloudEvent<Data = unknown> = Omit<z.infer<typeof CloudEvent>, 'data'
 /** Content type of a structured-mode CloudEvent on the wire. */
 export const CLOUD_EVENT_CONTENT_TYPE = 'application/cloudevents+json; charset=utf-8';
 
+/**
+ * The id of the event of type `type` that an entity's change to generation `sequence`
+ * emits: the same whenever that event is built again (a command redelivered after a crash
+ * publishes its events again, and consumers de-duplicate them by id).
+ */
+export function eventIdOf(subject: string, sequence: number, type: string): string {
+  return createHash('sha256').update(`${subject}|${sequence}|${type}`).digest('hex').slice(0, 32);
+}
+
 export function createCloudEvent<Data>(input: {
   source: string;
   type: string;
   subject: string;
   data: Data;
   time?: Date;
+  /** Default: a new ULID. */
+  id?: string;
 }): CloudEvent<Data> {
   return {
     specversion: '1.0',
-    id: ulid(),
+    id: input.id ?? ulid(),
     source: input.source,
     type: input.type,
     subject: input.subject,

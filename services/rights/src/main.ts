@@ -1,12 +1,11 @@
 import { DEFAULT_PORTS, env, serviceEnvShape } from '@rs/config';
 import { SkuDirectory } from '@rs/catalog-client';
-import { createCloudEvent, type RightEventData } from '@rs/contracts';
 import { OutboxRelay } from '@rs/store';
 import { migrateOnStart, runBackend, serveInternalHttp } from '@rs/runtime';
 import { z } from 'zod';
-import { representation } from './domain/right';
 import { rightsRoutes } from './http/routes';
 import { consumeRightsCommands } from './messaging/commands';
+import { rightEvents } from './messaging/events';
 import { RightsUseCases } from './rights';
 import { RightStore } from './store/right-store';
 
@@ -18,26 +17,10 @@ const Config = z.object({
   AUTH_REALM: env.realm,
 });
 
-export const EVENT_SOURCE = '/rights';
-
 runBackend('rights', Config, async (runtime) => {
   const publicBaseUrl = runtime.config.PUBLIC_BASE_URL.replace(/\/$/, '');
-  const store = new RightStore(runtime.db, (right, types) =>
-    types.map((type) =>
-      // DESIGN.md 2: the right as the API returns it, plus connectId and sequence (= generation).
-      createCloudEvent<RightEventData>({
-        source: EVENT_SOURCE,
-        type,
-        subject: right.rightId,
-        time: right.updatedAt,
-        data: {
-          ...representation(right, publicBaseUrl, right.updatedAt),
-          connectId: right.userId,
-          sequence: right.generation,
-        },
-      }),
-    ),
-  );
+  const eventsFor = rightEvents(publicBaseUrl);
+  const store = new RightStore(runtime.db, eventsFor);
   if (migrateOnStart(runtime.config.NODE_ENV)) await store.ensureIndexes();
   const skus = new SkuDirectory({
     broker: runtime.broker,
@@ -55,7 +38,7 @@ runBackend('rights', Config, async (runtime) => {
   });
   relay.start();
   const rights = new RightsUseCases(store, skus, runtime.config.AUTH_REALM);
-  await consumeRightsCommands(runtime.broker, rights, runtime.logger, () => relay.kick());
+  await consumeRightsCommands(runtime.broker, rights, eventsFor, runtime.logger, () => relay.kick());
   const server = await serveInternalHttp(runtime, runtime.config.PORT, {
     jsonLimit: '64kb',
     // A change stored its events: publish them now rather than at the next poll.

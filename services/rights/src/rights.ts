@@ -134,34 +134,42 @@ export class RightsUseCases {
 
   /**
    * `rights.expire` from the scheduler, for a batch: every right whose interval has ended
-   * by `judgedAt` (when the scheduler found it due; our clock may be behind) or by now is
-   * EXPIRED with its `right.expired`, in one batch of compare-and-sets; a right changed
-   * meanwhile is decided again on its own. Idempotent; a right not yet ended is left alone.
+   * by `judgedAt` (when the scheduler found it due; our clock may be behind) or by now
+   * becomes EXPIRED, in one batch of compare-and-sets; a right changed meanwhile is decided
+   * again on its own. Returns the rights of the batch that are EXPIRED now, by this command or
+   * an earlier delivery of it whose `right.expired` may not have gone out: the caller
+   * publishes their events before it acks the command (docs/decisions/0011; an event built
+   * again has the same id). Idempotent; a right not yet ended is left alone.
    */
-  async expireMany(items: ReadonlyArray<{ connectId: string; rightId: string }>, judgedAt: Date): Promise<void> {
+  async expireMany(
+    items: ReadonlyArray<{ connectId: string; rightId: string }>,
+    judgedAt: Date,
+  ): Promise<RightEntity[]> {
     const now = new Date(Math.max(this.clock().getTime(), judgedAt.getTime()));
     const found = await this.store.findMany(items.map((item) => ({ userId: item.connectId, id: item.rightId })));
+    const expired: RightEntity[] = [];
     const changes = found.flatMap((right) => {
+      if (right?.state === 'EXPIRED') expired.push(right);
       const decision = right ? decide(right, 'expire', now) : null;
-      return right && decision?.kind === 'change'
-        ? [{ current: right, next: decision.next, eventTypes: decision.events }]
-        : [];
+      return right && decision?.kind === 'change' ? [{ current: right, next: decision.next }] : [];
     });
-    const stored = await this.store.updateMany(changes);
-    await Promise.all(
-      changes
-        .filter((_, i) => !stored[i])
-        .map(({ current }) => this.applyUntilStored(current.userId, current.rightId, (r) => decide(r, 'expire', now))),
+    const stored = await this.store.updateMany(changes.map((change) => ({ ...change, eventTypes: [] })));
+    const raced = await Promise.all(
+      changes.map(async ({ current, next }, i) =>
+        stored[i] ? next : this.untilStoredWithoutEvents(current.userId, current.rightId, now),
+      ),
     );
+    return [...expired, ...raced.filter((right) => right !== null)];
   }
 
   /**
    * `rights.issue`, for a batch of periods (DESIGN.md 3 "Renewal"): every right of every
    * period in few `insertMany` calls. Each right's id is derived from (subscription, period
-   * start, template), so a repeated or half-done batch creates nothing twice. Returns how
-   * many rights were new.
+   * start, template), so a repeated or half-done batch creates nothing twice. Returns every
+   * right of the batch, new or found, whose `right.created` the caller publishes before it
+   * acks the commands (docs/decisions/0011).
    */
-  issueForPeriods(commands: readonly RightsIssueData[]): Promise<number> {
+  async issueForPeriods(commands: readonly RightsIssueData[]): Promise<RightEntity[]> {
     const now = this.clock();
     const rights = commands.flatMap((command) =>
       command.rights.map((template): RightEntity => {
@@ -188,7 +196,20 @@ export class RightsUseCases {
         };
       }),
     );
-    return this.store.insertMany(rights, [RightEventTypes.created]);
+    await this.store.insertManyWithoutEvents(rights);
+    return rights;
+  }
+
+  /** Expires one right that another writer changed meanwhile; the expired right, or null. */
+  private untilStoredWithoutEvents(userId: string, rightId: string, now: Date): Promise<RightEntity | null> {
+    return untilStored(`right ${rightId}`, async () => {
+      const right = await this.store.find(userId, rightId);
+      const decision = right ? decide(right, 'expire', now) : null;
+      if (!right || decision?.kind !== 'change') return null;
+      return (await this.store.updateMany([{ current: right, next: decision.next, eventTypes: [] }]))[0]
+        ? decision.next
+        : RACE_LOST;
+    });
   }
 
   /**

@@ -19,7 +19,7 @@ import {
   unauthorized,
   type Principal,
 } from '@rs/http';
-import { RACE_LOST, untilStored } from '@rs/store';
+import { RACE_LOST, untilStored, type OutboxEntry } from '@rs/store';
 import { parseDuration, parseTimeSpec } from '@rs/time';
 import { ulid } from 'ulid';
 import { planRenewal } from './domain/renewal';
@@ -31,11 +31,15 @@ import {
   type SubscriptionCommand,
   type SubscriptionEntity,
 } from './domain/subscription';
-import type { Outgoing, SubscriptionQuery, SubscriptionStore } from './store/subscription-store';
+import {
+  entriesOf,
+  type Outgoing,
+  type RenewalChange,
+  type SubscriptionQuery,
+  type SubscriptionStore,
+} from './store/subscription-store';
 
 export const EVENT_SOURCE = '/subscriptions';
-
-type RenewalChange = { current: SubscriptionEntity; next: SubscriptionEntity; outgoing: Outgoing };
 
 /**
  * The subscription use cases (spec 4.1): who may (DESIGN.md 3), what happens (the pure
@@ -140,30 +144,41 @@ export class SubscriptionUseCases {
    * `subscriptions.renew` from the scheduler, for a batch (DESIGN.md 2 "Scale"): bring each
    * subscription up to now (issue the rights of every due period, one `rights.issue` per
    * period with deterministic ids downstream; expire it at its end), planned together and
-   * stored in one batch of compare-and-sets, each with `subscription.renewed` /
-   * `subscription.expired` in the same write. A subscription another writer changed
-   * meanwhile is renewed again on its own. Idempotent: a repeated command changes nothing.
-   * `judgedAt` is when the scheduler found them due (its clock may be ahead of ours).
+   * stored in one batch of compare-and-sets. A subscription another writer changed meanwhile
+   * is renewed again on its own. Returns the events and commands of the renewals, which the
+   * caller publishes before it acks the command (docs/decisions/0011); with `replay` (the
+   * command was delivered before) also those of each subscription's last renewal, which may
+   * not have gone out. Idempotent: a repeated command changes nothing. `judgedAt` is when
+   * the scheduler found them due (its clock may be ahead of ours).
    */
-  async renew(items: ReadonlyArray<{ connectId: string; subscriptionId: string }>, judgedAt: Date): Promise<void> {
+  async renew(
+    items: ReadonlyArray<{ connectId: string; subscriptionId: string }>,
+    judgedAt: Date,
+    replay: boolean,
+  ): Promise<OutboxEntry[]> {
     const now = new Date(Math.max(this.clock().getTime(), judgedAt.getTime()));
-    const found = await this.store.findMany(items.map((item) => ({ userId: item.connectId, id: item.subscriptionId })));
+    const keys = items.map((item) => ({ userId: item.connectId, id: item.subscriptionId }));
+    const earlier = replay ? await this.store.lastEventsOf(keys) : [];
+    const found = await this.store.findMany(keys);
     const changes = found.flatMap((subscription) => (subscription ? (this.renewal(subscription, now) ?? []) : []));
-    const stored = await this.store.updateMany(changes);
-    await Promise.all(
-      changes
-        .filter((_, i) => !stored[i])
-        .map(({ current }) => this.advance(current.userId, current.subscriptionId, now)),
+    const stored = await this.store.renewMany(changes);
+    const raced = await Promise.all(
+      changes.map((change, i) =>
+        stored[i]
+          ? entriesOf(change.outgoing)
+          : this.advance(change.current.userId, change.current.subscriptionId, now),
+      ),
     );
+    return [...earlier, ...raced.flat()];
   }
 
-  /** Brings one subscription up to `now`, again while other writers win the race. */
-  private advance(userId: string, subscriptionId: string, now: Date): Promise<void> {
+  /** Brings one subscription up to `now`, again while other writers win the race; what it emits. */
+  private advance(userId: string, subscriptionId: string, now: Date): Promise<OutboxEntry[]> {
     return untilStored(`subscription ${subscriptionId}`, async () => {
       const subscription = await this.store.find(userId, subscriptionId);
       const change = subscription && this.renewal(subscription, now);
-      if (!change) return undefined;
-      return (await this.store.updateMany([change]))[0] ? undefined : RACE_LOST;
+      if (!change) return [];
+      return (await this.store.renewMany([change]))[0] ? entriesOf(change.outgoing) : RACE_LOST;
     });
   }
 

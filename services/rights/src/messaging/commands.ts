@@ -5,7 +5,9 @@ import {
   InvalidMessage,
   itemsOf,
   parseEvent,
+  RightEventTypes,
   RightsCommands,
+  type CloudEvent,
   type ParsedEvent,
   type RightsExpireData,
   type RightsIssueData,
@@ -13,6 +15,7 @@ import {
 import type { Logger } from '@rs/logging';
 import { consume, type AmqpClient } from '@rs/messaging';
 import { parseTimeInterval } from '@rs/time';
+import type { RightEntity } from '../domain/right';
 import type { RightsUseCases } from '../rights';
 
 export const RIGHTS_COMMAND_QUEUE = 'rights.commands';
@@ -27,9 +30,15 @@ type RightsCommand = ParsedEvent<typeof RightsCommands>;
 export async function consumeRightsCommands(
   broker: AmqpClient,
   rights: RightsUseCases,
+  eventsFor: (right: RightEntity, types: string[]) => CloudEvent[],
   logger: Logger,
   onStored: () => void,
 ): Promise<void> {
+  /**
+   * Issue and expiry publish their events here, all with confirms, before the commands are
+   * acked: the durable command is their outbox (docs/decisions/0011). Redelivered after a
+   * crash, it builds the same events (same ids) and publishes them again.
+   */
   const handleBatch = async (commands: RightsCommand[]) => {
     const issues: RightsIssueData[] = [];
     const expiries: Array<{ items: RightsExpireData[]; judgedAt: Date }> = [];
@@ -38,9 +47,17 @@ export async function consumeRightsCommands(
       else if (command.type === CommandTypes.rightsExpire)
         expiries.push({ items: itemsOf(command.data), judgedAt: new Date(command.time) });
     }
-    await rights.issueForPeriods(issues);
-    await Promise.all(expiries.map(({ items, judgedAt }) => rights.expireMany(items, judgedAt)));
-    // One by one: each cascade reads and changes every right of its subscription.
+    const issued = await rights.issueForPeriods(issues);
+    const expired = (
+      await Promise.all(expiries.map(({ items, judgedAt }) => rights.expireMany(items, judgedAt)))
+    ).flat();
+    await Promise.all(
+      [
+        ...issued.flatMap((right) => eventsFor(right, [RightEventTypes.created])),
+        ...expired.flatMap((right) => eventsFor(right, [RightEventTypes.expired])),
+      ].map((event) => broker.publishEvent(Exchanges.rightsEvents, event)),
+    );
+    // One by one: each cascade reads and changes every right of its subscription (through the outbox).
     for (const command of commands) if (command.type === CommandTypes.rightsCascade) await rights.cascade(command.data);
     onStored();
   };

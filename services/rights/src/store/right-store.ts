@@ -156,11 +156,13 @@ export class RightStore {
     return this.documents.insert(toDocument(right), this.outboxOf(right, eventTypes));
   }
 
-  /** Stores new rights in bulk; those whose id exists are left alone. Returns how many were new. */
-  insertMany(rights: readonly RightEntity[], eventTypes: string[]): Promise<number> {
-    return this.documents.insertMany(
-      rights.map((right) => ({ doc: toDocument(right), outbox: this.outboxOf(right, eventTypes) })),
-    );
+  /**
+   * Stores new rights in bulk, without pending events: the command that issues them
+   * publishes them itself before it is acked (docs/decisions/0011). Those whose id exists
+   * are left alone. Returns how many were new.
+   */
+  insertManyWithoutEvents(rights: readonly RightEntity[]): Promise<number> {
+    return this.documents.insertMany(rights.map((right) => ({ doc: toDocument(right), outbox: [] })));
   }
 
   /** Compare-and-set: stores `next` and its events only if the right is still at `current`'s generation. */

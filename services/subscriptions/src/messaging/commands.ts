@@ -8,6 +8,8 @@ export const SUBSCRIPTIONS_COMMAND_QUEUE = 'subscriptions.commands';
 /**
  * `subscriptions.renew` from the scheduler (DESIGN.md 2), a batch per message; idempotent,
  * dead-lettered when malformed. Few messages at once: each carries up to 500 subscriptions.
+ * A delivery that may have been handled before (redelivered after a crash, or a retry)
+ * publishes the last renewal's events and commands of its subscriptions again.
  */
 export async function consumeSubscriptionCommands(
   broker: AmqpClient,
@@ -25,9 +27,12 @@ export async function consumeSubscriptionCommands(
       })),
       prefetch: 4,
       parse: (body) => parseEvent(SubscriptionsCommands, body),
-      handle: async (command) => {
+      handle: async (command, delivery) => {
         if (command.type === CommandTypes.subscriptionsRenew) {
-          await subscriptions.renew(itemsOf(command.data), new Date(command.time));
+          const replay = delivery.redelivered || delivery.attempt > 1;
+          const emitted = await subscriptions.renew(itemsOf(command.data), new Date(command.time), replay);
+          // The durable command is the outbox of its renewals: published, with confirms, before it is acked.
+          await Promise.all(emitted.map((entry) => broker.publishEvent(entry.exchange, entry.event, entry.trace)));
         }
         onStored();
       },

@@ -17,6 +17,7 @@ import type { SubscriptionEntity } from '../domain/subscription';
 interface SubscriptionDocument extends Omit<SubscriptionEntity, 'subscriptionId'> {
   _id: string;
   deleted: boolean;
+  lastEvents: OutboxEntry[];
 }
 
 const schema = new Schema<SubscriptionDocument>(
@@ -36,6 +37,11 @@ const schema = new Schema<SubscriptionDocument>(
     updatedAt: { type: Date, required: true },
     deleted: { type: Boolean, default: false },
     ...outboxFields,
+    /**
+     * The events and commands of the last renewal, published by the renewal command's handler
+     * before it acks; kept so a redelivered command publishes them again (docs/decisions/0011).
+     */
+    lastEvents: { type: Schema.Types.Mixed, default: [] },
   },
   { collection: 'subscriptions', versionKey: false, minimize: false },
 );
@@ -43,11 +49,12 @@ schema.index({ userId: 1, grantorId: 1, createdAt: -1 }, { name: 'by_user_and_gr
 schema.index({ userId: 1, createdAt: -1, _id: -1 }, { name: 'by_user' });
 schema.index(OUTBOX_INDEX, OUTBOX_INDEX_OPTIONS);
 
-const PROJECTION = { outbox: 0 };
+const PROJECTION = { outbox: 0, lastEvents: 0 };
 
 function toEntity(doc: SubscriptionDocument): SubscriptionEntity {
   const { _id, deleted: _deleted, ...fields } = doc as SubscriptionDocument & { outbox?: unknown };
   delete (fields as { outbox?: unknown }).outbox;
+  delete (fields as { lastEvents?: unknown }).lastEvents;
   return { subscriptionId: _id, ...fields };
 }
 
@@ -62,13 +69,20 @@ export interface SubscriptionQuery {
   after: Keyset | null;
 }
 
+/** A renewal: the subscription as read, as renewed, and what the renewal emits. */
+export interface RenewalChange {
+  current: SubscriptionEntity;
+  next: SubscriptionEntity;
+  outgoing: Outgoing;
+}
+
 /** What a change stores besides the new state: its events and the commands it causes. */
 export interface Outgoing {
   events: CloudEvent[];
   commands: CloudEvent[];
 }
 
-const entriesOf = (outgoing: Outgoing): OutboxEntry[] => [
+export const entriesOf = (outgoing: Outgoing): OutboxEntry[] => [
   ...outgoing.events.map((event) => outboxEntry(Exchanges.subscriptionsEvents, event)),
   ...outgoing.commands.map((command) => outboxEntry(Exchanges.commands, command)),
 ];
@@ -140,13 +154,28 @@ export class SubscriptionStore {
     return this.documents.compareAndSet(changeOf(current, next, outgoing, deleted));
   }
 
-  /** A batch of compare-and-sets (renewal); for each, whether it was stored. */
-  updateMany(
-    changes: ReadonlyArray<{ current: SubscriptionEntity; next: SubscriptionEntity; outgoing: Outgoing }>,
-  ): Promise<boolean[]> {
+  /**
+   * A batch of renewals, compare-and-set each; for each, whether it was stored. Their events
+   * and commands are kept as `lastEvents`, not pending: the renewal command's handler
+   * publishes them before it acks (docs/decisions/0011).
+   */
+  renewMany(changes: readonly RenewalChange[]): Promise<boolean[]> {
     return this.documents.compareAndSetMany(
-      changes.map(({ current, next, outgoing }) => changeOf(current, next, outgoing, false)),
+      changes.map(({ current, next, outgoing }) => ({
+        id: current.subscriptionId,
+        generation: current.generation,
+        set: { ...toFields(next), lastEvents: entriesOf(outgoing) },
+        outbox: [],
+      })),
     );
+  }
+
+  /** The events and commands of each subscription's last renewal (to publish again). */
+  async lastEventsOf(keys: ReadonlyArray<{ userId: string; id: string }>): Promise<OutboxEntry[]> {
+    const found = await mapConcurrently(keys, READ_CONCURRENCY, ({ userId, id }) =>
+      this.model.collection.findOne({ _id: id, userId } as never, { projection: { lastEvents: 1 } }),
+    );
+    return found.flatMap((doc) => (doc?.lastEvents as OutboxEntry[] | undefined) ?? []);
   }
 }
 
