@@ -7,7 +7,7 @@ import { expireCommand, renewCommand } from './messaging/commands';
 import { followEvents } from './messaging/events';
 import { keepSchedulesRebuilt, rebuildSchedules } from './rebuild';
 import { createStores } from './store/stores';
-import { DueSweeper, Ticker } from './sweeper';
+import { DueSweeper, ownedPartitionsGauge, Ticker } from './sweeper';
 
 const Config = z.object({
   ...serviceEnvShape('scheduler'),
@@ -78,6 +78,7 @@ runBackend('scheduler', Config, async (runtime) => {
     async () => {
       const now = new Date();
       const owned = ownedPartitions(await stores.partitions.liveMembers(now), me);
+      ownedPartitionsGauge.set(owned.length);
       await Promise.all(sweepers.map((sweeper) => sweeper.sweep(owned, now)));
     },
     logger,

@@ -13,6 +13,12 @@ const commanded = new client.Counter({
   labelNames: ['type'] as const,
 });
 
+/** Partitions this replica sweeps (replicas share them: docs/decisions/0011). */
+export const ownedPartitionsGauge = new client.Gauge({
+  name: 'scheduler_owned_partitions',
+  help: 'Partitions of the due work this scheduler replica sweeps',
+});
+
 export interface SweeperOptions {
   store: DueStore;
   partitions: PartitionStore;

@@ -67,4 +67,39 @@ describe('several replicas of every service (issue: renewal with replicas)', () 
       expect(state).toBe('EXPIRED');
     }
   });
+
+  it('when one of two schedulers is killed, then the other takes over its partitions within seconds and renews what falls due', async () => {
+    const owned = async (name: string) =>
+      Number(
+        /^scheduler_owned_partitions(?:\{[^}]*\})? (\d+)/m.exec(
+          await (await fetch(`${system.service(name).url}/metrics`)).text(),
+        )?.[1],
+      );
+    // Shared while both run.
+    await expect
+      .poll(async () => [await owned('scheduler'), await owned('scheduler#2')], { timeout: 10_000 })
+      .toEqual([4, 4]);
+    await system.service('scheduler#2').kill();
+    const killedAt = Date.now();
+    await expect.poll(() => owned('scheduler'), { timeout: 10_000, interval: 200 }).toBe(8);
+    expect(Date.now() - killedAt).toBeLessThan(8_000);
+
+    const start = new Date(Math.floor(Date.now() / 1000) * 1000 + 2000).toISOString().replace(/\.000Z$/, 'Z');
+    const ids: string[] = [];
+    for (let i = 0; i < SUBSCRIPTIONS; i++) {
+      const response = await fetch(`${system.gatewayUrl}/id/users/gina/subs`, {
+        method: 'POST',
+        headers: { authorization: A, 'content-type': 'application/json' },
+        body: JSON.stringify({ grantorId: 'A', timeSpec: `R1/${start}/PT1H`, rightsSpec: [{ sku: 'news' }] }),
+      });
+      ids.push(((await response.json()) as { subscriptionId: string }).subscriptionId);
+    }
+    const ofSubscription = (id: string) =>
+      rightEvents.messages.filter((m) =>
+        (m.body.data as { link: Array<{ href: string }> }).link.some((l) => l.href.endsWith(`/subs/${id}`)),
+      );
+    await rightEvents.waitFor(() => ids.every((id) => ofSubscription(id).length >= 1), 15_000);
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    for (const id of ids) expect(new Set(ofSubscription(id).map((m) => m.body.id)).size).toBe(1);
+  });
 });
