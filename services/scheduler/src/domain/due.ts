@@ -11,7 +11,7 @@ import { parseTimeSpec, periodExists, periodStart, subscriptionEnd } from '@rs/t
 /** Partitions of the due work; scheduler replicas share them. Fixed: items are stored by it. */
 export const PARTITIONS = 8;
 /** An item due within this margin when recorded goes to its partition's `soon` bucket. */
-export const SOON_MARGIN_MS = 10_000;
+export const SOON_MARGIN_MS = 3_000;
 /** A second is looked at again this long after it was swept, for writes that landed late. */
 export const SECOND_LOOK_S = 30;
 
