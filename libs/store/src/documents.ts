@@ -1,6 +1,6 @@
-import type { mongo } from 'mongoose';
+import type { Connection, Model, mongo, Schema } from 'mongoose';
 import { documentLock } from './document-lock';
-import { newOutbox, setWithOutbox, type OutboxEntry } from './outbox';
+import { migrateOutbox, newOutbox, setWithOutbox, type OutboxEntry } from './outbox';
 import { chunks, serverLimits } from './server-limits';
 
 /** MongoDB's duplicate key error: an insert found its `_id` (or a unique key) taken. */
@@ -112,5 +112,76 @@ export class OutboxCollection {
   async compareAndSetMany(changes: readonly StoredChange[]): Promise<boolean[]> {
     const { updateConcurrency } = await serverLimits(this.db);
     return mapConcurrently(changes, updateConcurrency, (change) => this.compareAndSet(change));
+  }
+}
+
+/**
+ * The base of every service's store over documents with an outbox: the mongoose model, the
+ * one write mechanism (`documents`), the migration, and reads of live documents (not
+ * tombstones), without their pending events, one or a batch at a time.
+ */
+export abstract class OutboxStore<Doc extends { _id: string }, Entity> {
+  readonly model: Model<Doc>;
+  protected readonly documents: OutboxCollection;
+
+  constructor(
+    db: Connection,
+    modelName: string,
+    schema: Schema<Doc>,
+    private readonly options: {
+      /** A condition every live document meets (e.g. "not a tombstone"), and every write requires unless `writesRevive`. */
+      live: Record<string, unknown>;
+      /** Writes may also change a tombstone (an upsert brings it back). */
+      writesRevive?: boolean;
+      /** Fields reads leave out (the outbox, at least). */
+      hidden: Record<string, 0>;
+      toEntity: (doc: Doc) => Entity;
+    },
+  ) {
+    this.model = db.model<Doc>(modelName, schema);
+    this.documents = new OutboxCollection(
+      db.db!,
+      this.model.collection.collectionName,
+      options.writesRevive ? {} : options.live,
+    );
+  }
+
+  async ensureIndexes(): Promise<void> {
+    await migrateOutbox(this.model.collection);
+    await this.model.createIndexes();
+  }
+
+  /** The live document matching `filter` (top-level equalities, so FerretDB uses its index). */
+  protected async findLive(filter: Record<string, unknown>): Promise<Entity | null> {
+    const doc = await this.model.findOne({ ...filter, ...this.options.live } as never, this.options.hidden).lean<Doc>();
+    return doc ? this.options.toEntity(doc) : null;
+  }
+
+  /**
+   * A page of live documents matching every condition, newest first (DESIGN.md 3 "Listing
+   * filters"), after the keyset `after` (the last of the previous page).
+   */
+  protected async pageNewestFirst(
+    conditions: object[],
+    after: { createdAt: Date; id: string } | null,
+    limit: number,
+  ): Promise<Entity[]> {
+    const and: object[] = [...conditions, this.options.live];
+    if (after) {
+      and.push({
+        $or: [{ createdAt: { $lt: after.createdAt } }, { createdAt: after.createdAt, _id: { $lt: after.id } }],
+      });
+    }
+    const docs = await this.model
+      .find({ $and: and } as never, this.options.hidden)
+      .sort({ createdAt: -1, _id: -1 })
+      .limit(limit)
+      .lean<Doc[]>();
+    return docs.map(this.options.toEntity);
+  }
+
+  /** Several, read concurrently (an `$in` of ids would read the whole collection on FerretDB). */
+  protected findManyLive(filters: ReadonlyArray<Record<string, unknown>>): Promise<Array<Entity | null>> {
+    return mapConcurrently(filters, READ_CONCURRENCY, (filter) => this.findLive(filter));
   }
 }

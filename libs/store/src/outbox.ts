@@ -52,6 +52,18 @@ export const outboxFields = {
   },
 };
 
+/**
+ * The fields every document of the one store mechanism has (`OutboxStore`): its id, the
+ * generation its compare-and-sets are made on, its times, and its outbox.
+ */
+export const outboxDocumentFields = {
+  _id: { type: String, required: true },
+  generation: { type: Number, required: true },
+  createdAt: { type: Date, required: true },
+  updatedAt: { type: Date, required: true },
+  ...outboxFields,
+};
+
 // Registered on the process registry; its value is computed at scrape time.
 new client.Gauge({
   name: 'outbox_pending_documents',

@@ -1,15 +1,14 @@
 import { Exchanges } from '@rs/contracts';
 import {
-  migrateOutbox,
   OUTBOX_INDEX,
   OUTBOX_INDEX_OPTIONS,
   outboxEntry,
-  OutboxCollection,
-  outboxFields,
+  outboxDocumentFields,
+  OutboxStore,
   RACE_LOST,
   untilStored,
 } from '@rs/store';
-import { Schema, type Connection, type Model } from 'mongoose';
+import { Schema, type Connection } from 'mongoose';
 import type { SkuUpsertBody } from '@rs/contracts';
 import { deleted, eventFor, isUnchanged, upserted, type SkuEntry } from '../domain/sku';
 
@@ -26,15 +25,11 @@ interface SkuDocument {
 
 const skuSchema = new Schema<SkuDocument>(
   {
-    _id: { type: String, required: true },
     name: { type: String, default: null },
     serviceProviderId: { type: String, default: null },
     announceOnUsage: { type: Boolean, default: false },
-    generation: { type: Number, required: true },
-    createdAt: { type: Date, required: true },
-    updatedAt: { type: Date, required: true },
     deleted: { type: Boolean, default: false },
-    ...outboxFields,
+    ...outboxDocumentFields,
   },
   { collection: 'skus', versionKey: false, minimize: false },
 );
@@ -66,30 +61,22 @@ export type WriteResult =
   | { outcome: 'not-found' }
   | { outcome: 'precondition-failed'; entry: SkuEntry | null };
 
-const PROJECTION = { outbox: 0 };
+const PROJECTION = { outbox: 0 } as const;
+const LIVE = { deleted: { $ne: true } };
 
 /**
  * The catalog's own database. Every change is a compare-and-set on `generation` that
  * stores the new state and its event together (outbox), so a change is never stored
  * without its event, nor an event published for a change that was not stored.
  */
-export class SkuStore {
-  readonly model: Model<SkuDocument>;
-  private readonly documents: OutboxCollection;
-
+export class SkuStore extends OutboxStore<SkuDocument, SkuEntry> {
   constructor(db: Connection) {
-    this.model = db.model<SkuDocument>('Sku', skuSchema);
-    this.documents = new OutboxCollection(db.db!, 'skus');
+    // A PUT brings a deleted entry back: writes may change tombstones.
+    super(db, 'Sku', skuSchema, { live: LIVE, hidden: PROJECTION, toEntity: toEntry, writesRevive: true });
   }
 
-  async ensureIndexes(): Promise<void> {
-    await migrateOutbox(this.model.collection);
-    await this.model.createIndexes();
-  }
-
-  async find(sku: string): Promise<SkuEntry | null> {
-    const doc = await this.model.findOne({ _id: sku, deleted: { $ne: true } }, PROJECTION).lean<SkuDocument>();
-    return doc ? toEntry(doc) : null;
+  find(sku: string): Promise<SkuEntry | null> {
+    return this.findLive({ _id: sku });
   }
 
   /** Entries in name order after `after`, at most `limit`. */

@@ -2,17 +2,14 @@ import type { Keyset } from '@rs/http';
 import type { CloudEvent } from '@rs/contracts';
 import { Exchanges } from '@rs/contracts';
 import {
-  mapConcurrently,
-  migrateOutbox,
-  READ_CONCURRENCY,
   OUTBOX_INDEX,
   OUTBOX_INDEX_OPTIONS,
   outboxEntry,
-  OutboxCollection,
-  outboxFields,
+  outboxDocumentFields,
+  OutboxStore,
   type OutboxEntry,
 } from '@rs/store';
-import { Schema, type Connection, type Model } from 'mongoose';
+import { Schema, type Connection } from 'mongoose';
 import type { RightEntity } from '../domain/right';
 
 interface RightDocument extends Omit<RightEntity, 'rightId'> {
@@ -23,7 +20,6 @@ interface RightDocument extends Omit<RightEntity, 'rightId'> {
 
 const rightSchema = new Schema<RightDocument>(
   {
-    _id: { type: String, required: true },
     userId: { type: String, required: true },
     state: { type: String, required: true },
     grantorId: { type: String, required: true },
@@ -36,11 +32,8 @@ const rightSchema = new Schema<RightDocument>(
     end: { type: Date, required: true },
     timeInterval: { type: String, required: true },
     subscriptionId: { type: String, default: null },
-    generation: { type: Number, required: true },
-    createdAt: { type: Date, required: true },
-    updatedAt: { type: Date, required: true },
     removed: { type: Boolean, default: false },
-    ...outboxFields,
+    ...outboxDocumentFields,
   },
   { collection: 'rights', versionKey: false, minimize: false },
 );
@@ -52,7 +45,7 @@ rightSchema.index({ state: 1, end: 1 }, { name: 'by_interval_end' });
 rightSchema.index({ subscriptionId: 1 }, { name: 'by_subscription', sparse: true });
 rightSchema.index(OUTBOX_INDEX, OUTBOX_INDEX_OPTIONS);
 
-const PROJECTION = { outbox: 0 };
+const PROJECTION = { outbox: 0 } as const;
 
 // Documents are read without their outbox (PROJECTION).
 const toEntity = ({ _id, removed: _removed, ...fields }: RightDocument): RightEntity => {
@@ -83,33 +76,20 @@ export interface RightQuery {
  * The rights service's own database. Every change is a compare-and-set on `generation`
  * that stores the new state and its events together (DESIGN.md 2, docs/decisions/0003).
  */
-export class RightStore {
-  readonly model: Model<RightDocument>;
-  private readonly documents: OutboxCollection;
-
+export class RightStore extends OutboxStore<RightDocument, RightEntity> {
   constructor(
     db: Connection,
     private readonly eventsFor: (right: RightEntity, types: string[]) => CloudEvent[],
   ) {
-    this.model = db.model<RightDocument>('Right', rightSchema);
-    this.documents = new OutboxCollection(db.db!, 'rights', { removed: { $ne: true } });
+    super(db, 'Right', rightSchema, { live: { removed: { $ne: true } }, hidden: PROJECTION, toEntity });
   }
 
-  async ensureIndexes(): Promise<void> {
-    await migrateOutbox(this.model.collection);
-    await this.model.createIndexes();
+  find(userId: string, rightId: string): Promise<RightEntity | null> {
+    return this.findLive({ _id: rightId, userId });
   }
 
-  async find(userId: string, rightId: string): Promise<RightEntity | null> {
-    const doc = await this.model
-      .findOne({ _id: rightId, userId, removed: { $ne: true } }, PROJECTION)
-      .lean<RightDocument>();
-    return doc ? toEntity(doc) : null;
-  }
-
-  /** Several rights by id, read concurrently (an `$in` would read the whole collection on FerretDB). */
   findMany(keys: ReadonlyArray<{ userId: string; id: string }>): Promise<Array<RightEntity | null>> {
-    return mapConcurrently(keys, READ_CONCURRENCY, ({ userId, id }) => this.find(userId, id));
+    return this.findManyLive(keys.map(({ userId, id }) => ({ _id: id, userId })));
   }
 
   /** ACTIVE and SUSPENDED rights in id order, a page at a time (for the scheduler's rebuild). */
@@ -128,27 +108,17 @@ export class RightStore {
     return docs.map(toEntity);
   }
 
-  async list(query: RightQuery): Promise<RightEntity[]> {
-    const and: object[] = [{ userId: query.userId }, { removed: { $ne: true } }];
+  list(query: RightQuery): Promise<RightEntity[]> {
+    const conditions: object[] = [{ userId: query.userId }];
     if (query.grantorOrProvider !== null) {
-      and.push({ $or: [{ grantorId: query.grantorOrProvider }, { serviceProviderId: query.grantorOrProvider }] });
-    }
-    if (query.grantorId !== null) and.push({ grantorId: query.grantorId });
-    if (query.activeAt) and.push({ state: 'ACTIVE', start: { $lte: query.activeAt }, end: { $gt: query.activeAt } });
-    if (query.after) {
-      and.push({
-        $or: [
-          { createdAt: { $lt: query.after.createdAt } },
-          { createdAt: query.after.createdAt, _id: { $lt: query.after.id } },
-        ],
+      conditions.push({
+        $or: [{ grantorId: query.grantorOrProvider }, { serviceProviderId: query.grantorOrProvider }],
       });
     }
-    const docs = await this.model
-      .find({ $and: and }, PROJECTION)
-      .sort({ createdAt: -1, _id: -1 })
-      .limit(query.limit)
-      .lean<RightDocument[]>();
-    return docs.map(toEntity);
+    if (query.grantorId !== null) conditions.push({ grantorId: query.grantorId });
+    if (query.activeAt)
+      conditions.push({ state: 'ACTIVE', start: { $lte: query.activeAt }, end: { $gt: query.activeAt } });
+    return this.pageNewestFirst(conditions, query.after, query.limit);
   }
 
   /** Stores a new right with its events; false when the id exists (also as a tombstone). */

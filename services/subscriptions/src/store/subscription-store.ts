@@ -2,16 +2,15 @@ import type { Keyset } from '@rs/http';
 import { Exchanges, type CloudEvent } from '@rs/contracts';
 import {
   mapConcurrently,
-  migrateOutbox,
-  READ_CONCURRENCY,
   OUTBOX_INDEX,
   OUTBOX_INDEX_OPTIONS,
   outboxEntry,
-  OutboxCollection,
-  outboxFields,
+  outboxDocumentFields,
+  OutboxStore,
+  READ_CONCURRENCY,
   type OutboxEntry,
 } from '@rs/store';
-import { Schema, type Connection, type Model } from 'mongoose';
+import { Schema, type Connection } from 'mongoose';
 import type { SubscriptionEntity } from '../domain/subscription';
 
 interface SubscriptionDocument extends Omit<SubscriptionEntity, 'subscriptionId'> {
@@ -22,7 +21,6 @@ interface SubscriptionDocument extends Omit<SubscriptionEntity, 'subscriptionId'
 
 const schema = new Schema<SubscriptionDocument>(
   {
-    _id: { type: String, required: true },
     userId: { type: String, required: true },
     grantorId: { type: String, required: true },
     grantorContext: { type: String, default: null },
@@ -32,11 +30,8 @@ const schema = new Schema<SubscriptionDocument>(
     origTimeSpec: { type: String, required: true },
     paymentAgreement: { type: String, default: null },
     nextPeriod: { type: Number, default: null },
-    generation: { type: Number, required: true },
-    createdAt: { type: Date, required: true },
-    updatedAt: { type: Date, required: true },
     deleted: { type: Boolean, default: false },
-    ...outboxFields,
+    ...outboxDocumentFields,
     /**
      * The events and commands of the last renewal, published by the renewal command's handler
      * before it acks; kept so a redelivered command publishes them again (docs/decisions/0011).
@@ -49,7 +44,7 @@ schema.index({ userId: 1, grantorId: 1, createdAt: -1 }, { name: 'by_user_and_gr
 schema.index({ userId: 1, createdAt: -1, _id: -1 }, { name: 'by_user' });
 schema.index(OUTBOX_INDEX, OUTBOX_INDEX_OPTIONS);
 
-const PROJECTION = { outbox: 0, lastEvents: 0 };
+const PROJECTION = { outbox: 0, lastEvents: 0 } as const;
 
 function toEntity(doc: SubscriptionDocument): SubscriptionEntity {
   const { _id, deleted: _deleted, ...fields } = doc as SubscriptionDocument & { outbox?: unknown };
@@ -91,30 +86,17 @@ export const entriesOf = (outgoing: Outgoing): OutboxEntry[] => [
  * The subscriptions service's own database. A change, its events and its commands (the
  * rights cascade) are stored in one write (DESIGN.md 2; docs/decisions/0003 and 0008).
  */
-export class SubscriptionStore {
-  readonly model: Model<SubscriptionDocument>;
-  private readonly documents: OutboxCollection;
-
+export class SubscriptionStore extends OutboxStore<SubscriptionDocument, SubscriptionEntity> {
   constructor(db: Connection) {
-    this.model = db.model<SubscriptionDocument>('Subscription', schema);
-    this.documents = new OutboxCollection(db.db!, 'subscriptions', { deleted: { $ne: true } });
+    super(db, 'Subscription', schema, { live: { deleted: { $ne: true } }, hidden: PROJECTION, toEntity });
   }
 
-  async ensureIndexes(): Promise<void> {
-    await migrateOutbox(this.model.collection);
-    await this.model.createIndexes();
+  find(userId: string, subscriptionId: string): Promise<SubscriptionEntity | null> {
+    return this.findLive({ _id: subscriptionId, userId });
   }
 
-  async find(userId: string, subscriptionId: string): Promise<SubscriptionEntity | null> {
-    const doc = await this.model
-      .findOne({ _id: subscriptionId, userId, deleted: { $ne: true } }, PROJECTION)
-      .lean<SubscriptionDocument>();
-    return doc ? toEntity(doc) : null;
-  }
-
-  /** Several subscriptions by id, read concurrently (an `$in` would read the whole collection on FerretDB). */
   findMany(keys: ReadonlyArray<{ userId: string; id: string }>): Promise<Array<SubscriptionEntity | null>> {
-    return mapConcurrently(keys, READ_CONCURRENCY, ({ userId, id }) => this.find(userId, id));
+    return this.findManyLive(keys.map(({ userId, id }) => ({ _id: id, userId })));
   }
 
   /** Every live subscription in id order, a page at a time (for the scheduler's rebuild). */
@@ -124,24 +106,11 @@ export class SubscriptionStore {
     return docs.map(toEntity);
   }
 
-  async list(query: SubscriptionQuery): Promise<SubscriptionEntity[]> {
-    const and: object[] = [{ userId: query.userId }, { deleted: { $ne: true } }];
-    if (query.visibleTo !== null) and.push({ grantorId: query.visibleTo });
-    if (query.grantorId !== null) and.push({ grantorId: query.grantorId });
-    if (query.after) {
-      and.push({
-        $or: [
-          { createdAt: { $lt: query.after.createdAt } },
-          { createdAt: query.after.createdAt, _id: { $lt: query.after.id } },
-        ],
-      });
-    }
-    const docs = await this.model
-      .find({ $and: and }, PROJECTION)
-      .sort({ createdAt: -1, _id: -1 })
-      .limit(query.limit)
-      .lean<SubscriptionDocument[]>();
-    return docs.map(toEntity);
+  list(query: SubscriptionQuery): Promise<SubscriptionEntity[]> {
+    const conditions: object[] = [{ userId: query.userId }];
+    if (query.visibleTo !== null) conditions.push({ grantorId: query.visibleTo });
+    if (query.grantorId !== null) conditions.push({ grantorId: query.grantorId });
+    return this.pageNewestFirst(conditions, query.after, query.limit);
   }
 
   async insert(subscription: SubscriptionEntity, outgoing: Outgoing): Promise<void> {
