@@ -3,7 +3,7 @@ import type { Logger } from '@rs/logging';
 import type { AmqpClient } from '@rs/messaging';
 import { chunks } from '@rs/store';
 import client from 'prom-client';
-import { SECOND_LOOK_S, secondOf } from './domain/due';
+import { partitionOf, SECOND_LOOK_S, secondOf } from './domain/due';
 import type { DueItem, DueStore } from './store/due-store';
 import type { PartitionStore } from './store/partition-store';
 
@@ -48,7 +48,8 @@ const ITEMS_PER_SWEEP = 20_000;
  * docs/decisions/0011). For each partition this replica owns, every second that has fully
  * passed is read by its key, its items commanded in batches of MAX_BATCH_ITEMS with
  * publisher confirms, then the second is deleted and the position saved; a second is read
- * once more SECOND_LOOK_S later for items written late, and the `soon` bucket every sweep.
+ * once more SECOND_LOOK_S later for items written late, and the `soon` bucket (the items of
+ * this replica's partitions in it) every sweep.
  * A publish that fails leaves the second in place for the next sweep.
  */
 export class DueSweeper {
@@ -59,7 +60,15 @@ export class DueSweeper {
   async sweep(owned: readonly number[], now: Date): Promise<void> {
     if (!this.options.broker.connected) return;
     for (const partition of this.positions.keys()) if (!owned.includes(partition)) this.positions.delete(partition);
+    if (owned.length === 0) return;
     await Promise.all(owned.map((partition) => this.sweepPartition(partition, now)));
+    const soon = (await this.options.store.soon()).filter(
+      (item) => item.dueAt <= now && owned.includes(partitionOf(item.id)),
+    );
+    if (soon.length > 0) {
+      await this.command(soon, now);
+      await this.options.store.remove(soon);
+    }
   }
 
   private async sweepPartition(partition: number, now: Date): Promise<void> {
@@ -91,11 +100,6 @@ export class DueSweeper {
         await store.removeSecond(partition, second);
       }
       position.secondLook = second;
-    }
-    const soon = (await store.soon(partition)).filter((item) => item.dueAt <= now);
-    if (soon.length > 0) {
-      await this.command(soon, now);
-      await store.remove(soon);
     }
   }
 

@@ -4,13 +4,13 @@ import { parseTimeSpec, periodExists, periodStart, subscriptionEnd } from '@rs/t
 /**
  * Where due work is kept so that every query for it is an equality (docs/decisions/0011):
  * FerretDB serves only top-level equality from an index, MongoDB any. Each item lives under
- * a key `<partition>:<second>` of its due time, or `<partition>:soon` when it is due (or
- * nearly) as it is recorded, so a sweeper that has passed a second never misses it. Pure.
+ * a key `<partition>:<second>` of its due time, or `soon` when it is due (or nearly) as it
+ * is recorded, so a sweeper that has passed a second never misses it. Pure.
  */
 
 /** Partitions of the due work; scheduler replicas share them. Fixed: items are stored by it. */
 export const PARTITIONS = 8;
-/** An item due within this margin when recorded goes to its partition's `soon` bucket. */
+/** An item due within this margin when recorded goes to the `soon` bucket. */
 export const SOON_MARGIN_MS = 3_000;
 /** A second is looked at again this long after it was swept, for writes that landed late. */
 export const SECOND_LOOK_S = 30;
@@ -27,12 +27,13 @@ export function partitionOf(id: string): number {
 
 export const secondOf = (at: Date | number) => Math.floor(new Date(at).getTime() / 1000);
 export const slotKey = (partition: number, second: number) => `${partition}:${second}`;
-export const soonKey = (partition: number) => `${partition}:soon`;
+/** One `soon` bucket for all partitions: it stays small, and is read once a sweep. */
+export const SOON_KEY = 'soon';
 
 /** The key an item due at `dueAt` is stored under when recorded at `now`. */
 export function dueKeyOf(id: string, dueAt: Date, now: Date): string {
   const partition = partitionOf(id);
-  return dueAt.getTime() - now.getTime() <= SOON_MARGIN_MS ? soonKey(partition) : slotKey(partition, secondOf(dueAt));
+  return dueAt.getTime() - now.getTime() <= SOON_MARGIN_MS ? SOON_KEY : slotKey(partition, secondOf(dueAt));
 }
 
 /**

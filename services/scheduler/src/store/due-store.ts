@@ -1,6 +1,6 @@
 import { isDuplicateKey, mapConcurrently, serverLimits } from '@rs/store';
 import { Schema, type Connection, type Model } from 'mongoose';
-import { dueKeyOf, slotKey, soonKey } from '../domain/due';
+import { dueKeyOf, slotKey, SOON_KEY } from '../domain/due';
 
 /**
  * Something the scheduler must act on at `dueAt`: a right to expire, a subscription to
@@ -25,7 +25,7 @@ interface DueDocument {
   id: string;
   sequence: number;
   dueAt: Date;
-  /** `<partition>:<second>` or `<partition>:soon` (see domain/due.ts): the one key queried. */
+  /** `<partition>:<second>` or `soon` (see domain/due.ts): the one key queried. */
   due: string;
   connectId: string;
 }
@@ -87,9 +87,9 @@ export class DueStore {
     await this.model.collection.deleteMany({ due: slotKey(partition, second) });
   }
 
-  /** Items recorded already due, or nearly (the partition's `soon` bucket). */
-  async soon(partition: number): Promise<DueItem[]> {
-    return (await this.model.find({ due: soonKey(partition) }).lean<DueDocument[]>()).map(toItem);
+  /** Items recorded already due, or nearly (the `soon` bucket, of every partition). */
+  async soon(): Promise<DueItem[]> {
+    return (await this.model.find({ due: SOON_KEY }).lean<DueDocument[]>()).map(toItem);
   }
 
   /** Removes these versions (from the `soon` bucket, which keeps receiving items). */
