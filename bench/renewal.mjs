@@ -5,8 +5,11 @@
 // 2. N monthly subscriptions of many users whose first period starts at the same second,
 //    created through the gateway; the clock runs from that second until every right has
 //    been published on rights.events (so it is stored) and every subscription.renewed too.
-// It prints seconds, renewals/s, the ratio renewals/s ÷ raw docs/s, and the peak resident
-// memory of each service. N defaults to 10,000 (BENCH_RENEWALS).
+// 3. N rights (issued with `rights.issue` commands, as renewal issues them) whose intervals
+//    end at the same second: from that second until every one has its right.expired.
+// It prints seconds, renewals/s, the ratio renewals/s ÷ raw docs/s, expiries/s, and the peak
+// resident memory of each service. N defaults to 10,000 (BENCH_RENEWALS). BENCH_NODE_OPTIONS
+// is handed to the services (e.g. a heap limit like a container's).
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { createRequire } from 'node:module';
@@ -16,6 +19,8 @@ import { fileURLToPath } from 'node:url';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(import.meta.url);
 const { provideTestServers, TestSystem, EventCollector } = require(path.join(root, 'libs/testing/dist/index.js'));
+const { createCloudEvent } = require(path.join(root, 'libs/contracts/dist/index.js'));
+const amqp = require(path.join(root, 'node_modules/amqplib'));
 const { MongoClient } = require(path.join(root, 'node_modules/mongodb'));
 
 const N = Number(process.env.BENCH_RENEWALS ?? 10_000);
@@ -93,7 +98,12 @@ console.log(`raw insertMany: ${raw.toFixed(0)} docs/s`);
 const system = await TestSystem.start({
   name: 'bench_renewal',
   backends: ['catalog', 'rights', 'subscriptions', 'scheduler'],
-  env: { LOG_LEVEL: 'warn', RATE_LIMIT_PER_SECOND: '0', SCHEDULER_TICK_MS: '200' },
+  env: {
+    LOG_LEVEL: 'warn',
+    RATE_LIMIT_PER_SECOND: '0',
+    SCHEDULER_TICK_MS: '200',
+    ...(process.env.BENCH_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS } : {}),
+  },
 });
 // Interrupted (Ctrl-C, timeout): stop the services too, or they keep loading the servers.
 for (const signal of ['SIGINT', 'SIGTERM'])
@@ -148,14 +158,56 @@ try {
   await rights.waitFor((messages) => messages.length >= N && renewed.messages.length >= N, 3_600_000);
   const seconds = (Date.now() - due.getTime()) / 1000;
   const rate = N / seconds;
-  console.log(`peak resident memory (MB): ${JSON.stringify(peakMemory())}`);
-  console.log(`\n| N | raw insertMany docs/s | from due to last right and event | renewals/s | ratio |`);
-  console.log(`|---:|---:|---:|---:|---:|`);
-  console.log(
-    `| ${N} | ${raw.toFixed(0)} | ${seconds.toFixed(1)} s | ${rate.toFixed(1)} | ${(rate / raw).toFixed(3)} |`,
-  );
+  console.log(`renewed ${N} in ${seconds.toFixed(1)} s`);
   await rights.close();
   await renewed.close();
+
+  // Expiry: N rights issued as renewal issues them (100 a command), all ending at one second.
+  const expired = await EventCollector.start(system.amqpUrl, 'rights.events', 'right.expired');
+  const issued = await EventCollector.start(system.amqpUrl, 'rights.events', 'right.created');
+  const end = new Date(Math.ceil((Date.now() + 20_000 + N / 2) / 1000) * 1000);
+  const connection = await amqp.connect(system.amqpUrl);
+  const channel = await connection.createConfirmChannel();
+  const interval = `${new Date(Date.now() - 60_000).toISOString()}/${end.toISOString()}`;
+  for (let c = 0; c < N / 100; c++) {
+    const command = createCloudEvent({
+      source: '/bench',
+      type: 'rights.issue',
+      subject: `Sbenchexpiry${c}`,
+      data: {
+        subscriptionId: `Sbenchexpiry${c}`,
+        connectId: users[c % USERS],
+        grantorId: 'B',
+        periodStart: '2026-01-01T00:00:00Z',
+        rights: Array.from({ length: 100 }, (_, templateIndex) => ({
+          templateIndex,
+          sku: 'monthly',
+          serviceProviderId: null,
+          grantorContext: null,
+          timeInterval: interval,
+          state: 'ACTIVE',
+        })),
+      },
+    });
+    channel.publish('commands', 'rights.issue', Buffer.from(JSON.stringify(command)), { persistent: true });
+  }
+  await channel.waitForConfirms();
+  await connection.close();
+  await issued.waitFor((messages) => messages.length >= N, 3_600_000);
+  if (Date.now() >= end.getTime()) throw new Error('issuing the rights to expire took past their end');
+  await expired.waitFor((messages) => messages.length >= N, 3_600_000);
+  const expirySeconds = (Date.now() - end.getTime()) / 1000;
+  await expired.close();
+  await issued.close();
+
+  console.log(`peak resident memory (MB): ${JSON.stringify(peakMemory())}`);
+  console.log(
+    `\n| N | raw insertMany docs/s | from due to last right and event | renewals/s | ratio | from end to last right.expired | expiries/s |`,
+  );
+  console.log(`|---:|---:|---:|---:|---:|---:|---:|`);
+  console.log(
+    `| ${N} | ${raw.toFixed(0)} | ${seconds.toFixed(1)} s | ${rate.toFixed(1)} | ${(rate / raw).toFixed(3)} | ${expirySeconds.toFixed(1)} s | ${(N / expirySeconds).toFixed(0)} |`,
+  );
 } finally {
   await system.stop();
   await servers.stop();
