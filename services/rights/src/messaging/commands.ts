@@ -48,9 +48,9 @@ export async function consumeRightsCommands(
         expiries.push({ items: itemsOf(command.data), judgedAt: new Date(command.time) });
     }
     const issued = await rights.issueForPeriods(issues);
-    const expired = (
-      await Promise.all(expiries.map(({ items, judgedAt }) => rights.expireMany(items, judgedAt)))
-    ).flat();
+    const expired: RightEntity[] = [];
+    // One command after another: each already reads and writes its items concurrently.
+    for (const { items, judgedAt } of expiries) expired.push(...(await rights.expireMany(items, judgedAt)));
     await Promise.all(
       [
         ...issued.flatMap((right) => eventsFor(right, [RightEventTypes.created])),
@@ -82,9 +82,10 @@ export async function consumeRightsCommands(
         return command;
       },
       handle: (command) => handleBatch([command]),
-      // Many `rights.issue` arrive at once in a renewal: their rights go into few insertMany calls.
-      prefetch: 1_000,
-      batch: { max: 500, lingerMs: 20, handle: (messages) => handleBatch(messages.map(({ message }) => message)) },
+      // Many `rights.issue` arrive at once in a renewal: their rights go into few insertMany
+      // calls. Bounded: a command carries up to 100 rights (or 500 expiries).
+      prefetch: 500,
+      batch: { max: 250, lingerMs: 20, handle: (messages) => handleBatch(messages.map(({ message }) => message)) },
     },
     logger.child({ component: 'commands' }),
   );
