@@ -112,3 +112,11 @@ export function parseParam<T>(schema: z.ZodType<T>, name: string, value: unknown
   if (result.success) return result.data;
   throw badRequest(`${name}: ${result.error.issues[0]?.message ?? 'invalid'}`);
 }
+
+/** Paging through numbered buckets 0…count-1: an internal listing read a bucket at a time. */
+export function bucketPage(page: Page, count: number): { bucket: number; next: string | null } {
+  const bucket = page.after === undefined ? 0 : Number(page.after);
+  if (!Number.isInteger(bucket) || bucket < 0 || bucket >= count)
+    throw badRequest('cursor: not a cursor this service issued');
+  return { bucket, next: bucket + 1 < count ? Buffer.from(String(bucket + 1), 'utf8').toString('base64url') : null };
+}

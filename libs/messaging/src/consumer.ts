@@ -1,4 +1,4 @@
-import { context, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { context, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span } from '@opentelemetry/api';
 import type { Logger } from '@rs/logging';
 import type { Channel, ConfirmChannel, ConsumeMessage } from 'amqplib';
 import type { AmqpClient } from './amqp-client';
@@ -124,22 +124,7 @@ export async function consume<T>(client: AmqpClient, spec: ConsumerSpec<T>, logg
   /** One span for the batch, a child of the first message's trace and linked to the others'. */
   async function handleBatch(channel: ConfirmChannel, queue: string, batch: Array<Parsed<T>>, log: Logger) {
     const contexts = batch.map(({ raw }) => contextFrom(raw.properties.headers ?? {}));
-    const span = tracer.startSpan(
-      `${queue} process`,
-      {
-        kind: SpanKind.CONSUMER,
-        attributes: {
-          'messaging.system': 'rabbitmq',
-          'messaging.destination.name': queue,
-          'messaging.batch.message_count': batch.length,
-        },
-        links: contexts
-          .map((parent) => trace.getSpanContext(parent))
-          .filter((linked) => linked !== undefined)
-          .map((linked) => ({ context: linked })),
-      },
-      contexts[0],
-    );
+    const span = processSpan(queue, contexts[0]!, { 'messaging.batch.message_count': batch.length }, contexts);
     try {
       await context.with(trace.setSpan(contexts[0]!, span), () =>
         spec.batch!.handle(batch.map(({ message, delivery }) => ({ message, delivery }))),
@@ -163,18 +148,7 @@ export async function consume<T>(client: AmqpClient, spec: ConsumerSpec<T>, logg
     const headers = message.properties.headers ?? {};
     // amqplib's instrumentation may already have started a consumer span from the headers.
     const parent = trace.getSpan(context.active()) ? context.active() : contextFrom(headers);
-    const span = tracer.startSpan(
-      `${queue} process`,
-      {
-        kind: SpanKind.CONSUMER,
-        attributes: {
-          'messaging.system': 'rabbitmq',
-          'messaging.destination.name': queue,
-          'messaging.message.id': delivery.messageId ?? '',
-        },
-      },
-      parent,
-    );
+    const span = processSpan(queue, parent, { 'messaging.message.id': delivery.messageId ?? '' });
     try {
       await context.with(trace.setSpan(parent, span), () => spec.handle(parsed.message, delivery));
       channel.ack(message);
@@ -206,6 +180,22 @@ export async function consume<T>(client: AmqpClient, spec: ConsumerSpec<T>, logg
       span.end();
     }
   }
+}
+
+/** The consumer span of handling one message or a batch (OpenTelemetry messaging conventions). */
+function processSpan(queue: string, parent: Context, attributes: Attributes, linked: Context[] = []): Span {
+  return tracer.startSpan(
+    `${queue} process`,
+    {
+      kind: SpanKind.CONSUMER,
+      attributes: { 'messaging.system': 'rabbitmq', 'messaging.destination.name': queue, ...attributes },
+      links: linked
+        .map((other) => trace.getSpanContext(other))
+        .filter((other) => other !== undefined)
+        .map((other) => ({ context: other })),
+    },
+    parent,
+  );
 }
 
 async function declareQueues(

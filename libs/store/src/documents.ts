@@ -3,6 +3,24 @@ import { documentLock } from './document-lock';
 import { migrateOutbox, newOutbox, setWithOutbox, type OutboxEntry } from './outbox';
 import { chunks, serverLimits } from './server-limits';
 
+/**
+ * Buckets of a collection: reading all of it (the scheduler's rebuild) goes a bucket at a
+ * time by equality on `bucket`, which FerretDB answers from an index, where paging by a
+ * range of ids and a sort made it read (and hold in memory) the whole collection for every
+ * page: at 100,000 subscriptions it ran out of memory (docs/decisions/0011).
+ */
+export const BUCKETS = 64;
+
+/** FNV-1a of the id: stable and evenly spread. */
+export function bucketOf(id: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < id.length; i++) {
+    hash ^= id.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193);
+  }
+  return (hash >>> 0) % BUCKETS;
+}
+
 /** MongoDB's duplicate key error: an insert found its `_id` (or a unique key) taken. */
 export function isDuplicateKey(error: unknown): boolean {
   const { code, writeErrors } = error as { code?: number; writeErrors?: Array<{ code?: number }> };
@@ -66,7 +84,7 @@ export class OutboxCollection {
   /** Stores a new document with its events; false when its `_id` exists (also as a tombstone). */
   async insert(doc: { _id: string }, outbox: OutboxEntry[]): Promise<boolean> {
     try {
-      await this.collection.insertOne({ ...doc, ...newOutbox(outbox) } as never);
+      await this.collection.insertOne({ ...doc, bucket: bucketOf(doc._id), ...newOutbox(outbox) } as never);
       return true;
     } catch (error) {
       if (isDuplicateKey(error)) return false;
@@ -85,7 +103,7 @@ export class OutboxCollection {
     for (const chunk of chunks(docs, maxInsertDocuments)) {
       try {
         const result = await this.collection.insertMany(
-          chunk.map(({ doc, outbox }) => ({ ...doc, ...newOutbox(outbox) }) as never),
+          chunk.map(({ doc, outbox }) => ({ ...doc, bucket: bucketOf(doc._id), ...newOutbox(outbox) }) as never),
           { ordered: false },
         );
         inserted += result.insertedCount;
@@ -148,7 +166,30 @@ export abstract class OutboxStore<Doc extends { _id: string }, Entity> {
 
   async ensureIndexes(): Promise<void> {
     await migrateOutbox(this.model.collection);
+    await this.assignBuckets();
     await this.model.createIndexes();
+  }
+
+  /** Live documents of one bucket matching `conditions`, unsorted (see BUCKETS). */
+  protected async inBucket(bucket: number, conditions: Record<string, unknown> = {}): Promise<Entity[]> {
+    const docs = await this.model
+      .find({ ...conditions, bucket, ...this.options.live } as never, this.options.hidden)
+      .lean<Doc[]>();
+    return docs.map(this.options.toEntity);
+  }
+
+  /** Documents stored before buckets existed get theirs (a migration step; a no-op after). */
+  private async assignBuckets(): Promise<void> {
+    for (;;) {
+      const missing = await this.model.collection
+        .find({ bucket: { $exists: false } }, { projection: { _id: 1 } })
+        .limit(500)
+        .toArray();
+      if (missing.length === 0) return;
+      await mapConcurrently(missing, READ_CONCURRENCY, ({ _id }) =>
+        this.model.collection.updateOne({ _id } as never, { $set: { bucket: bucketOf(String(_id)) } }),
+      );
+    }
   }
 
   /** The live document matching `filter` (top-level equalities, so FerretDB uses its index). */

@@ -57,6 +57,8 @@ export const outboxFields = {
  */
 export const outboxDocumentFields = {
   _id: { type: String, required: true },
+  /** `bucketOf(_id)`: every document of a collection is read a bucket at a time, each by equality. */
+  bucket: { type: Number },
   generation: { type: Number, required: true },
   createdAt: { type: Date, required: true },
   updatedAt: { type: Date, required: true },

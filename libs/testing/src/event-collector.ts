@@ -68,3 +68,15 @@ export class EventCollector {
     await this.connection.close().catch(() => undefined);
   }
 }
+
+/** Distinct event ids per subject, for one event type: how often each entity's event was published, de-duplicated. */
+export function idsBySubject(messages: CollectedMessage[], type: string): Map<string, Set<string>> {
+  const result = new Map<string, Set<string>>();
+  for (const { body } of messages) {
+    if (body.type !== type) continue;
+    const ids = result.get(body.subject!) ?? new Set<string>();
+    ids.add(body.id!);
+    result.set(body.subject!, ids);
+  }
+  return result;
+}

@@ -90,8 +90,8 @@ export class RightsUseCases {
     return right;
   }
 
-  expirable(after: string | null, limit: number): Promise<RightEntity[]> {
-    return this.store.expirable(after, limit);
+  expirable(bucket: number): Promise<RightEntity[]> {
+    return this.store.expirable(bucket);
   }
 
   list(principal: Principal, query: Omit<RightQuery, 'grantorOrProvider'>): Promise<RightEntity[]> {

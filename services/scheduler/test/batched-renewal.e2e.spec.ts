@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createCloudEvent, type RightsIssueData, type SubscriptionsRenewBatch } from '@rs/contracts';
-import { EventCollector, TestSystem, type CollectedMessage } from '@rs/testing';
+import { EventCollector, idsBySubject, TestSystem } from '@rs/testing';
 import amqp, { type ChannelModel, type ConfirmChannel } from 'amqplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -54,18 +54,6 @@ async function rightsOfUser(): Promise<RightView[]> {
 }
 const subscriptionOf = (right: RightView) =>
   right.link.find((l) => l.rel === 'subscription')?.href.split('/subs/')[1] ?? null;
-
-/** Distinct event ids per subject, for one event type. */
-function idsBySubject(messages: CollectedMessage[], type: string): Map<string, Set<string>> {
-  const result = new Map<string, Set<string>>();
-  for (const { body } of messages) {
-    if (body.type !== type) continue;
-    const ids = result.get(body.subject!) ?? new Set<string>();
-    ids.add(body.id!);
-    result.set(body.subject!, ids);
-  }
-  return result;
-}
 
 beforeAll(async () => {
   system = await TestSystem.start({

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { EventCollector, TestSystem, type CollectedMessage } from '@rs/testing';
+import { EventCollector, idsBySubject, TestSystem } from '@rs/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 // Issues "Subscriptions and the scheduler" and 8, Reliability: many subscriptions on periods
@@ -39,18 +39,6 @@ afterAll(async () => {
   await subscriptionEvents?.close();
   await system?.stop();
 });
-
-/** Distinct event ids per subject, for one event type. */
-function idsBySubject(messages: CollectedMessage[], type: string): Map<string, Set<string>> {
-  const result = new Map<string, Set<string>>();
-  for (const { body } of messages) {
-    if (body.type !== type) continue;
-    const ids = result.get(body.subject!) ?? new Set<string>();
-    ids.add(body.id!);
-    result.set(body.subject!, ids);
-  }
-  return result;
-}
 
 const isoSecond = (ms: number) => new Date(ms).toISOString().replace(/\.000Z$/, 'Z');
 

@@ -103,8 +103,8 @@ export class SubscriptionUseCases {
     return subscription;
   }
 
-  schedulePage(after: string | null, limit: number): Promise<SubscriptionEntity[]> {
-    return this.store.page(after, limit);
+  schedulePage(bucket: number): Promise<SubscriptionEntity[]> {
+    return this.store.ofBucket(bucket);
   }
 
   list(principal: Principal, query: Omit<SubscriptionQuery, 'visibleTo'>): Promise<SubscriptionEntity[]> {

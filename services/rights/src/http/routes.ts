@@ -1,7 +1,9 @@
+import { BUCKETS } from '@rs/store';
 import { ConnectId, RightCreateBody, RightId } from '@rs/contracts';
 import {
   badRequest,
   ifMatchGeneration,
+  bucketPage,
   pageParams,
   parseBody,
   parseParam,
@@ -10,7 +12,6 @@ import {
   setETag,
   keysetOf,
   parseKeyset,
-  nextCursor,
   requireServiceCaller,
   setNextLink,
 } from '@rs/http';
@@ -97,8 +98,8 @@ export function rightsRoutes(
   route(router, '/internal/expiries', {
     get: async (req, res) => {
       requireServiceCaller(res.locals.principal);
-      const page = pageParams(req);
-      const found = await rights.expirable(page.after ?? null, page.limit);
+      const { bucket, next } = bucketPage(pageParams(req), BUCKETS);
+      const found = await rights.expirable(bucket);
       res.json({
         items: found.map((r) => ({
           rightId: r.rightId,
@@ -107,7 +108,7 @@ export function rightsRoutes(
           state: r.state,
           timeInterval: r.timeInterval,
         })),
-        next: nextCursor(page, found.at(-1)?.rightId, found.length),
+        next,
       });
     },
   });

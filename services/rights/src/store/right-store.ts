@@ -92,12 +92,9 @@ export class RightStore extends OutboxStore<RightDocument, RightEntity> {
     return this.findManyLive(keys.map(({ userId, id }) => ({ _id: id, userId })));
   }
 
-  /** ACTIVE and SUSPENDED rights in id order, a page at a time (for the scheduler's rebuild). */
-  async expirable(after: string | null, limit: number): Promise<RightEntity[]> {
-    const filter: Record<string, unknown> = { state: { $in: ['ACTIVE', 'SUSPENDED'] }, removed: { $ne: true } };
-    if (after !== null) filter._id = { $gt: after };
-    const docs = await this.model.find(filter, PROJECTION).sort({ _id: 1 }).limit(limit).lean<RightDocument[]>();
-    return docs.map(toEntity);
+  /** The ACTIVE and SUSPENDED rights of one bucket (for the scheduler's rebuild). */
+  expirable(bucket: number): Promise<RightEntity[]> {
+    return this.inBucket(bucket, { state: { $in: ['ACTIVE', 'SUSPENDED'] } });
   }
 
   /** The rights a subscription issued (for the suspend/activate cascade). */

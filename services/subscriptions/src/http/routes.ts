@@ -1,6 +1,8 @@
+import { BUCKETS } from '@rs/store';
 import { ConnectId, SubscriptionCreateBody, SubscriptionId } from '@rs/contracts';
 import {
   ifMatchGeneration,
+  bucketPage,
   pageParams,
   parseBody,
   parseParam,
@@ -9,7 +11,6 @@ import {
   setETag,
   keysetOf,
   parseKeyset,
-  nextCursor,
   requireServiceCaller,
   setNextLink,
 } from '@rs/http';
@@ -73,8 +74,8 @@ export function subscriptionRoutes(subscriptions: SubscriptionUseCases, publicBa
   route(router, '/internal/schedules', {
     get: async (req, res) => {
       requireServiceCaller(res.locals.principal);
-      const page = pageParams(req);
-      const found = await subscriptions.schedulePage(page.after ?? null, page.limit);
+      const { bucket, next } = bucketPage(pageParams(req), BUCKETS);
+      const found = await subscriptions.schedulePage(bucket);
       res.json({
         items: found.map((s) => ({
           subscriptionId: s.subscriptionId,
@@ -84,7 +85,7 @@ export function subscriptionRoutes(subscriptions: SubscriptionUseCases, publicBa
           timeSpec: s.timeSpec,
           nextPeriod: s.nextPeriod,
         })),
-        next: nextCursor(page, found.at(-1)?.subscriptionId, found.length),
+        next,
       });
     },
   });

@@ -99,11 +99,9 @@ export class SubscriptionStore extends OutboxStore<SubscriptionDocument, Subscri
     return this.findManyLive(keys.map(({ userId, id }) => ({ _id: id, userId })));
   }
 
-  /** Every live subscription in id order, a page at a time (for the scheduler's rebuild). */
-  async page(after: string | null, limit: number): Promise<SubscriptionEntity[]> {
-    const filter = after === null ? { deleted: { $ne: true } } : { deleted: { $ne: true }, _id: { $gt: after } };
-    const docs = await this.model.find(filter, PROJECTION).sort({ _id: 1 }).limit(limit).lean<SubscriptionDocument[]>();
-    return docs.map(toEntity);
+  /** Every live subscription of one bucket (for the scheduler's rebuild). */
+  ofBucket(bucket: number): Promise<SubscriptionEntity[]> {
+    return this.inBucket(bucket);
   }
 
   list(query: SubscriptionQuery): Promise<SubscriptionEntity[]> {
