@@ -165,7 +165,7 @@ try {
   // Expiry: N rights issued as renewal issues them (100 a command), all ending at one second.
   const expired = await EventCollector.start(system.amqpUrl, 'rights.events', 'right.expired');
   const issued = await EventCollector.start(system.amqpUrl, 'rights.events', 'right.created');
-  const end = new Date(Math.ceil((Date.now() + 20_000 + N / 2) / 1000) * 1000);
+  const end = new Date(Math.ceil((Date.now() + 20_000 + N) / 1000) * 1000);
   const connection = await amqp.connect(system.amqpUrl);
   const channel = await connection.createConfirmChannel();
   const interval = `${new Date(Date.now() - 60_000).toISOString()}/${end.toISOString()}`;
