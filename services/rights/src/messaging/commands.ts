@@ -83,9 +83,10 @@ export async function consumeRightsCommands(
       },
       handle: (command) => handleBatch([command]),
       // Many `rights.issue` arrive at once in a renewal: their rights go into few insertMany
-      // calls. Bounded: a command carries up to 100 rights (or 500 expiries).
-      prefetch: 500,
-      batch: { max: 250, lingerMs: 20, handle: (messages) => handleBatch(messages.map(({ message }) => message)) },
+      // calls. Bounded: a command carries up to 100 rights (or 500 expiries), so a batch holds
+      // at most 5,000 rights (250 messages of 100 rights exhausted a 256 MB heap).
+      prefetch: 100,
+      batch: { max: 50, lingerMs: 20, handle: (messages) => handleBatch(messages.map(({ message }) => message)) },
     },
     logger.child({ component: 'commands' }),
   );
