@@ -11,15 +11,17 @@ import { chunks, serverLimits } from './server-limits';
  */
 export const BUCKETS = 64;
 
-/** FNV-1a of the id: stable and evenly spread. */
-export function bucketOf(id: string): number {
+/** FNV-1a (32 bits) of an id: stable and evenly spread, for buckets and partitions. */
+export function hashOf(id: string): number {
   let hash = 0x811c9dc5;
   for (let i = 0; i < id.length; i++) {
     hash ^= id.charCodeAt(i);
     hash = Math.imul(hash, 0x01000193);
   }
-  return (hash >>> 0) % BUCKETS;
+  return hash >>> 0;
 }
+
+export const bucketOf = (id: string): number => hashOf(id) % BUCKETS;
 
 /** MongoDB's duplicate key error: an insert found its `_id` (or a unique key) taken. */
 export function isDuplicateKey(error: unknown): boolean {

@@ -1,4 +1,5 @@
 import type { RightEventData, SubscriptionEventData } from '@rs/contracts';
+import { hashOf } from '@rs/store';
 import { parseTimeSpec, periodExists, periodStart, subscriptionEnd } from '@rs/time';
 
 /**
@@ -15,15 +16,8 @@ export const SOON_MARGIN_MS = 3_000;
 /** A second is looked at again this long after it was swept, for writes that landed late. */
 export const SECOND_LOOK_S = 30;
 
-/** FNV-1a: a stable, evenly spread partition for an entity id. */
-export function partitionOf(id: string): number {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < id.length; i++) {
-    hash ^= id.charCodeAt(i);
-    hash = Math.imul(hash, 0x01000193);
-  }
-  return (hash >>> 0) % PARTITIONS;
-}
+/** A stable, evenly spread partition for an entity id. */
+export const partitionOf = (id: string): number => hashOf(id) % PARTITIONS;
 
 export const secondOf = (at: Date | number) => Math.floor(new Date(at).getTime() / 1000);
 export const slotKey = (partition: number, second: number) => `${partition}:${second}`;

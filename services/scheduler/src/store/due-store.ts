@@ -99,8 +99,4 @@ export class DueStore {
       this.model.collection.deleteOne({ _id: `${item.id}@${item.sequence}` } as never),
     );
   }
-
-  count(): Promise<number> {
-    return this.model.collection.countDocuments();
-  }
 }
