@@ -2,9 +2,16 @@
 // one run (this machine is noisy; absolute numbers vary from run to run).
 // - GET /catalog/skus/{sku} through the gateway versus directly against the catalog;
 // - GET /id/users/{connectId} (answered by the gateway itself) with Basic credentials of a
-//   client whose verification is cached, and with a Bearer token: the cost of each scheme.
+//   client whose verification is cached, and with a Bearer token: the cost of each scheme;
+// - the rights API (create, retrieve, list of 1,000, usage), and retrieving a right three
+//   ways: through the gateway, directly against the rights service, and from a bare
+//   `node:http` server doing one driver `findOne` by `_id` (bench/bare-findone.mjs), plus 16
+//   clients reading at once, each with its own credentials (issue 9).
 // Rounds alternate between targets so all see the same machine conditions.
+import { spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { once } from 'node:events';
+import readline from 'node:readline';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -25,6 +32,15 @@ function run(title, url, headers, duration = DURATION_S, request = {}) {
   return autocannon({ title, url, headers, connections: CONNECTIONS, duration, pipelining: 1, ...request });
 }
 
+/** Starts the bare baseline in its own process; resolves its URL and a stop function. */
+async function startBare(mongoUrl) {
+  const child = spawn(process.execPath, [path.join(root, 'bench/bare-findone.mjs'), mongoUrl, 'rights'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const [line] = await once(readline.createInterface({ input: child.stdout }), 'line');
+  return { url: `http://127.0.0.1:${JSON.parse(line).port}`, stop: () => child.kill('SIGTERM') };
+}
+
 function summarize(results) {
   const requests = results.reduce((sum, r) => sum + r.requests.total, 0);
   const seconds = results.reduce((sum, r) => sum + r.duration, 0);
@@ -40,6 +56,7 @@ function summarize(results) {
 }
 
 const servers = await provideTestServers();
+const stops = [];
 process.env.MONGODB_URL = servers.mongoUrl;
 process.env.AMQP_URL = servers.amqpUrl;
 process.env.RABBITMQ_MANAGEMENT_URL = servers.managementUrl;
@@ -119,6 +136,19 @@ try {
     if (/outbox_pending_documents\{collection="rights"[^}]*\} 0\b/.test(metrics)) break;
     await new Promise((resolve) => setTimeout(resolve, 1000));
   }
+  // 16 API clients of the same grantor, one per connection (the herd of issue 9).
+  const readers = [];
+  for (let i = 0; i < 16; i++) {
+    const created = await fetch(`${system.gatewayUrl}/admin/clients/bench-reader-${i}`, {
+      method: 'PUT',
+      headers: system.adminHeaders({ 'content-type': 'application/json' }),
+      body: JSON.stringify({ secret: `bench-reader-secret-${i}`, grantorId: 'bench' }),
+    });
+    if (created.status !== 201) throw new Error(`cannot create reader ${i}: ${created.status}`);
+    readers.push(`Basic ${Buffer.from(`bench-reader-${i}:bench-reader-secret-${i}`).toString('base64')}`);
+  }
+  const bare = await startBare(system.mongoUrlFor('rights'));
+  stops.push(bare.stop);
   targets['POST right (create)'] = [
     `${system.gatewayUrl}/id/users/bench-user/rights`,
     rightsHeaders,
@@ -127,6 +157,17 @@ try {
   targets['GET right (retrieve)'] = [
     `${system.gatewayUrl}/id/users/bench-user/rights/${rightId}`,
     { authorization: appBasic },
+  ];
+  targets['GET right direct to rights (internal token)'] = [
+    `${system.service('rights').url}/id/users/bench-user/rights/${rightId}`,
+    { 'x-internal-token': internalToken },
+  ];
+  targets['GET right from a bare findOne server'] = [`${bare.url}/${rightId}`, {}];
+  let nextReader = 0;
+  targets['GET right, 16 clients with their own credentials'] = [
+    `${system.gatewayUrl}/id/users/bench-user/rights/${rightId}`,
+    {},
+    { setupClient: (client) => client.setHeaders({ authorization: readers[nextReader++ % readers.length] }) },
   ];
   targets['GET rights of a user holding 1,000 (limit=1000)'] = [
     `${system.gatewayUrl}/id/users/bench-list/rights?grantorId=bench&limit=1000`,
@@ -149,7 +190,10 @@ try {
   }
 
   const rows = Object.entries(results).map(([title, list]) => ({ title, ...summarize(list) }));
+  const row = (title) => rows.find((r) => r.title === title);
   const [viaGateway, direct, userBasic, userBearer] = rows;
+  const retrieve = row('GET right (retrieve)');
+  const herd = row('GET right, 16 clients with their own credentials');
   console.log(`\n${CONNECTIONS} connections, ${ROUNDS} rounds of ${DURATION_S} s each, node ${process.version}\n`);
   console.log('| benchmark | requests/s | p50 ms | p99 ms | requests | failures |');
   console.log('|---|---:|---:|---:|---:|---:|');
@@ -165,15 +209,26 @@ try {
   console.log(
     `Bearer/Basic (cached) throughput ratio on the same route: ${(userBearer.rps / userBasic.rps).toFixed(2)}`,
   );
+  const ratios = {
+    retrieveGatewayToBare: retrieve.rps / row('GET right from a bare findOne server').rps,
+    retrieveGatewayToDirect: retrieve.rps / row('GET right direct to rights (internal token)').rps,
+    catalogGatewayToDirect: ratio,
+    herdP99ToP50: herd.p99 / herd.p50,
+  };
+  console.log(`retrieve right, gateway/bare findOne: ${ratios.retrieveGatewayToBare.toFixed(2)} (target >= 0.6)`);
+  console.log(`retrieve right, gateway/direct: ${ratios.retrieveGatewayToDirect.toFixed(2)} (target >= 0.7)`);
+  console.log(`catalog read, gateway/direct: ${ratios.catalogGatewayToDirect.toFixed(2)} (target >= 0.7)`);
+  console.log(`16 clients with their own credentials, p99/p50: ${ratios.herdP99ToP50.toFixed(1)} (target <= 5)`);
   mkdirSync(path.join(root, 'bench/results'), { recursive: true });
   const file = path.join(root, 'bench/results', `${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
   writeFileSync(
     file,
-    JSON.stringify({ connections: CONNECTIONS, rounds: ROUNDS, durationS: DURATION_S, rows, ratio }, null, 2),
+    JSON.stringify({ connections: CONNECTIONS, rounds: ROUNDS, durationS: DURATION_S, rows, ratios }, null, 2),
   );
   console.log(`results: ${path.relative(root, file)}`);
   if (rows.some((row) => row.failures > 0)) process.exitCode = 1;
 } finally {
+  for (const stop of stops) stop();
   await system.stop();
   await issuer.close();
   await servers.stop();

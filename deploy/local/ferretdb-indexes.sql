@@ -4,13 +4,13 @@
 -- serve, so every lookup by _id read the whole table (docs/decisions/0010). Every table
 -- FerretDB creates gets GIN indexes on the top-level equalities the services run all the time:
 -- `_id` (every read-by-id and compare-and-set), `outboxPending` (the outbox relay), `due`
--- (the scheduler's due slots) and `bucket` (reading a whole collection a bucket at a time),
--- docs/decisions/0011.
+-- (the scheduler's due slots), `bucket` (reading a whole collection a bucket at a time,
+-- docs/decisions/0011) and `userId` (a user's rights and subscriptions: lists, cascades).
 --
 -- fastupdate = off: with GIN's pending list on (PostgreSQL's default) a lookup by `_id` took
 -- 1.4-2 ms once the list had filled, 0.05 ms without it, and 11.8 ms under update churn.
 CREATE OR REPLACE FUNCTION rs_ferretdb_index_fields() RETURNS text[] LANGUAGE sql IMMUTABLE AS $$
-  SELECT ARRAY['_id', 'outboxPending', 'due', 'bucket']
+  SELECT ARRAY['_id', 'outboxPending', 'due', 'bucket', 'userId']
 $$;
 
 CREATE OR REPLACE FUNCTION rs_index_ferretdb_table(target regclass) RETURNS void LANGUAGE plpgsql AS $$

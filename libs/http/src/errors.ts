@@ -27,6 +27,7 @@ export const methodNotAllowed = (allowed: string[]) =>
   new AppError(405, `method not allowed; allowed: ${allowed.join(', ')}`, { Allow: allowed.join(', ') });
 export const conflict = (message: string) => new AppError(409, message);
 export const preconditionFailed = (message: string) => new AppError(412, message);
+export const notAcceptable = (message: string) => new AppError(406, message);
 export const payloadTooLarge = (message: string) => new AppError(413, message);
 export const unsupportedMediaType = (message: string) => new AppError(415, message);
 export const tooManyRequests = (message: string, retryAfterSeconds: number) =>
@@ -40,11 +41,22 @@ const escapeHtml = (text: string) =>
 /** spec 7 and DESIGN.md 3 "Error bodies": 401 and 404 are text/html, everything else text/plain. */
 const HTML_STATUSES = new Set([401, 404]);
 
+/**
+ * DESIGN.md 3 "Content negotiation": whether the request's `Accept` admits JSON (a missing
+ * one is `*\/*`; quality values count, `q=0` excludes).
+ */
+export function admitsJson(req: Request): boolean {
+  return req.accepts(['application/json', 'application/problem+json']) !== false;
+}
+
 export function sendError(req: Request, res: Response, error: AppError): void {
   const title = STATUS_CODES[error.status] ?? 'Error';
   res.status(error.status);
   res.set(error.headers);
-  if (req.get('accept')?.includes('application/problem+json')) {
+  if (
+    error.status !== 406 &&
+    req.accepts(['text/html', 'text/plain', 'application/problem+json']) === 'application/problem+json'
+  ) {
     // RFC 9457 bodies for clients that ask for them (DESIGN.md 3).
     res
       .type('application/problem+json')

@@ -1,5 +1,6 @@
 import type { RequestHandler } from 'express';
-import { jwtVerify, SignJWT } from 'jose';
+import { decodeJwt, jwtVerify, SignJWT } from 'jose';
+import { LRUCache } from 'lru-cache';
 import { unauthorized } from './errors';
 
 /**
@@ -102,17 +103,30 @@ export function requireServiceCaller(principal: Principal): void {
   if (principal.scheme !== 'service') throw unauthorized("for the platform's services only", INTERNAL_CHALLENGE);
 }
 
-/** Refuses every request that did not come through the gateway (or another service). */
+/**
+ * Refuses every request that did not come through the gateway (or another service).
+ * A verified token is remembered until it expires (the gateway reuses one per principal for
+ * half its life), so the hot path verifies a signature once per principal and token, not
+ * once per request (issue 9).
+ */
 export function requireInternalToken(secret: string): RequestHandler {
   const key = keyOf(secret);
+  const verified = new LRUCache<string, Principal>({ max: 10_000, ttl: INTERNAL_TOKEN_TTL_SECONDS * 1000 });
   return async (req, res, next) => {
     const token = req.get(INTERNAL_TOKEN_HEADER);
     if (!token) return next(unauthorized('this service is reachable only through the gateway', INTERNAL_CHALLENGE));
+    const known = verified.get(token);
+    if (known) {
+      res.locals.principal = known;
+      return next();
+    }
     try {
       res.locals.principal = await verifyInternalToken(key, token);
     } catch {
       return next(unauthorized('invalid internal token', INTERNAL_CHALLENGE));
     }
+    const expiresInMs = (decodeJwt(token).exp ?? 0) * 1000 - Date.now();
+    if (expiresInMs > 0) verified.set(token, res.locals.principal, { ttl: expiresInMs });
     next();
   };
 }

@@ -201,10 +201,15 @@ export abstract class OutboxStore<Doc extends { _id: string }, Entity> {
   }
 
   /**
-   * A page of live documents matching every condition, newest first (DESIGN.md 3 "Listing
-   * filters"), after the keyset `after` (the last of the previous page).
+   * A page of live documents with the `owner` fields (top-level equalities, e.g. the user)
+   * that meet every further condition, newest first (DESIGN.md 3 "Listing filters"), after
+   * the keyset `after` (the last of the previous page). The equalities stay at the top of the
+   * filter so that FerretDB reads only the owner's documents through its index (issue 9);
+   * the conditions, the order and the page are then applied to those (on MongoDB the compound
+   * index on the owner and creation time serves all of it).
    */
   protected async pageNewestFirst(
+    owner: Record<string, string>,
     conditions: object[],
     after: { createdAt: Date; id: string } | null,
     limit: number,
@@ -216,7 +221,7 @@ export abstract class OutboxStore<Doc extends { _id: string }, Entity> {
       });
     }
     const docs = await this.model
-      .find({ $and: and } as never, this.options.hidden)
+      .find({ ...owner, $and: and } as never, this.options.hidden)
       .sort({ createdAt: -1, _id: -1 })
       .limit(limit)
       .lean<Doc[]>();

@@ -1,8 +1,7 @@
 import { AmqplibInstrumentation } from '@opentelemetry/instrumentation-amqplib';
-import { ExpressInstrumentation } from '@opentelemetry/instrumentation-express';
+import { ExpressInstrumentation, ExpressLayerType } from '@opentelemetry/instrumentation-express';
 import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
 import { MongoDBInstrumentation } from '@opentelemetry/instrumentation-mongodb';
-import { MongooseInstrumentation } from '@opentelemetry/instrumentation-mongoose';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { NodeSDK, type NodeSDKConfiguration } from '@opentelemetry/sdk-node';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
@@ -31,7 +30,13 @@ const tracesExportDisabled = () =>
 /**
  * Starts the OpenTelemetry SDK (DESIGN.md 5). It must run before express, mongodb and
  * amqplib are loaded, which is why services start with `--require @rs/telemetry/register`.
- * Exporters, sampling and endpoints come from the standard OTEL_* variables.
+ * Exporters, sampling (`OTEL_TRACES_SAMPLER`, `OTEL_TRACES_SAMPLER_ARG`; parent-based by
+ * default, so a trace sampled at the gateway is kept whole downstream) and endpoints come
+ * from the standard OTEL_* variables.
+ *
+ * What is traced costs little (issue 9): one span per request handler, not one per Express
+ * middleware or router layer; one span per database command from the driver, not a second
+ * one from mongoose around it.
  */
 export function startTelemetry(serviceName: string): void {
   if (sdk || process.env.OTEL_SDK_DISABLED === 'true') return;
@@ -43,9 +48,8 @@ export function startTelemetry(serviceName: string): void {
         // Probes and scrapes are not worth a trace each.
         ignoreIncomingRequestHook: (req) => /^\/(healthz|readyz|metrics)\b/.test(req.url ?? ''),
       }),
-      new ExpressInstrumentation(),
+      new ExpressInstrumentation({ ignoreLayersType: [ExpressLayerType.MIDDLEWARE, ExpressLayerType.ROUTER] }),
       new MongoDBInstrumentation(),
-      new MongooseInstrumentation(),
       new AmqplibInstrumentation(),
     ],
   });

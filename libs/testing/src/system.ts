@@ -13,8 +13,8 @@ export interface TestSystemOptions {
   /** Export traces to this OTLP/HTTP JSON endpoint (see OtlpReceiver). */
   otlpEndpoint?: string;
   env?: Record<string, string>;
-  /** Extra replicas of a backend, named `<backend>#2`, `#3`…, sharing its database and vhost. */
-  replicas?: Partial<Record<BackendName, number>>;
+  /** Extra replicas of a backend or the gateway, named `<name>#2`, `#3`…, sharing its database and vhost. */
+  replicas?: Partial<Record<BackendName | 'gateway', number>>;
 }
 
 export const TEST_ADMIN = { clientId: 'test-admin', secret: 'test-admin-secret-0123' } as const;
@@ -194,16 +194,25 @@ export class TestSystem {
       }
     }
     if (this.options.gateway ?? true) {
-      const gateway = new ServiceProcess('gateway', ports.get('gateway')!, {
-        ...common,
-        GATEWAY_PORT: String(ports.get('gateway')),
-        GATEWAY_MONGODB_URL: this.mongoUrlFor('gateway'),
-        ADMIN_CLIENT_ID: TEST_ADMIN.clientId,
-        ADMIN_CLIENT_SECRET: TEST_ADMIN.secret,
-        OTEL_SERVICE_NAME: 'gateway',
-      });
-      this.processes.set('gateway', gateway);
-      await gateway.start();
+      for (let replica = 1; replica <= (this.options.replicas?.gateway ?? 1); replica++) {
+        const label = replica === 1 ? 'gateway' : `gateway#${replica}`;
+        const port = replica === 1 ? ports.get('gateway')! : await freePort();
+        const gateway = new ServiceProcess(
+          label,
+          port,
+          {
+            ...common,
+            GATEWAY_PORT: String(port),
+            GATEWAY_MONGODB_URL: this.mongoUrlFor('gateway'),
+            ADMIN_CLIENT_ID: TEST_ADMIN.clientId,
+            ADMIN_CLIENT_SECRET: TEST_ADMIN.secret,
+            OTEL_SERVICE_NAME: 'gateway',
+          },
+          'gateway',
+        );
+        this.processes.set(label, gateway);
+        await gateway.start();
+      }
     }
   }
 }

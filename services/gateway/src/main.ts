@@ -77,7 +77,7 @@ runService(
         : null;
     const db = await connectDatabase('gateway', config, logger);
     const clients = new ClientStore(db);
-    const users = new UserStore(db);
+    const users = new UserStore(db, config.AUTH_CACHE_TTL_MS);
     const revocations = new RevocationStore(db, logger);
     await revocations.start();
 

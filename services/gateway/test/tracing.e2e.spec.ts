@@ -47,6 +47,11 @@ describe('one trace end to end', () => {
     expect(services).toContain(`gateway:${SERVER}`);
     expect(services).toContain(`catalog:${SERVER}`);
     expect(services).toContain(`rights:${CONSUMER}`);
+    // Tracing costs little (issue 9): no span per Express middleware or router layer, and
+    // one span per database command (the driver's), none from mongoose around it.
+    const names = receiver.spans.filter((s) => s.traceId === traceId).map((s) => s.name);
+    expect(names.filter((name) => /^(middleware|router) - /.test(name))).toEqual([]);
+    expect(names.filter((name) => /^mongoose\./.test(name))).toEqual([]);
     // The catalog's MongoDB write is in the trace too.
     expect(
       receiver.spans.some((s) => s.traceId === traceId && s.service === 'catalog' && /mongo|skus/i.test(s.name)),

@@ -254,8 +254,12 @@ export class RightsUseCases {
   ): Promise<void> {
     return untilStored(`right ${rightId}`, async () => {
       const right = await this.store.find(userId, rightId);
-      const allowed = right && (permission === 'use' ? canUse(principal, right) : canManage(principal, right));
-      if (!right || (!allowed && !canSee(principal, right))) throw notFound(`no right ${rightId} for user ${userId}`);
+      if (!right) throw notFound(`no right ${rightId} for user ${userId}`);
+      const allowed = permission === 'use' ? canUse(principal, right) : canManage(principal, right);
+      // DESIGN.md 3 (spec 5 rules 3, 4): remove, activate and suspend of another grantor's right
+      // are 401 whether or not the caller could read it; usage of a right it cannot see is 404.
+      if (!allowed && permission === 'use' && !canSee(principal, right))
+        throw notFound(`no right ${rightId} for user ${userId}`);
       if (!allowed)
         throw unauthorized(
           `you may not ${permission === 'use' ? 'use' : 'change'} this right`,

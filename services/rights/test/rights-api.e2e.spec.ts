@@ -208,13 +208,18 @@ describe('state changes (spec 3.2, DESIGN.md 3 "Rights")', () => {
     expect(eventsOf(right.rightId).map((e) => e.body.data?.sequence)).toEqual([1, 2, 3]);
   });
 
-  it('when the service provider or another grantor tries to change a right, then 401 or 404', async () => {
+  it('when the service provider or another grantor tries to change a right, then 401 whether or not it can read it', async () => {
     const right = await createRight({ serviceProviderId: 'SP' });
     const path = `/id/users/alice/rights/${right.rightId}`;
     expect((await call('POST', `${path}/activate`, SP)).status).toBe(401);
     expect((await call('DELETE', path, SP)).status).toBe(401);
-    expect((await call('POST', `${path}/suspend`, B)).status).toBe(404);
+    const foreign = await call('POST', `${path}/suspend`, B);
+    expect(foreign.status).toBe(401);
+    expect(foreign.headers.get('content-type')).toMatch(/^text\/html/);
+    expect((await call('DELETE', path, B)).status).toBe(401);
     expect((await call('GET', path, SP)).status).toBe(200);
+    expect((await call('GET', path, B)).status).toBe(404);
+    expect((await call('POST', `${path}/usage`, B)).status).toBe(404);
   });
 
   it('when If-Match names another generation, then 412 and nothing changes', async () => {

@@ -1,39 +1,103 @@
+import { isIPv6 } from 'node:net';
+import { LRUCache } from 'lru-cache';
+
+export interface ThrottlePolicy {
+  /** Failures allowed within `windowMs` before attempts are refused. */
+  freeFailures: number;
+  windowMs: number;
+  /** The first refusal lasts this long; each further failure doubles it, up to `maxBlockMs`. */
+  baseBlockMs: number;
+  maxBlockMs: number;
+}
+
+interface FailureRecord {
+  failures: number[];
+  blockedUntil: number;
+  excess: number;
+}
+
+/** A guesser at one address trying one client: a handful of free failures. */
+export const PER_CLIENT_AND_ADDRESS: ThrottlePolicy = {
+  freeFailures: 5,
+  windowMs: 60_000,
+  baseBlockMs: 1_000,
+  maxBlockMs: 300_000,
+};
+/** One address failing for any clients at all (it may rotate client ids): more, but bounded. */
+export const PER_ADDRESS: ThrottlePolicy = {
+  freeFailures: 30,
+  windowMs: 60_000,
+  baseBlockMs: 1_000,
+  maxBlockMs: 300_000,
+};
+
 /**
- * Slows down guessing (DESIGN.md 4): after `freeFailures` failed attempts for one client
- * within `windowMs`, further attempts are refused (429) for a time that doubles with every
- * further failure, up to `maxBlockMs`. A success clears the record. Per gateway process.
+ * Slows down guessing of Basic secrets (DESIGN.md 4, issue 9 "No lock-out"): failures are
+ * counted per (client, source address) and per source address, never per client alone, so
+ * a client id, which is not secret, cannot be used to lock its owner out from elsewhere;
+ * and the authenticator checks the throttle only for secrets it has not verified already.
+ * Records live in a bounded LRU: a flood of names evicts the oldest records one by one
+ * (the flooding address's own record, touched by every failure, stays), never all at once.
+ * Per gateway process.
  */
 export class FailureThrottle {
-  private readonly records = new Map<string, { failures: number[]; blockedUntil: number; excess: number }>();
+  private readonly records: LRUCache<string, FailureRecord>;
 
   constructor(
-    private readonly options = { freeFailures: 5, windowMs: 60_000, baseBlockMs: 1_000, maxBlockMs: 300_000 },
+    private readonly policies = { pair: PER_CLIENT_AND_ADDRESS, address: PER_ADDRESS },
     private readonly now: () => number = Date.now,
-  ) {}
+    maxRecords = 100_000,
+  ) {
+    this.records = new LRUCache({ max: maxRecords });
+  }
 
-  /** Seconds the client must wait, or 0 when it may try. */
-  retryAfterSeconds(clientId: string): number {
-    const record = this.records.get(clientId);
-    if (!record) return 0;
-    const wait = record.blockedUntil - this.now();
+  /** Seconds this attempt must wait, or 0 when it may be verified. */
+  retryAfterSeconds(clientId: string, address: string): number {
+    const until = Math.max(
+      this.records.get(pairKey(clientId, address))?.blockedUntil ?? 0,
+      this.records.get(addressKey(address))?.blockedUntil ?? 0,
+    );
+    const wait = until - this.now();
     return wait > 0 ? Math.ceil(wait / 1000) : 0;
   }
 
-  recordFailure(clientId: string): void {
-    const now = this.now();
-    if (this.records.size > 100_000) this.records.clear(); // bounded memory under a flood of names
-    const record = this.records.get(clientId) ?? { failures: [], blockedUntil: 0, excess: 0 };
-    record.failures = record.failures.filter((at) => now - at < this.options.windowMs);
-    record.failures.push(now);
-    if (record.failures.length > this.options.freeFailures) {
-      const block = Math.min(this.options.maxBlockMs, this.options.baseBlockMs * 2 ** record.excess);
-      record.excess += 1;
-      record.blockedUntil = now + block;
-    }
-    this.records.set(clientId, record);
+  recordFailure(clientId: string, address: string): void {
+    this.fail(pairKey(clientId, address), this.policies.pair);
+    this.fail(addressKey(address), this.policies.address);
   }
 
-  recordSuccess(clientId: string): void {
-    this.records.delete(clientId);
+  /** A verified secret clears its (client, address) record; the address keeps its own. */
+  recordSuccess(clientId: string, address: string): void {
+    this.records.delete(pairKey(clientId, address));
   }
+
+  private fail(key: string, policy: ThrottlePolicy): void {
+    const now = this.now();
+    const record = this.records.get(key) ?? { failures: [], blockedUntil: 0, excess: 0 };
+    record.failures = record.failures.filter((at) => now - at < policy.windowMs);
+    record.failures.push(now);
+    if (record.failures.length > policy.freeFailures) {
+      record.blockedUntil = now + Math.min(policy.maxBlockMs, policy.baseBlockMs * 2 ** record.excess);
+      record.excess += 1;
+      record.failures = record.failures.slice(-policy.freeFailures - 1);
+    }
+    this.records.set(key, record);
+  }
+}
+
+const pairKey = (clientId: string, address: string) => `c\u0000${clientId}\u0000${addressKey(address)}`;
+
+/** An IPv6 host usually owns its whole /64: one address, for throttling. */
+function addressKey(address: string): string {
+  if (!isIPv6(address) || address.startsWith('::ffff:')) return address.replace(/^::ffff:/, '');
+  const groups = expandIPv6(address);
+  return `${groups.slice(0, 4).join(':')}::/64`;
+}
+
+function expandIPv6(address: string): string[] {
+  const [head, tail] = address.split('%')[0]!.split('::') as [string, string | undefined];
+  const left = head ? head.split(':') : [];
+  const right = tail ? tail.split(':') : [];
+  const zeros = tail === undefined ? [] : Array<string>(8 - left.length - right.length).fill('0');
+  return [...left, ...zeros, ...right].map((group) => group.toLowerCase().replace(/^0+(?=.)/, ''));
 }

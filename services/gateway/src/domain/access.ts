@@ -53,6 +53,31 @@ export function classify(method: string, path: string): Operation | null {
   return { service, connectId, bearerScope, list, adminOnly: false };
 }
 
+const USER = /^\/id\/users\/[^/]+\/?$/;
+
+/**
+ * Whether a Bearer token may call the endpoint at all (spec 5). On Basic-only endpoints any
+ * Bearer header, even an empty or invalid one, is answered with the Basic challenge
+ * (DESIGN.md 3 "Challenges").
+ */
+export function acceptsBearer(method: string, path: string): boolean {
+  if (USER.test(path)) return method === 'GET' || method === 'HEAD';
+  return (classify(method, path)?.bearerScope ?? null) !== null;
+}
+
+/**
+ * Operations whose success answers with a JSON body, and every subscription operation
+ * (spec 4 "Accept: application/json"): the ones an `Accept` without JSON makes 406
+ * (DESIGN.md 3 "Content negotiation").
+ */
+export function answersJson(method: string, path: string): boolean {
+  if (method === 'GET' || method === 'HEAD' || method === 'PUT') return !path.startsWith('/admin/revoked-tokens/');
+  const match = USER_PATH.exec(path);
+  if (!match) return false;
+  const [, , collection, id] = match;
+  return collection === 'subs' || (method === 'POST' && id === undefined);
+}
+
 function decode(segment: string): string {
   try {
     return decodeURIComponent(segment);

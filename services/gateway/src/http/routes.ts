@@ -1,9 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { ClientBody, ClientId, ConnectId, RevocationBody } from '@rs/contracts';
 import {
+  admitsJson,
   AppError,
   basicChallenge,
   jsonBody,
+  notAcceptable,
   notFound,
   parseBody,
   parseParam,
@@ -14,9 +16,17 @@ import {
 } from '@rs/http';
 import { Router, type Request, type RequestHandler, type Response } from 'express';
 import { z } from 'zod';
-import { type Authenticator, bearerChallenge, insufficientScopeChallenge } from '../auth/authenticator';
+import { type Authenticator, bearerChallenge, insufficientScopeChallenge, isBearer } from '../auth/authenticator';
 import { hashSecret } from '../auth/secrets';
-import { classify, grantorFilter, redirectLocation, type Operation, type OwningService } from '../domain/access';
+import {
+  acceptsBearer,
+  answersJson,
+  classify,
+  grantorFilter,
+  redirectLocation,
+  type Operation,
+  type OwningService,
+} from '../domain/access';
 import type { ClientStore } from '../store/client-store';
 import type { RevocationStore } from '../store/revocation-store';
 import type { UserStore } from '../store/user-store';
@@ -42,16 +52,27 @@ export function gatewayRoutes(options: GatewayRoutesOptions): Router {
   const router = Router();
   const openApi = readFileSync(options.openApiPath, 'utf8');
 
-  router.get('/openapi.json', (_req, res) => {
+  /** DESIGN.md 3 "Content negotiation": after authentication, before anything is done. */
+  const negotiate: RequestHandler = (req, _res, next) => {
+    if (answersJson(req.method, req.baseUrl + req.path) && !admitsJson(req))
+      return next(notAcceptable('this operation answers application/json, which the Accept header excludes'));
+    next();
+  };
+  router.get('/openapi.json', negotiate, (_req, res) => {
     res.type('application/json').send(openApi);
   });
 
   // Everything else needs a caller; each caller is rate limited.
   const authenticate: RequestHandler = async (req, res, next) => {
-    res.locals.principal = await authenticator.authenticate(req.get('authorization'));
+    const authorization = req.get('authorization');
+    // DESIGN.md 3 "Challenges": a Bearer header on a Basic-only endpoint gets the Basic challenge.
+    // (req.path is relative to the mount point below.)
+    if (isBearer(authorization) && !acceptsBearer(req.method, req.baseUrl + req.path))
+      throw unauthorized('this operation needs Basic credentials', basicChallenge(realm));
+    res.locals.principal = await authenticator.authenticate(authorization, req.socket.remoteAddress ?? '');
     next();
   };
-  router.use(['/admin', '/id/users', '/catalog'], authenticate, rateLimit(options.rateLimit));
+  router.use(['/admin', '/id/users', '/catalog'], authenticate, rateLimit(options.rateLimit), negotiate);
   // The gateway parses only its own bodies; forwarded ones stream through untouched.
   router.use('/admin', jsonBody('16kb'));
 

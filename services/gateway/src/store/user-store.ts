@@ -1,5 +1,6 @@
 import { Schema, type Connection, type Model } from 'mongoose';
-import { TtlCache } from '../auth/ttl-cache';
+import { directoryLookups } from '../auth/metrics';
+import { RefreshingCache } from '../auth/refreshing-cache';
 
 /** A user known to the platform (DESIGN.md 3 "Users"), identified by its connectId. */
 export interface KnownUser {
@@ -26,28 +27,31 @@ const userSchema = new Schema<UserDocument>(
   { collection: 'users', versionKey: false },
 );
 
-const POSITIVE_TTL_MS = 5_000;
-const NEGATIVE_TTL_MS = 1_000;
-
 /**
- * The gateway's user directory in its `identity` database, with a short cache: a user
- * registered or removed through another gateway replica is seen within seconds.
+ * The gateway's user directory in its `identity` database, behind a cache refreshed with a
+ * single flight per user (issue 9): a user registered or removed through another gateway
+ * replica is seen within `cacheTtlMs` plus one lookup.
  */
 export class UserStore implements UserDirectory {
   private readonly model: Model<UserDocument>;
-  private readonly cache = new TtlCache<string, KnownUser | null>();
+  private readonly cache: RefreshingCache<string, KnownUser | null>;
 
-  constructor(db: Connection) {
+  constructor(db: Connection, cacheTtlMs: number) {
     this.model = db.model<UserDocument>('User', userSchema);
+    this.cache = new RefreshingCache({
+      load: async (connectId) => {
+        directoryLookups.inc({ directory: 'users' });
+        const doc = await this.model.findById(connectId).lean<UserDocument>();
+        return doc ? { connectId: doc._id, createdAt: doc.createdAt } : null;
+      },
+      freshMs: cacheTtlMs,
+      staleMs: cacheTtlMs,
+      max: 100_000,
+    });
   }
 
-  async find(connectId: string): Promise<KnownUser | null> {
-    const cached = this.cache.get(connectId);
-    if (cached !== undefined) return cached;
-    const doc = await this.model.findById(connectId).lean<UserDocument>();
-    const user = doc ? { connectId: doc._id, createdAt: doc.createdAt } : null;
-    this.cache.set(connectId, user, user ? POSITIVE_TTL_MS : NEGATIVE_TTL_MS);
-    return user;
+  find(connectId: string): Promise<KnownUser | null> {
+    return this.cache.get(connectId);
   }
 
   /** Registers the user; true when it was new. */
@@ -57,13 +61,13 @@ export class UserStore implements UserDirectory {
       { $setOnInsert: { createdAt: now } },
       { upsert: true },
     );
-    this.cache.deleteWhere((key) => key === connectId);
+    this.cache.delete(connectId);
     return result.upsertedCount === 1;
   }
 
   async unregister(connectId: string): Promise<boolean> {
     const removed = (await this.model.deleteOne({ _id: connectId })).deletedCount === 1;
-    this.cache.deleteWhere((key) => key === connectId);
+    this.cache.delete(connectId);
     return removed;
   }
 }

@@ -106,7 +106,7 @@ export class RightStore extends OutboxStore<RightDocument, RightEntity> {
   }
 
   list(query: RightQuery): Promise<RightEntity[]> {
-    const conditions: object[] = [{ userId: query.userId }];
+    const conditions: object[] = [];
     if (query.grantorOrProvider !== null) {
       conditions.push({
         $or: [{ grantorId: query.grantorOrProvider }, { serviceProviderId: query.grantorOrProvider }],
@@ -115,7 +115,7 @@ export class RightStore extends OutboxStore<RightDocument, RightEntity> {
     if (query.grantorId !== null) conditions.push({ grantorId: query.grantorId });
     if (query.activeAt)
       conditions.push({ state: 'ACTIVE', start: { $lte: query.activeAt }, end: { $gt: query.activeAt } });
-    return this.pageNewestFirst(conditions, query.after, query.limit);
+    return this.pageNewestFirst({ userId: query.userId }, conditions, query.after, query.limit);
   }
 
   /** Stores a new right with its events; false when the id exists (also as a tombstone). */

@@ -105,10 +105,10 @@ export class SubscriptionStore extends OutboxStore<SubscriptionDocument, Subscri
   }
 
   list(query: SubscriptionQuery): Promise<SubscriptionEntity[]> {
-    const conditions: object[] = [{ userId: query.userId }];
+    const conditions: object[] = [];
     if (query.visibleTo !== null) conditions.push({ grantorId: query.visibleTo });
     if (query.grantorId !== null) conditions.push({ grantorId: query.grantorId });
-    return this.pageNewestFirst(conditions, query.after, query.limit);
+    return this.pageNewestFirst({ userId: query.userId }, conditions, query.after, query.limit);
   }
 
   async insert(subscription: SubscriptionEntity, outgoing: Outgoing): Promise<void> {
