@@ -130,8 +130,26 @@ try {
       ),
     );
   }
-  // Let the relay publish the events of those 1,000 writes before measuring anything.
-  for (let waited = 0; waited < 120; waited++) {
+  // Other users' rights: a list must cost what the user holds, not what the collection holds.
+  const OTHER_USERS = Number(process.env.BENCH_OTHER_USERS ?? 10);
+  for (let u = 0; u < OTHER_USERS; u++) {
+    await fetch(`${system.gatewayUrl}/id/users/bench-other-${u}`, { method: 'PUT', headers: system.adminHeaders() });
+    for (let batch = 0; batch < 63; batch++) {
+      await Promise.all(
+        Array.from({ length: 16 }, () =>
+          fetch(`${system.gatewayUrl}/id/users/bench-other-${u}/rights`, {
+            method: 'POST',
+            headers: rightsHeaders,
+            body: rightBody,
+          }).then((r) => {
+            if (r.status !== 201) throw new Error(`cannot create other users' rights: ${r.status}`);
+          }),
+        ),
+      );
+    }
+  }
+  // Let the relay publish the events of those writes before measuring anything.
+  for (let waited = 0; waited < 300; waited++) {
     const metrics = await (await fetch(`${system.service('rights').url}/metrics`)).text();
     if (/outbox_pending_documents\{collection="rights"[^}]*\} 0\b/.test(metrics)) break;
     await new Promise((resolve) => setTimeout(resolve, 1000));

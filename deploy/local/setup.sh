@@ -56,7 +56,21 @@ install_ferretdb() {
   echo "built ferretdb $FERRETDB_VERSION into $target"
 }
 
+install_schemathesis() {
+  # `npm run fuzz` (issue 9): the property-based API fuzzer, from PyPI, in a git-ignored venv.
+  local venv="$here/../../.local/fuzz"
+  if [ -x "$venv/bin/st" ] && "$venv/bin/st" --version 2>/dev/null | grep -q "$SCHEMATHESIS_VERSION"; then
+    echo "schemathesis $SCHEMATHESIS_VERSION is installed"
+    return
+  fi
+  command -v python3 >/dev/null || apt_install python3 python3-venv
+  python3 -m venv "$venv" 2>/dev/null || { apt_install python3-venv; python3 -m venv "$venv"; }
+  "$venv/bin/pip" install --quiet --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
+  echo "installed schemathesis $SCHEMATHESIS_VERSION into .local/fuzz"
+}
+
 bash "$here/install-node.sh"
+install_schemathesis
 install_rabbitmq
 install_postgresql
 install_ferretdb

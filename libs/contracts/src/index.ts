@@ -2,6 +2,7 @@ export * from './catalog';
 export * from './cloud-event';
 export * from './topology';
 export * from './openapi';
+export * from './formats';
 export * from './events-doc';
 export * from './identity';
 export * from './rights';

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { IF_MATCH_PATTERN, KEYSET_CURSOR_PATTERN } from './formats';
 import { Sku, SkuList, SkuName, SkuUpsertBody } from './catalog';
 import { ClientBody, ClientId, ClientList, ClientView, ConnectId, RevocationBody, UserView } from './identity';
 import { Right, RightCreateBody, RightId, RightList } from './rights';
@@ -56,7 +57,7 @@ export function buildOpenApiDocument(): Record<string, unknown> {
       { name: 'subscriptions', description: 'Subscriptions (spec 4.1)' },
       { name: 'meta' },
     ],
-    paths: {
+    paths: withGatewayResponses({
       '/openapi.json': {
         get: {
           tags: ['meta'],
@@ -404,7 +405,7 @@ export function buildOpenApiDocument(): Record<string, unknown> {
           operationId: 'listSkus',
           summary: 'List catalog entries in name order',
           security: admin,
-          parameters: [{ $ref: '#/components/parameters/limit' }, { $ref: '#/components/parameters/cursor' }],
+          parameters: [{ $ref: '#/components/parameters/limit' }, { $ref: '#/components/parameters/skuCursor' }],
           responses: {
             '200': {
               description: 'One page of entries; `Link: <…>; rel="next"` when more exist',
@@ -470,7 +471,7 @@ export function buildOpenApiDocument(): Record<string, unknown> {
           },
         },
       },
-    },
+    }),
     components: {
       securitySchemes: {
         basicAuth: {
@@ -503,14 +504,20 @@ export function buildOpenApiDocument(): Record<string, unknown> {
         cursor: {
           name: 'cursor',
           in: 'query',
-          description: 'Opaque; from the Link header',
-          schema: { type: 'string' },
+          description: 'Opaque: take it from the Link header of the previous page',
+          schema: { type: 'string', pattern: KEYSET_CURSOR_PATTERN },
+        },
+        skuCursor: {
+          name: 'cursor',
+          in: 'query',
+          description: 'Opaque: take it from the Link header of the previous page',
+          schema: schemaOf(SkuName),
         },
         ifMatch: {
           name: 'If-Match',
           in: 'header',
-          description: 'The generation the change expects, e.g. "3"',
-          schema: { type: 'string' },
+          description: 'The generation the change expects, quoted (an ETag), e.g. "3"',
+          schema: { type: 'string', pattern: IF_MATCH_PATTERN },
         },
       },
       schemas: {
@@ -557,10 +564,68 @@ export function buildOpenApiDocument(): Record<string, unknown> {
         Conflict: text('The state does not allow it (spec 3, DESIGN.md 3)'),
         PayloadTooLarge: text('The body exceeds the limit'),
         UnsupportedMediaType: text('The body is not application/json'),
-        ServiceUnavailable: text('A service or dependency is unavailable', {
+        ServiceUnavailable: text('A service or dependency is unavailable, or busy; retry after the time given', {
           'Retry-After': { schema: { type: 'integer' } },
         }),
+        NotAcceptable: text('The Accept header admits neither application/json nor application/problem+json'),
+        GatewayTimeout: text('The service behind the gateway did not answer in time'),
       },
     },
   };
+}
+
+type Operation = {
+  security?: unknown[];
+  parameters?: Array<{ $ref?: string }>;
+  requestBody?: unknown;
+  responses: Record<string, unknown>;
+};
+const METHODS = ['get', 'put', 'post', 'delete', 'patch'] as const;
+
+/**
+ * Every status the gateway can answer, on every operation that can get it (issue 9): a
+ * caller past authentication may be rate limited or throttled (429) and find a dependency
+ * unavailable (503); a forwarded operation may time out (504); a JSON operation may be
+ * refused for its Accept header (406); a body may be malformed, too large or not JSON (400,
+ * 413, 415); a parameter may be malformed (400); an If-Match may not match (412); the user of
+ * a path may not exist (404). The operations themselves list what is theirs.
+ */
+function withGatewayResponses(paths: Record<string, Record<string, unknown>>) {
+  for (const [path, item] of Object.entries(paths)) {
+    const shared = (item.parameters as Operation['parameters']) ?? [];
+    for (const method of METHODS) {
+      const operation = item[method] as Operation | undefined;
+      if (!operation) continue;
+      const parameters = [...shared, ...(operation.parameters ?? [])].map((parameter) => parameter.$ref ?? '');
+      const add = (status: string, response: string) => {
+        operation.responses[status] ??= ref(response);
+      };
+      const authenticated = operation.security === undefined || operation.security.length > 0;
+      if (authenticated) {
+        add('401', 'Unauthorized');
+        add('429', 'TooManyRequests');
+        add('503', 'ServiceUnavailable');
+      }
+      if (path.startsWith('/catalog') || /^\/id\/users\/\{connectId\}\/(subs|rights)/.test(path))
+        add('504', 'GatewayTimeout');
+      const answersJson =
+        Object.entries(operation.responses).some(
+          ([status, response]) => status.startsWith('2') && JSON.stringify(response).includes('application/json'),
+        ) || path.includes('/subs');
+      if (answersJson) add('406', 'NotAcceptable');
+      if (operation.requestBody) {
+        add('400', 'BadRequest');
+        add('413', 'PayloadTooLarge');
+        add('415', 'UnsupportedMediaType');
+      }
+      if (parameters.length > 0 || path.includes('{')) add('400', 'BadRequest');
+      if (parameters.some((name) => name.endsWith('/ifMatch'))) add('412', 'PreconditionFailed');
+      if (path.startsWith('/id/users/{connectId}') && !(method === 'put' && path === '/id/users/{connectId}'))
+        add('404', 'NotFound');
+      operation.responses = Object.fromEntries(
+        Object.entries(operation.responses).sort(([a], [b]) => a.localeCompare(b)),
+      );
+    }
+  }
+  return paths;
 }

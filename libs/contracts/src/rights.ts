@@ -1,3 +1,4 @@
+import { TIME_INTERVAL_PATTERN } from './formats';
 import { z } from 'zod';
 import { PartyId, SkuName } from './catalog';
 import { ConnectId } from './identity';
@@ -24,7 +25,8 @@ export const MAX_PAYLOAD_BYTES = 16 * 1024;
 export const RightCreateBody = z.strictObject({
   sku: SkuName,
   grantorId: PartyId,
-  timeInterval: z.string().min(3).max(200),
+  // The pattern documents the syntax; libs/time parses it, with a precise reason when it fails.
+  timeInterval: z.string().min(3).max(200).meta({ pattern: TIME_INTERVAL_PATTERN }),
   grantorContext: z.string().max(1024).nullable().optional(),
   state: z.enum(['CREATED', 'ACTIVE', 'SUSPENDED'], { error: 'must be CREATED, ACTIVE or SUSPENDED' }).optional(),
   serviceProviderId: PartyId.nullable().optional(),

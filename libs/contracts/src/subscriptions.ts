@@ -1,3 +1,4 @@
+import { TIME_SPEC_PATTERN } from './formats';
 import { z } from 'zod';
 import { PartyId, SkuName } from './catalog';
 import { ConnectId } from './identity';
@@ -22,7 +23,8 @@ export type RightTemplate = z.infer<typeof RightTemplate>;
 /** Body of `POST /id/users/{connectId}/subs` (spec 4.1). */
 export const SubscriptionCreateBody = z.strictObject({
   grantorId: PartyId,
-  timeSpec: z.string().min(1).max(200),
+  // The pattern documents the syntax; libs/time parses it, with a precise reason when it fails.
+  timeSpec: z.string().min(1).max(200).meta({ pattern: TIME_SPEC_PATTERN }),
   rightsSpec: z.array(RightTemplate).min(1, 'must hold at least one template').max(20),
   state: z.enum(['ACTIVE', 'SUSPENDED'], { error: 'must be ACTIVE or SUSPENDED' }).optional(),
   /** Accepted and stored as an opaque string (spec 4.1: meaning not shown). */

@@ -121,7 +121,8 @@ export function jsonBody(limit: string): RequestHandler[] {
   return [requireJson, parseIfBody];
 }
 
-function hasBody(req: Request): boolean {
+/** Whether a request carries a body (RFC 9112 6.3: a length or a transfer coding). */
+export function hasBody(req: Request): boolean {
   return req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
 }
 

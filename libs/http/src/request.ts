@@ -1,3 +1,4 @@
+import { IF_MATCH_PATTERN, KEYSET_CURSOR_PATTERN } from '@rs/contracts';
 import type { Request, Response } from 'express';
 import type { z } from 'zod';
 import { badRequest, preconditionFailed } from './errors';
@@ -22,19 +23,19 @@ export interface Page {
 const DEFAULT_LIMIT = 100;
 const MAX_LIMIT = 1000;
 
-/** `limit` (default 100, max 1000) and an opaque `cursor` (DESIGN.md 3). */
+/**
+ * `limit` (default 100, max 1000) and an opaque `cursor` (DESIGN.md 3). A cursor is the key
+ * of the previous page's last item written as URL-safe text, never encoded: so that its
+ * OpenAPI pattern describes exactly what is accepted, and any cursor that matches it is a
+ * valid place to start (docs/decisions/0012). Each list parses its own key (`parseKeyset`).
+ */
 export function pageParams(req: Request): Page {
   const rawLimit = queryParam(req, 'limit');
   const limit = rawLimit === undefined ? DEFAULT_LIMIT : Number(rawLimit);
-  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) {
+  if (!/^[0-9]+$/.test(rawLimit ?? '1') || !Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) {
     throw badRequest(`limit: must be an integer from 1 to ${MAX_LIMIT}`);
   }
-  const cursor = queryParam(req, 'cursor');
-  if (cursor === undefined) return { limit, after: undefined };
-  const after = Buffer.from(cursor, 'base64url').toString('utf8');
-  if (!after || Buffer.from(after, 'utf8').toString('base64url') !== cursor)
-    throw badRequest('cursor: not a cursor this service issued');
-  return { limit, after };
+  return { limit, after: queryParam(req, 'cursor') };
 }
 
 /**
@@ -63,22 +64,22 @@ export interface Keyset {
   id: string;
 }
 
-const KEYSET = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)\|([0-9A-Za-z]+)$/;
+const KEYSET = new RegExp(KEYSET_CURSOR_PATTERN);
 
-/** The cursor key of a newest-first list (the opaque `cursor` encodes it). */
-export const keysetOf = (item: { createdAt: Date }, id: string) => `${item.createdAt.toISOString()}|${id}`;
+/** The cursor key of a newest-first list's item. */
+export const keysetOf = (item: { createdAt: Date }, id: string) => `${item.createdAt.getTime()}.${id}`;
 
 export function parseKeyset(page: Page): Keyset | null {
   if (page.after === undefined) return null;
-  const match = KEYSET.exec(page.after);
-  if (!match) throw badRequest('cursor: not a cursor this service issued');
-  return { createdAt: new Date(match[1]!), id: match[2]! };
+  if (!KEYSET.test(page.after)) throw badRequest(`cursor: must match ${KEYSET_CURSOR_PATTERN}`);
+  const dot = page.after.indexOf('.');
+  return { createdAt: new Date(Number(page.after.slice(0, dot))), id: page.after.slice(dot + 1) };
 }
 
-/** The opaque cursor of the page after this one, or null when this page is the last. */
+/** The cursor of the page after this one, or null when this page is the last. */
 export function nextCursor(page: Page, lastKey: string | undefined, count: number): string | null {
   if (count < page.limit || lastKey === undefined) return null;
-  return Buffer.from(lastKey, 'utf8').toString('base64url');
+  return lastKey;
 }
 
 /** `ETag: "<generation>"` (DESIGN.md 3 "generation"). */
@@ -86,13 +87,15 @@ export function setETag(res: Response, generation: number | string): void {
   res.set('ETag', `"${generation}"`);
 }
 
+const IF_MATCH = new RegExp(IF_MATCH_PATTERN);
+
 /** The generation an `If-Match` header requires, or undefined when there is none. */
 export function ifMatchGeneration(req: Request): number | undefined {
   const header = req.get('if-match');
   if (header === undefined) return undefined;
-  const match = /^\s*(?:W\/)?"([1-9][0-9]*)"\s*$/.exec(header);
+  const match = IF_MATCH.exec(header);
   if (!match) throw preconditionFailed(`If-Match: ${header.slice(0, 64)} does not name a generation of this resource`);
-  return Number(match[1]);
+  return Number(/[0-9]+/.exec(match[0])![0]);
 }
 
 /** Parses with a zod schema; the 400 message names each field and the reason. */
@@ -116,7 +119,7 @@ export function parseParam<T>(schema: z.ZodType<T>, name: string, value: unknown
 /** Paging through numbered buckets 0…count-1: an internal listing read a bucket at a time. */
 export function bucketPage(page: Page, count: number): { bucket: number; next: string | null } {
   const bucket = page.after === undefined ? 0 : Number(page.after);
-  if (!Number.isInteger(bucket) || bucket < 0 || bucket >= count)
-    throw badRequest('cursor: not a cursor this service issued');
-  return { bucket, next: bucket + 1 < count ? Buffer.from(String(bucket + 1), 'utf8').toString('base64url') : null };
+  if (!/^[0-9]+$/.test(page.after ?? '0') || bucket >= count)
+    throw badRequest(`cursor: must be a bucket below ${count}`);
+  return { bucket, next: bucket + 1 < count ? String(bucket + 1) : null };
 }

@@ -224,6 +224,7 @@ export abstract class OutboxStore<Doc extends { _id: string }, Entity> {
       .find({ ...owner, $and: and } as never, this.options.hidden)
       .sort({ createdAt: -1, _id: -1 })
       .limit(limit)
+      .batchSize(limit) // the whole page in one reply, not 101 documents and then more
       .lean<Doc[]>();
     return docs.map(this.options.toEntity);
   }

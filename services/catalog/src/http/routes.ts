@@ -33,7 +33,8 @@ export function catalogRoutes(store: SkuStore, publicBaseUrl: string, realm: str
     get: async (req, res) => {
       authorize(res, false);
       const page = pageParams(req);
-      const entries = await store.list(page.limit, page.after);
+      const after = page.after === undefined ? undefined : parseParam(SkuName, 'cursor', page.after);
+      const entries = await store.list(page.limit, after);
       setNextLink(req, res, publicBaseUrl, page, entries.at(-1)?.sku, entries.length);
       res.json({ skus: entries.map(representation) });
     },

@@ -1,0 +1,24 @@
+/**
+ * The formats of list cursors and `If-Match` (DESIGN.md 3 "Listing filters", "generation"),
+ * shared by the services that parse them and the OpenAPI document that describes them.
+ */
+
+/** A newest-first list's cursor: `<creation time in ms>.<id>` of the last item of the previous page. */
+export const KEYSET_CURSOR_PATTERN = '^[0-9]{1,15}\\.[0-9A-Za-z]{1,64}$';
+
+/** `If-Match: "<generation>"` (also weak, `W/"3"`); `*` and lists of tags are not supported. */
+export const IF_MATCH_PATTERN = '^\\s*(W/)?"[1-9][0-9]{0,15}"\\s*$';
+
+// The syntax of the time fields (spec 2.1, 2.4; DESIGN.md 3 "Time"), for clients and
+// fuzzers; libs/time parses them and adds what a pattern cannot say (a valid calendar date,
+// an end after its start).
+const DATE_TIME =
+  '[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9](:[0-5][0-9](\\.[0-9]{1,9})?)?(Z|[+-]([01][0-9]|2[0-3])(:?[0-5][0-9])?)';
+const DURATION =
+  'P(?=[0-9]|T[0-9])([0-9]+Y)?([0-9]+M)?([0-9]+W)?([0-9]+D)?(T(?=[0-9])([0-9]+H)?([0-9]+M)?([0-9]+(\\.[0-9]+)?S)?)?';
+
+/** A right's `timeInterval`: `<start>/<end>`, `<start>/<duration>` or `<duration>/<end>`. */
+export const TIME_INTERVAL_PATTERN = `^(${DATE_TIME}/(${DATE_TIME}|${DURATION})|${DURATION}/${DATE_TIME})$`;
+
+/** A subscription's `timeSpec`: `R[n]/<start>/<period>` or `R[n]/<start>/<end>/<period>`. */
+export const TIME_SPEC_PATTERN = `^R([1-9][0-9]{0,6})?/${DATE_TIME}(/${DATE_TIME})?/${DURATION}$`;
