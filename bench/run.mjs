@@ -67,7 +67,14 @@ const system = await TestSystem.start({
   name: 'bench',
   backends: ['catalog', 'rights'],
   // No rate limit: the benchmark is one client.
-  env: { LOG_LEVEL: 'warn', RATE_LIMIT_PER_SECOND: '0', ...issuer.env },
+  // BENCH_SERVICE_ENV: more settings for every service, e.g. '{"OTEL_SDK_DISABLED":"true"}'
+  // to measure what tracing costs.
+  env: {
+    LOG_LEVEL: 'warn',
+    RATE_LIMIT_PER_SECOND: '0',
+    ...issuer.env,
+    ...JSON.parse(process.env.BENCH_SERVICE_ENV ?? '{}'),
+  },
 });
 try {
   const created = await fetch(`${system.gatewayUrl}/catalog/skus/bench-sku`, {

@@ -48,12 +48,19 @@ start_postgres() {
   if ! "$bin/psql" -h 127.0.0.1 -p "$PG_PORT" -U postgres -tAc "SELECT 1 FROM pg_database WHERE datname = 'ferretdb'" | grep -q 1; then
     "$bin/psql" -h 127.0.0.1 -p "$PG_PORT" -U postgres -qc "CREATE DATABASE ferretdb" >/dev/null
   fi
-  "$bin/psql" -h 127.0.0.1 -p "$PG_PORT" -U postgres -d ferretdb -q -v ON_ERROR_STOP=1 \
+  apply_indexes "$bin"
+}
+
+# The GIN indexes of ferretdb-indexes.sql (idempotent, fast): also applied to a running
+# server, so that a checkout that adds one gets it without a restart.
+apply_indexes() {
+  "$1/psql" -h 127.0.0.1 -p "$PG_PORT" -U postgres -d ferretdb -q -v ON_ERROR_STOP=1 \
     -f "$(dirname "${BASH_SOURCE[0]}")/ferretdb-indexes.sql" >/dev/null
 }
 
 if listening "$MONGO_PORT"; then
   echo "a MongoDB-wire server answers on 127.0.0.1:$MONGO_PORT"
+  if listening "$PG_PORT" && [ -n "$(pg_bin)" ]; then apply_indexes "$(pg_bin)" 2>/dev/null || true; fi
 else
   command -v ferretdb >/dev/null || { echo "ferretdb is not installed: run deploy/local/setup.sh" >&2; exit 1; }
   start_postgres
