@@ -1,5 +1,5 @@
 import { CatalogEvents, CatalogEventTypes, Exchanges, parseEvent, Sku, type ParsedEvent } from '@rs/contracts';
-import { INTERNAL_TOKEN_HEADER, type InternalTokenSigner, type Principal } from '@rs/http';
+import { getFromService, type InternalTokenSigner, type Principal } from '@rs/http';
 import type { Logger } from '@rs/logging';
 import { consume, type AmqpClient } from '@rs/messaging';
 
@@ -90,16 +90,14 @@ export class SkuDirectory {
   }
 
   private async fetch(sku: string): Promise<CacheEntry> {
-    const url = `${this.options.catalogUrl.replace(/\/$/, '')}/catalog/skus/${encodeURIComponent(sku)}`;
+    const url = new URL(`${this.options.catalogUrl.replace(/\/$/, '')}/catalog/skus/${encodeURIComponent(sku)}`);
     let response: Response;
     try {
-      response = await fetch(url, {
-        headers: {
-          [INTERNAL_TOKEN_HEADER]: await this.options.signer.tokenFor(this.principal),
-          accept: 'application/json',
-        },
-        signal: AbortSignal.timeout(this.options.requestTimeoutMs ?? 2_000),
-      });
+      response = await getFromService(
+        url,
+        await this.options.signer.tokenFor(this.principal),
+        this.options.requestTimeoutMs ?? 2_000,
+      );
     } catch (error) {
       throw new CatalogUnavailable(`catalog unreachable: ${(error as Error).message}`);
     }

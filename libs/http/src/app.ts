@@ -10,6 +10,7 @@ import express, {
 } from 'express';
 import { AppError, methodNotAllowed, notFound, sendError, toAppError, unsupportedMediaType } from './errors';
 import { httpMetrics, initMetrics, metricsRegistry } from './metrics';
+import { traceRequests } from './tracing';
 
 export type ReadinessChecks = Record<string, () => boolean>;
 
@@ -47,6 +48,7 @@ export function createHttpApp(options: HttpAppOptions): Express {
   app.set('etag', false);
   app.set('trust proxy', false);
 
+  app.use(traceRequests(QUIET_PATHS));
   app.use((req, res, next) => {
     const incoming = req.get('x-request-id');
     res.locals.requestId = incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID();

@@ -5,3 +5,5 @@ export * from './lifecycle';
 export * from './metrics';
 export * from './server';
 export * from './request';
+export * from './tracing';
+export * from './service-client';

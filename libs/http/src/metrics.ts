@@ -1,5 +1,6 @@
 import type { NextFunction, Request, Response } from 'express';
 import client from 'prom-client';
+import { routeOf } from './tracing';
 
 /**
  * One Prometheus registry per process (prom-client's default), served at /metrics
@@ -27,8 +28,7 @@ const requestDuration = new client.Histogram({
 export function httpMetrics(req: Request, res: Response, next: NextFunction): void {
   const stop = requestDuration.startTimer();
   res.on('finish', () => {
-    const route = req.route?.path ? `${req.baseUrl}${String(req.route.path)}` : (res.locals.routeLabel ?? 'unmatched');
-    stop({ method: req.method, route, status: String(res.statusCode) });
+    stop({ method: req.method, route: routeOf(req, res), status: String(res.statusCode) });
   });
   next();
 }

@@ -1,6 +1,4 @@
 import { AmqplibInstrumentation } from '@opentelemetry/instrumentation-amqplib';
-import { ExpressInstrumentation, ExpressLayerType } from '@opentelemetry/instrumentation-express';
-import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
 import { MongoDBInstrumentation } from '@opentelemetry/instrumentation-mongodb';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { NodeSDK, type NodeSDKConfiguration } from '@opentelemetry/sdk-node';
@@ -34,9 +32,10 @@ const tracesExportDisabled = () =>
  * default, so a trace sampled at the gateway is kept whole downstream) and endpoints come
  * from the standard OTEL_* variables.
  *
- * What is traced costs little (issue 9): one span per request handler, not one per Express
- * middleware or router layer; one span per database command from the driver, not a second
- * one from mongoose around it.
+ * What is traced costs little (issue 9): HTTP requests are traced by libs/http (one SERVER
+ * span per request, one CLIENT span per call to another service), not by OpenTelemetry's
+ * HTTP and Express instrumentations, which wrapped every request, response and middleware
+ * layer; one span per database command, from the driver only.
  */
 export function startTelemetry(serviceName: string): void {
   if (sdk || process.env.OTEL_SDK_DISABLED === 'true') return;
@@ -44,11 +43,6 @@ export function startTelemetry(serviceName: string): void {
     ...(tracesExportDisabled() ? { spanProcessors: [propagateOnly] } : {}),
     resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: process.env.OTEL_SERVICE_NAME ?? serviceName }),
     instrumentations: [
-      new HttpInstrumentation({
-        // Probes and scrapes are not worth a trace each.
-        ignoreIncomingRequestHook: (req) => /^\/(healthz|readyz|metrics)\b/.test(req.url ?? ''),
-      }),
-      new ExpressInstrumentation({ ignoreLayersType: [ExpressLayerType.MIDDLEWARE, ExpressLayerType.ROUTER] }),
       // The statement's shape only: the default serializer walks every value of the
       // command (every document of an insertMany) to mask it, on every call.
       new MongoDBInstrumentation({ dbStatementSerializer: statementShape }),

@@ -3,6 +3,7 @@ import { OtlpReceiver, TestSystem } from '@rs/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const SERVER = 2;
+const CLIENT = 3;
 const CONSUMER = 5;
 
 let receiver: OtlpReceiver;
@@ -52,6 +53,16 @@ describe('one trace end to end', () => {
     const names = receiver.spans.filter((s) => s.traceId === traceId).map((s) => s.name);
     expect(names.filter((name) => /^(middleware|router) - /.test(name))).toEqual([]);
     expect(names.filter((name) => /^mongoose\./.test(name))).toEqual([]);
+    // Spans are named by the route that matched; the gateway's call to the catalog is the
+    // catalog's parent.
+    const catalogServer = receiver.spans.find(
+      (s) => s.traceId === traceId && s.service === 'catalog' && s.kind === SERVER,
+    );
+    expect(catalogServer?.name).toBe('PUT /catalog/skus/:sku');
+    const gatewayClient = receiver.spans.find(
+      (s) => s.traceId === traceId && s.service === 'gateway' && s.kind === CLIENT && s.name === 'PUT',
+    );
+    expect(catalogServer?.parentSpanId).toBe(gatewayClient?.spanId);
     // The catalog's MongoDB write is in the trace too.
     expect(
       receiver.spans.some((s) => s.traceId === traceId && s.service === 'catalog' && /mongo|skus/i.test(s.name)),

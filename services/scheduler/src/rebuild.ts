@@ -1,5 +1,5 @@
 import { ExpiryPage, SchedulePage } from '@rs/contracts';
-import { INTERNAL_TOKEN_HEADER, type InternalTokenSigner, type Principal } from '@rs/http';
+import { getFromService, type InternalTokenSigner, type Principal } from '@rs/http';
 import type { Logger } from '@rs/logging';
 import type { z } from 'zod';
 import { rightDueAt, subscriptionDueAt } from './domain/due';
@@ -27,10 +27,7 @@ async function pageThrough<T>(
     const target = new URL(url);
     target.searchParams.set('limit', '500');
     if (cursor) target.searchParams.set('cursor', cursor);
-    const response = await fetch(target, {
-      headers: { [INTERNAL_TOKEN_HEADER]: await signer.tokenFor(SCHEDULER) },
-      signal: AbortSignal.timeout(10_000),
-    });
+    const response = await getFromService(target, await signer.tokenFor(SCHEDULER), 10_000);
     if (response.status !== 200) throw new Error(`${target.origin} answered ${response.status}`);
     const page = schema.parse(await response.json());
     await eachPage(page.items);

@@ -1,5 +1,5 @@
 import http, { type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http';
-import { AppError, hasBody, INTERNAL_TOKEN_HEADER, sendError, serviceUnavailable } from '@rs/http';
+import { AppError, hasBody, INTERNAL_TOKEN_HEADER, sendError, serviceUnavailable, startClientSpan } from '@rs/http';
 import type { Request, Response } from 'express';
 
 /** Hop-by-hop headers (RFC 9110 7.6.1) are not forwarded; nor are the client's credentials. */
@@ -41,6 +41,7 @@ export class Forwarder {
     headers['x-forwarded-proto'] = req.protocol;
     if (req.get('host')) headers['x-forwarded-host'] = req.get('host');
 
+    const span = startClientSpan(req.method, upstream, headers);
     return new Promise<void>((resolve) => {
       const outgoing = http.request({
         protocol: upstream.protocol,
@@ -53,6 +54,7 @@ export class Forwarder {
         timeout: this.options.timeoutMs,
       });
       const fail = (error: AppError) => {
+        span.end();
         if (!res.headersSent) sendError(req, res, error);
         else res.destroy();
         resolve();
@@ -70,6 +72,7 @@ export class Forwarder {
         );
       });
       outgoing.on('response', (incoming) => {
+        span.end(incoming.statusCode);
         res.status(incoming.statusCode ?? 502);
         for (const [name, value] of Object.entries(filterHeaders(incoming.headers, NOTHING))) {
           if (value !== undefined) res.setHeader(name, value);
@@ -82,6 +85,7 @@ export class Forwarder {
       // Settled when the client's response is done, or the client went away (which cancels
       // the forwarded request too).
       res.on('close', () => {
+        span.end();
         if (!res.writableFinished) outgoing.destroy();
         resolve();
       });
