@@ -7,13 +7,13 @@ import net from 'node:net';
 import path from 'node:path';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { prettyFactory } from 'pino-pretty';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const SERVICES = ['catalog', 'rights', 'subscriptions', 'scheduler', 'gateway'];
 const START_GRACE_MS = 15_000;
 const color = process.stdout.isTTY ? (code, text) => `\x1b[${code}m${text}\x1b[0m` : (_code, text) => text;
 const SERVICE_COLORS = { catalog: 36, rights: 32, subscriptions: 35, scheduler: 34, gateway: 33, start: 37 };
-const LEVEL_COLORS = { trace: 90, debug: 90, info: 37, warn: 33, error: 31, fatal: 31 };
 
 function say(message) {
   process.stdout.write(`${color(SERVICE_COLORS.start, 'start'.padEnd(13))} ${message}\n`);
@@ -40,35 +40,26 @@ async function ensureServers() {
   }
 }
 
-/** One JSON log line as `service  HH:MM:SS level message key=value…`. */
+// One JSON log line, readable: pino-pretty, with the request lines shortened to
+// `GET /path 200 3ms` and the trace id kept (first 8 characters) to find it in Jaeger.
+const pretty = prettyFactory({
+  colorize: Boolean(process.stdout.isTTY),
+  translateTime: 'SYS:HH:MM:ss.l',
+  singleLine: true,
+  ignore: 'pid,hostname,service,span_id,request_id,trace_id,method,path,status,duration_ms',
+  messageFormat: (log, messageKey) => {
+    const text =
+      log[messageKey] === 'request' && log.method
+        ? `${log.method} ${log.path} ${log.status} ${Math.round(log.duration_ms)}ms`
+        : log[messageKey];
+    return log.trace_id ? `${text} trace=${String(log.trace_id).slice(0, 8)}` : text;
+  },
+});
+
 function format(service, line) {
-  let record;
-  try {
-    record = JSON.parse(line);
-  } catch {
-    return `${color(SERVICE_COLORS[service], service.padEnd(13))} ${line}`;
-  }
-  const {
-    level = 'info',
-    time,
-    msg = '',
-    service: _s,
-    trace_id: traceId,
-    span_id: _span,
-    request_id: _r,
-    ...rest
-  } = record;
-  const clock = typeof time === 'string' ? time.slice(11, 23) : '';
-  let text = msg;
-  if (msg === 'request' && rest.method) {
-    text = `${rest.method} ${rest.path} ${rest.status} ${Math.round(rest.duration_ms)}ms`;
-    for (const key of ['method', 'path', 'status', 'duration_ms']) delete rest[key];
-  }
-  const extras = Object.entries(rest)
-    .map(([key, value]) => `${key}=${typeof value === 'object' ? JSON.stringify(value) : value}`)
-    .join(' ');
-  const trace = traceId ? color(90, ` trace=${traceId.slice(0, 8)}`) : '';
-  return `${color(SERVICE_COLORS[service], service.padEnd(13))} ${color(90, clock)} ${color(LEVEL_COLORS[level] ?? 37, level.padEnd(5))} ${text}${extras ? color(90, ` ${extras}`) : ''}${trace}`;
+  const prefix = color(SERVICE_COLORS[service], service.padEnd(13));
+  if (!line.startsWith('{')) return `${prefix} ${line}`;
+  return `${prefix} ${pretty(line).trimEnd()}`;
 }
 
 const children = new Map();

@@ -1,4 +1,5 @@
 import { CatalogEvents, CatalogEventTypes, Exchanges, parseEvent, Sku, type ParsedEvent } from '@rs/contracts';
+import { LRUCache } from 'lru-cache';
 import { getFromService, type InternalTokenSigner, type Principal } from '@rs/http';
 import type { Logger } from '@rs/logging';
 import { consume, type AmqpClient } from '@rs/messaging';
@@ -11,6 +12,7 @@ export class CatalogUnavailable extends Error {
 export interface SkuDirectoryOptions {
   broker: AmqpClient;
   /** Base URL of the catalog service, e.g. http://catalog:8083 */
+  /** The catalog's base URL, without a trailing slash (`env.baseUrl`). */
   catalogUrl: string;
   signer: InternalTokenSigner;
   /** Service name, for the internal token and logs. */
@@ -31,7 +33,8 @@ type CacheEntry = { sku: Sku | null; sequence: number; expiresAt: number };
  * miss events, so it is emptied on every reconnect.
  */
 export class SkuDirectory {
-  private readonly cache = new Map<string, CacheEntry>();
+  /** Bounded: SKU names come from requests, and unknown ones are remembered too. */
+  private readonly cache = new LRUCache<string, CacheEntry>({ max: 100_000 });
   private readonly principal: Principal;
 
   constructor(private readonly options: SkuDirectoryOptions) {
@@ -90,7 +93,7 @@ export class SkuDirectory {
   }
 
   private async fetch(sku: string): Promise<CacheEntry> {
-    const url = new URL(`${this.options.catalogUrl.replace(/\/$/, '')}/catalog/skus/${encodeURIComponent(sku)}`);
+    const url = new URL(`${this.options.catalogUrl}/catalog/skus/${encodeURIComponent(sku)}`);
     let response: Response;
     try {
       response = await getFromService(

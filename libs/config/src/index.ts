@@ -47,6 +47,8 @@ export const env = {
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   port,
   httpUrl: url(['http:', 'https:']),
+  /** A base URL that paths are appended to: the one place its trailing slash is dropped. */
+  baseUrl: url(['http:', 'https:']).transform((value) => value.replace(/\/+$/, '')),
   mongoUrl: url(['mongodb:', 'mongodb+srv:']),
   amqpUrl: url(['amqp:', 'amqps:']),
   /** AUTH_REALM: the realm of every challenge (DESIGN.md 3), quoted in a header. */

@@ -13,6 +13,15 @@ describe('loadConfig', () => {
     expect(cfg.NODE_ENV).toBe('production');
   });
 
+  it('when a base URL ends with slashes, then paths can be appended to it as it is', () => {
+    const bases = z.object({ PUBLIC_BASE_URL: env.baseUrl.default('http://localhost:8080') });
+    expect(loadConfig(bases, { PUBLIC_BASE_URL: 'https://api.example.com/rs//' }).PUBLIC_BASE_URL).toBe(
+      'https://api.example.com/rs',
+    );
+    expect(loadConfig(bases, {}).PUBLIC_BASE_URL).toBe('http://localhost:8080');
+    expect(() => loadConfig(bases, { PUBLIC_BASE_URL: 'ftp://x/' })).toThrow(/PUBLIC_BASE_URL: must be a URL/);
+  });
+
   it('when a variable is bad, then the error names it', () => {
     expect(() => loadConfig(schema, { AMQP_URL: 'http://x', PORT: 'eighty' })).toThrow(ConfigError);
     try {

@@ -31,6 +31,32 @@ const ref = (name: string) => ({ $ref: `#/components/responses/${name}` });
 const json = (schema: string) => ({ 'application/json': { schema: { $ref: `#/components/schemas/${schema}` } } });
 const etag = { ETag: { description: 'The generation of the resource, quoted', schema: { type: 'string' } } };
 
+const param = (name: string) => ({ $ref: `#/components/parameters/${name}` });
+/** The path parameters of a user's resource: its connectId, and the resource's id. */
+const inUserPath = (id?: 'subscriptionId' | 'rightId') => (id ? [param('connectId'), param(id)] : [param('connectId')]);
+
+/**
+ * A change of one resource, guarded by If-Match, answering 204 (spec 4; spec 5: Basic only
+ * unless a Bearer scope may call it). The statuses every operation shares are added by
+ * `withGatewayResponses`.
+ */
+function change(
+  tag: 'rights' | 'subscriptions',
+  operationId: string,
+  summary: string,
+  done: string,
+  options: { conflict?: boolean; bearerScope?: string } = {},
+) {
+  return {
+    tags: [tag],
+    operationId,
+    summary,
+    security: options.bearerScope ? [{ basicAuth: [] }, { bearerAuth: [options.bearerScope] }] : [{ basicAuth: [] }],
+    parameters: [param('ifMatch')],
+    responses: { '204': { description: done }, ...(options.conflict ? { '409': ref('Conflict') } : {}) },
+  };
+}
+
 /**
  * The public HTTP interface of the gateway as OpenAPI 3.1, built from the same zod
  * contracts the services validate with. `npm run docs` writes it to docs/openapi.json,
@@ -116,7 +142,7 @@ export function buildOpenApiDocument(): Record<string, unknown> {
         },
       },
       '/id/users/{connectId}': {
-        parameters: [{ $ref: '#/components/parameters/connectId' }],
+        parameters: inUserPath(),
         get: {
           tags: ['users'],
           operationId: 'getUser',
@@ -149,7 +175,7 @@ export function buildOpenApiDocument(): Record<string, unknown> {
         },
       },
       '/id/users/{connectId}/subs': {
-        parameters: [{ $ref: '#/components/parameters/connectId' }],
+        parameters: inUserPath(),
         get: {
           tags: ['subscriptions'],
           operationId: 'listSubscriptions',
@@ -201,7 +227,7 @@ export function buildOpenApiDocument(): Record<string, unknown> {
         },
       },
       '/id/users/{connectId}/subs/{subscriptionId}': {
-        parameters: [{ $ref: '#/components/parameters/connectId' }, { $ref: '#/components/parameters/subscriptionId' }],
+        parameters: inUserPath('subscriptionId'),
         get: {
           tags: ['subscriptions'],
           operationId: 'getSubscription',
@@ -213,56 +239,35 @@ export function buildOpenApiDocument(): Record<string, unknown> {
             '404': ref('NotFound'),
           },
         },
-        delete: {
-          tags: ['subscriptions'],
-          operationId: 'deleteSubscription',
-          summary: 'Delete a subscription; its rights stay; 204 also when unknown',
-          security: [{ basicAuth: [] }],
-          parameters: [{ $ref: '#/components/parameters/ifMatch' }],
-          responses: {
-            '204': { description: 'Deleted' },
-            '401': ref('Unauthorized'),
-            '412': ref('PreconditionFailed'),
-          },
-        },
+        delete: change(
+          'subscriptions',
+          'deleteSubscription',
+          'Delete a subscription; its rights stay; 204 also when unknown',
+          'Deleted',
+        ),
       },
       '/id/users/{connectId}/subs/{subscriptionId}/activate': {
-        parameters: [{ $ref: '#/components/parameters/connectId' }, { $ref: '#/components/parameters/subscriptionId' }],
-        post: {
-          tags: ['subscriptions'],
-          operationId: 'activateSubscription',
-          summary:
-            'Activate a SUSPENDED subscription; its suspended rights whose interval has not ended are reactivated',
-          security: [{ basicAuth: [] }],
-          parameters: [{ $ref: '#/components/parameters/ifMatch' }],
-          responses: {
-            '204': { description: 'Done' },
-            '401': ref('Unauthorized'),
-            '404': ref('NotFound'),
-            '409': ref('Conflict'),
-            '412': ref('PreconditionFailed'),
-          },
-        },
+        parameters: inUserPath('subscriptionId'),
+        post: change(
+          'subscriptions',
+          'activateSubscription',
+          'Activate a SUSPENDED subscription; its suspended rights whose interval has not ended are reactivated',
+          'Done',
+          { conflict: true },
+        ),
       },
       '/id/users/{connectId}/subs/{subscriptionId}/suspend': {
-        parameters: [{ $ref: '#/components/parameters/connectId' }, { $ref: '#/components/parameters/subscriptionId' }],
-        post: {
-          tags: ['subscriptions'],
-          operationId: 'suspendSubscription',
-          summary: 'Suspend an ACTIVE subscription; its ACTIVE rights are suspended',
-          security: [{ basicAuth: [] }],
-          parameters: [{ $ref: '#/components/parameters/ifMatch' }],
-          responses: {
-            '204': { description: 'Done' },
-            '401': ref('Unauthorized'),
-            '404': ref('NotFound'),
-            '409': ref('Conflict'),
-            '412': ref('PreconditionFailed'),
-          },
-        },
+        parameters: inUserPath('subscriptionId'),
+        post: change(
+          'subscriptions',
+          'suspendSubscription',
+          'Suspend an ACTIVE subscription; its ACTIVE rights are suspended',
+          'Done',
+          { conflict: true },
+        ),
       },
       '/id/users/{connectId}/rights': {
-        parameters: [{ $ref: '#/components/parameters/connectId' }],
+        parameters: inUserPath(),
         get: {
           tags: ['rights'],
           operationId: 'listRights',
@@ -321,7 +326,7 @@ export function buildOpenApiDocument(): Record<string, unknown> {
         },
       },
       '/id/users/{connectId}/rights/{rightId}': {
-        parameters: [{ $ref: '#/components/parameters/connectId' }, { $ref: '#/components/parameters/rightId' }],
+        parameters: inUserPath('rightId'),
         get: {
           tags: ['rights'],
           operationId: 'getRight',
@@ -333,71 +338,42 @@ export function buildOpenApiDocument(): Record<string, unknown> {
             '404': ref('NotFound'),
           },
         },
-        delete: {
-          tags: ['rights'],
-          operationId: 'removeRight',
-          summary: 'Remove a right (its grantor or an admin); emits right.removed',
-          security: [{ basicAuth: [] }],
-          parameters: [{ $ref: '#/components/parameters/ifMatch' }],
-          responses: {
-            '204': { description: 'Removed' },
-            '401': ref('Unauthorized'),
-            '404': ref('NotFound'),
-            '412': ref('PreconditionFailed'),
-          },
-        },
+        delete: change(
+          'rights',
+          'removeRight',
+          'Remove a right (its grantor or an admin); emits right.removed',
+          'Removed',
+        ),
       },
       '/id/users/{connectId}/rights/{rightId}/activate': {
-        parameters: [{ $ref: '#/components/parameters/connectId' }, { $ref: '#/components/parameters/rightId' }],
-        post: {
-          tags: ['rights'],
-          operationId: 'activateRight',
-          summary: 'Activate a right (from CREATED or SUSPENDED; ACTIVE is a no-op); emits right.activated',
-          security: [{ basicAuth: [] }],
-          parameters: [{ $ref: '#/components/parameters/ifMatch' }],
-          responses: {
-            '204': { description: 'Done' },
-            '401': ref('Unauthorized'),
-            '404': ref('NotFound'),
-            '409': ref('Conflict'),
-            '412': ref('PreconditionFailed'),
-          },
-        },
+        parameters: inUserPath('rightId'),
+        post: change(
+          'rights',
+          'activateRight',
+          'Activate a right (from CREATED or SUSPENDED; ACTIVE is a no-op); emits right.activated',
+          'Done',
+          { conflict: true },
+        ),
       },
       '/id/users/{connectId}/rights/{rightId}/suspend': {
-        parameters: [{ $ref: '#/components/parameters/connectId' }, { $ref: '#/components/parameters/rightId' }],
-        post: {
-          tags: ['rights'],
-          operationId: 'suspendRight',
-          summary: 'Suspend a right (from CREATED or ACTIVE; SUSPENDED is a no-op); emits right.suspended',
-          security: [{ basicAuth: [] }],
-          parameters: [{ $ref: '#/components/parameters/ifMatch' }],
-          responses: {
-            '204': { description: 'Done' },
-            '401': ref('Unauthorized'),
-            '404': ref('NotFound'),
-            '409': ref('Conflict'),
-            '412': ref('PreconditionFailed'),
-          },
-        },
+        parameters: inUserPath('rightId'),
+        post: change(
+          'rights',
+          'suspendRight',
+          'Suspend a right (from CREATED or ACTIVE; SUSPENDED is a no-op); emits right.suspended',
+          'Done',
+          { conflict: true },
+        ),
       },
       '/id/users/{connectId}/rights/{rightId}/usage': {
-        parameters: [{ $ref: '#/components/parameters/connectId' }, { $ref: '#/components/parameters/rightId' }],
-        post: {
-          tags: ['rights'],
-          operationId: 'usageRight',
-          summary:
-            'Record usage (only while active; a repeat is a no-op); emits right.used and, per the catalog, service.announce',
-          security: [{ basicAuth: [] }, { bearerAuth: ['id.user.right.use'] }],
-          parameters: [{ $ref: '#/components/parameters/ifMatch' }],
-          responses: {
-            '204': { description: 'Done' },
-            '401': ref('Unauthorized'),
-            '404': ref('NotFound'),
-            '409': ref('Conflict'),
-            '412': ref('PreconditionFailed'),
-          },
-        },
+        parameters: inUserPath('rightId'),
+        post: change(
+          'rights',
+          'usageRight',
+          'Record usage (only while active; a repeat is a no-op); emits right.used and, per the catalog, service.announce',
+          'Done',
+          { conflict: true, bearerScope: 'id.user.right.use' },
+        ),
       },
       '/catalog/skus': {
         get: {

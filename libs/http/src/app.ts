@@ -9,7 +9,9 @@ import express, {
   type Router,
 } from 'express';
 import { AppError, methodNotAllowed, notFound, sendError, toAppError, unsupportedMediaType } from './errors';
+import { requireServiceCaller } from './internal-token';
 import { httpMetrics, initMetrics, metricsRegistry } from './metrics';
+import { bucketPage, pageParams } from './request';
 import { traceRequests } from './tracing';
 
 export type ReadinessChecks = Record<string, () => boolean>;
@@ -139,4 +141,24 @@ export function route(router: Router, path: string, handlers: Partial<Record<Met
   }
   if (allowed.includes('GET')) allowed.push('HEAD');
   router.all(path, (_req, _res, next) => next(methodNotAllowed(allowed)));
+}
+
+/**
+ * Internal: a whole collection a bucket at a time (`{items, next}`), for another service to
+ * rebuild what it derives from it (docs/decisions/0011). Other services only; the gateway
+ * never forwards /internal.
+ */
+export function bucketListing<T>(
+  router: Router,
+  path: string,
+  buckets: number,
+  read: (bucket: number) => Promise<T[]>,
+): void {
+  route(router, path, {
+    get: async (req, res) => {
+      requireServiceCaller(res.locals.principal);
+      const { bucket, next } = bucketPage(pageParams(req), buckets);
+      res.json({ items: await read(bucket), next });
+    },
+  });
 }

@@ -43,7 +43,7 @@ const keyOf = (secret: string) => new TextEncoder().encode(secret);
  */
 export class InternalTokenSigner {
   private readonly key: Uint8Array;
-  private readonly cache = new Map<string, { token: string; renewAt: number }>();
+  private readonly cache = new LRUCache<string, { token: string; renewAt: number }>({ max: 10_000 });
 
   constructor(
     secret: string,
@@ -73,7 +73,6 @@ export class InternalTokenSigner {
       .setIssuedAt()
       .setExpirationTime(`${this.ttlSeconds}s`)
       .sign(this.key);
-    if (this.cache.size > 10_000) this.cache.clear();
     this.cache.set(cacheKey, { token, renewAt: now + (this.ttlSeconds * 1000) / 2 });
     return token;
   }

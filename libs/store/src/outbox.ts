@@ -5,6 +5,7 @@ import type { mongo } from 'mongoose';
 import client from 'prom-client';
 import { Schema } from 'mongoose';
 import { currentTraceCarrier, type AmqpClient, type TraceCarrier } from '@rs/messaging';
+import { repeat, type Repeating } from '@rs/time';
 import { documentLock } from './document-lock';
 import { isDuplicateKey } from './documents';
 
@@ -131,7 +132,7 @@ export async function migrateOutbox(collection: mongo.Collection): Promise<void>
  */
 export class OutboxRelay {
   private readonly owner = randomUUID();
-  private timer: NodeJS.Timeout | undefined;
+  private polling: Repeating | undefined;
   private running: Promise<void> | undefined;
   private again = false;
   private stopped = true;
@@ -155,14 +156,14 @@ export class OutboxRelay {
   start(): void {
     this.stopped = false;
     relays.add(this);
-    this.schedule();
-    this.kick();
+    // The poll catches what no kick announced (a write of another replica, a broker outage).
+    this.polling = repeat(() => this.kick(), { everyMs: this.options.pollIntervalMs ?? 500, onError: () => undefined });
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
     relays.delete(this);
-    clearTimeout(this.timer);
+    await this.polling?.stop();
     await this.running;
     this.leaseUntil = 0;
     await this.leases
@@ -192,14 +193,6 @@ export class OutboxRelay {
 
   private get leaseId(): string {
     return `outbox:${this.options.collection}`;
-  }
-
-  private schedule(): void {
-    this.timer = setTimeout(() => {
-      this.kick();
-      if (!this.stopped) this.schedule();
-    }, this.options.pollIntervalMs ?? 500);
-    this.timer.unref();
   }
 
   private async drain(): Promise<void> {

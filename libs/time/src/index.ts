@@ -1,2 +1,3 @@
 export * from './time-interval';
 export * from './time-spec';
+export * from './repeat';

@@ -8,7 +8,7 @@ import { SkuStore } from './store/sku-store';
 const Config = z.object({
   ...serviceEnvShape('catalog'),
   PORT: env.port.default(DEFAULT_PORTS.catalog),
-  PUBLIC_BASE_URL: env.httpUrl.default(`http://localhost:${DEFAULT_PORTS.gateway}`),
+  PUBLIC_BASE_URL: env.baseUrl.default(`http://localhost:${DEFAULT_PORTS.gateway}`),
   AUTH_REALM: env.realm,
 });
 
@@ -26,8 +26,7 @@ runBackend('catalog', Config, async (runtime) => {
     jsonLimit: '16kb',
     // A change stored its event: publish it now rather than at the next poll.
     afterChange: () => relay.kick(),
-    routes: (app) =>
-      app.use(catalogRoutes(store, runtime.config.PUBLIC_BASE_URL.replace(/\/$/, ''), runtime.config.AUTH_REALM)),
+    routes: (app) => app.use(catalogRoutes(store, runtime.config.PUBLIC_BASE_URL, runtime.config.AUTH_REALM)),
   });
   return {
     async stop() {

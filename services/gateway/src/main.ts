@@ -15,7 +15,7 @@ import { ClientStore } from './store/client-store';
 import { RevocationStore } from './store/revocation-store';
 import { UserStore } from './store/user-store';
 
-const serviceUrl = (name: keyof typeof DEFAULT_PORTS) => env.httpUrl.default(`http://127.0.0.1:${DEFAULT_PORTS[name]}`);
+const serviceUrl = (name: keyof typeof DEFAULT_PORTS) => env.baseUrl.default(`http://127.0.0.1:${DEFAULT_PORTS[name]}`);
 
 const Config = z
   .object({
@@ -24,7 +24,7 @@ const Config = z
     MONGODB_URL: env.mongoUrl.default('mongodb://127.0.0.1:27017'),
     GATEWAY_MONGODB_URL: env.mongoUrl.optional(),
     GATEWAY_PORT: env.port.default(DEFAULT_PORTS.gateway),
-    PUBLIC_BASE_URL: env.httpUrl.optional(),
+    PUBLIC_BASE_URL: env.baseUrl.optional(),
     AUTH_REALM: env.realm,
     ADMIN_CLIENT_ID: z
       .string()
@@ -109,7 +109,7 @@ runService(
       realm: config.AUTH_REALM,
       cacheTtlMs: config.AUTH_CACHE_TTL_MS,
     });
-    const publicBaseUrl = (config.PUBLIC_BASE_URL ?? `http://localhost:${config.GATEWAY_PORT}`).replace(/\/$/, '');
+    const publicBaseUrl = config.PUBLIC_BASE_URL ?? `http://localhost:${config.GATEWAY_PORT}`;
     const app = createHttpApp({
       service: 'gateway',
       logger,
@@ -141,7 +141,7 @@ runService(
       async stop() {
         await server.close();
         forwarder.close();
-        revocations.stop();
+        await revocations.stop();
         await db.close();
       },
     };

@@ -12,13 +12,13 @@ import { RightStore } from './store/right-store';
 const Config = z.object({
   ...serviceEnvShape('rights'),
   PORT: env.port.default(DEFAULT_PORTS.rights),
-  CATALOG_URL: env.httpUrl.default(`http://127.0.0.1:${DEFAULT_PORTS.catalog}`),
-  PUBLIC_BASE_URL: env.httpUrl.default(`http://localhost:${DEFAULT_PORTS.gateway}`),
+  CATALOG_URL: env.baseUrl.default(`http://127.0.0.1:${DEFAULT_PORTS.catalog}`),
+  PUBLIC_BASE_URL: env.baseUrl.default(`http://localhost:${DEFAULT_PORTS.gateway}`),
   AUTH_REALM: env.realm,
 });
 
 runBackend('rights', Config, async (runtime) => {
-  const publicBaseUrl = runtime.config.PUBLIC_BASE_URL.replace(/\/$/, '');
+  const publicBaseUrl = runtime.config.PUBLIC_BASE_URL;
   const eventsFor = rightEvents(publicBaseUrl);
   const store = new RightStore(runtime.db, eventsFor);
   if (migrateOnStart(runtime.config.NODE_ENV)) await store.ensureIndexes();

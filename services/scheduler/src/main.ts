@@ -2,19 +2,20 @@ import { randomUUID } from 'node:crypto';
 import { DEFAULT_PORTS, env, serviceEnvShape } from '@rs/config';
 import { migrateOnStart, runBackend, serveInternalHttp } from '@rs/runtime';
 import { z } from 'zod';
+import { repeat } from '@rs/time';
 import { ownedPartitions } from './domain/due';
 import { expireCommand, renewCommand } from './messaging/commands';
 import { followEvents } from './messaging/events';
-import { keepSchedulesRebuilt, rebuildSchedules } from './rebuild';
+import { rebuildSchedules } from './rebuild';
 import { createStores } from './store/stores';
-import { DueSweeper, ownedPartitionsGauge, Ticker } from './sweeper';
+import { DueSweeper, ownedPartitionsGauge } from './sweeper';
 
 const Config = z.object({
   ...serviceEnvShape('scheduler'),
   PORT: env.port.default(DEFAULT_PORTS.scheduler),
   SCHEDULER_TICK_MS: z.coerce.number().int().positive().default(1000),
-  SUBSCRIPTIONS_URL: env.httpUrl.default(`http://127.0.0.1:${DEFAULT_PORTS.subscriptions}`),
-  RIGHTS_URL: env.httpUrl.default(`http://127.0.0.1:${DEFAULT_PORTS.rights}`),
+  SUBSCRIPTIONS_URL: env.baseUrl.default(`http://127.0.0.1:${DEFAULT_PORTS.subscriptions}`),
+  RIGHTS_URL: env.baseUrl.default(`http://127.0.0.1:${DEFAULT_PORTS.rights}`),
   /** How often the schedules are rebuilt from the subscriptions and rights services. */
   SCHEDULER_REBUILD_MS: z.coerce.number().int().positive().default(600_000),
 });
@@ -37,25 +38,34 @@ runBackend('scheduler', Config, async (runtime) => {
   }
   await followEvents(runtime.broker, stores, runtime.logger);
   const logger = runtime.logger.child({ component: 'schedule' });
-  const rebuilding = keepSchedulesRebuilt(
-    () =>
-      rebuildSchedules(
+  // At start and then every SCHEDULER_REBUILD_MS; sooner again while a service is unreachable.
+  const rebuilding = repeat(
+    async () => {
+      const read = await rebuildSchedules(
         { subscriptions: runtime.config.SUBSCRIPTIONS_URL, rights: runtime.config.RIGHTS_URL },
         runtime.signer,
         stores,
-      ),
-    runtime.config.SCHEDULER_REBUILD_MS,
-    logger,
+      );
+      logger.info({ entries: read }, 'schedules rebuilt');
+    },
+    {
+      everyMs: runtime.config.SCHEDULER_REBUILD_MS,
+      retryMs: Math.min(runtime.config.SCHEDULER_REBUILD_MS, 5_000),
+      onError: (error) => logger.warn({ err: error }, 'cannot rebuild the schedules yet'),
+    },
   );
 
   const me = randomUUID();
-  const renewMembership = () =>
-    stores.partitions
-      .renewMembership(me, new Date(Date.now() + MEMBERSHIP_TTL_MS))
-      .catch((error: unknown) => logger.warn({ err: error }, 'cannot renew the scheduler membership'));
-  await renewMembership();
+  const renewMembership = () => stores.partitions.renewMembership(me, new Date(Date.now() + MEMBERSHIP_TTL_MS));
+  await renewMembership().catch((error: unknown) =>
+    logger.warn({ err: error }, 'cannot renew the scheduler membership'),
+  );
   // Apart from the sweep, so a long sweep never lets the membership lapse.
-  const heartbeat = setInterval(() => void renewMembership(), MEMBERSHIP_TTL_MS / 3);
+  const heartbeat = repeat(renewMembership, {
+    everyMs: MEMBERSHIP_TTL_MS / 3,
+    immediately: false,
+    onError: (error) => logger.warn({ err: error }, 'cannot renew the scheduler membership'),
+  });
 
   const sweepers = [
     new DueSweeper({
@@ -73,24 +83,24 @@ runBackend('scheduler', Config, async (runtime) => {
       logger,
     }),
   ];
-  const ticker = new Ticker(
-    runtime.config.SCHEDULER_TICK_MS,
+  const ticker = repeat(
     async () => {
       const now = new Date();
       const owned = ownedPartitions(await stores.partitions.liveMembers(now), me);
       ownedPartitionsGauge.set(owned.length);
       await Promise.all(sweepers.map((sweeper) => sweeper.sweep(owned, now)));
     },
-    logger,
+    {
+      everyMs: runtime.config.SCHEDULER_TICK_MS,
+      immediately: false,
+      onError: (error) => logger.warn({ err: error }, 'scheduler tick failed'),
+    },
   );
-  ticker.start();
   const server = await serveInternalHttp(runtime, runtime.config.PORT, { routes: () => undefined });
   return {
     async stop() {
       await server.close();
-      rebuilding.stop();
-      await ticker.stop();
-      clearInterval(heartbeat);
+      await Promise.all([rebuilding.stop(), ticker.stop(), heartbeat.stop()]);
       await stores.partitions.leave(me).catch(() => undefined);
     },
   };

@@ -1,6 +1,5 @@
 import { ExpiryPage, SchedulePage } from '@rs/contracts';
 import { getFromService, type InternalTokenSigner, type Principal } from '@rs/http';
-import type { Logger } from '@rs/logging';
 import type { z } from 'zod';
 import { rightDueAt, subscriptionDueAt } from './domain/due';
 import type { DueItem, DueStore } from './store/due-store';
@@ -72,33 +71,4 @@ export async function rebuildSchedules(
       ),
   );
   return subscriptions + rights;
-}
-
-/** Rebuilds at start and then every `everyMs`, retrying soon while a service is unreachable. */
-export function keepSchedulesRebuilt(
-  rebuild: () => Promise<number>,
-  everyMs: number,
-  logger: Logger,
-): { stop(): void } {
-  let timer: NodeJS.Timeout | undefined;
-  let stopped = false;
-  const run = () => {
-    rebuild().then(
-      (read) => {
-        logger.info({ entries: read }, 'schedules rebuilt');
-        if (!stopped) timer = setTimeout(run, everyMs);
-      },
-      (error: unknown) => {
-        logger.warn({ err: error }, 'cannot rebuild the schedules yet');
-        if (!stopped) timer = setTimeout(run, Math.min(everyMs, 5_000));
-      },
-    );
-  };
-  run();
-  return {
-    stop() {
-      stopped = true;
-      clearTimeout(timer);
-    },
-  };
 }

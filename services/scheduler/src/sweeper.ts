@@ -120,30 +120,3 @@ export class DueSweeper {
     );
   }
 }
-
-/** Runs `tick` every `tickMs` until stopped, one run at a time. */
-export class Ticker {
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<unknown> | undefined;
-  private stopped = false;
-
-  constructor(
-    private readonly tickMs: number,
-    private readonly tick: () => Promise<unknown>,
-    private readonly logger: Logger,
-  ) {}
-
-  start(): void {
-    this.timer = setTimeout(() => {
-      this.running = this.tick()
-        .catch((error: unknown) => this.logger.warn({ err: error }, 'scheduler tick failed'))
-        .finally(() => !this.stopped && this.start());
-    }, this.tickMs);
-  }
-
-  async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    await this.running;
-  }
-}

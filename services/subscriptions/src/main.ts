@@ -11,8 +11,8 @@ import { SubscriptionUseCases } from './subscriptions';
 const Config = z.object({
   ...serviceEnvShape('subscriptions'),
   PORT: env.port.default(DEFAULT_PORTS.subscriptions),
-  CATALOG_URL: env.httpUrl.default(`http://127.0.0.1:${DEFAULT_PORTS.catalog}`),
-  PUBLIC_BASE_URL: env.httpUrl.default(`http://localhost:${DEFAULT_PORTS.gateway}`),
+  CATALOG_URL: env.baseUrl.default(`http://127.0.0.1:${DEFAULT_PORTS.catalog}`),
+  PUBLIC_BASE_URL: env.baseUrl.default(`http://localhost:${DEFAULT_PORTS.gateway}`),
   AUTH_REALM: env.realm,
 });
 
@@ -22,7 +22,7 @@ const Config = z.object({
  * becomes one `rights.issue` per due period.
  */
 runBackend('subscriptions', Config, async (runtime) => {
-  const publicBaseUrl = runtime.config.PUBLIC_BASE_URL.replace(/\/$/, '');
+  const publicBaseUrl = runtime.config.PUBLIC_BASE_URL;
   const store = new SubscriptionStore(runtime.db);
   if (migrateOnStart(runtime.config.NODE_ENV)) await store.ensureIndexes();
   const skus = new SkuDirectory({

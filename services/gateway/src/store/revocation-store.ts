@@ -1,4 +1,5 @@
 import type { Logger } from '@rs/logging';
+import { repeat, type Repeating } from '@rs/time';
 import { Schema, type Connection, type Model } from 'mongoose';
 
 interface RevokedTokenDocument {
@@ -29,7 +30,7 @@ export class RevocationStore {
   private readonly model: Model<RevokedTokenDocument>;
   private readonly revoked = new Map<string, number>();
   private loadedUpTo = new Date(0);
-  private timer: NodeJS.Timeout | undefined;
+  private refreshing: Repeating | undefined;
 
   constructor(
     db: Connection,
@@ -41,19 +42,15 @@ export class RevocationStore {
 
   async start(): Promise<void> {
     await this.refresh();
-    const tick = () => {
-      this.timer = setTimeout(() => {
-        this.refresh()
-          .catch((error: unknown) => this.logger.warn({ err: error }, 'cannot refresh revoked tokens'))
-          .finally(tick);
-      }, this.refreshMs);
-      this.timer.unref();
-    };
-    tick();
+    this.refreshing = repeat(() => this.refresh(), {
+      everyMs: this.refreshMs,
+      immediately: false,
+      onError: (error) => this.logger.warn({ err: error }, 'cannot refresh revoked tokens'),
+    });
   }
 
-  stop(): void {
-    clearTimeout(this.timer);
+  async stop(): Promise<void> {
+    await this.refreshing?.stop();
   }
 
   isRevoked(jti: string): boolean {

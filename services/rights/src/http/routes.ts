@@ -3,7 +3,7 @@ import { ConnectId, RightCreateBody, RightId } from '@rs/contracts';
 import {
   badRequest,
   ifMatchGeneration,
-  bucketPage,
+  bucketListing,
   pageParams,
   parseBody,
   parseParam,
@@ -12,7 +12,6 @@ import {
   setETag,
   keysetOf,
   parseKeyset,
-  requireServiceCaller,
   setNextLink,
 } from '@rs/http';
 import { Router, type Request } from 'express';
@@ -91,26 +90,15 @@ export function rightsRoutes(
       res.status(204).end();
     },
   });
-  /**
-   * Internal: every right that can still expire, for the scheduler to rebuild its expiries
-   * (docs/decisions/0009). Other services only; the gateway never forwards /internal.
-   */
-  route(router, '/internal/expiries', {
-    get: async (req, res) => {
-      requireServiceCaller(res.locals.principal);
-      const { bucket, next } = bucketPage(pageParams(req), BUCKETS);
-      const found = await rights.expirable(bucket);
-      res.json({
-        items: found.map((r) => ({
-          rightId: r.rightId,
-          connectId: r.userId,
-          sequence: r.generation,
-          state: r.state,
-          timeInterval: r.timeInterval,
-        })),
-        next,
-      });
-    },
-  });
+  // For the scheduler to rebuild its expiries (docs/decisions/0009).
+  bucketListing(router, '/internal/expiries', BUCKETS, async (bucket) =>
+    (await rights.expirable(bucket)).map((r) => ({
+      rightId: r.rightId,
+      connectId: r.userId,
+      sequence: r.generation,
+      state: r.state,
+      timeInterval: r.timeInterval,
+    })),
+  );
   return router;
 }

@@ -2,7 +2,7 @@ import { BUCKETS } from '@rs/store';
 import { ConnectId, SubscriptionCreateBody, SubscriptionId } from '@rs/contracts';
 import {
   ifMatchGeneration,
-  bucketPage,
+  bucketListing,
   pageParams,
   parseBody,
   parseParam,
@@ -11,7 +11,6 @@ import {
   setETag,
   keysetOf,
   parseKeyset,
-  requireServiceCaller,
   setNextLink,
 } from '@rs/http';
 import { Router, type Request } from 'express';
@@ -67,27 +66,16 @@ export function subscriptionRoutes(subscriptions: SubscriptionUseCases, publicBa
       },
     });
   }
-  /**
-   * Internal: the schedule of every subscription, for the scheduler to rebuild its own
-   * (DESIGN.md 3 "Renewal"). Other services only; the gateway never forwards /internal.
-   */
-  route(router, '/internal/schedules', {
-    get: async (req, res) => {
-      requireServiceCaller(res.locals.principal);
-      const { bucket, next } = bucketPage(pageParams(req), BUCKETS);
-      const found = await subscriptions.schedulePage(bucket);
-      res.json({
-        items: found.map((s) => ({
-          subscriptionId: s.subscriptionId,
-          connectId: s.userId,
-          sequence: s.generation,
-          state: s.state,
-          timeSpec: s.timeSpec,
-          nextPeriod: s.nextPeriod,
-        })),
-        next,
-      });
-    },
-  });
+  // For the scheduler to rebuild its schedules (DESIGN.md 3 "Renewal").
+  bucketListing(router, '/internal/schedules', BUCKETS, async (bucket) =>
+    (await subscriptions.schedulePage(bucket)).map((s) => ({
+      subscriptionId: s.subscriptionId,
+      connectId: s.userId,
+      sequence: s.generation,
+      state: s.state,
+      timeSpec: s.timeSpec,
+      nextPeriod: s.nextPeriod,
+    })),
+  );
   return router;
 }
