@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import { ulid } from 'ulid';
 import { z } from 'zod';
+import { newId } from './ids';
 
 /** CloudEvents 1.0, structured JSON mode (DESIGN.md 2). `type` equals the routing key. */
 export const CloudEvent = z.object({
@@ -38,7 +38,7 @@ export function createCloudEvent<Data>(input: {
 }): CloudEvent<Data> {
   return {
     specversion: '1.0',
-    id: input.id ?? ulid(),
+    id: input.id ?? newId(),
     source: input.source,
     type: input.type,
     subject: input.subject,

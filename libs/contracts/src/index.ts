@@ -8,3 +8,4 @@ export * from './identity';
 export * from './rights';
 export * from './commands';
 export * from './subscriptions';
+export * from './ids';

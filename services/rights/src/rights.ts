@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { CatalogUnavailable, type SkuDirectory } from '@rs/catalog-client';
 import {
   InvalidMessage,
+  newId,
   RightEventTypes,
   type RightCreateBody,
   type RightsCascadeData,
@@ -17,7 +18,6 @@ import {
   unauthorized,
   type Principal,
 } from '@rs/http';
-import { ulid } from 'ulid';
 import { canGrantFor, canManage, canSee, canUse, visibilityOf } from './domain/access';
 import {
   decide,
@@ -62,7 +62,7 @@ export class RightsUseCases {
     if (!(await this.skuExists(body.sku))) throw badRequest(`sku: ${body.sku} is not in the catalog`);
     const now = this.clock();
     const right: RightEntity = {
-      rightId: ulid(now.getTime()),
+      rightId: newId(now.getTime()),
       userId,
       state: body.state ?? 'CREATED',
       grantorId: body.grantorId,

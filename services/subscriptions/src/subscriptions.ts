@@ -2,6 +2,7 @@ import { CatalogUnavailable, type SkuDirectory } from '@rs/catalog-client';
 import {
   CommandTypes,
   createCloudEvent,
+  newId,
   SubscriptionEventTypes,
   type RightsCascadeData,
   type RightsIssueData,
@@ -21,7 +22,6 @@ import {
 } from '@rs/http';
 import { RACE_LOST, untilStored, type OutboxEntry } from '@rs/store';
 import { parseDuration, parseTimeSpec } from '@rs/time';
-import { ulid } from 'ulid';
 import { planRenewal } from './domain/renewal';
 import {
   decide,
@@ -73,7 +73,7 @@ export class SubscriptionUseCases {
     const now = this.clock();
     const nextPeriod = firstPeriodToIssue(spec.value, now);
     const subscription: SubscriptionEntity = {
-      subscriptionId: ulid(now.getTime()),
+      subscriptionId: newId(now.getTime()),
       userId,
       grantorId: body.grantorId,
       grantorContext: body.grantorContext ?? null,
