@@ -9,3 +9,4 @@ export * from './rights';
 export * from './commands';
 export * from './subscriptions';
 export * from './ids';
+export * from './errors';

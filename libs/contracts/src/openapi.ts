@@ -519,6 +519,12 @@ export function buildOpenApiDocument(): Record<string, unknown> {
             title: { type: 'string' },
             status: { type: 'integer' },
             detail: { type: 'string' },
+            code: {
+              type: 'string',
+              description:
+                'Machine-readable: invalid, not_permitted, not_found, conflict, precondition_failed, unavailable, ' +
+                'or the name of the status (unauthenticated, not_acceptable, too_many_requests, …)',
+            },
           },
         },
       },

@@ -25,6 +25,8 @@ export interface HttpAppOptions {
   guard?: RequestHandler;
   /** Parse JSON bodies for every route, with this size limit (e.g. "64kb"). */
   jsonLimit?: string;
+  /** AUTH_REALM: of the Basic challenge a use case's `not_permitted` is answered with (default `rights`). */
+  realm?: string;
   routes: (app: Express) => void;
 }
 
@@ -90,7 +92,7 @@ export function createHttpApp(options: HttpAppOptions): Express {
 
   app.use((req: Request, _res: Response, next: NextFunction) => next(notFound(`no resource at ${req.path}`)));
   app.use((error: unknown, req: Request, res: Response, _next: NextFunction) => {
-    const appError = toAppError(error);
+    const appError = toAppError(error, options.realm);
     if (appError.status >= 500 && !(error instanceof AppError)) {
       res.locals.log?.error({ err: error }, 'request failed');
     }

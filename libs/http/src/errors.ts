@@ -1,4 +1,5 @@
 import { STATUS_CODES } from 'node:http';
+import { DomainError, type DomainErrorCode } from '@rs/contracts';
 import type { Request, Response } from 'express';
 
 /**
@@ -8,13 +9,50 @@ import type { Request, Response } from 'express';
  */
 export class AppError extends Error {
   override readonly name = 'AppError';
+  /** Machine-readable, in RFC 9457 bodies: the domain's code, or one named after the status. */
+  readonly code: string;
   constructor(
     readonly status: number,
     message: string,
     readonly headers: Record<string, string> = {},
+    code?: string,
   ) {
     super(message);
+    this.code = code ?? STATUS_CODE_NAMES[status] ?? (status >= 500 ? 'internal' : 'error');
   }
+}
+
+const STATUS_CODE_NAMES: Record<number, string> = {
+  400: 'invalid',
+  401: 'unauthenticated',
+  404: 'not_found',
+  405: 'method_not_allowed',
+  406: 'not_acceptable',
+  409: 'conflict',
+  412: 'precondition_failed',
+  413: 'too_large',
+  415: 'unsupported_media_type',
+  429: 'too_many_requests',
+  503: 'unavailable',
+  504: 'upstream_timeout',
+};
+
+const DOMAIN_STATUS: Record<DomainErrorCode, number> = {
+  invalid: 400,
+  not_permitted: 401,
+  not_found: 404,
+  conflict: 409,
+  precondition_failed: 412,
+  unavailable: 503,
+};
+
+/** A use case's DomainError as the contract answers it (spec 7, DESIGN.md 3). */
+export function fromDomainError(error: DomainError, realm: string): AppError {
+  const headers: Record<string, string> = {};
+  if (error.code === 'not_permitted') headers['WWW-Authenticate'] = basicChallenge(realm);
+  if (error.code === 'unavailable')
+    headers['Retry-After'] = String(Math.max(1, Math.ceil(error.retryAfterSeconds ?? 5)));
+  return new AppError(DOMAIN_STATUS[error.code], error.message, headers, error.code);
 }
 
 export const badRequest = (message: string) => new AppError(400, message);
@@ -60,7 +98,9 @@ export function sendError(req: Request, res: Response, error: AppError): void {
     // RFC 9457 bodies for clients that ask for them (DESIGN.md 3).
     res
       .type('application/problem+json')
-      .send(JSON.stringify({ type: 'about:blank', title, status: error.status, detail: error.message }));
+      .send(
+        JSON.stringify({ type: 'about:blank', title, status: error.status, detail: error.message, code: error.code }),
+      );
     return;
   }
   if (HTML_STATUSES.has(error.status)) {
@@ -82,8 +122,9 @@ interface BodyParserError {
 }
 
 /** Maps what body-parser and express throw to the contract's statuses; anything else is a 500. */
-export function toAppError(error: unknown): AppError {
+export function toAppError(error: unknown, realm = 'rights'): AppError {
   if (error instanceof AppError) return error;
+  if (error instanceof DomainError) return fromDomainError(error, realm);
   // A transient failure that names its own back-off (e.g. a store's ConcurrentChanges).
   const { retryAfterSeconds, message } = error as { retryAfterSeconds?: unknown; message?: string };
   if (typeof retryAfterSeconds === 'number') return serviceUnavailable(message ?? 'try again', retryAfterSeconds);

@@ -114,7 +114,7 @@ export function runBackend<S extends z.ZodType<BaseConfig>>(
 export async function serveInternalHttp(
   runtime: Runtime<unknown>,
   port: number,
-  options: Pick<HttpAppOptions, 'routes' | 'jsonLimit'> & {
+  options: Pick<HttpAppOptions, 'routes' | 'jsonLimit' | 'realm'> & {
     /** Called after every request that may have changed something (not GET), e.g. to publish its events now. */
     afterChange?: () => void;
   },
@@ -129,6 +129,7 @@ export async function serveInternalHttp(
     },
     guard: requireInternalToken(runtime.internalSecret),
     jsonLimit: options.jsonLimit,
+    realm: options.realm,
     routes: (app) => {
       if (afterChange) {
         app.use((req, res, next) => {

@@ -23,6 +23,7 @@ runBackend('catalog', Config, async (runtime) => {
   });
   relay.start();
   const server = await serveInternalHttp(runtime, runtime.config.PORT, {
+    realm: runtime.config.AUTH_REALM,
     jsonLimit: '16kb',
     // A change stored its event: publish it now rather than at the next poll.
     afterChange: () => relay.kick(),

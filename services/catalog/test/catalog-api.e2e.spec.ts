@@ -172,6 +172,7 @@ describe('bad input to the catalog', () => {
       title: 'Bad Request',
       status: 400,
       detail: 'unknown field(s): nope',
+      code: 'invalid',
     });
   });
 });

@@ -123,6 +123,13 @@ describe("another grantor's resources (DESIGN.md 3, spec 5 rules 3 and 4)", () =
     const path = `/id/users/alice/rights/${rightId}`;
     await expectMutationsRefused(path);
     expect((await call('GET', path, B)).status).toBe(404);
+    // RFC 9457 bodies name the reason with a machine-readable code.
+    const problem = await call('POST', `${path}/suspend`, B, { headers: { accept: 'application/problem+json' } });
+    expect(problem.status).toBe(401);
+    expect(problem.headers.get('www-authenticate')).toBe(BASIC_CHALLENGE);
+    expect(await problem.json()).toMatchObject({ status: 401, code: 'not_permitted' });
+    const missing = await call('GET', `${path}0`, A, { headers: { accept: 'application/problem+json' } });
+    expect(await missing.json()).toMatchObject({ status: 404, code: 'not_found' });
     const unchanged = await call('GET', path, A);
     expect(await unchanged.json()).toMatchObject({ state: 'ACTIVE', generation: '1' });
   });

@@ -37,9 +37,10 @@ runBackend('rights', Config, async (runtime) => {
     logger: runtime.logger,
   });
   relay.start();
-  const rights = new RightsUseCases(store, skus, runtime.config.AUTH_REALM);
+  const rights = new RightsUseCases(store, skus);
   await consumeRightsCommands(runtime.broker, rights, eventsFor, runtime.logger, () => relay.kick());
   const server = await serveInternalHttp(runtime, runtime.config.PORT, {
+    realm: runtime.config.AUTH_REALM,
     jsonLimit: '64kb',
     // A change stored its events: publish them now rather than at the next poll.
     afterChange: () => relay.kick(),

@@ -7,17 +7,9 @@ import {
   type RightCreateBody,
   type RightsCascadeData,
   type RightsIssueData,
+  DomainError,
 } from '@rs/contracts';
-import {
-  badRequest,
-  basicChallenge,
-  conflict,
-  notFound,
-  preconditionFailed,
-  serviceUnavailable,
-  unauthorized,
-  type Principal,
-} from '@rs/http';
+import type { Principal } from '@rs/http';
 import { canGrantFor, canManage, canSee, canUse, visibilityOf } from './domain/access';
 import {
   decide,
@@ -49,17 +41,16 @@ export class RightsUseCases {
   constructor(
     private readonly store: RightStore,
     private readonly skus: SkuDirectory,
-    private readonly realm: string,
     private readonly clock: () => Date = () => new Date(),
   ) {}
 
   async create(principal: Principal, userId: string, body: RightCreateBody): Promise<RightEntity> {
     if (!canGrantFor(principal, body.grantorId)) {
-      throw unauthorized(`you may create rights only for your own grantor`, basicChallenge(this.realm));
+      throw DomainError.notPermitted(`you may create rights only for your own grantor`);
     }
     const interval = parseTimeInterval(body.timeInterval);
-    if (!interval.ok) throw badRequest(`timeInterval: ${interval.reason}`);
-    if (!(await this.skuExists(body.sku))) throw badRequest(`sku: ${body.sku} is not in the catalog`);
+    if (!interval.ok) throw DomainError.invalid(`timeInterval: ${interval.reason}`);
+    if (!(await this.skuExists(body.sku))) throw DomainError.invalid(`sku: ${body.sku} is not in the catalog`);
     const now = this.clock();
     const right: RightEntity = {
       rightId: newId(now.getTime()),
@@ -86,7 +77,7 @@ export class RightsUseCases {
   /** A right the caller may see, or 404 (spec 7: "User or right not found"). */
   async get(principal: Principal, userId: string, rightId: string): Promise<RightEntity> {
     const right = await this.store.find(userId, rightId);
-    if (!right || !canSee(principal, right)) throw notFound(`no right ${rightId} for user ${userId}`);
+    if (!right || !canSee(principal, right)) throw DomainError.notFound(`no right ${rightId} for user ${userId}`);
     return right;
   }
 
@@ -254,22 +245,18 @@ export class RightsUseCases {
   ): Promise<void> {
     return untilStored(`right ${rightId}`, async () => {
       const right = await this.store.find(userId, rightId);
-      if (!right) throw notFound(`no right ${rightId} for user ${userId}`);
+      if (!right) throw DomainError.notFound(`no right ${rightId} for user ${userId}`);
       const allowed = permission === 'use' ? canUse(principal, right) : canManage(principal, right);
       // DESIGN.md 3 (spec 5 rules 3, 4): remove, activate and suspend of another grantor's right
       // are 401 whether or not the caller could read it; usage of a right it cannot see is 404.
       if (!allowed && permission === 'use' && !canSee(principal, right))
-        throw notFound(`no right ${rightId} for user ${userId}`);
-      if (!allowed)
-        throw unauthorized(
-          `you may not ${permission === 'use' ? 'use' : 'change'} this right`,
-          basicChallenge(this.realm),
-        );
+        throw DomainError.notFound(`no right ${rightId} for user ${userId}`);
+      if (!allowed) throw DomainError.notPermitted(`you may not ${permission === 'use' ? 'use' : 'change'} this right`);
       if (expectedGeneration !== undefined && right.generation !== expectedGeneration) {
-        throw preconditionFailed(`If-Match does not match the generation of right ${rightId}`);
+        throw DomainError.preconditionFailed(`If-Match does not match the generation of right ${rightId}`);
       }
       const decision = await decideChange(right);
-      if (decision.kind === 'conflict') throw conflict(decision.reason);
+      if (decision.kind === 'conflict') throw DomainError.conflict(decision.reason);
       if (decision.kind === 'unchanged') return undefined;
       return (await this.store.update(right, decision.next, decision.events, removed)) ? undefined : RACE_LOST;
     });
@@ -279,7 +266,7 @@ export class RightsUseCases {
     try {
       return await this.skus.find(sku);
     } catch (error) {
-      if (error instanceof CatalogUnavailable) throw serviceUnavailable('the catalog is unavailable', 5);
+      if (error instanceof CatalogUnavailable) throw DomainError.unavailable('the catalog is unavailable', 5);
       throw error;
     }
   }

@@ -40,9 +40,10 @@ runBackend('subscriptions', Config, async (runtime) => {
     logger: runtime.logger,
   });
   relay.start();
-  const subscriptions = new SubscriptionUseCases(store, skus, publicBaseUrl, runtime.config.AUTH_REALM);
+  const subscriptions = new SubscriptionUseCases(store, skus, publicBaseUrl);
   await consumeSubscriptionCommands(runtime.broker, subscriptions, runtime.logger, () => relay.kick());
   const server = await serveInternalHttp(runtime, runtime.config.PORT, {
+    realm: runtime.config.AUTH_REALM,
     jsonLimit: '64kb',
     // A change stored its events: publish them now rather than at the next poll.
     afterChange: () => relay.kick(),

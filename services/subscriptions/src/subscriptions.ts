@@ -9,17 +9,9 @@ import {
   type SubscriptionCreateBody,
   type SubscriptionEventData,
   type SubscriptionEventType,
+  DomainError,
 } from '@rs/contracts';
-import {
-  badRequest,
-  basicChallenge,
-  conflict,
-  notFound,
-  preconditionFailed,
-  serviceUnavailable,
-  unauthorized,
-  type Principal,
-} from '@rs/http';
+import type { Principal } from '@rs/http';
 import { RACE_LOST, untilStored, type OutboxEntry } from '@rs/store';
 import { parseDuration, parseTimeSpec } from '@rs/time';
 import { planRenewal } from './domain/renewal';
@@ -50,25 +42,24 @@ export class SubscriptionUseCases {
     private readonly store: SubscriptionStore,
     private readonly skus: SkuDirectory,
     private readonly publicBaseUrl: string,
-    private readonly realm: string,
     private readonly clock: () => Date = () => new Date(),
   ) {}
 
   async create(principal: Principal, userId: string, body: SubscriptionCreateBody): Promise<SubscriptionEntity> {
     if (!principal.admin && principal.grantorId !== body.grantorId) {
-      throw unauthorized('you may create subscriptions only for your own grantor', basicChallenge(this.realm));
+      throw DomainError.notPermitted('you may create subscriptions only for your own grantor');
     }
     const spec = parseTimeSpec(body.timeSpec);
-    if (!spec.ok) throw badRequest(`timeSpec: ${spec.reason}`);
+    if (!spec.ok) throw DomainError.invalid(`timeSpec: ${spec.reason}`);
     for (const [index, template] of body.rightsSpec.entries()) {
       if (template.timeSpec) {
         const duration = parseDuration(template.timeSpec);
-        if (!duration.ok) throw badRequest(`rightsSpec[${index}].timeSpec: ${duration.reason}`);
+        if (!duration.ok) throw DomainError.invalid(`rightsSpec[${index}].timeSpec: ${duration.reason}`);
         if (duration.value.toMillis() <= 0)
-          throw badRequest(`rightsSpec[${index}].timeSpec: must be a positive duration`);
+          throw DomainError.invalid(`rightsSpec[${index}].timeSpec: must be a positive duration`);
       }
       if (!(await this.skuExists(template.sku)))
-        throw badRequest(`rightsSpec[${index}].sku: ${template.sku} is not in the catalog`);
+        throw DomainError.invalid(`rightsSpec[${index}].sku: ${template.sku} is not in the catalog`);
     }
     const now = this.clock();
     const nextPeriod = firstPeriodToIssue(spec.value, now);
@@ -99,7 +90,7 @@ export class SubscriptionUseCases {
   async get(principal: Principal, userId: string, subscriptionId: string): Promise<SubscriptionEntity> {
     const subscription = await this.store.find(userId, subscriptionId);
     if (!subscription || !this.canSee(principal, subscription))
-      throw notFound(`no subscription ${subscriptionId} for user ${userId}`);
+      throw DomainError.notFound(`no subscription ${subscriptionId} for user ${userId}`);
     return subscription;
   }
 
@@ -134,10 +125,10 @@ export class SubscriptionUseCases {
   ): Promise<void> {
     const found = await this.change(principal, userId, subscriptionId, expectedGeneration, false, (subscription) => {
       const decision = decide(subscription, command, this.clock());
-      if (decision.kind === 'conflict') throw conflict(decision.reason);
+      if (decision.kind === 'conflict') throw DomainError.conflict(decision.reason);
       return decision;
     });
-    if (!found) throw notFound(`no subscription ${subscriptionId} for user ${userId}`);
+    if (!found) throw DomainError.notFound(`no subscription ${subscriptionId} for user ${userId}`);
   }
 
   /**
@@ -234,10 +225,12 @@ export class SubscriptionUseCases {
       if (!subscription) return false;
       // spec 5 rule 3: another grantor's subscription is 401 for delete, activate, suspend.
       if (!this.canSee(principal, subscription)) {
-        throw unauthorized('only its grantor or an admin may change this subscription', basicChallenge(this.realm));
+        throw DomainError.notPermitted('only its grantor or an admin may change this subscription');
       }
       if (expectedGeneration !== undefined && subscription.generation !== expectedGeneration) {
-        throw preconditionFailed(`If-Match does not match the generation of subscription ${subscriptionId}`);
+        throw DomainError.preconditionFailed(
+          `If-Match does not match the generation of subscription ${subscriptionId}`,
+        );
       }
       const { next, events, cascade } = decideChange(subscription);
       return (await this.store.update(subscription, next, this.outgoing(next, events, cascade), deleting))
@@ -285,7 +278,7 @@ export class SubscriptionUseCases {
     try {
       return (await this.skus.find(sku)) !== null;
     } catch (error) {
-      if (error instanceof CatalogUnavailable) throw serviceUnavailable('the catalog is unavailable', 5);
+      if (error instanceof CatalogUnavailable) throw DomainError.unavailable('the catalog is unavailable', 5);
       throw error;
     }
   }
