@@ -5,3 +5,4 @@ export * from './rabbit-admin';
 export * from './servers';
 export * from './system';
 export * from './token-issuer';
+export * from './principals';

@@ -12,6 +12,7 @@ import {
   DomainError,
 } from '@rs/contracts';
 import type { Principal } from '@rs/http';
+import { canManage, canSee, canSubscribeFor, visibleGrantorOf } from './domain/access';
 import { RACE_LOST, untilStored, type OutboxEntry } from '@rs/store';
 import { parseDuration, parseTimeSpec } from '@rs/time';
 import { planRenewal } from './domain/renewal';
@@ -46,7 +47,7 @@ export class SubscriptionUseCases {
   ) {}
 
   async create(principal: Principal, userId: string, body: SubscriptionCreateBody): Promise<SubscriptionEntity> {
-    if (!principal.admin && principal.grantorId !== body.grantorId) {
+    if (!canSubscribeFor(principal, body.grantorId)) {
       throw DomainError.notPermitted('you may create subscriptions only for your own grantor');
     }
     const spec = parseTimeSpec(body.timeSpec);
@@ -89,7 +90,7 @@ export class SubscriptionUseCases {
 
   async get(principal: Principal, userId: string, subscriptionId: string): Promise<SubscriptionEntity> {
     const subscription = await this.store.find(userId, subscriptionId);
-    if (!subscription || !this.canSee(principal, subscription))
+    if (!subscription || !canSee(principal, subscription))
       throw DomainError.notFound(`no subscription ${subscriptionId} for user ${userId}`);
     return subscription;
   }
@@ -99,7 +100,7 @@ export class SubscriptionUseCases {
   }
 
   list(principal: Principal, query: Omit<SubscriptionQuery, 'visibleTo'>): Promise<SubscriptionEntity[]> {
-    return this.store.list({ ...query, visibleTo: principal.admin ? null : (principal.grantorId ?? '') });
+    return this.store.list({ ...query, visibleTo: visibleGrantorOf(principal) });
   }
 
   /** spec 4.1: 204 also for an unknown subscription; its rights stay (DESIGN.md 3). */
@@ -224,7 +225,7 @@ export class SubscriptionUseCases {
       const subscription = await this.store.find(userId, subscriptionId);
       if (!subscription) return false;
       // spec 5 rule 3: another grantor's subscription is 401 for delete, activate, suspend.
-      if (!this.canSee(principal, subscription)) {
+      if (!canManage(principal, subscription)) {
         throw DomainError.notPermitted('only its grantor or an admin may change this subscription');
       }
       if (expectedGeneration !== undefined && subscription.generation !== expectedGeneration) {
@@ -237,10 +238,6 @@ export class SubscriptionUseCases {
         ? true
         : RACE_LOST;
     });
-  }
-
-  private canSee(principal: Principal, subscription: SubscriptionEntity): boolean {
-    return principal.admin || subscription.grantorId === principal.grantorId;
   }
 
   /** The events of a change and, for suspend/activate, the rights cascade command. */

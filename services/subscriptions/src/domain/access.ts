@@ -1,0 +1,26 @@
+import type { Principal } from '@rs/http';
+import type { SubscriptionEntity } from './subscription';
+
+/**
+ * DESIGN.md 3 "Principals and authorization", for subscriptions. Pure.
+ * A non-admin client with grantor G sees, and may change, the subscriptions with grantorId G.
+ */
+export function canSee(principal: Principal, subscription: Pick<SubscriptionEntity, 'grantorId'>): boolean {
+  return principal.admin || subscription.grantorId === principal.grantorId;
+}
+
+/**
+ * Delete, activate, suspend (spec 5 rule 3): the subscription's grantor or an admin. Another
+ * grantor's subscription is refused (401) whether or not the caller could read it.
+ */
+export const canManage = canSee;
+
+/** Create: for the caller's own grantor unless admin (DESIGN.md 3). */
+export function canSubscribeFor(principal: Principal, grantorId: string): boolean {
+  return principal.admin || principal.grantorId === grantorId;
+}
+
+/** The grantor a list is restricted to, or null for an admin (who sees every grantor's). */
+export function visibleGrantorOf(principal: Principal): string | null {
+  return principal.admin ? null : (principal.grantorId ?? '');
+}
