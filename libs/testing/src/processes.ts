@@ -5,13 +5,38 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { REPO_ROOT } from './servers';
 
+const PORTS_PER_WORKER = 500;
+/** Below Linux's ephemeral range (32768 and up), where no outgoing connection takes a port. */
+const FIRST_PORT = 20_000;
+let nextOffset = Math.floor(Math.random() * PORTS_PER_WORKER);
+
+/**
+ * A port for a service to listen on. Each test worker (`VITEST_POOL_ID`) takes ports from
+ * its own range below the ephemeral ones: with `listen(0)` the port was free when asked,
+ * but another file's service, or any outgoing connection, could take it before the service
+ * bound it, and a test then talked to a stranger that answered its readiness probe.
+ */
 export async function freePort(): Promise<number> {
+  const worker = Number(process.env.VITEST_POOL_ID ?? 0);
+  const base = FIRST_PORT + worker * PORTS_PER_WORKER;
+  for (let attempt = 0; attempt < PORTS_PER_WORKER; attempt++) {
+    const port = base + (nextOffset++ % PORTS_PER_WORKER);
+    if (await canListen(port)) return port;
+  }
+  throw new Error(`no free port in ${base}-${base + PORTS_PER_WORKER - 1}`);
+}
+
+async function canListen(port: number): Promise<boolean> {
   const server = net.createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
+  try {
+    server.listen(port, '127.0.0.1');
+    await once(server, 'listening');
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await new Promise((resolve) => server.close(() => resolve(undefined)));
+  }
 }
 
 /** A service running as its own process, exactly as `npm start` and the images run it. */

@@ -2,6 +2,7 @@ import { DEFAULT_PORTS, env, serviceEnvShape } from '@rs/config';
 import { OutboxRelay } from '@rs/store';
 import { migrateOnStart, runBackend, serveInternalHttp } from '@rs/runtime';
 import { z } from 'zod';
+import { CatalogUseCases } from './app/catalog';
 import { catalogRoutes } from './http/routes';
 import { SkuStore } from './store/sku-store';
 
@@ -27,7 +28,7 @@ runBackend('catalog', Config, async (runtime) => {
     jsonLimit: '16kb',
     // A change stored its event: publish it now rather than at the next poll.
     afterChange: () => relay.kick(),
-    routes: (app) => app.use(catalogRoutes(store, runtime.config.PUBLIC_BASE_URL, runtime.config.AUTH_REALM)),
+    routes: (app) => app.use(catalogRoutes(new CatalogUseCases(store), runtime.config.PUBLIC_BASE_URL)),
   });
   return {
     async stop() {

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { rightsRoutes } from './http/routes';
 import { consumeRightsCommands } from './messaging/commands';
 import { rightEvents } from './messaging/events';
-import { RightsUseCases } from './rights';
+import { RightsUseCases } from './app/rights';
 import { RightStore } from './store/right-store';
 
 const Config = z.object({

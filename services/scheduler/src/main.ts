@@ -6,9 +6,9 @@ import { repeat } from '@rs/time';
 import { ownedPartitions } from './domain/due';
 import { expireCommand, renewCommand } from './messaging/commands';
 import { followEvents } from './messaging/events';
-import { rebuildSchedules } from './rebuild';
+import { rebuildSchedules } from './app/rebuild';
 import { createStores } from './store/stores';
-import { DueSweeper, ownedPartitionsGauge } from './sweeper';
+import { DueSweeper, ownedPartitionsGauge } from './app/sweeper';
 
 const Config = z.object({
   ...serviceEnvShape('scheduler'),

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { subscriptionRoutes } from './http/routes';
 import { consumeSubscriptionCommands } from './messaging/commands';
 import { SubscriptionStore } from './store/subscription-store';
-import { SubscriptionUseCases } from './subscriptions';
+import { SubscriptionUseCases } from './app/subscriptions';
 
 const Config = z.object({
   ...serviceEnvShape('subscriptions'),

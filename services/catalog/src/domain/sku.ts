@@ -1,12 +1,4 @@
-import {
-  CatalogEventTypes,
-  createCloudEvent,
-  type CloudEvent,
-  type Sku,
-  type SkuDeletedData,
-  type SkuUpsertBody,
-  type SkuUpsertedData,
-} from '@rs/contracts';
+import type { Sku, SkuUpsertBody } from '@rs/contracts';
 
 /** The stored state of a catalog entry, free of storage details. */
 export interface SkuEntry {
@@ -72,24 +64,4 @@ export function representation(entry: SkuEntry): Sku {
     createdAt: entry.createdAt.toISOString(),
     updatedAt: entry.updatedAt.toISOString(),
   };
-}
-
-/** The event that reports `entry`'s new state on `catalog.events` (DESIGN.md 2). */
-export function eventFor(entry: SkuEntry): CloudEvent<SkuUpsertedData | SkuDeletedData> {
-  if (entry.deleted) {
-    return createCloudEvent<SkuDeletedData>({
-      source: EVENT_SOURCE,
-      type: CatalogEventTypes.skuDeleted,
-      subject: entry.sku,
-      data: { sku: entry.sku, sequence: entry.generation },
-      time: entry.updatedAt,
-    });
-  }
-  return createCloudEvent<SkuUpsertedData>({
-    source: EVENT_SOURCE,
-    type: CatalogEventTypes.skuUpserted,
-    subject: entry.sku,
-    data: { ...representation(entry), sequence: entry.generation },
-    time: entry.updatedAt,
-  });
 }

@@ -1,16 +1,6 @@
-import { Exchanges } from '@rs/contracts';
-import {
-  OUTBOX_INDEX,
-  OUTBOX_INDEX_OPTIONS,
-  outboxEntry,
-  outboxDocumentFields,
-  OutboxStore,
-  RACE_LOST,
-  untilStored,
-} from '@rs/store';
+import { OUTBOX_INDEX, OUTBOX_INDEX_OPTIONS, outboxDocumentFields, OutboxStore, type OutboxEntry } from '@rs/store';
 import { Schema, type Connection } from 'mongoose';
-import type { SkuUpsertBody } from '@rs/contracts';
-import { deleted, eventFor, isUnchanged, upserted, type SkuEntry } from '../domain/sku';
+import type { SkuEntry } from '../domain/sku';
 
 interface SkuDocument {
   _id: string;
@@ -56,18 +46,14 @@ const toFields = (entry: SkuEntry) => ({
   deleted: entry.deleted,
 });
 
-export type WriteResult =
-  | { outcome: 'created' | 'updated' | 'unchanged'; entry: SkuEntry }
-  | { outcome: 'not-found' }
-  | { outcome: 'precondition-failed'; entry: SkuEntry | null };
-
 const PROJECTION = { outbox: 0 } as const;
 const LIVE = { deleted: { $ne: true } };
 
 /**
  * The catalog's own database. Every change is a compare-and-set on `generation` that
  * stores the new state and its event together (outbox), so a change is never stored
- * without its event, nor an event published for a change that was not stored.
+ * without its event, nor an event published for a change that was not stored. The use
+ * cases (src/app/catalog.ts) decide what to write.
  */
 export class SkuStore extends OutboxStore<SkuDocument, SkuEntry> {
   constructor(db: Connection) {
@@ -86,37 +72,17 @@ export class SkuStore extends OutboxStore<SkuDocument, SkuEntry> {
     return docs.map(toEntry);
   }
 
-  /** PUT: creates or replaces the entry; `expectedGeneration` is the If-Match value. */
-  upsert(sku: string, body: SkuUpsertBody, expectedGeneration?: number, now = () => new Date()): Promise<WriteResult> {
-    return untilStored(`SKU ${sku}`, async () => {
-      const stored = await this.model.findOne({ _id: sku }, PROJECTION).lean<SkuDocument>();
-      const current = stored ? toEntry(stored) : null;
-      const visible = current && !current.deleted ? current : null;
-      if (expectedGeneration !== undefined && visible?.generation !== expectedGeneration) {
-        return { outcome: 'precondition-failed', entry: visible };
-      }
-      if (visible && isUnchanged(visible, body)) return { outcome: 'unchanged', entry: visible };
-      const next = upserted(current, sku, body, now());
-      if (!(await this.write(current, next))) return RACE_LOST;
-      return { outcome: visible ? 'updated' : 'created', entry: next };
-    });
+  /** The entry as stored, a deletion's tombstone included (a PUT brings it back). */
+  async findStored(sku: string): Promise<SkuEntry | null> {
+    const stored = await this.model.findOne({ _id: sku }, PROJECTION).lean<SkuDocument>();
+    return stored ? toEntry(stored) : null;
   }
 
-  remove(sku: string, expectedGeneration?: number, now = () => new Date()): Promise<WriteResult> {
-    return untilStored(`SKU ${sku}`, async () => {
-      const current = await this.find(sku);
-      if (!current) return { outcome: 'not-found' };
-      if (expectedGeneration !== undefined && current.generation !== expectedGeneration) {
-        return { outcome: 'precondition-failed', entry: current };
-      }
-      const next = deleted(current, now());
-      return (await this.write(current, next)) ? { outcome: 'updated', entry: next } : RACE_LOST;
-    });
-  }
-
-  /** Compare-and-set: writes `next` and its event only if nobody changed the entry since `current` was read. */
-  private write(current: SkuEntry | null, next: SkuEntry): Promise<boolean> {
-    const outbox = [outboxEntry(Exchanges.catalogEvents, eventFor(next))];
+  /**
+   * Compare-and-set: stores `next` with its events only if nobody changed the entry since
+   * `current` (null: it did not exist) was read; false when another writer won.
+   */
+  write(current: SkuEntry | null, next: SkuEntry, outbox: OutboxEntry[]): Promise<boolean> {
     if (!current) return this.documents.insert({ _id: next.sku, ...toFields(next) }, outbox);
     return this.documents.compareAndSet({ id: next.sku, generation: current.generation, set: toFields(next), outbox });
   }

@@ -17,7 +17,7 @@ import {
 import { Router, type Request } from 'express';
 import { representation, type RightCommand } from '../domain/right';
 import { parseDateTime } from '@rs/time';
-import type { RightsUseCases } from '../rights';
+import type { RightsUseCases } from '../app/rights';
 
 /** `active=<date-time>`, `true` or `now` (DESIGN.md 3 "Listing filters"). */
 function activeFilter(req: Request, now: Date): Date | null {

@@ -16,7 +16,7 @@ import type { Logger } from '@rs/logging';
 import { consume, type AmqpClient } from '@rs/messaging';
 import { parseTimeInterval } from '@rs/time';
 import type { RightEntity } from '../domain/right';
-import type { RightsUseCases } from '../rights';
+import type { RightsUseCases } from '../app/rights';
 
 export const RIGHTS_COMMAND_QUEUE = 'rights.commands';
 

@@ -15,7 +15,7 @@ import {
 } from '@rs/http';
 import { Router, type Request } from 'express';
 import { representation, type SubscriptionCommand } from '../domain/subscription';
-import type { SubscriptionUseCases } from '../subscriptions';
+import type { SubscriptionUseCases } from '../app/subscriptions';
 
 /** The subscriptions API of spec 4.1, behind the gateway. */
 export function subscriptionRoutes(subscriptions: SubscriptionUseCases, publicBaseUrl: string): Router {

@@ -1,7 +1,7 @@
 import { COMMAND_QUEUES, CommandTypes, Exchanges, itemsOf, parseEvent, SubscriptionsCommands } from '@rs/contracts';
 import type { Logger } from '@rs/logging';
 import { consume, type AmqpClient } from '@rs/messaging';
-import type { SubscriptionUseCases } from '../subscriptions';
+import type { SubscriptionUseCases } from '../app/subscriptions';
 
 export const SUBSCRIPTIONS_COMMAND_QUEUE = 'subscriptions.commands';
 

@@ -12,10 +12,10 @@ import {
   DomainError,
 } from '@rs/contracts';
 import type { Principal } from '@rs/http';
-import { canManage, canSee, canSubscribeFor, visibleGrantorOf } from './domain/access';
+import { canManage, canSee, canSubscribeFor, visibleGrantorOf } from '../domain/access';
 import { RACE_LOST, untilStored, type OutboxEntry } from '@rs/store';
 import { parseDuration, parseTimeSpec } from '@rs/time';
-import { planRenewal } from './domain/renewal';
+import { planRenewal } from '../domain/renewal';
 import {
   decide,
   firstPeriodToIssue,
@@ -23,14 +23,14 @@ import {
   timeSpecOf,
   type SubscriptionCommand,
   type SubscriptionEntity,
-} from './domain/subscription';
+} from '../domain/subscription';
 import {
   entriesOf,
   type Outgoing,
   type RenewalChange,
   type SubscriptionQuery,
   type SubscriptionStore,
-} from './store/subscription-store';
+} from '../store/subscription-store';
 
 export const EVENT_SOURCE = '/subscriptions';
 

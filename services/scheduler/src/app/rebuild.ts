@@ -1,8 +1,8 @@
 import { ExpiryPage, SchedulePage } from '@rs/contracts';
 import { getFromService, type InternalTokenSigner, type Principal } from '@rs/http';
 import type { z } from 'zod';
-import { rightDueAt, subscriptionDueAt } from './domain/due';
-import type { DueItem, DueStore } from './store/due-store';
+import { rightDueAt, subscriptionDueAt } from '../domain/due';
+import type { DueItem, DueStore } from '../store/due-store';
 
 const SCHEDULER: Principal = {
   clientId: 'service:scheduler',

@@ -3,9 +3,9 @@ import type { Logger } from '@rs/logging';
 import type { AmqpClient } from '@rs/messaging';
 import { chunks } from '@rs/store';
 import client from 'prom-client';
-import { partitionOf, SECOND_LOOK_S, secondOf } from './domain/due';
-import type { DueItem, DueStore } from './store/due-store';
-import type { PartitionStore } from './store/partition-store';
+import { partitionOf, SECOND_LOOK_S, secondOf } from '../domain/due';
+import type { DueItem, DueStore } from '../store/due-store';
+import type { PartitionStore } from '../store/partition-store';
 
 const commanded = new client.Counter({
   name: 'scheduler_commanded_items_total',

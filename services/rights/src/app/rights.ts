@@ -10,7 +10,7 @@ import {
   DomainError,
 } from '@rs/contracts';
 import type { Principal } from '@rs/http';
-import { canGrantFor, canManage, canSee, canUse, visibilityOf } from './domain/access';
+import { canGrantFor, canManage, canSee, canUse, visibilityOf } from '../domain/access';
 import {
   decide,
   hasEnded,
@@ -19,10 +19,10 @@ import {
   type Decision,
   type RightCommand,
   type RightEntity,
-} from './domain/right';
+} from '../domain/right';
 import { RACE_LOST, untilStored } from '@rs/store';
 import { parseTimeInterval } from '@rs/time';
-import type { RightQuery, RightStore } from './store/right-store';
+import type { RightQuery, RightStore } from '../store/right-store';
 
 /**
  * DESIGN.md 3 "Identifiers": the id of the right a template yields for a period, the same

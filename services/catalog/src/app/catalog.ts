@@ -1,0 +1,73 @@
+import { DomainError, type SkuUpsertBody } from '@rs/contracts';
+import type { Principal } from '@rs/http';
+import { RACE_LOST, untilStored } from '@rs/store';
+import { canReadCatalog, canWriteCatalog } from '../domain/access';
+import { deleted, isUnchanged, upserted, type SkuEntry } from '../domain/sku';
+import { outboxOf } from '../messaging/events';
+import type { SkuStore } from '../store/sku-store';
+
+/**
+ * The catalog's use cases (DESIGN.md 6): each checks who may do it (domain/access.ts), asks
+ * the domain what the entry becomes (domain/sku.ts), and stores it with its event.
+ */
+export class CatalogUseCases {
+  constructor(
+    private readonly store: SkuStore,
+    private readonly clock: () => Date = () => new Date(),
+  ) {}
+
+  async list(principal: Principal, limit: number, after: string | undefined): Promise<SkuEntry[]> {
+    requireReader(principal);
+    return this.store.list(limit, after);
+  }
+
+  async get(principal: Principal, sku: string): Promise<SkuEntry> {
+    requireReader(principal);
+    const entry = await this.store.find(sku);
+    if (!entry) throw DomainError.notFound(`no SKU ${sku}`);
+    return entry;
+  }
+
+  /** PUT: creates or replaces the entry; `expectedGeneration` is the If-Match value. */
+  put(
+    principal: Principal,
+    sku: string,
+    body: SkuUpsertBody,
+    expectedGeneration?: number,
+  ): Promise<{ created: boolean; entry: SkuEntry }> {
+    requireWriter(principal);
+    return untilStored(`SKU ${sku}`, async () => {
+      const current = await this.store.findStored(sku);
+      const visible = current && !current.deleted ? current : null;
+      if (expectedGeneration !== undefined && visible?.generation !== expectedGeneration) throw mismatch(sku);
+      if (visible && isUnchanged(visible, body)) return { created: false, entry: visible };
+      const next = upserted(current, sku, body, this.clock());
+      if (!(await this.store.write(current, next, outboxOf(next)))) return RACE_LOST;
+      return { created: !visible, entry: next };
+    });
+  }
+
+  remove(principal: Principal, sku: string, expectedGeneration?: number): Promise<void> {
+    requireWriter(principal);
+    return untilStored(`SKU ${sku}`, async () => {
+      const current = await this.store.find(sku);
+      if (!current) throw DomainError.notFound(`no SKU ${sku}`);
+      if (expectedGeneration !== undefined && current.generation !== expectedGeneration) throw mismatch(sku);
+      const next = deleted(current, this.clock());
+      return (await this.store.write(current, next, outboxOf(next))) ? undefined : RACE_LOST;
+    });
+  }
+}
+
+const NOT_PERMITTED = 'the catalog is administered by admin clients only';
+
+function requireReader(principal: Principal): void {
+  if (!canReadCatalog(principal)) throw DomainError.notPermitted(NOT_PERMITTED);
+}
+
+function requireWriter(principal: Principal): void {
+  if (!canWriteCatalog(principal)) throw DomainError.notPermitted(NOT_PERMITTED);
+}
+
+const mismatch = (sku: string) =>
+  DomainError.preconditionFailed(`If-Match does not match the generation of SKU ${sku}`);
