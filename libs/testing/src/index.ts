@@ -6,3 +6,4 @@ export * from './servers';
 export * from './system';
 export * from './token-issuer';
 export * from './principals';
+export * from './commands';

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { createCloudEvent, type RightsCascadeData, type RightsIssueData } from '@rs/contracts';
-import { EventCollector, TestSystem } from '@rs/testing';
+import { EventCollector, rightsIssue, TestSystem } from '@rs/testing';
 import amqp, { type ChannelModel, type ConfirmChannel } from 'amqplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -35,23 +35,15 @@ function issue(
   state: 'ACTIVE' | 'SUSPENDED',
   interval = `${iso(-60_000)}/${iso(3_600_000)}`,
 ): RightsIssueData {
-  return {
+  return rightsIssue({
     subscriptionId,
     connectId: 'carol',
-    grantorId: 'A',
     periodStart,
-    rights: [
-      {
-        templateIndex: 0,
-        sku: 'news',
-        serviceProviderId: null,
-        grantorContext: 'sub-ctx',
-        timeInterval: interval,
-        state,
-      },
-      { templateIndex: 1, sku: 'news', serviceProviderId: 'SP', grantorContext: null, timeInterval: interval, state },
-    ],
-  };
+    timeInterval: interval,
+    state,
+    grantorContext: 'sub-ctx',
+    more: [{ serviceProviderId: 'SP' }],
+  });
 }
 
 beforeAll(async () => {

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createCloudEvent, type RightsIssueData, type SubscriptionsRenewBatch } from '@rs/contracts';
-import { EventCollector, idsBySubject, TestSystem } from '@rs/testing';
+import { EventCollector, idsBySubject, rightsIssue, TestSystem } from '@rs/testing';
 import amqp, { type ChannelModel, type ConfirmChannel } from 'amqplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -78,22 +78,14 @@ describe('batches that partly repeat', () => {
   it('when a batch of rights.issue is delivered again after half of it was stored, then each right exists once with one right.created', async () => {
     const periodStart = isoSecond(Date.now() - 60_000);
     const interval = `${periodStart}/${isoSecond(Date.now() + 86_400_000)}`;
-    const commands: RightsIssueData[] = Array.from({ length: 40 }, (_, i) => ({
-      subscriptionId: `Sissue${i}${randomBytes(3).toString('hex')}`,
-      connectId: USER,
-      grantorId: 'A',
-      periodStart,
-      rights: [
-        {
-          templateIndex: 0,
-          sku: 'news',
-          serviceProviderId: null,
-          grantorContext: null,
-          timeInterval: interval,
-          state: 'ACTIVE',
-        },
-      ],
-    }));
+    const commands: RightsIssueData[] = Array.from({ length: 40 }, (_, i) =>
+      rightsIssue({
+        subscriptionId: `Sissue${i}${randomBytes(3).toString('hex')}`,
+        connectId: USER,
+        periodStart,
+        timeInterval: interval,
+      }),
+    );
     const ours = new Set(commands.map((command) => command.subscriptionId));
     const issued = async () => (await rightsOfUser()).filter((right) => ours.has(subscriptionOf(right)!));
     for (const command of commands.slice(0, 20)) await send('rights.issue', command);

@@ -1,5 +1,5 @@
 import { createCloudEvent, type RightsIssueData } from '@rs/contracts';
-import { EventCollector, TestSystem } from '@rs/testing';
+import { EventCollector, rightsIssue, TestSystem } from '@rs/testing';
 import amqp, { type ChannelModel } from 'amqplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -171,22 +171,12 @@ describe('subscriptions (spec 4.1)', () => {
     const channel = await connection.createConfirmChannel();
     const now = Date.now();
     const interval = `${new Date(now - 60_000).toISOString()}/${new Date(now + 3_600_000).toISOString()}`;
-    const issue: RightsIssueData = {
+    const issue: RightsIssueData = rightsIssue({
       subscriptionId: subscription.subscriptionId,
       connectId: 'erin',
-      grantorId: 'A',
       periodStart: new Date(now - 60_000).toISOString(),
-      rights: [
-        {
-          templateIndex: 0,
-          sku: 'news',
-          serviceProviderId: null,
-          grantorContext: null,
-          timeInterval: interval,
-          state: 'ACTIVE',
-        },
-      ],
-    };
+      timeInterval: interval,
+    });
     channel.publish(
       'commands',
       'rights.issue',
