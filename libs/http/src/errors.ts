@@ -50,8 +50,7 @@ const DOMAIN_STATUS: Record<DomainErrorCode, number> = {
 export function fromDomainError(error: DomainError, realm: string): AppError {
   const headers: Record<string, string> = {};
   if (error.code === 'not_permitted') headers['WWW-Authenticate'] = basicChallenge(realm);
-  if (error.code === 'unavailable')
-    headers['Retry-After'] = String(Math.max(1, Math.ceil(error.retryAfterSeconds ?? 5)));
+  if (error.code === 'unavailable') headers['Retry-After'] = retryAfter(error.retryAfterSeconds ?? 5);
   return new AppError(DOMAIN_STATUS[error.code], error.message, headers, error.code);
 }
 
@@ -68,10 +67,12 @@ export const preconditionFailed = (message: string) => new AppError(412, message
 export const notAcceptable = (message: string) => new AppError(406, message);
 export const payloadTooLarge = (message: string) => new AppError(413, message);
 export const unsupportedMediaType = (message: string) => new AppError(415, message);
+/** `Retry-After` in whole seconds, at least 1. */
+const retryAfter = (seconds: number) => String(Math.max(1, Math.ceil(seconds)));
 export const tooManyRequests = (message: string, retryAfterSeconds: number) =>
-  new AppError(429, message, { 'Retry-After': String(Math.max(1, Math.ceil(retryAfterSeconds))) });
+  new AppError(429, message, { 'Retry-After': retryAfter(retryAfterSeconds) });
 export const serviceUnavailable = (message: string, retryAfterSeconds = 5) =>
-  new AppError(503, message, { 'Retry-After': String(retryAfterSeconds) });
+  new AppError(503, message, { 'Retry-After': retryAfter(retryAfterSeconds) });
 
 const escapeHtml = (text: string) =>
   text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
@@ -125,9 +126,6 @@ interface BodyParserError {
 export function toAppError(error: unknown, realm = 'rights'): AppError {
   if (error instanceof AppError) return error;
   if (error instanceof DomainError) return fromDomainError(error, realm);
-  // A transient failure that names its own back-off (e.g. a store's ConcurrentChanges).
-  const { retryAfterSeconds, message } = error as { retryAfterSeconds?: unknown; message?: string };
-  if (typeof retryAfterSeconds === 'number') return serviceUnavailable(message ?? 'try again', retryAfterSeconds);
   const parserError = error as BodyParserError;
   switch (parserError?.type) {
     case 'entity.parse.failed':

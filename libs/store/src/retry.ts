@@ -1,10 +1,13 @@
+import { DomainError } from '@rs/contracts';
+
 /**
  * Thrown when a compare-and-set kept losing to other writers. Transient: the HTTP layer
  * answers it 503 with Retry-After, a command consumer retries the message later.
  */
-export class ConcurrentChanges extends Error {
-  override readonly name = 'ConcurrentChanges';
-  readonly retryAfterSeconds = 1;
+export class ConcurrentChanges extends DomainError {
+  constructor(message: string) {
+    super('unavailable', message, 1);
+  }
 }
 
 export const MAX_RACES = 8;
