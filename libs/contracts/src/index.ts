@@ -10,3 +10,5 @@ export * from './commands';
 export * from './subscriptions';
 export * from './ids';
 export * from './errors';
+export * from './routes';
+export * from './principal';

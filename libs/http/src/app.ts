@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { ROUTES, type OperationId, type PublicRoute, type RouteOwner } from '@rs/contracts';
 import type { Logger } from '@rs/logging';
 import express, {
   type Express,
@@ -133,6 +134,27 @@ export function hasBody(req: Request): boolean {
 }
 
 type Method = 'get' | 'put' | 'post' | 'delete' | 'patch';
+
+/**
+ * Mounts one owner's routes of the route table (`ROUTES` in @rs/contracts), a handler per
+ * operation id: the compiler refuses a table route without its handler, and no route can be
+ * served that the table (and so the gateway and the OpenAPI document) does not know.
+ */
+export function serveRoutes<O extends RouteOwner>(
+  router: Router,
+  owner: O,
+  handlers: Record<OperationId<O>, RequestHandler>,
+): void {
+  const byPath = new Map<string, Partial<Record<Method, RequestHandler>>>();
+  for (const entry of ROUTES as readonly PublicRoute[]) {
+    if (entry.owner !== owner) continue;
+    const path = entry.path.replace(/\{([^}]+)\}/g, ':$1');
+    const methods = byPath.get(path) ?? {};
+    methods[entry.method.toLowerCase() as Method] = handlers[entry.operationId as OperationId<O>];
+    byPath.set(path, methods);
+  }
+  for (const [path, methods] of byPath) route(router, path, methods);
+}
 
 /** Registers the handlers of one path and answers 405 with `Allow` for any other method. */
 export function route(router: Router, path: string, handlers: Partial<Record<Method, RequestHandler>>): void {

@@ -1,4 +1,4 @@
-import { IF_MATCH_PATTERN, KEYSET_CURSOR_PATTERN } from '@rs/contracts';
+import { ConnectId, IF_MATCH_PATTERN, KEYSET_CURSOR_PATTERN } from '@rs/contracts';
 import type { Request, Response } from 'express';
 import type { z } from 'zod';
 import { badRequest, preconditionFailed } from './errors';
@@ -76,6 +76,30 @@ export function parseKeyset(page: Page): Keyset | null {
   return { createdAt: new Date(Number(page.after.slice(0, dot))), id: page.after.slice(dot + 1) };
 }
 
+/**
+ * One page of a newest-first list (spec 4, DESIGN.md 3 "Listing filters"): `read` gets the
+ * page size and where the previous page ended; a full page links to the next one.
+ */
+export async function sendNewestFirst<T extends { createdAt: Date }>(
+  req: Request,
+  res: Response,
+  publicBaseUrl: string,
+  list: {
+    read: (limit: number, after: Keyset | null) => Promise<T[]>;
+    idOf: (item: T) => string;
+    body: (items: T[]) => object;
+  },
+): Promise<void> {
+  const page = pageParams(req);
+  const found = await list.read(page.limit, parseKeyset(page));
+  const last = found.at(-1);
+  setNextLink(req, res, publicBaseUrl, page, last && keysetOf(last, list.idOf(last)), found.length);
+  res.json(list.body(found));
+}
+
+/** The user of a `/id/users/{connectId}/…` path (spec 4). */
+export const connectIdOf = (req: Request): string => parseParam(ConnectId, 'connectId', req.params.connectId);
+
 /** The cursor of the page after this one, or null when this page is the last. */
 export function nextCursor(page: Page, lastKey: string | undefined, count: number): string | null {
   if (count < page.limit || lastKey === undefined) return null;
@@ -85,6 +109,23 @@ export function nextCursor(page: Page, lastKey: string | undefined, count: numbe
 /** `ETag: "<generation>"` (DESIGN.md 3 "generation"). */
 export function setETag(res: Response, generation: number | string): void {
   res.set('ETag', `"${generation}"`);
+}
+
+/** spec 4 "retrieve": the representation, its generation as the ETag. */
+export function sendResource(res: Response, generation: number, view: object): void {
+  setETag(res, generation);
+  res.json(view);
+}
+
+/** spec 4 "create": 201, the ETag, `Location` the new resource's href, and its representation. */
+export function sendCreated(res: Response, generation: number, view: { href: string }): void {
+  setETag(res, generation);
+  res.status(201).location(view.href).json(view);
+}
+
+/** A change done: 204, no body (spec 4). */
+export function sendDone(res: Response): void {
+  res.status(204).end();
 }
 
 const IF_MATCH = new RegExp(IF_MATCH_PATTERN);

@@ -1,46 +1,117 @@
+import type { Principal } from '@rs/contracts';
 import { describe, expect, it } from 'vitest';
-import { acceptsBearer, answersJson, classify, grantorFilter, redirectLocation } from '../src/domain/access';
+import { authorize, classify, grantorFilter, listRule, redirectLocation } from '../src/domain/access';
 
-describe('spec 4 and 5: which operation a request is', () => {
+const basic = (grantorId: string, admin = false): Principal => ({
+  clientId: grantorId,
+  grantorId,
+  admin,
+  scheme: 'basic',
+  scopes: [],
+  subject: null,
+});
+const bearer = (subject: string, scopes: string[]): Principal => ({
+  clientId: 'app',
+  grantorId: 'A',
+  admin: false,
+  scheme: 'bearer',
+  scopes,
+  subject,
+});
+const operation = (method: string, path: string) => {
+  const found = classify(method, path);
+  if (!found) throw new Error(`${method} ${path} is no operation`);
+  return found;
+};
+
+describe('spec 4 and 5: which route of the table a request is', () => {
   it('user paths go to their owning service with the connectId decoded, and the scope a Bearer token needs', () => {
-    expect(classify('GET', '/id/users/alice%40example.com/rights')).toEqual({
-      service: 'rights',
+    expect(classify('GET', '/id/users/alice%40example.com/rights')).toMatchObject({
+      owner: 'rights',
       connectId: 'alice@example.com',
-      bearerScope: 'id.user.right.read',
+      bearer: 'id.user.right.read',
       list: 'rights',
-      adminOnly: false,
+      caller: 'client',
     });
     expect(classify('GET', '/id/users/alice/subs/S1')).toMatchObject({
-      service: 'subscriptions',
-      bearerScope: 'id.user.sub.read',
+      owner: 'subscriptions',
+      bearer: 'id.user.sub.read',
       list: null,
     });
-    expect(classify('POST', '/id/users/alice/rights/R1/usage')).toMatchObject({ bearerScope: 'id.user.right.use' });
-    expect(classify('POST', '/id/users/alice/rights')).toMatchObject({ bearerScope: null, list: null });
-    expect(classify('GET', '/catalog/skus/news')).toMatchObject({ service: 'catalog', adminOnly: true });
-    expect(classify('GET', '/admin/clients')).toBeNull();
+    expect(classify('POST', '/id/users/alice/rights/R1/usage')).toMatchObject({ bearer: 'id.user.right.use' });
+    expect(classify('POST', '/id/users/alice/rights')).toMatchObject({ bearer: null, list: null });
+    expect(classify('GET', '/catalog/skus/news')).toMatchObject({ owner: 'catalog', caller: 'admin' });
+    expect(classify('GET', '/admin/clients')).toMatchObject({ owner: 'gateway', caller: 'admin' });
+    expect(classify('HEAD', '/id/users/alice/rights/R1/')?.route?.operationId).toBe('getRight');
+  });
+
+  it('paths a service owns that no route names are still its own, Basic only (it answers 404 or 405)', () => {
+    expect(classify('PUT', '/id/users/alice/rights')).toMatchObject({ route: null, owner: 'rights', bearer: null });
+    expect(classify('GET', '/id/users/alice/subs/S1/extra/deep')).toMatchObject({ owner: 'subscriptions' });
+    expect(classify('GET', '/catalog/other')).toMatchObject({ route: null, owner: 'catalog', caller: 'admin' });
+    expect(classify('GET', '/elsewhere')).toBeNull();
+    expect(classify('POST', '/admin/clients')).toBeNull();
   });
 
   it('DESIGN.md 3 "Challenges": Bearer is accepted only where spec 5 gives it a scope (and to read a user)', () => {
-    expect(acceptsBearer('GET', '/id/users/alice')).toBe(true);
-    expect(acceptsBearer('PUT', '/id/users/alice')).toBe(false);
-    expect(acceptsBearer('GET', '/id/users/alice/rights/R1')).toBe(true);
-    expect(acceptsBearer('POST', '/id/users/alice/rights/R1/usage')).toBe(true);
-    expect(acceptsBearer('POST', '/id/users/alice/rights/R1/suspend')).toBe(false);
-    expect(acceptsBearer('DELETE', '/id/users/alice/subs/S1')).toBe(false);
-    expect(acceptsBearer('GET', '/catalog/skus')).toBe(false);
-    expect(acceptsBearer('GET', '/admin/clients')).toBe(false);
+    const bearerOf = (method: string, path: string) => classify(method, path)?.bearer ?? null;
+    expect(bearerOf('GET', '/id/users/alice')).toBe('any');
+    expect(bearerOf('PUT', '/id/users/alice')).toBeNull();
+    expect(bearerOf('GET', '/id/users/alice/rights/R1')).toBe('id.user.right.read');
+    expect(bearerOf('POST', '/id/users/alice/rights/R1/usage')).toBe('id.user.right.use');
+    expect(bearerOf('POST', '/id/users/alice/rights/R1/suspend')).toBeNull();
+    expect(bearerOf('DELETE', '/id/users/alice/subs/S1')).toBeNull();
+    expect(bearerOf('GET', '/catalog/skus')).toBeNull();
+    expect(bearerOf('GET', '/admin/clients')).toBeNull();
   });
 
   it('DESIGN.md 3 "Content negotiation": operations that answer JSON, and every subscription operation', () => {
-    expect(answersJson('GET', '/id/users/alice/rights')).toBe(true);
-    expect(answersJson('POST', '/id/users/alice/rights')).toBe(true);
-    expect(answersJson('POST', '/id/users/alice/rights/R1/suspend')).toBe(false);
-    expect(answersJson('DELETE', '/id/users/alice/rights/R1')).toBe(false);
-    expect(answersJson('POST', '/id/users/alice/subs/S1/suspend')).toBe(true);
-    expect(answersJson('DELETE', '/id/users/alice/subs/S1')).toBe(true);
-    expect(answersJson('PUT', '/admin/clients/app')).toBe(true);
-    expect(answersJson('PUT', '/admin/revoked-tokens/jti-1')).toBe(false);
+    const json = (method: string, path: string) => classify(method, path)?.json ?? false;
+    expect(json('GET', '/id/users/alice/rights')).toBe(true);
+    expect(json('POST', '/id/users/alice/rights')).toBe(true);
+    expect(json('POST', '/id/users/alice/rights/R1/suspend')).toBe(false);
+    expect(json('DELETE', '/id/users/alice/rights/R1')).toBe(false);
+    expect(json('POST', '/id/users/alice/subs/S1/suspend')).toBe(true);
+    expect(json('DELETE', '/id/users/alice/subs/S1')).toBe(true);
+    expect(json('PUT', '/admin/clients/app')).toBe(true);
+    expect(json('PUT', '/admin/revoked-tokens/jti-1')).toBe(false);
+    expect(json('GET', '/openapi.json')).toBe(true);
+  });
+});
+
+describe('spec 5 and DESIGN.md 3 "Principals and authorization": who may call what', () => {
+  it('admin routes and the catalog take the Basic credentials of an admin client only', () => {
+    expect(authorize(operation('GET', '/catalog/skus'), basic('A'))).toMatchObject({ challenge: 'basic' });
+    expect(authorize(operation('GET', '/catalog/skus'), basic('ADMIN', true))).toBeNull();
+    expect(authorize(operation('PUT', '/id/users/alice'), basic('A'))).toMatchObject({ challenge: 'basic' });
+  });
+
+  it('a Bearer token: only where it has a scope, only for its own user, only with that scope', () => {
+    expect(
+      authorize(operation('GET', '/id/users/alice/rights/R1'), bearer('alice', ['id.user.right.read'])),
+    ).toBeNull();
+    expect(authorize(operation('GET', '/id/users/bob/rights/R1'), bearer('alice', ['id.user.right.read']))).toEqual({
+      challenge: 'bearer',
+      reason: 'token not issued for this user',
+    });
+    expect(authorize(operation('GET', '/id/users/alice/subs'), bearer('alice', ['id.user.right.read']))).toMatchObject({
+      challenge: 'insufficient_scope',
+      scope: 'id.user.sub.read',
+    });
+    expect(
+      authorize(operation('POST', '/id/users/alice/rights'), bearer('alice', ['id.user.right.use'])),
+    ).toMatchObject({ challenge: 'basic' });
+    expect(authorize(operation('GET', '/id/users/alice'), bearer('alice', []))).toBeNull();
+    expect(authorize(operation('GET', '/id/users/bob'), bearer('alice', []))).toMatchObject({ challenge: 'bearer' });
+  });
+
+  it('spec 5 rules 2 and 5: a non-admin lists with its own grantor; without the filter it is redirected', () => {
+    const rights = operation('GET', '/id/users/alice/rights');
+    expect(listRule(rights, basic('A'), null)).toEqual({ redirectWith: 'A' });
+    expect(listRule(rights, basic('A'), 'A')).toBeNull();
+    expect(listRule(rights, basic('A'), 'B')).toMatchObject({ challenge: 'grantor_mismatch' });
+    expect(listRule(rights, basic('ADMIN', true), null)).toBeNull();
+    expect(listRule(operation('GET', '/id/users/alice/subs'), basic('A'), 'B')).toBeNull();
   });
 });
 

@@ -1,5 +1,5 @@
 import { DomainError, type SkuUpsertBody } from '@rs/contracts';
-import type { Principal } from '@rs/http';
+import type { Principal } from '@rs/contracts';
 import { RACE_LOST, untilStored } from '@rs/store';
 import { canReadCatalog, canWriteCatalog } from '../domain/access';
 import { deleted, isUnchanged, upserted, type SkuEntry } from '../domain/sku';

@@ -1,4 +1,4 @@
-import type { Principal } from '@rs/http';
+import type { Principal } from '@rs/contracts';
 
 /**
  * DESIGN.md 6 "catalog": the catalog is administered by admin clients. Pure.

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { ClientBody, ClientId, ConnectId, RevocationBody } from '@rs/contracts';
+import { ClientBody, ClientId, ConnectId, Jti, RevocationBody, type RouteOwner } from '@rs/contracts';
 import {
   admitsJson,
   AppError,
@@ -9,29 +9,37 @@ import {
   notFound,
   parseBody,
   parseParam,
-  route,
+  sendDone,
+  serveRoutes,
   unauthorized,
   type InternalTokenSigner,
-  type Principal,
 } from '@rs/http';
-import { Router, type Request, type RequestHandler, type Response } from 'express';
-import { z } from 'zod';
+import { Router, type Request, type RequestHandler } from 'express';
 import { type Authenticator, bearerChallenge, insufficientScopeChallenge, isBearer } from '../auth/authenticator';
 import { hashSecret } from '../auth/secrets';
 import {
-  acceptsBearer,
-  answersJson,
+  authorize,
   classify,
   grantorFilter,
+  listRule,
   redirectLocation,
   type Operation,
-  type OwningService,
+  type Refusal,
 } from '../domain/access';
 import type { ClientStore } from '../store/client-store';
 import type { RevocationStore } from '../store/revocation-store';
 import type { UserStore } from '../store/user-store';
 import type { Forwarder } from './forward';
 import { rateLimit, type RateLimitOptions } from './rate-limit';
+
+declare global {
+  // eslint-disable-next-line @typescript-eslint/no-namespace
+  namespace Express {
+    interface Locals {
+      operation: Operation | null;
+    }
+  }
+}
 
 export interface GatewayRoutesOptions {
   realm: string;
@@ -40,7 +48,7 @@ export interface GatewayRoutesOptions {
   clients: ClientStore;
   users: UserStore;
   revocations: RevocationStore;
-  upstreams: Record<OwningService, URL>;
+  upstreams: Record<Exclude<RouteOwner, 'gateway'>, URL>;
   forwarder: Forwarder;
   signer: InternalTokenSigner;
   rateLimit: RateLimitOptions;
@@ -52,43 +60,72 @@ export function gatewayRoutes(options: GatewayRoutesOptions): Router {
   const router = Router();
   const openApi = readFileSync(options.openApiPath, 'utf8');
 
-  /** DESIGN.md 3 "Content negotiation": after authentication, before anything is done. */
-  const negotiate: RequestHandler = (req, _res, next) => {
-    if (answersJson(req.method, req.baseUrl + req.path) && !admitsJson(req))
-      return next(notAcceptable('this operation answers application/json, which the Accept header excludes'));
+  // Which route of the table the request is: once, for every step below.
+  router.use((req, res, next) => {
+    res.locals.operation = classify(req.method, req.path);
     next();
-  };
-  router.get('/openapi.json', negotiate, (_req, res) => {
-    res.type('application/json').send(openApi);
   });
-
-  // Everything else needs a caller; each caller is rate limited.
+  // Everything but the OpenAPI document needs a caller; each caller is rate limited.
   const authenticate: RequestHandler = async (req, res, next) => {
     const authorization = req.get('authorization');
     // DESIGN.md 3 "Challenges": a Bearer header on a Basic-only endpoint gets the Basic challenge.
-    // (req.path is relative to the mount point below.)
-    if (isBearer(authorization) && !acceptsBearer(req.method, req.baseUrl + req.path))
+    if (isBearer(authorization) && (res.locals.operation?.bearer ?? null) === null)
       throw unauthorized('this operation needs Basic credentials', basicChallenge(realm));
     res.locals.principal = await authenticator.authenticate(authorization, req.socket.remoteAddress ?? '');
     next();
   };
-  router.use(['/admin', '/id/users', '/catalog'], authenticate, rateLimit(options.rateLimit), negotiate);
+  router.use(['/admin', '/id/users', '/catalog'], authenticate, rateLimit(options.rateLimit));
+  // DESIGN.md 3 "Content negotiation": after authentication, before anything is done.
+  router.use((req, res, next) => {
+    if (res.locals.operation?.json && !admitsJson(req))
+      return next(notAcceptable('this operation answers application/json, which the Accept header excludes'));
+    next();
+  });
+  // spec 5: the one decision of who may call what; then what a service owns is forwarded.
+  router.use(async (req, res, next) => {
+    const operation = res.locals.operation;
+    if (!operation) return next();
+    if (operation.caller === 'none') return next();
+    const principal = res.locals.principal;
+    const refusal = authorize(operation, principal);
+    if (refusal) throw refused(refusal, realm);
+    if (operation.owner === 'gateway') return next();
+    res.locals.routeLabel = `forward:${operation.owner}`;
+    if (operation.connectId !== null) {
+      const connectId = parseParam(ConnectId, 'connectId', operation.connectId);
+      if (!(await options.users.find(connectId))) throw notFound(`no user ${connectId}`);
+    }
+    const rule = listRule(operation, principal, grantorFilter(new URL(req.originalUrl, 'http://gateway').searchParams));
+    if (rule && 'redirectWith' in rule) {
+      res.redirect(307, redirectLocation(options.publicBaseUrl, req.originalUrl, operation.list!, rule.redirectWith));
+      return;
+    }
+    if (rule) throw refused(rule, realm);
+    await options.forwarder.forward(
+      req,
+      res,
+      options.upstreams[operation.owner],
+      await options.signer.tokenFor(principal),
+    );
+  });
   // The gateway parses only its own bodies; forwarded ones stream through untouched.
   router.use('/admin', jsonBody('16kb'));
 
-  /** Admin routes take admin Basic credentials only (DESIGN.md 6). */
-  const requireAdmin = (res: Response) => {
-    const principal = res.locals.principal;
-    if (principal.scheme !== 'basic' || !principal.admin) {
-      throw unauthorized('this operation needs the Basic credentials of an admin client', basicChallenge(realm));
-    }
-  };
   const clientParam = (req: Request) => parseParam(ClientId, 'clientId', req.params.clientId);
   const connectIdParam = (req: Request) => parseParam(ConnectId, 'connectId', req.params.connectId);
+  // DESIGN.md 3 "Users": the user directory.
+  const userView = (connectId: string, createdAt: Date) => ({
+    connectId,
+    href: `${options.publicBaseUrl}/id/users/${encodeURIComponent(connectId)}`,
+    createdAt: createdAt.toISOString(),
+  });
 
-  route(router, '/admin/clients', {
-    get: async (_req, res) => {
-      requireAdmin(res);
+  // The gateway's own routes (DESIGN.md 6); who may call them was decided above.
+  serveRoutes(router, 'gateway', {
+    getOpenApi: (_req, res) => {
+      res.type('application/json').send(openApi);
+    },
+    listClients: async (_req, res) => {
       const clients = await options.clients.list();
       res.json({
         clients: clients.map(({ clientId, grantorId, admin, createdAt, updatedAt }) => ({
@@ -100,10 +137,7 @@ export function gatewayRoutes(options: GatewayRoutesOptions): Router {
         })),
       });
     },
-  });
-  route(router, '/admin/clients/:clientId', {
-    put: async (req, res) => {
-      requireAdmin(res);
+    putClient: async (req, res) => {
       const clientId = clientParam(req);
       const body = parseBody(ClientBody, req.body);
       const created = await options.clients.put({
@@ -114,114 +148,50 @@ export function gatewayRoutes(options: GatewayRoutesOptions): Router {
       });
       authenticator.invalidate(clientId);
       if (created) res.status(201).json({ clientId, grantorId: body.grantorId, admin: body.admin ?? false });
-      else res.status(204).end();
+      else sendDone(res);
     },
-    delete: async (req, res) => {
-      requireAdmin(res);
+    deleteClient: async (req, res) => {
       const clientId = clientParam(req);
       await options.clients.remove(clientId);
       authenticator.invalidate(clientId);
-      res.status(204).end();
+      sendDone(res);
     },
-  });
-  route(router, '/admin/revoked-tokens/:jti', {
-    put: async (req, res) => {
-      requireAdmin(res);
-      const jti = parseParam(z.string().min(1).max(256), 'jti', req.params.jti);
+    revokeToken: async (req, res) => {
+      const jti = parseParam(Jti, 'jti', req.params.jti);
       const body = parseBody(RevocationBody, req.body);
       const created = await options.revocations.revoke(jti, body.expiresAt ? new Date(body.expiresAt) : undefined);
       res.status(created ? 201 : 204).end();
     },
-  });
-
-  // DESIGN.md 3 "Users": the user directory.
-  const userView = (connectId: string, createdAt: Date) => ({
-    connectId,
-    href: `${options.publicBaseUrl}/id/users/${encodeURIComponent(connectId)}`,
-    createdAt: createdAt.toISOString(),
-  });
-  route(router, '/id/users/:connectId', {
-    get: async (req, res) => {
+    getUser: async (req, res) => {
       const connectId = connectIdParam(req);
-      requireUserAccess(res.locals.principal, connectId, realm);
       const user = await options.users.find(connectId);
       if (!user) throw notFound(`no user ${connectId}`);
       res.json(userView(user.connectId, user.createdAt));
     },
-    put: async (req, res) => {
-      requireAdmin(res);
+    putUser: async (req, res) => {
       const connectId = connectIdParam(req);
       const created = await options.users.register(connectId);
       if (created) res.status(201).json(userView(connectId, new Date()));
-      else res.status(204).end();
+      else sendDone(res);
     },
-    delete: async (req, res) => {
-      requireAdmin(res);
+    deleteUser: async (req, res) => {
       await options.users.unregister(connectIdParam(req));
-      res.status(204).end();
+      sendDone(res);
     },
-  });
-
-  // Everything a service owns: decide here what the contract lets the caller do, then forward.
-  router.use(async (req: Request, res: Response, next) => {
-    const operation = classify(req.method, req.path);
-    if (!operation) return next();
-    res.locals.routeLabel = `forward:${operation.service}`;
-    const principal = res.locals.principal;
-    authorize(operation, principal, realm);
-    if (operation.connectId !== null) {
-      const connectId = parseParam(ConnectId, 'connectId', operation.connectId);
-      if (!(await options.users.find(connectId))) throw notFound(`no user ${connectId}`);
-    }
-    if (operation.list && !principal.admin) {
-      const filter = grantorFilter(new URL(req.originalUrl, 'http://gateway').searchParams);
-      if (filter === null) {
-        res.redirect(
-          307,
-          redirectLocation(options.publicBaseUrl, req.originalUrl, operation.list, principal.grantorId ?? ''),
-        );
-        return;
-      }
-      // spec 5 rule 5: the "different challenge".
-      if (operation.list === 'rights' && principal.scheme === 'basic' && filter !== principal.grantorId) {
-        throw unauthorized(
-          'you may list only the rights of your own grantor',
-          `Basic realm="${realm}", error="grantor_mismatch"`,
-        );
-      }
-    }
-    await options.forwarder.forward(
-      req,
-      res,
-      options.upstreams[operation.service],
-      await options.signer.tokenFor(principal),
-    );
   });
   return router;
 }
 
-/** A Bearer token acts for its user only, unless its client is an admin (DESIGN.md 3). */
-function requireUserAccess(principal: Principal, connectId: string, realm: string): void {
-  if (principal.scheme === 'bearer' && !principal.admin && principal.subject !== connectId) {
-    throw new AppError(401, 'token not issued for this user', {
-      'WWW-Authenticate': bearerChallenge(realm, 'token not issued for this user'),
-    });
-  }
-}
-
-/** spec 5: which scheme may call the operation, with which scope. */
-function authorize(operation: Operation, principal: Principal, realm: string): void {
-  if (operation.adminOnly && (principal.scheme !== 'basic' || !principal.admin)) {
-    throw unauthorized('this operation needs the Basic credentials of an admin client', basicChallenge(realm));
-  }
-  if (principal.scheme !== 'bearer') return;
-  if (operation.bearerScope === null) {
-    throw unauthorized('this operation needs Basic credentials', basicChallenge(realm));
-  }
-  if (operation.connectId !== null) requireUserAccess(principal, operation.connectId, realm);
-  if (!principal.scopes.includes(operation.bearerScope)) {
-    throw new AppError(401, `the token lacks the scope ${operation.bearerScope}`, {
-      'WWW-Authenticate': insufficientScopeChallenge(realm, operation.bearerScope),
-    });
+/** A refusal of the access rules as the contract answers it: 401 with its challenge (DESIGN.md 3 "Challenges"). */
+function refused(refusal: Refusal, realm: string): AppError {
+  switch (refusal.challenge) {
+    case 'basic':
+      return unauthorized(refusal.reason, basicChallenge(realm));
+    case 'bearer':
+      return unauthorized(refusal.reason, bearerChallenge(realm, refusal.reason));
+    case 'insufficient_scope':
+      return unauthorized(refusal.reason, insufficientScopeChallenge(realm, refusal.scope));
+    case 'grantor_mismatch':
+      return unauthorized(refusal.reason, `Basic realm="${realm}", error="grantor_mismatch"`);
   }
 }

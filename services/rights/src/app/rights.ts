@@ -9,7 +9,7 @@ import {
   type RightsIssueData,
   DomainError,
 } from '@rs/contracts';
-import type { Principal } from '@rs/http';
+import type { Principal } from '@rs/contracts';
 import { canGrantFor, canManage, canSee, canUse, visibilityOf } from '../domain/access';
 import {
   decide,

@@ -1,4 +1,11 @@
-import { RightEventTypes, type Link, type Right, type RightEventType, type RightState } from '@rs/contracts';
+import {
+  RightEventTypes,
+  type ExpiryEntry,
+  type Link,
+  type Right,
+  type RightEventType,
+  type RightState,
+} from '@rs/contracts';
 
 /** A right as the service holds it (spec 2.4), free of storage details. */
 export interface RightEntity {
@@ -88,6 +95,12 @@ export function recordUsage(right: RightEntity, now: Date, announce: boolean): D
 }
 
 /** The right as the API returns it, with the links of DESIGN.md 3 "href and links". */
+/** A right as the scheduler rebuilds its expiries from it (the internal listing, docs/decisions/0009). */
+export function expiryEntry(right: RightEntity): ExpiryEntry {
+  const { rightId, userId: connectId, generation: sequence, state, timeInterval } = right;
+  return { rightId, connectId, sequence, state, timeInterval };
+}
+
 export function representation(right: RightEntity, publicBaseUrl: string, now: Date): Right {
   const user = `${publicBaseUrl}/id/users/${encodeURIComponent(right.userId)}`;
   const self = `${user}/rights/${right.rightId}`;

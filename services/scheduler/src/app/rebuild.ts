@@ -48,27 +48,32 @@ export async function rebuildSchedules(
   stores: { rightExpiries: DueStore; subscriptionSchedules: DueStore },
   clock: () => Date = () => new Date(),
 ): Promise<number> {
-  const due = (id: string, sequence: number, connectId: string, dueAt: Date | null): DueItem[] =>
-    dueAt ? [{ id, sequence, connectId, dueAt }] : [];
-  const subscriptions = await pageThrough(
+  /** Every entry of one listing recorded in one store, as due items (those with a due time). */
+  const rebuild = <T>(
+    url: string,
+    schema: z.ZodType<{ items: T[]; next: string | null }>,
+    store: DueStore,
+    dueOf: (entry: T) => DueItem | null,
+  ) =>
+    pageThrough(url, signer, schema, (entries) =>
+      store.recordMany(
+        entries.map(dueOf).filter((item) => item !== null),
+        clock(),
+      ),
+    );
+  const item = (id: string, sequence: number, connectId: string, dueAt: Date | null): DueItem | null =>
+    dueAt ? { id, sequence, connectId, dueAt } : null;
+  const subscriptions = await rebuild(
     new URL('/internal/schedules', urls.subscriptions).toString(),
-    signer,
     SchedulePage,
-    (entries) =>
-      stores.subscriptionSchedules.recordMany(
-        entries.flatMap((e) => due(e.subscriptionId, e.sequence, e.connectId, subscriptionDueAt(e))),
-        clock(),
-      ),
+    stores.subscriptionSchedules,
+    (e) => item(e.subscriptionId, e.sequence, e.connectId, subscriptionDueAt(e)),
   );
-  const rights = await pageThrough(
+  const rights = await rebuild(
     new URL('/internal/expiries', urls.rights).toString(),
-    signer,
     ExpiryPage,
-    (entries) =>
-      stores.rightExpiries.recordMany(
-        entries.flatMap((e) => due(e.rightId, e.sequence, e.connectId, rightDueAt(e))),
-        clock(),
-      ),
+    stores.rightExpiries,
+    (e) => item(e.rightId, e.sequence, e.connectId, rightDueAt(e)),
   );
   return subscriptions + rights;
 }

@@ -11,7 +11,7 @@ import {
   type SubscriptionEventType,
   DomainError,
 } from '@rs/contracts';
-import type { Principal } from '@rs/http';
+import type { Principal } from '@rs/contracts';
 import { canManage, canSee, canSubscribeFor, visibleGrantorOf } from '../domain/access';
 import { RACE_LOST, untilStored, type OutboxEntry } from '@rs/store';
 import { parseDuration, parseTimeSpec } from '@rs/time';

@@ -1,4 +1,4 @@
-import type { Principal } from '@rs/http';
+import type { Principal } from '@rs/contracts';
 import type { SubscriptionEntity } from './subscription';
 
 /**

@@ -1,6 +1,7 @@
 import {
   SubscriptionEventTypes,
   type Link,
+  type ScheduleEntry,
   type Subscription,
   type SubscriptionEventType,
   type SubscriptionState,
@@ -84,6 +85,12 @@ export function firstPeriodToIssue(spec: TimeSpec, now: Date): number | null {
 }
 
 /** The subscription as the API returns it, with the links of DESIGN.md 3. */
+/** A subscription as the scheduler rebuilds its schedule from it (the internal listing, DESIGN.md 3 "Renewal"). */
+export function scheduleEntry(subscription: SubscriptionEntity): ScheduleEntry {
+  const { subscriptionId, userId: connectId, generation: sequence, state, timeSpec, nextPeriod } = subscription;
+  return { subscriptionId, connectId, sequence, state, timeSpec, nextPeriod };
+}
+
 export function representation(subscription: SubscriptionEntity, publicBaseUrl: string): Subscription {
   const user = `${publicBaseUrl}/id/users/${encodeURIComponent(subscription.userId)}`;
   const self = `${user}/subs/${subscription.subscriptionId}`;

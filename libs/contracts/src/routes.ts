@@ -1,0 +1,385 @@
+/**
+ * The route table: every public route of the gateway, once (issue 10). The gateway's
+ * forwarding and authorization (services/gateway/src/domain/access.ts), each service's
+ * routes (`serveRoutes` in @rs/http) and the OpenAPI document (openapi.ts) are all derived
+ * from it, so they cannot disagree. What a route says about who may call it is spec 5 and
+ * DESIGN.md 3 "Principals and authorization"; its statuses are spec 4 and 7.
+ */
+
+/** The scopes of spec 5. */
+export type Scope = 'id.user.sub.read' | 'id.user.right.read' | 'id.user.right.use';
+export type RouteOwner = 'gateway' | 'subscriptions' | 'rights' | 'catalog';
+export type RouteMethod = 'GET' | 'PUT' | 'POST' | 'DELETE';
+
+/** OpenAPI fragments the table keeps with its routes (see openapi.ts for how they are completed). */
+type Responses = Readonly<Record<string, unknown>>;
+
+export interface PublicRoute {
+  readonly operationId: string;
+  readonly method: RouteMethod;
+  /** An OpenAPI path template, e.g. `/id/users/{connectId}/rights/{rightId}`. */
+  readonly path: string;
+  /** Who answers it: the gateway itself, or the service it forwards to. */
+  readonly owner: RouteOwner;
+  /** spec 5: `none` needs no credentials; `admin`, the Basic credentials of an admin client; `client`, any caller. */
+  readonly caller: 'none' | 'admin' | 'client';
+  /**
+   * spec 5: whether a Bearer token may call it: with this scope, with any scope (`any`,
+   * still only for its own user), or not at all (null: Basic only).
+   */
+  readonly bearer: Scope | 'any' | null;
+  /** spec 5 rule 2: a list a non-admin must filter by its grantor (307 otherwise). */
+  readonly list?: 'subscriptions' | 'rights';
+  /**
+   * DESIGN.md 3 "Content negotiation": it answers JSON (every subscription operation does, spec
+   * 4), so an Accept header without JSON gets 406.
+   */
+  readonly json: boolean;
+  /** The change is guarded by If-Match (spec 4, DESIGN.md 3 "Concurrency"). */
+  readonly ifMatch?: boolean;
+  readonly tag: 'meta' | 'clients' | 'users' | 'rights' | 'subscriptions' | 'catalog';
+  readonly summary: string;
+  /** The name of the request body's schema in the OpenAPI components. */
+  readonly body?: { readonly schema: string; readonly required: boolean };
+  /** Query parameters, as OpenAPI parameter objects or references. */
+  readonly query?: readonly unknown[];
+  /** The statuses that are the operation's own; those every route shares are added from the fields above. */
+  readonly responses: Responses;
+}
+
+const ref = (name: string) => ({ $ref: `#/components/responses/${name}` });
+const param = (name: string) => ({ $ref: `#/components/parameters/${name}` });
+const json = (schema: string) => ({ 'application/json': { schema: { $ref: `#/components/schemas/${schema}` } } });
+const etag = { ETag: { description: 'The generation of the resource, quoted', schema: { type: 'string' } } };
+const created = (schema: string) => ({
+  description: 'Created',
+  headers: { ...etag, Location: { schema: { type: 'string' } } },
+  content: json(schema),
+});
+const one = (description: string, schema: string) => ({ description, headers: etag, content: json(schema) });
+const page = (description: string, schema: string) => ({
+  description,
+  headers: { Link: { schema: { type: 'string' } } },
+  content: json(schema),
+});
+const redirect = {
+  description: "Redirect to the same list with the caller's grantor",
+  headers: { Location: { schema: { type: 'string' } } },
+};
+const grantorQuery = (name: string) => ({
+  name,
+  in: 'query',
+  description: 'Matched case-insensitively by name',
+  schema: { type: 'string' },
+});
+
+/** A route under a user's rights or subscriptions (spec 4): any client may call it, Bearer only with a scope (spec 5). */
+const userRoute = <const W extends 'rights' | 'subscriptions', const O extends string>(
+  owner: W,
+  operationId: O,
+  method: RouteMethod,
+  path: string,
+  summary: string,
+  fields: Pick<PublicRoute, 'list' | 'ifMatch' | 'body' | 'query' | 'responses'> & { bearer?: Scope; json?: boolean },
+) =>
+  ({
+    ...fields,
+    operationId,
+    method,
+    path,
+    owner,
+    caller: 'client',
+    bearer: fields.bearer ?? null,
+    json: fields.json ?? owner === 'subscriptions',
+    tag: owner,
+    summary,
+  }) as const;
+
+/** A change of a user's right or subscription, guarded by If-Match and answering 204 (spec 4). */
+const change = <const W extends 'rights' | 'subscriptions', const O extends string>(
+  owner: W,
+  operationId: O,
+  method: 'POST' | 'DELETE',
+  path: string,
+  summary: string,
+  options: { conflict?: boolean; bearer?: Scope } = {},
+) =>
+  userRoute(owner, operationId, method, path, summary, {
+    ifMatch: true,
+    ...(options.bearer ? { bearer: options.bearer } : {}),
+    responses: { '204': { description: 'Done' }, ...(options.conflict ? { '409': ref('Conflict') } : {}) },
+  });
+
+const SUBSCRIPTIONS = '/id/users/{connectId}/subs';
+const SUBSCRIPTION = `${SUBSCRIPTIONS}/{subscriptionId}`;
+const RIGHTS = '/id/users/{connectId}/rights';
+const RIGHT = `${RIGHTS}/{rightId}`;
+const LIST_SUMMARY = (what: string, filter: string) =>
+  `List a user's ${what}, newest first (${filter} required for non-admins: 307 otherwise)`;
+
+export const ROUTES = [
+  {
+    operationId: 'getOpenApi',
+    method: 'GET',
+    path: '/openapi.json',
+    owner: 'gateway',
+    caller: 'none',
+    bearer: null,
+    json: true,
+    tag: 'meta',
+    summary: 'This document',
+    responses: { '200': { description: 'The OpenAPI document', content: { 'application/json': {} } } },
+  },
+  // DESIGN.md 6: API clients and revoked tokens.
+  {
+    operationId: 'listClients',
+    method: 'GET',
+    path: '/admin/clients',
+    owner: 'gateway',
+    caller: 'admin',
+    bearer: null,
+    json: true,
+    tag: 'clients',
+    summary: 'List API clients (never their secrets)',
+    responses: { '200': { description: 'The clients', content: json('ClientList') } },
+  },
+  {
+    operationId: 'putClient',
+    method: 'PUT',
+    path: '/admin/clients/{clientId}',
+    owner: 'gateway',
+    caller: 'admin',
+    bearer: null,
+    json: true,
+    tag: 'clients',
+    summary: 'Create or replace an API client; its secret is stored as a scrypt hash',
+    body: { schema: 'ClientBody', required: true },
+    responses: {
+      '201': { description: 'Created', content: json('ClientCreated') },
+      '204': { description: 'Replaced' },
+    },
+  },
+  {
+    operationId: 'deleteClient',
+    method: 'DELETE',
+    path: '/admin/clients/{clientId}',
+    owner: 'gateway',
+    caller: 'admin',
+    bearer: null,
+    json: false,
+    tag: 'clients',
+    summary: 'Delete an API client; its credentials stop working within seconds',
+    responses: { '204': { description: 'Deleted (also when unknown)' } },
+  },
+  {
+    operationId: 'revokeToken',
+    method: 'PUT',
+    path: '/admin/revoked-tokens/{jti}',
+    owner: 'gateway',
+    caller: 'admin',
+    bearer: null,
+    json: false,
+    tag: 'clients',
+    summary: 'Refuse access tokens with this jti from now on',
+    body: { schema: 'RevocationBody', required: false },
+    responses: { '201': { description: 'Revoked' }, '204': { description: 'Was already revoked' } },
+  },
+  // DESIGN.md 3 "Users".
+  {
+    operationId: 'getUser',
+    method: 'GET',
+    path: '/id/users/{connectId}',
+    owner: 'gateway',
+    caller: 'client',
+    bearer: 'any',
+    json: true,
+    tag: 'users',
+    summary: 'Read a user of the directory (any authenticated caller; a Bearer token only for its own user)',
+    responses: { '200': { description: 'The user', content: json('User') } },
+  },
+  {
+    operationId: 'putUser',
+    method: 'PUT',
+    path: '/id/users/{connectId}',
+    owner: 'gateway',
+    caller: 'admin',
+    bearer: null,
+    json: true,
+    tag: 'users',
+    summary: 'Register a user',
+    responses: {
+      '201': { description: 'Registered', content: json('User') },
+      '204': { description: 'Already registered' },
+    },
+  },
+  {
+    operationId: 'deleteUser',
+    method: 'DELETE',
+    path: '/id/users/{connectId}',
+    owner: 'gateway',
+    caller: 'admin',
+    bearer: null,
+    json: false,
+    tag: 'users',
+    summary: 'Unregister a user (their rights and subscriptions stay)',
+    responses: { '204': { description: 'Unregistered' } },
+  },
+  // spec 4.1: subscriptions.
+  userRoute('subscriptions', 'listSubscriptions', 'GET', SUBSCRIPTIONS, LIST_SUMMARY('subscriptions', 'grantorid'), {
+    bearer: 'id.user.sub.read',
+    list: 'subscriptions',
+    query: [grantorQuery('grantorid'), param('limit'), param('cursor')],
+    responses: { '200': page('The subscriptions', 'SubscriptionList'), '307': redirect },
+  }),
+  userRoute(
+    'subscriptions',
+    'createSubscription',
+    'POST',
+    SUBSCRIPTIONS,
+    'Create a subscription (no right is created now); emits subscription.created',
+    { body: { schema: 'SubscriptionCreateBody', required: true }, responses: { '201': created('Subscription') } },
+  ),
+  userRoute('subscriptions', 'getSubscription', 'GET', SUBSCRIPTION, 'Retrieve a subscription', {
+    bearer: 'id.user.sub.read',
+    responses: { '200': one('The subscription', 'Subscription') },
+  }),
+  change(
+    'subscriptions',
+    'deleteSubscription',
+    'DELETE',
+    SUBSCRIPTION,
+    'Delete a subscription; its rights stay; 204 also when unknown',
+  ),
+  change(
+    'subscriptions',
+    'activateSubscription',
+    'POST',
+    `${SUBSCRIPTION}/activate`,
+    'Activate a SUSPENDED subscription; its suspended rights whose interval has not ended are reactivated',
+    { conflict: true },
+  ),
+  change(
+    'subscriptions',
+    'suspendSubscription',
+    'POST',
+    `${SUBSCRIPTION}/suspend`,
+    'Suspend an ACTIVE subscription; its ACTIVE rights are suspended',
+    { conflict: true },
+  ),
+  // spec 4.2: rights.
+  userRoute('rights', 'listRights', 'GET', RIGHTS, LIST_SUMMARY('rights', 'grantorId'), {
+    bearer: 'id.user.right.read',
+    list: 'rights',
+    json: true,
+    query: [
+      grantorQuery('grantorId'),
+      {
+        name: 'active',
+        in: 'query',
+        description: 'A date-time with offset, `true` or `now`: rights ACTIVE at that instant',
+        schema: { type: 'string' },
+      },
+      param('limit'),
+      param('cursor'),
+    ],
+    responses: { '200': page('The rights', 'RightList'), '307': redirect },
+  }),
+  userRoute('rights', 'createRight', 'POST', RIGHTS, 'Create a right; emits right.created', {
+    json: true,
+    body: { schema: 'RightCreateBody', required: true },
+    responses: { '201': created('Right') },
+  }),
+  userRoute('rights', 'getRight', 'GET', RIGHT, 'Retrieve a right', {
+    bearer: 'id.user.right.read',
+    json: true,
+    responses: { '200': one('The right', 'Right') },
+  }),
+  change('rights', 'removeRight', 'DELETE', RIGHT, 'Remove a right (its grantor or an admin); emits right.removed'),
+  change(
+    'rights',
+    'activateRight',
+    'POST',
+    `${RIGHT}/activate`,
+    'Activate a right (from CREATED or SUSPENDED; ACTIVE is a no-op); emits right.activated',
+    { conflict: true },
+  ),
+  change(
+    'rights',
+    'suspendRight',
+    'POST',
+    `${RIGHT}/suspend`,
+    'Suspend a right (from CREATED or ACTIVE; SUSPENDED is a no-op); emits right.suspended',
+    { conflict: true },
+  ),
+  change(
+    'rights',
+    'usageRight',
+    'POST',
+    `${RIGHT}/usage`,
+    'Record usage (only while active; a repeat is a no-op); emits right.used and, per the catalog, service.announce',
+    { conflict: true, bearer: 'id.user.right.use' },
+  ),
+  // DESIGN.md 6: the admin catalog API.
+  {
+    operationId: 'listSkus',
+    method: 'GET',
+    path: '/catalog/skus',
+    owner: 'catalog',
+    caller: 'admin',
+    bearer: null,
+    json: true,
+    tag: 'catalog',
+    summary: 'List catalog entries in name order',
+    query: [param('limit'), param('skuCursor')],
+    responses: { '200': page('One page of entries; `Link: <…>; rel="next"` when more exist', 'SkuList') },
+  },
+  {
+    operationId: 'getSku',
+    method: 'GET',
+    path: '/catalog/skus/{sku}',
+    owner: 'catalog',
+    caller: 'admin',
+    bearer: null,
+    json: true,
+    tag: 'catalog',
+    summary: 'Read a catalog entry',
+    responses: { '200': one('The entry', 'Sku'), '404': ref('NotFound') },
+  },
+  {
+    operationId: 'putSku',
+    method: 'PUT',
+    path: '/catalog/skus/{sku}',
+    owner: 'catalog',
+    caller: 'admin',
+    bearer: null,
+    json: true,
+    ifMatch: true,
+    tag: 'catalog',
+    summary: 'Create or replace a catalog entry; emits sku.upserted on catalog.events',
+    body: { schema: 'SkuUpsertBody', required: false },
+    responses: { '201': created('Sku'), '204': { description: 'Replaced, or already so', headers: etag } },
+  },
+  {
+    operationId: 'deleteSku',
+    method: 'DELETE',
+    path: '/catalog/skus/{sku}',
+    owner: 'catalog',
+    caller: 'admin',
+    bearer: null,
+    json: false,
+    ifMatch: true,
+    tag: 'catalog',
+    summary: 'Delete a catalog entry; emits sku.deleted on catalog.events',
+    responses: { '204': { description: 'Deleted' }, '404': ref('NotFound') },
+  },
+] as const satisfies readonly PublicRoute[];
+
+export type OperationId<O extends RouteOwner = RouteOwner> = Extract<
+  (typeof ROUTES)[number],
+  { owner: O }
+>['operationId'];
+
+/** The path parameters of a template, in order: `/a/{x}/b/{y}` → `['x', 'y']`. */
+export function pathParameters(template: string): string[] {
+  return [...template.matchAll(/\{([^}]+)\}/g)].map((match) => match[1]!);
+}
