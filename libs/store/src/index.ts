@@ -3,3 +3,4 @@ export * from './documents';
 export * from './outbox';
 export * from './retry';
 export * from './server-limits';
+export * from './schema';

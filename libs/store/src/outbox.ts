@@ -57,14 +57,13 @@ export const outboxFields = {
  * generation its compare-and-sets are made on, its times, and its outbox.
  */
 export const outboxDocumentFields = {
-  _id: { type: String, required: true },
   /** `bucketOf(_id)`: every document of a collection is read a bucket at a time, each by equality. */
   bucket: { type: Number },
-  generation: { type: Number, required: true },
-  createdAt: { type: Date, required: true },
-  updatedAt: { type: Date, required: true },
+  generation: 'number',
+  createdAt: 'date',
+  updatedAt: 'date',
   ...outboxFields,
-};
+} as const;
 
 // Registered on the process registry; its value is computed at scrape time.
 new client.Gauge({

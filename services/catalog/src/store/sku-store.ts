@@ -1,5 +1,12 @@
-import { OUTBOX_INDEX, OUTBOX_INDEX_OPTIONS, outboxDocumentFields, OutboxStore, type OutboxEntry } from '@rs/store';
-import { Schema, type Connection } from 'mongoose';
+import {
+  OUTBOX_INDEX,
+  OUTBOX_INDEX_OPTIONS,
+  outboxDocumentFields,
+  OutboxStore,
+  type OutboxEntry,
+  documentSchema,
+} from '@rs/store';
+import { type Connection } from 'mongoose';
 import type { SkuEntry } from '../domain/sku';
 
 interface SkuDocument {
@@ -13,16 +20,13 @@ interface SkuDocument {
   deleted: boolean;
 }
 
-const skuSchema = new Schema<SkuDocument>(
-  {
-    name: { type: String, default: null },
-    serviceProviderId: { type: String, default: null },
-    announceOnUsage: { type: Boolean, default: false },
-    deleted: { type: Boolean, default: false },
-    ...outboxDocumentFields,
-  },
-  { collection: 'skus', versionKey: false, minimize: false },
-);
+const skuSchema = documentSchema<SkuDocument>('skus', {
+  name: 'string?',
+  serviceProviderId: 'string?',
+  announceOnUsage: 'flag',
+  deleted: 'flag',
+  ...outboxDocumentFields,
+});
 skuSchema.index(OUTBOX_INDEX, OUTBOX_INDEX_OPTIONS);
 
 const toEntry = (doc: SkuDocument): SkuEntry => ({

@@ -1,4 +1,5 @@
-import { Schema, type Connection, type Model } from 'mongoose';
+import { documentSchema } from '@rs/store';
+import { type Connection, type Model } from 'mongoose';
 
 /** An API client (DESIGN.md 3 "Principals"): who calls, for which grantor, with admin rights or not. */
 export interface ApiClient {
@@ -19,17 +20,13 @@ interface ClientDocument {
   updatedAt: Date;
 }
 
-const clientSchema = new Schema<ClientDocument>(
-  {
-    _id: { type: String, required: true },
-    grantorId: { type: String, required: true },
-    admin: { type: Boolean, required: true },
-    secretHash: { type: String, required: true },
-    createdAt: { type: Date, required: true },
-    updatedAt: { type: Date, required: true },
-  },
-  { collection: 'clients', versionKey: false },
-);
+const clientSchema = documentSchema<ClientDocument>('clients', {
+  grantorId: 'string',
+  admin: 'boolean',
+  secretHash: 'string',
+  createdAt: 'date',
+  updatedAt: 'date',
+});
 
 const toClient = (doc: ClientDocument): ApiClient => ({
   clientId: doc._id,

@@ -1,6 +1,7 @@
+import { documentSchema } from '@rs/store';
 import type { Logger } from '@rs/logging';
 import { repeat, type Repeating } from '@rs/time';
-import { Schema, type Connection, type Model } from 'mongoose';
+import { type Connection, type Model } from 'mongoose';
 
 interface RevokedTokenDocument {
   _id: string;
@@ -9,14 +10,7 @@ interface RevokedTokenDocument {
   expiresAt: Date;
 }
 
-const revokedSchema = new Schema<RevokedTokenDocument>(
-  {
-    _id: { type: String, required: true },
-    revokedAt: { type: Date, required: true },
-    expiresAt: { type: Date, required: true },
-  },
-  { collection: 'revoked_tokens', versionKey: false },
-);
+const revokedSchema = documentSchema<RevokedTokenDocument>('revoked_tokens', { revokedAt: 'date', expiresAt: 'date' });
 
 /** How long a revocation is kept when the caller does not say when the token expires. */
 export const DEFAULT_REVOCATION_RETENTION_MS = 30 * 24 * 3600 * 1000;

@@ -1,4 +1,5 @@
-import { Schema, type Connection, type Model } from 'mongoose';
+import { documentSchema } from '@rs/store';
+import { type Connection, type Model } from 'mongoose';
 import { directoryLookups } from '../auth/metrics';
 import { RefreshingCache } from '../auth/refreshing-cache';
 
@@ -22,10 +23,7 @@ interface UserDocument {
   createdAt: Date;
 }
 
-const userSchema = new Schema<UserDocument>(
-  { _id: { type: String, required: true }, createdAt: { type: Date, required: true } },
-  { collection: 'users', versionKey: false },
-);
+const userSchema = documentSchema<UserDocument>('users', { createdAt: 'date' });
 
 /**
  * The gateway's user directory in its `identity` database, behind a cache refreshed with a

@@ -8,8 +8,9 @@ import {
   outboxDocumentFields,
   OutboxStore,
   type OutboxEntry,
+  documentSchema,
 } from '@rs/store';
-import { Schema, type Connection } from 'mongoose';
+import { type Connection } from 'mongoose';
 import type { RightEntity } from '../domain/right';
 
 interface RightDocument extends Omit<RightEntity, 'rightId'> {
@@ -18,25 +19,22 @@ interface RightDocument extends Omit<RightEntity, 'rightId'> {
   removed: boolean;
 }
 
-const rightSchema = new Schema<RightDocument>(
-  {
-    userId: { type: String, required: true },
-    state: { type: String, required: true },
-    grantorId: { type: String, required: true },
-    grantorContext: { type: String, default: null },
-    serviceProviderId: { type: String, default: null },
-    sku: { type: String, required: true },
-    payload: { type: Schema.Types.Mixed, default: null },
-    used: { type: Boolean, required: true },
-    start: { type: Date, required: true },
-    end: { type: Date, required: true },
-    timeInterval: { type: String, required: true },
-    subscriptionId: { type: String, default: null },
-    removed: { type: Boolean, default: false },
-    ...outboxDocumentFields,
-  },
-  { collection: 'rights', versionKey: false, minimize: false },
-);
+const rightSchema = documentSchema<RightDocument>('rights', {
+  userId: 'string',
+  state: 'string',
+  grantorId: 'string',
+  grantorContext: 'string?',
+  serviceProviderId: 'string?',
+  sku: 'string',
+  payload: 'json?',
+  used: 'boolean',
+  start: 'date',
+  end: 'date',
+  timeInterval: 'string',
+  subscriptionId: 'string?',
+  removed: 'flag',
+  ...outboxDocumentFields,
+});
 // One index per query the service makes (issue: "indexes for every query").
 rightSchema.index({ userId: 1, createdAt: -1, _id: -1 }, { name: 'by_user' });
 rightSchema.index({ userId: 1, grantorId: 1, createdAt: -1 }, { name: 'by_user_and_grantor' });

@@ -1,5 +1,5 @@
-import { isDuplicateKey, mapConcurrently, serverLimits } from '@rs/store';
-import { Schema, type Connection, type Model } from 'mongoose';
+import { isDuplicateKey, mapConcurrently, serverLimits, documentSchema } from '@rs/store';
+import { type Connection, type Model } from 'mongoose';
 import { dueKeyOf, slotKey, SOON_KEY } from '../domain/due';
 
 /**
@@ -40,17 +40,13 @@ export class DueStore {
     db: Connection,
     readonly collection: string,
   ) {
-    const schema = new Schema<DueDocument>(
-      {
-        _id: { type: String, required: true },
-        id: { type: String, required: true },
-        sequence: { type: Number, required: true },
-        dueAt: { type: Date, required: true },
-        due: { type: String, required: true },
-        connectId: { type: String, required: true },
-      },
-      { collection, versionKey: false },
-    );
+    const schema = documentSchema<DueDocument>(collection, {
+      id: 'string',
+      sequence: 'number',
+      dueAt: 'date',
+      due: 'string',
+      connectId: 'string',
+    });
     schema.index({ due: 1 }, { name: 'due_key' });
     this.model = db.model<DueDocument>(collection, schema);
   }

@@ -1,4 +1,5 @@
-import { Schema, type Connection, type Model } from 'mongoose';
+import { documentSchema } from '@rs/store';
+import { type Connection, type Model } from 'mongoose';
 
 interface MemberDocument {
   _id: string;
@@ -25,17 +26,11 @@ export class PartitionStore {
   constructor(db: Connection) {
     this.members = db.model<MemberDocument>(
       'SchedulerMember',
-      new Schema<MemberDocument>(
-        { _id: { type: String, required: true }, until: { type: Date, required: true } },
-        { collection: 'scheduler_members', versionKey: false },
-      ),
+      documentSchema<MemberDocument>('scheduler_members', { until: 'date' }),
     );
     this.cursors = db.model<CursorDocument>(
       'SweepCursor',
-      new Schema<CursorDocument>(
-        { _id: { type: String, required: true }, second: { type: Number, required: true } },
-        { collection: 'sweep_cursors', versionKey: false },
-      ),
+      documentSchema<CursorDocument>('sweep_cursors', { second: 'number' }),
     );
   }
 

@@ -9,8 +9,9 @@ import {
   OutboxStore,
   READ_CONCURRENCY,
   type OutboxEntry,
+  documentSchema,
 } from '@rs/store';
-import { Schema, type Connection } from 'mongoose';
+import { type Connection } from 'mongoose';
 import type { SubscriptionEntity } from '../domain/subscription';
 
 interface SubscriptionDocument extends Omit<SubscriptionEntity, 'subscriptionId'> {
@@ -19,27 +20,24 @@ interface SubscriptionDocument extends Omit<SubscriptionEntity, 'subscriptionId'
   lastEvents: OutboxEntry[];
 }
 
-const schema = new Schema<SubscriptionDocument>(
-  {
-    userId: { type: String, required: true },
-    grantorId: { type: String, required: true },
-    grantorContext: { type: String, default: null },
-    state: { type: String, required: true },
-    rightsSpec: { type: Schema.Types.Mixed, required: true },
-    timeSpec: { type: String, required: true },
-    origTimeSpec: { type: String, required: true },
-    paymentAgreement: { type: String, default: null },
-    nextPeriod: { type: Number, default: null },
-    deleted: { type: Boolean, default: false },
-    ...outboxDocumentFields,
-    /**
-     * The events and commands of the last renewal, published by the renewal command's handler
-     * before it acks; kept so a redelivered command publishes them again (docs/decisions/0011).
-     */
-    lastEvents: { type: Schema.Types.Mixed, default: [] },
-  },
-  { collection: 'subscriptions', versionKey: false, minimize: false },
-);
+const schema = documentSchema<SubscriptionDocument>('subscriptions', {
+  userId: 'string',
+  grantorId: 'string',
+  grantorContext: 'string?',
+  state: 'string',
+  rightsSpec: 'json',
+  timeSpec: 'string',
+  origTimeSpec: 'string',
+  paymentAgreement: 'string?',
+  nextPeriod: 'number?',
+  deleted: 'flag',
+  ...outboxDocumentFields,
+  /**
+   * The events and commands of the last renewal, published by the renewal command's handler
+   * before it acks; kept so a redelivered command publishes them again (docs/decisions/0011).
+   */
+  lastEvents: 'json[]',
+});
 schema.index({ userId: 1, grantorId: 1, createdAt: -1 }, { name: 'by_user_and_grantor' });
 schema.index({ userId: 1, createdAt: -1, _id: -1 }, { name: 'by_user' });
 schema.index(OUTBOX_INDEX, OUTBOX_INDEX_OPTIONS);
