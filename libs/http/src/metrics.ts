@@ -1,5 +1,6 @@
 import type { NextFunction, Request, Response } from 'express';
 import client from 'prom-client';
+import { histogram } from '@rs/telemetry/metrics';
 import { routeOf } from './tracing';
 
 /**
@@ -17,12 +18,12 @@ export function initMetrics(service: string): void {
   }
 }
 
-const requestDuration = new client.Histogram({
-  name: 'http_request_duration_seconds',
-  help: 'HTTP request latency by method, route and status',
-  labelNames: ['method', 'route', 'status'] as const,
-  buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
-});
+const requestDuration = histogram(
+  'http_request_duration_seconds',
+  'HTTP request latency by method, route and status',
+  ['method', 'route', 'status'],
+  [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+);
 
 /** Records rate, errors (by status) and latency of every request, labelled by route template. */
 export function httpMetrics(req: Request, res: Response, next: NextFunction): void {

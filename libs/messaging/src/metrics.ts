@@ -1,18 +1,13 @@
-import client from 'prom-client';
+import { counter, gauge } from '@rs/telemetry/metrics';
 
-export const messagesHandled = new client.Counter({
-  name: 'amqp_messages_handled_total',
-  help: 'Messages consumed, by queue and outcome (ok, retried, dead_lettered, dropped)',
-  labelNames: ['queue', 'outcome'] as const,
-});
-
-export const messagesPublished = new client.Counter({
-  name: 'amqp_messages_published_total',
-  help: 'Messages confirmed by the broker, by exchange',
-  labelNames: ['exchange'] as const,
-});
-
-export const brokerConnected = new client.Gauge({
-  name: 'amqp_connected',
-  help: '1 while the broker connection is open',
-});
+export const messagesHandled = counter(
+  'amqp_messages_handled_total',
+  'Messages consumed, by queue and outcome (ok, retried, dead_lettered, dropped)',
+  ['queue', 'outcome'],
+);
+export const messagesPublished = counter(
+  'amqp_messages_published_total',
+  'Messages confirmed by the broker, by exchange',
+  ['exchange'],
+);
+export const brokerConnected = gauge('amqp_connected', '1 while the broker connection is open');

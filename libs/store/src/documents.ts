@@ -234,3 +234,21 @@ export abstract class OutboxStore<Doc extends { _id: string }, Entity> {
     return mapConcurrently(filters, READ_CONCURRENCY, (filter) => this.findLive(filter));
   }
 }
+
+/**
+ * A store of documents that belong to a user (spec 4: every right and subscription lives
+ * under its user's path). A document is found by its id and its user: a request naming
+ * another user's resource finds nothing, and the user equality reaches FerretDB's index.
+ */
+export abstract class UserOwnedStore<Doc extends { _id: string; userId: string }, Entity> extends OutboxStore<
+  Doc,
+  Entity
+> {
+  find(userId: string, id: string): Promise<Entity | null> {
+    return this.findLive({ _id: id, userId });
+  }
+
+  findMany(keys: ReadonlyArray<{ userId: string; id: string }>): Promise<Array<Entity | null>> {
+    return this.findManyLive(keys.map(({ userId, id }) => ({ _id: id, userId })));
+  }
+}

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { CloudEvent } from '@rs/contracts';
 import type { Logger } from '@rs/logging';
 import type { mongo } from 'mongoose';
-import client from 'prom-client';
+import { gauge } from '@rs/telemetry/metrics';
 import { Schema } from 'mongoose';
 import { currentTraceCarrier, type AmqpClient, type TraceCarrier } from '@rs/messaging';
 import { repeat, type Repeating } from '@rs/time';
@@ -66,14 +66,14 @@ export const outboxDocumentFields = {
 } as const;
 
 // Registered on the process registry; its value is computed at scrape time.
-new client.Gauge({
-  name: 'outbox_pending_documents',
-  help: 'Documents with events not yet published, by collection',
-  labelNames: ['collection'] as const,
-  async collect() {
+gauge(
+  'outbox_pending_documents',
+  'Documents with events not yet published, by collection',
+  ['collection'],
+  async function collect() {
     for (const relay of relays) this.set({ collection: relay.collectionName }, await relay.backlog().catch(() => -1));
   },
-});
+);
 const relays = new Set<OutboxRelay>();
 
 export interface OutboxRelayOptions {

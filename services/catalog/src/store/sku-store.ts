@@ -9,15 +9,8 @@ import {
 import { type Connection } from 'mongoose';
 import type { SkuEntry } from '../domain/sku';
 
-interface SkuDocument {
+interface SkuDocument extends Omit<SkuEntry, 'sku'> {
   _id: string;
-  name: string | null;
-  serviceProviderId: string | null;
-  announceOnUsage: boolean;
-  generation: number;
-  createdAt: Date;
-  updatedAt: Date;
-  deleted: boolean;
 }
 
 const skuSchema = documentSchema<SkuDocument>('skus', {

@@ -6,7 +6,7 @@ import {
   OUTBOX_INDEX_OPTIONS,
   outboxEntry,
   outboxDocumentFields,
-  OutboxStore,
+  UserOwnedStore,
   type OutboxEntry,
   documentSchema,
 } from '@rs/store';
@@ -74,20 +74,12 @@ export interface RightQuery {
  * The rights service's own database. Every change is a compare-and-set on `generation`
  * that stores the new state and its events together (DESIGN.md 2, docs/decisions/0003).
  */
-export class RightStore extends OutboxStore<RightDocument, RightEntity> {
+export class RightStore extends UserOwnedStore<RightDocument, RightEntity> {
   constructor(
     db: Connection,
     private readonly eventsFor: (right: RightEntity, types: string[]) => CloudEvent[],
   ) {
     super(db, 'Right', rightSchema, { live: { removed: { $ne: true } }, hidden: PROJECTION, toEntity });
-  }
-
-  find(userId: string, rightId: string): Promise<RightEntity | null> {
-    return this.findLive({ _id: rightId, userId });
-  }
-
-  findMany(keys: ReadonlyArray<{ userId: string; id: string }>): Promise<Array<RightEntity | null>> {
-    return this.findManyLive(keys.map(({ userId, id }) => ({ _id: id, userId })));
   }
 
   /** The ACTIVE and SUSPENDED rights of one bucket (for the scheduler's rebuild). */

@@ -2,22 +2,22 @@ import { Exchanges, MAX_BATCH_ITEMS, type CloudEvent } from '@rs/contracts';
 import type { Logger } from '@rs/logging';
 import type { AmqpClient } from '@rs/messaging';
 import { chunks } from '@rs/store';
-import client from 'prom-client';
+import { counter, gauge } from '@rs/telemetry/metrics';
 import { partitionOf, SECOND_LOOK_S, secondOf } from '../domain/due';
 import type { DueItem, DueStore } from '../store/due-store';
 import type { PartitionStore } from '../store/partition-store';
 
-const commanded = new client.Counter({
-  name: 'scheduler_commanded_items_total',
-  help: 'Due items the scheduler has commanded (several per command), by command type',
-  labelNames: ['type'] as const,
-});
+const commanded = counter(
+  'scheduler_commanded_items_total',
+  'Due items the scheduler has commanded (several per command), by command type',
+  ['type'],
+);
 
 /** Partitions this replica sweeps (replicas share them: docs/decisions/0011). */
-export const ownedPartitionsGauge = new client.Gauge({
-  name: 'scheduler_owned_partitions',
-  help: 'Partitions of the due work this scheduler replica sweeps',
-});
+export const ownedPartitionsGauge = gauge(
+  'scheduler_owned_partitions',
+  'Partitions of the due work this scheduler replica sweeps',
+);
 
 export interface SweeperOptions {
   store: DueStore;

@@ -6,7 +6,7 @@ import {
   OUTBOX_INDEX_OPTIONS,
   outboxEntry,
   outboxDocumentFields,
-  OutboxStore,
+  UserOwnedStore,
   READ_CONCURRENCY,
   type OutboxEntry,
   documentSchema,
@@ -84,17 +84,9 @@ export const entriesOf = (outgoing: Outgoing): OutboxEntry[] => [
  * The subscriptions service's own database. A change, its events and its commands (the
  * rights cascade) are stored in one write (DESIGN.md 2; docs/decisions/0003 and 0008).
  */
-export class SubscriptionStore extends OutboxStore<SubscriptionDocument, SubscriptionEntity> {
+export class SubscriptionStore extends UserOwnedStore<SubscriptionDocument, SubscriptionEntity> {
   constructor(db: Connection) {
     super(db, 'Subscription', schema, { live: { deleted: { $ne: true } }, hidden: PROJECTION, toEntity });
-  }
-
-  find(userId: string, subscriptionId: string): Promise<SubscriptionEntity | null> {
-    return this.findLive({ _id: subscriptionId, userId });
-  }
-
-  findMany(keys: ReadonlyArray<{ userId: string; id: string }>): Promise<Array<SubscriptionEntity | null>> {
-    return this.findManyLive(keys.map(({ userId, id }) => ({ _id: id, userId })));
   }
 
   /** Every live subscription of one bucket (for the scheduler's rebuild). */
