@@ -1,4 +1,5 @@
 import { internalTokenSecret, loadConfig, mongoTarget, redactUrl, type ServiceName } from '@rs/config';
+import { SkuDirectory } from '@rs/catalog-client';
 import {
   createHttpApp,
   InternalTokenSigner,
@@ -11,11 +12,13 @@ import {
 } from '@rs/http';
 import { createLogger, type Logger } from '@rs/logging';
 import { AmqpClient } from '@rs/messaging';
+import { OutboxRelay } from '@rs/store';
 import { shutdownTelemetry } from '@rs/telemetry';
+import { systemClock, type Clock } from '@rs/time';
 import mongoose, { type Connection } from 'mongoose';
 import type { z } from 'zod';
 
-/** What every service process holds: its config, logger, database, broker, and internal-token signer. */
+/** What every service holds: its config, logger, database, broker, internal-token signer and clock. */
 export interface Runtime<C> {
   service: ServiceName;
   config: C;
@@ -24,13 +27,18 @@ export interface Runtime<C> {
   broker: AmqpClient;
   internalSecret: string;
   signer: InternalTokenSigner;
+  clock: Clock;
+  /** Apply the migration (indexes) at start: outside production, or with MIGRATE_ON_START=true. */
+  migrateOnStart: boolean;
+  /** Registers how to stop something the service started; stopped after its server, in reverse order. */
+  onStop(stop: () => unknown): void;
 }
 
 interface BaseConfig {
   NODE_ENV: string;
   LOG_LEVEL: string;
   MONGODB_URL: string;
-  AMQP_URL: string;
+  AMQP_URL?: string;
   INTERNAL_TOKEN_SECRET?: string | undefined;
 }
 
@@ -60,80 +68,128 @@ export async function connectDatabase(
   return db;
 }
 
-/**
- * Runs one service process: parses its configuration, connects to MongoDB and RabbitMQ
- * (a clear error and exit code 1 when either is unreachable), lets `start` build the
- * service, and stops everything in reverse order on SIGTERM.
- */
-export function runBackend<S extends z.ZodType<BaseConfig>>(
-  service: ServiceName,
-  schema: S,
-  start: (runtime: Runtime<z.infer<S>>) => Promise<Stoppable>,
-): void {
-  const logger = createLogger(service, process.env.LOG_LEVEL ?? 'info');
-  runService(
-    logger,
-    async () => {
-      const config = loadConfig(schema);
-      logger.level = config.LOG_LEVEL;
-      const internalSecret = internalTokenSecret(config);
-      const broker = new AmqpClient({ url: config.AMQP_URL, connectionName: service, logger });
-      broker.start();
-      let db: Connection | undefined;
-      try {
-        db = await connectDatabase(service, config as unknown as Record<string, unknown>, logger);
-        await broker.waitUntilConnected(STARTUP_TIMEOUT_MS);
-        const stoppable = await start({
-          service,
-          config,
-          logger,
-          db,
-          broker,
-          internalSecret,
-          signer: new InternalTokenSigner(internalSecret, service),
-        });
-        const openDb = db;
-        return {
-          async stop() {
-            await stoppable.stop();
-            await broker.close();
-            await openDb.close();
-          },
-        };
-      } catch (error) {
-        await broker.close();
-        await db?.close().catch(() => undefined);
-        throw error;
-      }
-    },
-    { finally: [shutdownTelemetry] },
-  );
+/** A service started in this process: where it listens, and how to stop it (in reverse order of start). */
+export interface RunningService extends Stoppable {
+  port: number;
 }
 
-/** The HTTP side of an internal service: internal token required, readiness from MongoDB and RabbitMQ. */
-export async function serveInternalHttp(
+/** What `startService` needs to know of a service beyond its name and configuration. */
+export interface ServiceOptions {
+  /** The service talks to RabbitMQ (every backend; not the gateway). Default true. */
+  broker?: boolean;
+  /** The clock of every use case, consumer and loop of the service (tests pin it). */
+  clock?: Clock;
+}
+
+/**
+ * Starts one service in this process, the same way for every service (issue 10): parses its
+ * configuration from `env`, connects to its own database and to RabbitMQ (a clear error when
+ * either is unreachable), and lets `build` wire the service, ending with its HTTP server.
+ * Whatever `build` registers with `runtime.onStop` is stopped after the server, in reverse
+ * order, then the broker and the database. `main.ts` runs it as a process (`runMain`);
+ * tests can start it in-process.
+ */
+export async function startService<S extends z.ZodType<BaseConfig>>(
+  service: ServiceName,
+  schema: S,
+  env: NodeJS.ProcessEnv,
+  build: (runtime: Runtime<z.infer<S>>) => Promise<RunningServer>,
+  options: ServiceOptions = {},
+): Promise<RunningService> {
+  const logger = createLogger(service, env.LOG_LEVEL ?? 'info');
+  const config = loadConfig(schema, env);
+  logger.level = config.LOG_LEVEL;
+  const internalSecret = internalTokenSecret(config);
+  const stops: Array<() => unknown> = [];
+  const broker =
+    options.broker === false ? null : new AmqpClient({ url: config.AMQP_URL!, connectionName: service, logger });
+  broker?.start();
+  let db: Connection | undefined;
+  const close = async () => {
+    for (const stop of stops.reverse()) await stop();
+    await broker?.close();
+    await db?.close().catch(() => undefined);
+  };
+  try {
+    db = await connectDatabase(service, config as unknown as Record<string, unknown>, logger);
+    await broker?.waitUntilConnected(STARTUP_TIMEOUT_MS);
+    const server = await build({
+      service,
+      config,
+      logger,
+      db,
+      // Only the gateway goes without, and it never touches `broker`.
+      broker: broker as AmqpClient,
+      internalSecret,
+      signer: new InternalTokenSigner(internalSecret, service),
+      clock: options.clock ?? systemClock,
+      migrateOnStart: migrateOnStart(config.NODE_ENV, env),
+      onStop: (stop) => stops.push(stop),
+    });
+    stops.unshift(() => server.close());
+    return { port: server.port, stop: close };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}
+
+/** Runs a service as this process (its `main.ts`): started by `start`, stopped on SIGTERM. */
+export function runMain(service: ServiceName, start: (env: NodeJS.ProcessEnv) => Promise<Stoppable>): void {
+  const logger = createLogger(service, process.env.LOG_LEVEL ?? 'info');
+  runService(logger, () => start(process.env), { finally: [shutdownTelemetry] });
+}
+
+/** The service's outbox relay (DESIGN.md 2), started now and stopped with the service. */
+export function startRelay(runtime: Runtime<unknown>, collection: string): OutboxRelay {
+  const relay = new OutboxRelay({ db: runtime.db.db!, collection, client: runtime.broker, logger: runtime.logger });
+  relay.start();
+  runtime.onStop(() => relay.stop());
+  return relay;
+}
+
+/** The catalog's SKUs as a service needs them (libs/catalog-client), following catalog.events. */
+export async function startSkuDirectory(runtime: Runtime<unknown>, catalogUrl: string): Promise<SkuDirectory> {
+  const skus = new SkuDirectory({
+    broker: runtime.broker,
+    catalogUrl,
+    signer: runtime.signer,
+    service: runtime.service,
+    logger: runtime.logger,
+  });
+  await skus.start();
+  return skus;
+}
+
+/**
+ * The HTTP side of a service: health and readiness from its database and broker, metrics,
+ * and its routes, behind the internal token unless it is the public edge (the gateway).
+ */
+export async function serveHttp(
   runtime: Runtime<unknown>,
   port: number,
   options: Pick<HttpAppOptions, 'routes' | 'jsonLimit' | 'realm'> & {
-    /** Called after every request that may have changed something (not GET), e.g. to publish its events now. */
-    afterChange?: () => void;
+    /** The public edge: no internal token (the gateway authenticates callers itself). */
+    public?: boolean;
+    /** The service's outbox relay: kicked after every request that may have stored events (not GET). */
+    relay?: OutboxRelay;
   },
 ): Promise<RunningServer> {
-  const { afterChange, routes } = options;
+  const { relay, routes } = options;
+  const readiness: HttpAppOptions['readiness'] = { mongodb: () => runtime.db.readyState === 1 };
+  if (runtime.broker) readiness.rabbitmq = () => runtime.broker.connected;
   const app = createHttpApp({
     service: runtime.service,
     logger: runtime.logger,
-    readiness: {
-      mongodb: () => runtime.db.readyState === 1,
-      rabbitmq: () => runtime.broker.connected,
-    },
-    guard: requireInternalToken(runtime.internalSecret),
+    readiness,
+    ...(options.public ? {} : { guard: requireInternalToken(runtime.internalSecret) }),
     jsonLimit: options.jsonLimit,
     realm: options.realm,
     routes: (app) => {
-      if (afterChange) {
+      if (relay) {
+        // A change stored its events: publish them now rather than at the next poll.
         app.use((req, res, next) => {
-          if (req.method !== 'GET') res.on('finish', afterChange);
+          if (req.method !== 'GET') res.on('finish', () => relay.kick());
           next();
         });
       }
@@ -150,8 +206,8 @@ export async function serveInternalHttp(
  * (`npm run migrate`; the Kubernetes init containers). Outside production, or with
  * MIGRATE_ON_START=true, a service also applies them when it starts.
  */
-export function migrateOnStart(nodeEnv: string): boolean {
-  return nodeEnv !== 'production' || process.env.MIGRATE_ON_START === 'true';
+export function migrateOnStart(nodeEnv: string, env: NodeJS.ProcessEnv = process.env): boolean {
+  return nodeEnv !== 'production' || env.MIGRATE_ON_START === 'true';
 }
 
 /** Runs one service's migration against its own database, then exits (0 on success). */

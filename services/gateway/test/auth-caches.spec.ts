@@ -1,15 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { FailureThrottle, PER_ADDRESS, PER_CLIENT_AND_ADDRESS } from '../src/auth/failure-throttle';
 import { RefreshingCache } from '../src/auth/refreshing-cache';
+import { manualClock, type ManualClock } from '@rs/time';
 
-/** A clock the test moves by hand. */
-function manualClock(start = 1_000_000) {
-  let now = start;
-  return { now: () => now, advance: (ms: number) => (now += ms) };
-}
+const START = '2026-01-01T00:00:00Z';
 
 describe('RefreshingCache', () => {
-  function counting(clock: ReturnType<typeof manualClock>) {
+  function counting(clock: ManualClock) {
     let loads = 0;
     let value = 'v1';
     let release: () => void = () => undefined;
@@ -23,7 +20,7 @@ describe('RefreshingCache', () => {
       freshMs: 1_000,
       staleMs: 1_000,
       max: 100,
-      now: clock.now,
+      clock,
     });
     return {
       cache,
@@ -38,7 +35,7 @@ describe('RefreshingCache', () => {
   }
 
   it('when many callers ask for a missing key at once, then one load serves them all', async () => {
-    const subject = counting(manualClock());
+    const subject = counting(manualClock(START));
     subject.hold();
     const all = Promise.all(Array.from({ length: 20 }, () => subject.cache.get('k')));
     subject.release();
@@ -47,7 +44,7 @@ describe('RefreshingCache', () => {
   });
 
   it('when the value is stale, then callers get it at once while one load refreshes it; the next get sees the new value', async () => {
-    const clock = manualClock();
+    const clock = manualClock(START);
     const subject = counting(clock);
     await subject.cache.get('k');
     subject.change('v2');
@@ -62,7 +59,7 @@ describe('RefreshingCache', () => {
   });
 
   it('when the value is older than fresh plus stale, then callers wait for the load and never see the old value', async () => {
-    const clock = manualClock();
+    const clock = manualClock(START);
     const subject = counting(clock);
     await subject.cache.get('k');
     subject.change('v2');
@@ -73,8 +70,8 @@ describe('RefreshingCache', () => {
 
 describe('FailureThrottle', () => {
   it('when one address fails for a client, then that pair is throttled, but the client from another address is not', () => {
-    const clock = manualClock();
-    const throttle = new FailureThrottle(undefined, clock.now);
+    const clock = manualClock(START);
+    const throttle = new FailureThrottle(undefined, clock);
     for (let i = 0; i <= PER_CLIENT_AND_ADDRESS.freeFailures; i++) throttle.recordFailure('victim', '203.0.113.9');
     expect(throttle.retryAfterSeconds('victim', '203.0.113.9')).toBeGreaterThan(0);
     expect(throttle.retryAfterSeconds('victim', '198.51.100.7')).toBe(0);
@@ -97,7 +94,7 @@ describe('FailureThrottle', () => {
   });
 
   it('when an address floods names past the memory bound, then its own record stays and nothing is reset at once', () => {
-    const throttle = new FailureThrottle(undefined, Date.now, 1_000);
+    const throttle = new FailureThrottle(undefined, manualClock(START), 1_000);
     for (let i = 0; i <= PER_ADDRESS.freeFailures; i++) throttle.recordFailure(`name-${i}`, '203.0.113.9');
     for (let i = 0; i < 5_000; i++) throttle.recordFailure(`flood-${i}`, '203.0.113.9');
     expect(throttle.retryAfterSeconds('victim', '203.0.113.9')).toBeGreaterThan(0);

@@ -1,3 +1,4 @@
+import { systemClock, type Clock } from '@rs/time';
 import { DomainError, type SkuUpsertBody } from '@rs/contracts';
 import type { Principal } from '@rs/contracts';
 import { RACE_LOST, untilStored } from '@rs/store';
@@ -13,7 +14,7 @@ import type { SkuStore } from '../store/sku-store';
 export class CatalogUseCases {
   constructor(
     private readonly store: SkuStore,
-    private readonly clock: () => Date = () => new Date(),
+    private readonly clock: Clock = systemClock,
   ) {}
 
   async list(principal: Principal, limit: number, after: string | undefined): Promise<SkuEntry[]> {

@@ -1,3 +1,4 @@
+import type { Clock } from '@rs/time';
 import { createHash } from 'node:crypto';
 import { AppError, basicChallenge, tooManyRequests, unauthorized, type Principal } from '@rs/http';
 import { LRUCache } from 'lru-cache';
@@ -29,6 +30,7 @@ export interface AuthenticatorOptions {
   realm: string;
   /** How long a looked-up client is used without asking the database again (then refreshed once, in the background). */
   cacheTtlMs: number;
+  clock?: Clock;
 }
 
 /** Verified secrets remembered; each is valid while its client's stored hash is unchanged. */
@@ -59,6 +61,7 @@ export class Authenticator {
       freshMs: options.cacheTtlMs,
       staleMs: options.cacheTtlMs,
       max: 10_000,
+      ...(options.clock ? { clock: options.clock } : {}),
     });
     this.verified = new LRUCache({
       max: VERIFIED_SECRETS,

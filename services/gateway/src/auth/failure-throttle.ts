@@ -1,3 +1,4 @@
+import { systemClock, type Clock } from '@rs/time';
 import { isIPv6 } from 'node:net';
 import { LRUCache } from 'lru-cache';
 
@@ -45,7 +46,7 @@ export class FailureThrottle {
 
   constructor(
     private readonly policies = { pair: PER_CLIENT_AND_ADDRESS, address: PER_ADDRESS },
-    private readonly now: () => number = Date.now,
+    private readonly clock: Clock = systemClock,
     maxRecords = 100_000,
   ) {
     this.records = new LRUCache({ max: maxRecords });
@@ -57,7 +58,7 @@ export class FailureThrottle {
       this.records.get(pairKey(clientId, address))?.blockedUntil ?? 0,
       this.records.get(addressKey(address))?.blockedUntil ?? 0,
     );
-    const wait = until - this.now();
+    const wait = until - this.clock().getTime();
     return wait > 0 ? Math.ceil(wait / 1000) : 0;
   }
 
@@ -72,7 +73,7 @@ export class FailureThrottle {
   }
 
   private fail(key: string, policy: ThrottlePolicy): void {
-    const now = this.now();
+    const now = this.clock().getTime();
     const record = this.records.get(key) ?? { failures: [], blockedUntil: 0, excess: 0 };
     record.failures = record.failures.filter((at) => now - at < policy.windowMs);
     record.failures.push(now);

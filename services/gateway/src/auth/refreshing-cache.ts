@@ -1,3 +1,4 @@
+import { systemClock, type Clock } from '@rs/time';
 import { LRUCache } from 'lru-cache';
 
 export interface RefreshingCacheOptions<K, V> {
@@ -12,7 +13,7 @@ export interface RefreshingCacheOptions<K, V> {
   staleMs: number;
   /** Entries kept (least recently used go first): memory stays bounded. */
   max: number;
-  now?: () => number;
+  clock?: Clock;
 }
 
 interface Entry<V> {
@@ -31,7 +32,8 @@ export class RefreshingCache<K extends NonNullable<unknown>, V> {
   private readonly now: () => number;
 
   constructor(private readonly options: RefreshingCacheOptions<K, V>) {
-    this.now = options.now ?? Date.now;
+    const clock = options.clock ?? systemClock;
+    this.now = () => clock().getTime();
     this.cache = new LRUCache<K, Entry<V>>({
       max: options.max,
       ttl: options.freshMs + options.staleMs,

@@ -1,3 +1,4 @@
+import { systemClock, type Clock } from '@rs/time';
 import type { RequestHandler } from 'express';
 import { tooManyRequests } from '@rs/http';
 
@@ -13,14 +14,14 @@ export interface RateLimitOptions {
  * RateLimit fields (draft-ietf-httpapi-ratelimit-headers): the policy, and what remains;
  * past the limit, 429 with Retry-After.
  */
-export function rateLimit(options: RateLimitOptions, now: () => number = Date.now): RequestHandler {
+export function rateLimit(options: RateLimitOptions, clock: Clock = systemClock): RequestHandler {
   const buckets = new Map<string, { tokens: number; at: number }>();
   const windowSeconds = Math.max(1, Math.ceil(options.burst / Math.max(options.perSecond, 1e-9)));
   const policy = `"per-client";q=${options.burst};w=${windowSeconds}`;
   return (_req, res, next) => {
     if (options.perSecond <= 0) return next();
     const clientId = res.locals.principal.clientId;
-    const at = now();
+    const at = clock().getTime();
     const bucket = buckets.get(clientId) ?? { tokens: options.burst, at };
     bucket.tokens = Math.min(options.burst, bucket.tokens + ((at - bucket.at) / 1000) * options.perSecond);
     bucket.at = at;

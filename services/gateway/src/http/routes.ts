@@ -1,3 +1,4 @@
+import type { Clock } from '@rs/time';
 import { readFileSync } from 'node:fs';
 import { ClientBody, ClientId, ConnectId, Jti, RevocationBody, type RouteOwner } from '@rs/contracts';
 import {
@@ -53,6 +54,7 @@ export interface GatewayRoutesOptions {
   signer: InternalTokenSigner;
   rateLimit: RateLimitOptions;
   openApiPath: string;
+  clock: Clock;
 }
 
 export function gatewayRoutes(options: GatewayRoutesOptions): Router {
@@ -74,7 +76,7 @@ export function gatewayRoutes(options: GatewayRoutesOptions): Router {
     res.locals.principal = await authenticator.authenticate(authorization, req.socket.remoteAddress ?? '');
     next();
   };
-  router.use(['/admin', '/id/users', '/catalog'], authenticate, rateLimit(options.rateLimit));
+  router.use(['/admin', '/id/users', '/catalog'], authenticate, rateLimit(options.rateLimit, options.clock));
   // DESIGN.md 3 "Content negotiation": after authentication, before anything is done.
   router.use((req, res, next) => {
     if (res.locals.operation?.json && !admitsJson(req))
@@ -171,7 +173,7 @@ export function gatewayRoutes(options: GatewayRoutesOptions): Router {
     putUser: async (req, res) => {
       const connectId = connectIdParam(req);
       const created = await options.users.register(connectId);
-      if (created) res.status(201).json(userView(connectId, new Date()));
+      if (created) res.status(201).json(userView(connectId, options.clock()));
       else sendDone(res);
     },
     deleteUser: async (req, res) => {

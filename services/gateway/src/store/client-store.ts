@@ -1,3 +1,4 @@
+import { systemClock, type Clock } from '@rs/time';
 import { documentSchema } from '@rs/store';
 import { type Connection, type Model } from 'mongoose';
 
@@ -41,7 +42,10 @@ const toClient = (doc: ClientDocument): ApiClient => ({
 export class ClientStore {
   private readonly model: Model<ClientDocument>;
 
-  constructor(db: Connection) {
+  constructor(
+    db: Connection,
+    private readonly clock: Clock = systemClock,
+  ) {
     this.model = db.model<ClientDocument>('Client', clientSchema);
   }
 
@@ -55,10 +59,8 @@ export class ClientStore {
   }
 
   /** Creates or replaces the client; true when it was created. */
-  async put(
-    client: Pick<ApiClient, 'clientId' | 'grantorId' | 'admin' | 'secretHash'>,
-    now = new Date(),
-  ): Promise<boolean> {
+  async put(client: Pick<ApiClient, 'clientId' | 'grantorId' | 'admin' | 'secretHash'>): Promise<boolean> {
+    const now = this.clock();
     const result = await this.model.collection.updateOne(
       { _id: client.clientId } as never,
       {

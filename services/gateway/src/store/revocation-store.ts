@@ -1,3 +1,4 @@
+import { systemClock, type Clock } from '@rs/time';
 import { documentSchema } from '@rs/store';
 import type { Logger } from '@rs/logging';
 import { repeat, type Repeating } from '@rs/time';
@@ -30,6 +31,7 @@ export class RevocationStore {
     db: Connection,
     private readonly logger: Logger,
     private readonly refreshMs = 2_000,
+    private readonly clock: Clock = systemClock,
   ) {
     this.model = db.model<RevokedTokenDocument>('RevokedToken', revokedSchema);
   }
@@ -49,11 +51,12 @@ export class RevocationStore {
 
   isRevoked(jti: string): boolean {
     const until = this.revoked.get(jti);
-    return until !== undefined && until > Date.now();
+    return until !== undefined && until > this.clock().getTime();
   }
 
   /** True when the token id was not revoked before. */
-  async revoke(jti: string, expiresAt: Date | undefined, now = new Date()): Promise<boolean> {
+  async revoke(jti: string, expiresAt: Date | undefined): Promise<boolean> {
+    const now = this.clock();
     const until = expiresAt ?? new Date(now.getTime() + DEFAULT_REVOCATION_RETENTION_MS);
     const result = await this.model.collection.updateOne(
       { _id: jti } as never,
@@ -67,7 +70,7 @@ export class RevocationStore {
   private async refresh(): Promise<void> {
     // Overlap by a few seconds: clocks of the replicas that wrote may differ slightly.
     const since = new Date(this.loadedUpTo.getTime() - 5_000);
-    const now = new Date();
+    const now = this.clock();
     const docs = await this.model.find({ revokedAt: { $gte: since } }).lean<RevokedTokenDocument[]>();
     for (const doc of docs) this.revoked.set(doc._id, doc.expiresAt.getTime());
     for (const [jti, until] of this.revoked) if (until <= now.getTime()) this.revoked.delete(jti);

@@ -1,3 +1,4 @@
+import { systemClock, type Clock } from '@rs/time';
 import { documentSchema } from '@rs/store';
 import { type Connection, type Model } from 'mongoose';
 import { directoryLookups } from '../auth/metrics';
@@ -34,7 +35,11 @@ export class UserStore implements UserDirectory {
   private readonly model: Model<UserDocument>;
   private readonly cache: RefreshingCache<string, KnownUser | null>;
 
-  constructor(db: Connection, cacheTtlMs: number) {
+  constructor(
+    db: Connection,
+    cacheTtlMs: number,
+    private readonly clock: Clock = systemClock,
+  ) {
     this.model = db.model<UserDocument>('User', userSchema);
     this.cache = new RefreshingCache({
       load: async (connectId) => {
@@ -45,6 +50,7 @@ export class UserStore implements UserDirectory {
       freshMs: cacheTtlMs,
       staleMs: cacheTtlMs,
       max: 100_000,
+      clock,
     });
   }
 
@@ -53,7 +59,8 @@ export class UserStore implements UserDirectory {
   }
 
   /** Registers the user; true when it was new. */
-  async register(connectId: string, now = new Date()): Promise<boolean> {
+  async register(connectId: string): Promise<boolean> {
+    const now = this.clock();
     const result = await this.model.collection.updateOne(
       { _id: connectId } as never,
       { $setOnInsert: { createdAt: now } },

@@ -21,7 +21,7 @@ import {
   type RightEntity,
 } from '../domain/right';
 import { RACE_LOST, untilStored } from '@rs/store';
-import { parseTimeInterval } from '@rs/time';
+import { parseTimeInterval, systemClock, type Clock } from '@rs/time';
 import type { RightQuery, RightStore } from '../store/right-store';
 
 /**
@@ -41,7 +41,7 @@ export class RightsUseCases {
   constructor(
     private readonly store: RightStore,
     private readonly skus: SkuDirectory,
-    private readonly clock: () => Date = () => new Date(),
+    private readonly clock: Clock = systemClock,
   ) {}
 
   async create(principal: Principal, userId: string, body: RightCreateBody): Promise<RightEntity> {

@@ -3,7 +3,7 @@ import { RightCreateBody, RightId } from '@rs/contracts';
 import * as http from '@rs/http';
 import { Router, type Request, type RequestHandler } from 'express';
 import { expiryEntry, representation, type RightCommand } from '../domain/right';
-import { parseDateTime } from '@rs/time';
+import { parseDateTime, systemClock, type Clock } from '@rs/time';
 import type { RightsUseCases } from '../app/rights';
 
 /** `active=<date-time>`, `true` or `now` (DESIGN.md 3 "Listing filters"). */
@@ -17,11 +17,7 @@ function activeFilter(req: Request, now: Date): Date | null {
 }
 
 /** The rights API of spec 4.2, behind the gateway: HTTP in and out; the rules are the use cases'. */
-export function rightsRoutes(
-  rights: RightsUseCases,
-  publicBaseUrl: string,
-  clock: () => Date = () => new Date(),
-): Router {
+export function rightsRoutes(rights: RightsUseCases, publicBaseUrl: string, clock: Clock = systemClock): Router {
   const router = Router();
   const rightId = (req: Request) => http.parseParam(RightId, 'rightId', req.params.rightId);
   const transition =

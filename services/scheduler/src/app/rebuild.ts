@@ -1,3 +1,4 @@
+import { systemClock, type Clock } from '@rs/time';
 import { ExpiryPage, SchedulePage } from '@rs/contracts';
 import { getFromService, type InternalTokenSigner, type Principal } from '@rs/http';
 import type { z } from 'zod';
@@ -46,7 +47,7 @@ export async function rebuildSchedules(
   urls: { subscriptions: string; rights: string },
   signer: InternalTokenSigner,
   stores: { rightExpiries: DueStore; subscriptionSchedules: DueStore },
-  clock: () => Date = () => new Date(),
+  clock: Clock = systemClock,
 ): Promise<number> {
   /** Every entry of one listing recorded in one store, as due items (those with a due time). */
   const rebuild = <T>(

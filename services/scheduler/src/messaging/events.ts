@@ -1,3 +1,4 @@
+import { systemClock, type Clock } from '@rs/time';
 import {
   Exchanges,
   parseEvent,
@@ -30,7 +31,7 @@ export async function followEvents(
   broker: AmqpClient,
   stores: { rightExpiries: DueStore; subscriptionSchedules: DueStore },
   logger: Logger,
-  clock: () => Date = () => new Date(),
+  clock: Clock = systemClock,
 ): Promise<void> {
   const follow = async <Data extends { connectId: string; sequence: number }>(
     spec: Pick<ConsumerSpec<CloudEvent<Data>>, 'queue' | 'bindings' | 'parse'>,

@@ -14,7 +14,7 @@ import {
 import type { Principal } from '@rs/contracts';
 import { canManage, canSee, canSubscribeFor, visibleGrantorOf } from '../domain/access';
 import { RACE_LOST, untilStored, type OutboxEntry } from '@rs/store';
-import { parseDuration, parseTimeSpec } from '@rs/time';
+import { parseDuration, parseTimeSpec, systemClock, type Clock } from '@rs/time';
 import { planRenewal } from '../domain/renewal';
 import {
   decide,
@@ -43,7 +43,7 @@ export class SubscriptionUseCases {
     private readonly store: SubscriptionStore,
     private readonly skus: SkuDirectory,
     private readonly publicBaseUrl: string,
-    private readonly clock: () => Date = () => new Date(),
+    private readonly clock: Clock = systemClock,
   ) {}
 
   async create(principal: Principal, userId: string, body: SubscriptionCreateBody): Promise<SubscriptionEntity> {

@@ -1,0 +1,136 @@
+import path from 'node:path';
+import { DEFAULT_PORTS, env } from '@rs/config';
+import { serveHttp, startService, type ServiceOptions } from '@rs/runtime';
+import { z } from 'zod';
+import { Authenticator } from './auth/authenticator';
+import { BearerVerifier } from './auth/bearer';
+import { FailureThrottle } from './auth/failure-throttle';
+import { hashSecret, verifySecret } from './auth/secrets';
+import { Forwarder } from './http/forward';
+import { gatewayRoutes } from './http/routes';
+import { ClientStore } from './store/client-store';
+import { RevocationStore } from './store/revocation-store';
+import { UserStore } from './store/user-store';
+
+const serviceUrl = (name: keyof typeof DEFAULT_PORTS) => env.baseUrl.default(`http://127.0.0.1:${DEFAULT_PORTS[name]}`);
+
+export const Config = z
+  .object({
+    NODE_ENV: env.nodeEnv,
+    LOG_LEVEL: env.logLevel,
+    MONGODB_URL: env.mongoUrl.default('mongodb://127.0.0.1:27017'),
+    GATEWAY_MONGODB_URL: env.mongoUrl.optional(),
+    GATEWAY_PORT: env.port.default(DEFAULT_PORTS.gateway),
+    PUBLIC_BASE_URL: env.baseUrl.optional(),
+    AUTH_REALM: env.realm,
+    ADMIN_CLIENT_ID: z
+      .string()
+      .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'must be 1-64 letters, digits, ".", "-" or "_"')
+      .optional(),
+    ADMIN_CLIENT_SECRET: z.string().min(12, 'must be at least 12 characters').optional(),
+    JWT_JWKS_URL: env.httpUrl.optional(),
+    JWT_PUBLIC_KEY: z.string().includes('BEGIN PUBLIC KEY', { message: 'must be a PEM public key' }).optional(),
+    JWT_ISSUER: z.string().min(1).optional(),
+    JWT_AUDIENCE: z.string().min(1).optional(),
+    INTERNAL_TOKEN_SECRET: env.secret.optional(),
+    CATALOG_URL: serviceUrl('catalog'),
+    RIGHTS_URL: serviceUrl('rights'),
+    SUBSCRIPTIONS_URL: serviceUrl('subscriptions'),
+    UPSTREAM_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
+    AUTH_CACHE_TTL_MS: z.coerce.number().int().min(0).max(60_000).default(5_000),
+    RATE_LIMIT_PER_SECOND: z.coerce.number().min(0).default(200),
+    RATE_LIMIT_BURST: z.coerce.number().int().min(1).default(400),
+    OPENAPI_PATH: z.string().default(path.resolve(__dirname, '../../../docs/openapi.json')),
+  })
+  .refine((cfg) => (cfg.ADMIN_CLIENT_ID === undefined) === (cfg.ADMIN_CLIENT_SECRET === undefined), {
+    message: 'ADMIN_CLIENT_ID and ADMIN_CLIENT_SECRET are set together',
+    path: ['ADMIN_CLIENT_SECRET'],
+  })
+  .refine((cfg) => !(cfg.JWT_JWKS_URL || cfg.JWT_PUBLIC_KEY) || (cfg.JWT_ISSUER && cfg.JWT_AUDIENCE), {
+    message: 'JWT_ISSUER and JWT_AUDIENCE are required with JWT_JWKS_URL or JWT_PUBLIC_KEY',
+    path: ['JWT_ISSUER'],
+  })
+  .refine((cfg) => !(cfg.JWT_JWKS_URL && cfg.JWT_PUBLIC_KEY), {
+    message: 'set JWT_JWKS_URL or JWT_PUBLIC_KEY, not both',
+    path: ['JWT_PUBLIC_KEY'],
+  });
+
+/**
+ * The gateway (DESIGN.md 3): authenticates callers (Basic and Bearer), decides what the
+ * contract lets them do from the route table, answers its own routes (API clients, users)
+ * and forwards the rest to the service that owns it.
+ */
+export const start = (environment: NodeJS.ProcessEnv, options?: ServiceOptions) =>
+  startService(
+    'gateway',
+    Config,
+    environment,
+    async (runtime) => {
+      const { config, db, logger, clock } = runtime;
+      const bearer =
+        config.JWT_JWKS_URL || config.JWT_PUBLIC_KEY
+          ? new BearerVerifier({
+              jwksUrl: config.JWT_JWKS_URL,
+              publicKeyPem: config.JWT_PUBLIC_KEY,
+              issuer: config.JWT_ISSUER!,
+              audience: config.JWT_AUDIENCE!,
+            })
+          : null;
+      const clients = new ClientStore(db, clock);
+      const users = new UserStore(db, config.AUTH_CACHE_TTL_MS, clock);
+      const revocations = new RevocationStore(db, logger, undefined, clock);
+      await revocations.start();
+      runtime.onStop(() => revocations.stop());
+      if (config.ADMIN_CLIENT_ID && config.ADMIN_CLIENT_SECRET) {
+        await ensureAdminClient(clients, config.ADMIN_CLIENT_ID, config.ADMIN_CLIENT_SECRET);
+      } else {
+        logger.warn('ADMIN_CLIENT_ID is not set: no admin client is ensured');
+      }
+      const forwarder = new Forwarder({ timeoutMs: config.UPSTREAM_TIMEOUT_MS });
+      runtime.onStop(() => forwarder.close());
+      const authenticator = new Authenticator({
+        clients,
+        revocations,
+        bearer,
+        throttle: new FailureThrottle(undefined, clock),
+        realm: config.AUTH_REALM,
+        cacheTtlMs: config.AUTH_CACHE_TTL_MS,
+        clock,
+      });
+      const publicBaseUrl = config.PUBLIC_BASE_URL ?? `http://localhost:${config.GATEWAY_PORT}`;
+      logger.info({ public_base_url: publicBaseUrl, bearer: bearer !== null }, 'gateway configured');
+      return serveHttp(runtime, config.GATEWAY_PORT, {
+        public: true,
+        routes: (app) =>
+          app.use(
+            gatewayRoutes({
+              realm: config.AUTH_REALM,
+              publicBaseUrl,
+              authenticator,
+              clients,
+              users,
+              revocations,
+              upstreams: {
+                catalog: new URL(config.CATALOG_URL),
+                rights: new URL(config.RIGHTS_URL),
+                subscriptions: new URL(config.SUBSCRIPTIONS_URL),
+              },
+              forwarder,
+              signer: runtime.signer,
+              rateLimit: { perSecond: config.RATE_LIMIT_PER_SECOND, burst: config.RATE_LIMIT_BURST },
+              openApiPath: config.OPENAPI_PATH,
+              clock,
+            }),
+          ),
+      });
+    },
+    { broker: false, ...options },
+  );
+
+/** DESIGN.md 6: the admin client of the environment exists at start (its grantor is its own id). */
+async function ensureAdminClient(clients: ClientStore, clientId: string, secret: string): Promise<void> {
+  const existing = await clients.find(clientId);
+  const current =
+    existing?.admin && existing.grantorId === clientId && (await verifySecret(secret, existing.secretHash));
+  if (!current) await clients.put({ clientId, grantorId: clientId, admin: true, secretHash: await hashSecret(secret) });
+}

@@ -1,0 +1,84 @@
+import { randomUUID } from 'node:crypto';
+import type { InternalTokenSigner } from '@rs/http';
+import type { Logger } from '@rs/logging';
+import type { AmqpClient } from '@rs/messaging';
+import { repeat, type Clock } from '@rs/time';
+import { ownedPartitions } from '../domain/due';
+import { expireCommand, renewCommand } from '../messaging/commands';
+import type { createStores } from '../store/stores';
+import { rebuildSchedules } from './rebuild';
+import { DueSweeper, ownedPartitionsGauge, type SweeperOptions } from './sweeper';
+
+/** A replica that has not renewed its membership for this long has stopped; the others take its partitions. */
+export const MEMBERSHIP_TTL_MS = 3_000;
+
+export interface SchedulingOptions {
+  stores: ReturnType<typeof createStores>;
+  broker: AmqpClient;
+  signer: InternalTokenSigner;
+  urls: { subscriptions: string; rights: string };
+  tickMs: number;
+  rebuildMs: number;
+  logger: Logger;
+  clock: Clock;
+}
+
+/**
+ * The scheduler's three loops (DESIGN.md 1, docs/decisions/0011): the membership this
+ * replica renews to own its share of the partitions; every tick, the sweep of its partitions
+ * that commands what fell due; and the rebuild of the schedules from the services that own
+ * the data, at start and then every `rebuildMs`.
+ */
+export async function startScheduling(options: SchedulingOptions): Promise<{ stop(): Promise<void> }> {
+  const { stores, logger, clock } = options;
+  // At start and then every rebuildMs; sooner again while a service is unreachable.
+  const rebuilding = repeat(
+    async () => {
+      const read = await rebuildSchedules(options.urls, options.signer, stores, clock);
+      logger.info({ entries: read }, 'schedules rebuilt');
+    },
+    {
+      everyMs: options.rebuildMs,
+      retryMs: Math.min(options.rebuildMs, 5_000),
+      onError: (error) => logger.warn({ err: error }, 'cannot rebuild the schedules yet'),
+    },
+  );
+
+  const me = randomUUID();
+  const renewMembership = () => stores.partitions.renewMembership(me, new Date(clock().getTime() + MEMBERSHIP_TTL_MS));
+  await renewMembership().catch((error: unknown) =>
+    logger.warn({ err: error }, 'cannot renew the scheduler membership'),
+  );
+  // Apart from the sweep, so a long sweep never lets the membership lapse.
+  const heartbeat = repeat(renewMembership, {
+    everyMs: MEMBERSHIP_TTL_MS / 3,
+    immediately: false,
+    onError: (error) => logger.warn({ err: error }, 'cannot renew the scheduler membership'),
+  });
+
+  const sweeperOf = (store: SchedulingOptions['stores']['rightExpiries'], toCommand: SweeperOptions['toCommand']) =>
+    new DueSweeper({ store, partitions: stores.partitions, toCommand, broker: options.broker, logger });
+  const sweepers = [
+    sweeperOf(stores.rightExpiries, expireCommand),
+    sweeperOf(stores.subscriptionSchedules, renewCommand),
+  ];
+  const ticker = repeat(
+    async () => {
+      const now = clock();
+      const owned = ownedPartitions(await stores.partitions.liveMembers(now), me);
+      ownedPartitionsGauge.set(owned.length);
+      await Promise.all(sweepers.map((sweeper) => sweeper.sweep(owned, now)));
+    },
+    {
+      everyMs: options.tickMs,
+      immediately: false,
+      onError: (error) => logger.warn({ err: error }, 'scheduler tick failed'),
+    },
+  );
+  return {
+    async stop() {
+      await Promise.all([rebuilding.stop(), ticker.stop(), heartbeat.stop()]);
+      await stores.partitions.leave(me).catch(() => undefined);
+    },
+  };
+}
