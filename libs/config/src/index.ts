@@ -61,6 +61,15 @@ export const env = {
   secret: z.string().min(32, 'must be at least 32 characters'),
 };
 
+/** The base URL of another service, by default where `npm start` runs it (DESIGN.md 6). */
+export const serviceUrl = (service: ServiceName) => env.baseUrl.default(`http://127.0.0.1:${DEFAULT_PORTS[service]}`);
+
+/** Variables of a service that answers the public API behind the gateway (its links, its challenges). */
+export const publicApiShape = {
+  PUBLIC_BASE_URL: env.baseUrl.default(`http://localhost:${DEFAULT_PORTS.gateway}`),
+  AUTH_REALM: env.realm,
+} as const;
+
 /**
  * Variables every backend service reads. `<SERVICE>_MONGODB_URL` overrides `MONGODB_URL`
  * for one service (DESIGN.md 6); the database name then comes from its path.
@@ -74,6 +83,7 @@ export function serviceEnvShape(service: ServiceName) {
     [`${upper}_MONGODB_URL`]: env.mongoUrl.optional(),
     AMQP_URL: env.amqpUrl.default('amqp://guest:guest@127.0.0.1:5672'),
     INTERNAL_TOKEN_SECRET: env.secret.optional(),
+    PORT: env.port.default(DEFAULT_PORTS[service]),
   } as const;
 }
 

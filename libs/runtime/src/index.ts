@@ -28,8 +28,8 @@ export interface Runtime<C> {
   internalSecret: string;
   signer: InternalTokenSigner;
   clock: Clock;
-  /** Apply the migration (indexes) at start: outside production, or with MIGRATE_ON_START=true. */
-  migrateOnStart: boolean;
+  /** Applies a store's migration (indexes) at start, outside production or with MIGRATE_ON_START=true. */
+  migrated<S extends { ensureIndexes(): Promise<void> }>(store: S): Promise<S>;
   /** Registers how to stop something the service started; stopped after its server, in reverse order. */
   onStop(stop: () => unknown): void;
 }
@@ -123,7 +123,10 @@ export async function startService<S extends z.ZodType<BaseConfig>>(
       internalSecret,
       signer: new InternalTokenSigner(internalSecret, service),
       clock: options.clock ?? systemClock,
-      migrateOnStart: migrateOnStart(config.NODE_ENV, env),
+      migrated: async (store) => {
+        if (migrateOnStart(config.NODE_ENV, env)) await store.ensureIndexes();
+        return store;
+      },
       onStop: (stop) => stops.push(stop),
     });
     stops.unshift(() => server.close());
@@ -132,6 +135,19 @@ export async function startService<S extends z.ZodType<BaseConfig>>(
     await close();
     throw error;
   }
+}
+
+/** How a service is started: `start(env, options)`, in its own process (`runMain`) or in a test's. */
+export type ServiceStart = (env: NodeJS.ProcessEnv, options?: ServiceOptions) => Promise<RunningService>;
+
+/** A service: its name, configuration, and how it is wired (`build`), as `startService` runs it. */
+export function defineService<S extends z.ZodType<BaseConfig>>(
+  service: ServiceName,
+  schema: S,
+  build: (runtime: Runtime<z.infer<S>>) => Promise<RunningServer>,
+  defaults: ServiceOptions = {},
+): ServiceStart {
+  return (env, options) => startService(service, schema, env, build, { ...defaults, ...options });
 }
 
 /** Runs a service as this process (its `main.ts`): started by `start`, stopped on SIGTERM. */

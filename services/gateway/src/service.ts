@@ -1,6 +1,6 @@
 import path from 'node:path';
-import { DEFAULT_PORTS, env } from '@rs/config';
-import { serveHttp, startService, type ServiceOptions } from '@rs/runtime';
+import { DEFAULT_PORTS, env, serviceUrl } from '@rs/config';
+import { defineService, serveHttp } from '@rs/runtime';
 import { z } from 'zod';
 import { Authenticator } from './auth/authenticator';
 import { BearerVerifier } from './auth/bearer';
@@ -11,8 +11,6 @@ import { gatewayRoutes } from './http/routes';
 import { ClientStore } from './store/client-store';
 import { RevocationStore } from './store/revocation-store';
 import { UserStore } from './store/user-store';
-
-const serviceUrl = (name: keyof typeof DEFAULT_PORTS) => env.baseUrl.default(`http://127.0.0.1:${DEFAULT_PORTS[name]}`);
 
 export const Config = z
   .object({
@@ -60,72 +58,70 @@ export const Config = z
  * contract lets them do from the route table, answers its own routes (API clients, users)
  * and forwards the rest to the service that owns it.
  */
-export const start = (environment: NodeJS.ProcessEnv, options?: ServiceOptions) =>
-  startService(
-    'gateway',
-    Config,
-    environment,
-    async (runtime) => {
-      const { config, db, logger, clock } = runtime;
-      const bearer =
-        config.JWT_JWKS_URL || config.JWT_PUBLIC_KEY
-          ? new BearerVerifier({
-              jwksUrl: config.JWT_JWKS_URL,
-              publicKeyPem: config.JWT_PUBLIC_KEY,
-              issuer: config.JWT_ISSUER!,
-              audience: config.JWT_AUDIENCE!,
-            })
-          : null;
-      const clients = new ClientStore(db, clock);
-      const users = new UserStore(db, config.AUTH_CACHE_TTL_MS, clock);
-      const revocations = new RevocationStore(db, logger, undefined, clock);
-      await revocations.start();
-      runtime.onStop(() => revocations.stop());
-      if (config.ADMIN_CLIENT_ID && config.ADMIN_CLIENT_SECRET) {
-        await ensureAdminClient(clients, config.ADMIN_CLIENT_ID, config.ADMIN_CLIENT_SECRET);
-      } else {
-        logger.warn('ADMIN_CLIENT_ID is not set: no admin client is ensured');
-      }
-      const forwarder = new Forwarder({ timeoutMs: config.UPSTREAM_TIMEOUT_MS });
-      runtime.onStop(() => forwarder.close());
-      const authenticator = new Authenticator({
-        clients,
-        revocations,
-        bearer,
-        throttle: new FailureThrottle(undefined, clock),
-        realm: config.AUTH_REALM,
-        cacheTtlMs: config.AUTH_CACHE_TTL_MS,
-        clock,
-      });
-      const publicBaseUrl = config.PUBLIC_BASE_URL ?? `http://localhost:${config.GATEWAY_PORT}`;
-      logger.info({ public_base_url: publicBaseUrl, bearer: bearer !== null }, 'gateway configured');
-      return serveHttp(runtime, config.GATEWAY_PORT, {
-        public: true,
-        routes: (app) =>
-          app.use(
-            gatewayRoutes({
-              realm: config.AUTH_REALM,
-              publicBaseUrl,
-              authenticator,
-              clients,
-              users,
-              revocations,
-              upstreams: {
-                catalog: new URL(config.CATALOG_URL),
-                rights: new URL(config.RIGHTS_URL),
-                subscriptions: new URL(config.SUBSCRIPTIONS_URL),
-              },
-              forwarder,
-              signer: runtime.signer,
-              rateLimit: { perSecond: config.RATE_LIMIT_PER_SECOND, burst: config.RATE_LIMIT_BURST },
-              openApiPath: config.OPENAPI_PATH,
-              clock,
-            }),
-          ),
-      });
-    },
-    { broker: false, ...options },
-  );
+export const start = defineService(
+  'gateway',
+  Config,
+  async (runtime) => {
+    const { config, db, logger, clock } = runtime;
+    const bearer =
+      config.JWT_JWKS_URL || config.JWT_PUBLIC_KEY
+        ? new BearerVerifier({
+            jwksUrl: config.JWT_JWKS_URL,
+            publicKeyPem: config.JWT_PUBLIC_KEY,
+            issuer: config.JWT_ISSUER!,
+            audience: config.JWT_AUDIENCE!,
+          })
+        : null;
+    const clients = new ClientStore(db, clock);
+    const users = new UserStore(db, config.AUTH_CACHE_TTL_MS, clock);
+    const revocations = new RevocationStore(db, logger, undefined, clock);
+    await revocations.start();
+    runtime.onStop(() => revocations.stop());
+    if (config.ADMIN_CLIENT_ID && config.ADMIN_CLIENT_SECRET) {
+      await ensureAdminClient(clients, config.ADMIN_CLIENT_ID, config.ADMIN_CLIENT_SECRET);
+    } else {
+      logger.warn('ADMIN_CLIENT_ID is not set: no admin client is ensured');
+    }
+    const forwarder = new Forwarder({ timeoutMs: config.UPSTREAM_TIMEOUT_MS });
+    runtime.onStop(() => forwarder.close());
+    const authenticator = new Authenticator({
+      clients,
+      revocations,
+      bearer,
+      throttle: new FailureThrottle(undefined, clock),
+      realm: config.AUTH_REALM,
+      cacheTtlMs: config.AUTH_CACHE_TTL_MS,
+      clock,
+    });
+    const publicBaseUrl = config.PUBLIC_BASE_URL ?? `http://localhost:${config.GATEWAY_PORT}`;
+    logger.info({ public_base_url: publicBaseUrl, bearer: bearer !== null }, 'gateway configured');
+    return serveHttp(runtime, config.GATEWAY_PORT, {
+      public: true,
+      routes: (app) =>
+        app.use(
+          gatewayRoutes({
+            realm: config.AUTH_REALM,
+            publicBaseUrl,
+            authenticator,
+            clients,
+            users,
+            revocations,
+            upstreams: {
+              catalog: new URL(config.CATALOG_URL),
+              rights: new URL(config.RIGHTS_URL),
+              subscriptions: new URL(config.SUBSCRIPTIONS_URL),
+            },
+            forwarder,
+            signer: runtime.signer,
+            rateLimit: { perSecond: config.RATE_LIMIT_PER_SECOND, burst: config.RATE_LIMIT_BURST },
+            openApiPath: config.OPENAPI_PATH,
+            clock,
+          }),
+        ),
+    });
+  },
+  { broker: false },
+);
 
 /** DESIGN.md 6: the admin client of the environment exists at start (its grantor is its own id). */
 async function ensureAdminClient(clients: ClientStore, clientId: string, secret: string): Promise<void> {

@@ -1,5 +1,5 @@
-import { DEFAULT_PORTS, env, serviceEnvShape } from '@rs/config';
-import { serveHttp, startService, type ServiceOptions } from '@rs/runtime';
+import { serviceEnvShape, serviceUrl } from '@rs/config';
+import { defineService, serveHttp } from '@rs/runtime';
 import { z } from 'zod';
 import { startScheduling } from './app/scheduling';
 import { followEvents } from './messaging/events';
@@ -7,10 +7,9 @@ import { createStores } from './store/stores';
 
 export const Config = z.object({
   ...serviceEnvShape('scheduler'),
-  PORT: env.port.default(DEFAULT_PORTS.scheduler),
   SCHEDULER_TICK_MS: z.coerce.number().int().positive().default(1000),
-  SUBSCRIPTIONS_URL: env.baseUrl.default(`http://127.0.0.1:${DEFAULT_PORTS.subscriptions}`),
-  RIGHTS_URL: env.baseUrl.default(`http://127.0.0.1:${DEFAULT_PORTS.rights}`),
+  SUBSCRIPTIONS_URL: serviceUrl('subscriptions'),
+  RIGHTS_URL: serviceUrl('rights'),
   /** How often the schedules are rebuilt from the subscriptions and rights services. */
   SCHEDULER_REBUILD_MS: z.coerce.number().int().positive().default(600_000),
 });
@@ -22,31 +21,22 @@ export const Config = z.object({
  * subscriptions whose next period has started or whose end has come, in batches, for the
  * partitions this replica owns (docs/decisions/0011).
  */
-export const start = (environment: NodeJS.ProcessEnv, options?: ServiceOptions) =>
-  startService(
-    'scheduler',
-    Config,
-    environment,
-    async (runtime) => {
-      const { config, clock } = runtime;
-      const stores = createStores(runtime.db);
-      if (runtime.migrateOnStart) {
-        await stores.rightExpiries.ensureIndexes();
-        await stores.subscriptionSchedules.ensureIndexes();
-      }
-      await followEvents(runtime.broker, stores, runtime.logger, clock);
-      const scheduling = await startScheduling({
-        stores,
-        broker: runtime.broker,
-        signer: runtime.signer,
-        urls: { subscriptions: config.SUBSCRIPTIONS_URL, rights: config.RIGHTS_URL },
-        tickMs: config.SCHEDULER_TICK_MS,
-        rebuildMs: config.SCHEDULER_REBUILD_MS,
-        logger: runtime.logger.child({ component: 'schedule' }),
-        clock,
-      });
-      runtime.onStop(() => scheduling.stop());
-      return serveHttp(runtime, config.PORT, { routes: () => undefined });
-    },
-    options,
-  );
+export const start = defineService('scheduler', Config, async (runtime) => {
+  const { config, clock } = runtime;
+  const stores = createStores(runtime.db);
+  await runtime.migrated(stores.rightExpiries);
+  await runtime.migrated(stores.subscriptionSchedules);
+  await followEvents(runtime.broker, stores, runtime.logger, clock);
+  const scheduling = await startScheduling({
+    stores,
+    broker: runtime.broker,
+    signer: runtime.signer,
+    urls: { subscriptions: config.SUBSCRIPTIONS_URL, rights: config.RIGHTS_URL },
+    tickMs: config.SCHEDULER_TICK_MS,
+    rebuildMs: config.SCHEDULER_REBUILD_MS,
+    logger: runtime.logger.child({ component: 'schedule' }),
+    clock,
+  });
+  runtime.onStop(() => scheduling.stop());
+  return serveHttp(runtime, config.PORT, { routes: () => undefined });
+});

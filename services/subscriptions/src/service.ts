@@ -1,5 +1,5 @@
-import { DEFAULT_PORTS, env, serviceEnvShape } from '@rs/config';
-import { serveHttp, startRelay, startService, startSkuDirectory, type ServiceOptions } from '@rs/runtime';
+import { publicApiShape, serviceEnvShape, serviceUrl } from '@rs/config';
+import { defineService, serveHttp, startRelay, startSkuDirectory } from '@rs/runtime';
 import { z } from 'zod';
 import { SubscriptionUseCases } from './app/subscriptions';
 import { subscriptionRoutes } from './http/routes';
@@ -8,10 +8,8 @@ import { SubscriptionStore } from './store/subscription-store';
 
 export const Config = z.object({
   ...serviceEnvShape('subscriptions'),
-  PORT: env.port.default(DEFAULT_PORTS.subscriptions),
-  CATALOG_URL: env.baseUrl.default(`http://127.0.0.1:${DEFAULT_PORTS.catalog}`),
-  PUBLIC_BASE_URL: env.baseUrl.default(`http://localhost:${DEFAULT_PORTS.gateway}`),
-  AUTH_REALM: env.realm,
+  ...publicApiShape,
+  CATALOG_URL: serviceUrl('catalog'),
 });
 
 /**
@@ -19,25 +17,18 @@ export const Config = z.object({
  * rights cascade through the outbox, and renewal: `subscriptions.renew` from the scheduler
  * becomes one `rights.issue` per due period.
  */
-export const start = (environment: NodeJS.ProcessEnv, options?: ServiceOptions) =>
-  startService(
-    'subscriptions',
-    Config,
-    environment,
-    async (runtime) => {
-      const { config } = runtime;
-      const store = new SubscriptionStore(runtime.db);
-      if (runtime.migrateOnStart) await store.ensureIndexes();
-      const relay = startRelay(runtime, 'subscriptions');
-      const skus = await startSkuDirectory(runtime, config.CATALOG_URL);
-      const subscriptions = new SubscriptionUseCases(store, skus, config.PUBLIC_BASE_URL, runtime.clock);
-      await consumeSubscriptionCommands(runtime.broker, subscriptions, runtime.logger, () => relay.kick());
-      return serveHttp(runtime, config.PORT, {
-        realm: config.AUTH_REALM,
-        jsonLimit: '64kb',
-        relay,
-        routes: (app) => app.use(subscriptionRoutes(subscriptions, config.PUBLIC_BASE_URL)),
-      });
-    },
-    options,
-  );
+export const start = defineService('subscriptions', Config, async (runtime) => {
+  const { config } = runtime;
+  const store = await runtime.migrated(new SubscriptionStore(runtime.db));
+  const relay = startRelay(runtime, 'subscriptions');
+  const skus = await startSkuDirectory(runtime, config.CATALOG_URL);
+  const subscriptions = new SubscriptionUseCases(store, skus, config.PUBLIC_BASE_URL, runtime.clock);
+  await consumeSubscriptionCommands(runtime.broker, subscriptions, runtime.logger, () => relay.kick());
+  const routes = subscriptionRoutes(subscriptions, config.PUBLIC_BASE_URL);
+  return serveHttp(runtime, config.PORT, {
+    realm: config.AUTH_REALM,
+    jsonLimit: '64kb',
+    relay,
+    routes: (app) => app.use(routes),
+  });
+});
