@@ -7,3 +7,4 @@ export * from './system';
 export * from './token-issuer';
 export * from './principals';
 export * from './commands';
+export * from './fixture';

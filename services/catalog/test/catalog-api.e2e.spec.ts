@@ -1,27 +1,19 @@
 import { InternalTokenSigner, type Principal } from '@rs/http';
-import { EventCollector, TEST_INTERNAL_SECRET, TestSystem } from '@rs/testing';
+import { TEST_INTERNAL_SECRET, systemFixture } from '@rs/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-let system: TestSystem;
-let events: EventCollector;
-
-beforeAll(async () => {
-  system = await TestSystem.start({ name: 'catalog_api', backends: ['catalog'] });
-  events = await EventCollector.start(system.amqpUrl, 'catalog.events');
-});
-afterAll(async () => {
-  await events?.close();
-  await system?.stop();
-});
+const fx = systemFixture({ name: 'catalog_api', backends: ['catalog'], collect: { 'catalog.events': '#' } });
+beforeAll(fx.start);
+afterAll(fx.stop);
 
 const put = (sku: string, body: unknown, headers: Record<string, string> = {}) =>
-  fetch(`${system.gatewayUrl}/catalog/skus/${sku}`, {
+  fetch(`${fx.system.gatewayUrl}/catalog/skus/${sku}`, {
     method: 'PUT',
-    headers: system.adminHeaders({ 'content-type': 'application/json', ...headers }),
+    headers: fx.system.adminHeaders({ 'content-type': 'application/json', ...headers }),
     body: typeof body === 'string' ? body : JSON.stringify(body),
   });
 const get = (path: string, headers: Record<string, string> = {}) =>
-  fetch(`${system.gatewayUrl}${path}`, { headers: system.adminHeaders(headers) });
+  fetch(`${fx.system.gatewayUrl}${path}`, { headers: fx.system.adminHeaders(headers) });
 
 describe('catalog admin API through the gateway', () => {
   it('when a SKU is put, read, changed and deleted, then each step answers as DESIGN.md 6 says and emits its event', async () => {
@@ -29,7 +21,7 @@ describe('catalog admin API through the gateway', () => {
     expect(created.status).toBe(201);
     expect(created.headers.get('content-type')).toMatch(/^application\/json/);
     expect(created.headers.get('etag')).toBe('"1"');
-    expect(created.headers.get('location')).toBe(`${system.gatewayUrl}/catalog/skus/news-daily`);
+    expect(created.headers.get('location')).toBe(`${fx.system.gatewayUrl}/catalog/skus/news-daily`);
     const body = (await created.json()) as Record<string, unknown>;
     expect(body).toMatchObject({
       sku: 'news-daily',
@@ -43,7 +35,7 @@ describe('catalog admin API through the gateway', () => {
     expect(read.status).toBe(200);
     expect(await read.json()).toEqual(body);
 
-    const [upserted] = await events.waitFor((m) => m.some((e) => e.body.subject === 'news-daily'));
+    const [upserted] = await fx.events('catalog.events').waitFor((m) => m.some((e) => e.body.subject === 'news-daily'));
     expect(upserted!.routingKey).toBe('sku.upserted');
     expect(upserted!.body).toMatchObject({
       specversion: '1.0',
@@ -72,16 +64,18 @@ describe('catalog admin API through the gateway', () => {
       generation: '2',
     });
 
-    const removed = await fetch(`${system.gatewayUrl}/catalog/skus/news-daily`, {
+    const removed = await fetch(`${fx.system.gatewayUrl}/catalog/skus/news-daily`, {
       method: 'DELETE',
-      headers: system.adminHeaders(),
+      headers: fx.system.adminHeaders(),
     });
     expect(removed.status).toBe(204);
     const gone = await get('/catalog/skus/news-daily');
     expect(gone.status).toBe(404);
     expect(gone.headers.get('content-type')).toMatch(/^text\/html/);
 
-    const all = await events.waitFor((m) => m.filter((e) => e.body.subject === 'news-daily').length >= 3);
+    const all = await fx
+      .events('catalog.events')
+      .waitFor((m) => m.filter((e) => e.body.subject === 'news-daily').length >= 3);
     const ofSku = all.filter((e) => e.body.subject === 'news-daily');
     expect(ofSku.map((e) => [e.routingKey, e.body.data?.sequence])).toEqual([
       ['sku.upserted', 1],
@@ -104,7 +98,7 @@ describe('catalog admin API through the gateway', () => {
     const link = first.headers.get('link');
     expect(link).toMatch(/^<http:\/\/127\.0\.0\.1:\d+\/catalog\/skus\?limit=2&cursor=[A-Za-z0-9_-]+>; rel="next"$/);
     const next = /^<([^>]+)>/.exec(link!)![1]!;
-    const page2 = (await (await fetch(next, { headers: system.adminHeaders() })).json()) as {
+    const page2 = (await (await fetch(next, { headers: fx.system.adminHeaders() })).json()) as {
       skus: Array<{ sku: string }>;
     };
     const names = [...page1.skus, ...page2.skus].map((s) => s.sku);
@@ -130,9 +124,9 @@ describe('bad input to the catalog', () => {
     [
       'a body that is not JSON',
       () =>
-        fetch(`${system.gatewayUrl}/catalog/skus/bad-2`, {
+        fetch(`${fx.system.gatewayUrl}/catalog/skus/bad-2`, {
           method: 'PUT',
-          headers: system.adminHeaders({ 'content-type': 'text/plain' }),
+          headers: fx.system.adminHeaders({ 'content-type': 'text/plain' }),
           body: 'name=x',
         }),
       415,
@@ -146,7 +140,7 @@ describe('bad input to the catalog', () => {
     ['a SKU name that is too long', () => put('a'.repeat(65), {}), 400, /^sku: must be/],
     [
       'a method the resource does not have',
-      () => fetch(`${system.gatewayUrl}/catalog/skus/bad-7`, { method: 'POST', headers: system.adminHeaders() }),
+      () => fetch(`${fx.system.gatewayUrl}/catalog/skus/bad-7`, { method: 'POST', headers: fx.system.adminHeaders() }),
       405,
       /allowed: GET, PUT, DELETE/,
     ],
@@ -185,7 +179,7 @@ describe('who may call', () => {
       'Basic !!!',
       `Basic ${Buffer.from('test-admin:wrong').toString('base64')}`,
     ]) {
-      const response = await fetch(`${system.gatewayUrl}/catalog/skus`, {
+      const response = await fetch(`${fx.system.gatewayUrl}/catalog/skus`, {
         headers: authorization ? { authorization } : {},
       });
       expect(response.status).toBe(401);
@@ -195,7 +189,7 @@ describe('who may call', () => {
   });
 
   it('when a request reaches the catalog without the internal token, or with a forged one, then it is refused', async () => {
-    const catalog = system.service('catalog').url;
+    const catalog = fx.system.service('catalog').url;
     const bare = await fetch(`${catalog}/catalog/skus`);
     expect(bare.status).toBe(401);
     const forged = await fetch(`${catalog}/catalog/skus`, {
@@ -212,7 +206,7 @@ describe('who may call', () => {
   });
 
   it('when a valid internal token carries a non-admin principal, then the catalog refuses writes, and reads unless it is a service', async () => {
-    const catalog = system.service('catalog').url;
+    const catalog = fx.system.service('catalog').url;
     const signer = new InternalTokenSigner(TEST_INTERNAL_SECRET, 'test');
     const tokenFor = (principal: Partial<Principal>) =>
       signer.tokenFor({
@@ -241,10 +235,11 @@ describe('who may call', () => {
 
   it('when the service that owns a path is not running, then the gateway answers 503 with Retry-After', async () => {
     expect(
-      (await fetch(`${system.gatewayUrl}/id/users/alice`, { method: 'PUT', headers: system.adminHeaders() })).status,
+      (await fetch(`${fx.system.gatewayUrl}/id/users/alice`, { method: 'PUT', headers: fx.system.adminHeaders() }))
+        .status,
     ).toBe(201);
-    const response = await fetch(`${system.gatewayUrl}/id/users/alice/rights?grantorId=g`, {
-      headers: system.adminHeaders(),
+    const response = await fetch(`${fx.system.gatewayUrl}/id/users/alice/rights?grantorId=g`, {
+      headers: fx.system.adminHeaders(),
     });
     expect(response.status).toBe(503);
     expect(response.headers.get('retry-after')).toMatch(/^\d+$/);
@@ -252,13 +247,13 @@ describe('who may call', () => {
   });
 
   it('when a path belongs to no service, then the gateway answers 404 text/html', async () => {
-    const response = await fetch(`${system.gatewayUrl}/nothing/here`, { headers: system.adminHeaders() });
+    const response = await fetch(`${fx.system.gatewayUrl}/nothing/here`, { headers: fx.system.adminHeaders() });
     expect(response.status).toBe(404);
     expect(response.headers.get('content-type')).toMatch(/^text\/html/);
   });
 
   it('when the OpenAPI document is asked of the gateway, then it is served without credentials', async () => {
-    const response = await fetch(`${system.gatewayUrl}/openapi.json`);
+    const response = await fetch(`${fx.system.gatewayUrl}/openapi.json`);
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toMatch(/^application\/json/);
     const document = (await response.json()) as { openapi: string; paths: Record<string, unknown> };
@@ -267,7 +262,7 @@ describe('who may call', () => {
   });
 
   it('when health, readiness and metrics are asked, then every service answers without a token', async () => {
-    const catalog = system.service('catalog').url;
+    const catalog = fx.system.service('catalog').url;
     expect(await (await fetch(`${catalog}/readyz`)).json()).toEqual({
       status: 'ready',
       checks: { mongodb: true, rabbitmq: true },

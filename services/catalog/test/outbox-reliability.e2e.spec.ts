@@ -1,24 +1,16 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { EventCollector, TestSystem } from '@rs/testing';
+import { systemFixture } from '@rs/testing';
 import mongoose from 'mongoose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-let system: TestSystem;
-let events: EventCollector;
-
-beforeAll(async () => {
-  system = await TestSystem.start({ name: 'catalog_outbox', backends: ['catalog'] });
-  events = await EventCollector.start(system.amqpUrl, 'catalog.events');
-});
-afterAll(async () => {
-  await events?.close();
-  await system?.stop();
-});
+const fx = systemFixture({ name: 'catalog_outbox', backends: ['catalog'], collect: { 'catalog.events': '#' } });
+beforeAll(fx.start);
+afterAll(fx.stop);
 
 const putSku = (sku: string) =>
-  fetch(`${system.gatewayUrl}/catalog/skus/${sku}`, {
+  fetch(`${fx.system.gatewayUrl}/catalog/skus/${sku}`, {
     method: 'PUT',
-    headers: system.adminHeaders({ 'content-type': 'application/json' }),
+    headers: fx.system.adminHeaders({ 'content-type': 'application/json' }),
     body: JSON.stringify({ name: sku }),
   });
 
@@ -49,10 +41,15 @@ async function writeSkus(
   return acknowledged;
 }
 
-const killCatalogConnection = () => system.killBrokerConnection('catalog');
+const killCatalogConnection = () => fx.system.killBrokerConnection('catalog');
 
 const upsertedSubjects = () =>
-  new Set(events.messages.filter((m) => m.routingKey === 'sku.upserted').map((m) => String(m.body.subject)));
+  new Set(
+    fx
+      .events('catalog.events')
+      .messages.filter((m) => m.routingKey === 'sku.upserted')
+      .map((m) => String(m.body.subject)),
+  );
 
 describe('no lost events', () => {
   it('when the broker connection is killed again and again while SKUs are written, then every write is still published', async () => {
@@ -66,12 +63,13 @@ describe('no lost events', () => {
     killing = false;
     const acknowledged = await writing;
     expect(kills).toBe(3);
-    const lost = () => system.service('catalog').logs.filter((line) => line.includes('broker connection lost')).length;
+    const lost = () =>
+      fx.system.service('catalog').logs.filter((line) => line.includes('broker connection lost')).length;
     await expect.poll(lost, { timeout: 5_000 }).toBe(3);
     expect(acknowledged.length).toBeGreaterThan(20);
 
-    await events.waitFor(() => acknowledged.every((sku) => upsertedSubjects().has(sku)), 30_000);
-    const ofThisTest = events.messages.filter((m) => String(m.body.subject).startsWith('conn-'));
+    await fx.events('catalog.events').waitFor(() => acknowledged.every((sku) => upsertedSubjects().has(sku)), 30_000);
+    const ofThisTest = fx.events('catalog.events').messages.filter((m) => String(m.body.subject).startsWith('conn-'));
     const distinctIds = new Set(ofThisTest.map((m) => m.body.id));
     // At least once: duplicates are allowed, but each write is one distinct event.
     expect(distinctIds.size).toBe(acknowledged.length);
@@ -79,21 +77,21 @@ describe('no lost events', () => {
   });
 
   it('when the catalog process is killed with events still unpublished, then they are published after it restarts', async () => {
-    const catalog = system.service('catalog');
+    const catalog = fx.system.service('catalog');
     // With the broker connection just closed, the relay cannot publish until it reconnects.
     await killCatalogConnection();
     const acknowledged = await writeSkus('crash', 40, 4);
     await catalog.kill();
 
-    const db = mongoose.createConnection(system.mongoUrlFor('catalog'));
+    const db = mongoose.createConnection(fx.system.mongoUrlFor('catalog'));
     await db.asPromise();
     const pending = await db.collection('skus').countDocuments({ 'outbox.0.id': { $exists: true } });
     await db.close();
     expect(pending).toBeGreaterThan(0);
 
     await catalog.start();
-    await events.waitFor(() => acknowledged.every((sku) => upsertedSubjects().has(sku)), 30_000);
-    const crashEvents = events.messages.filter((m) => String(m.body.subject).startsWith('crash-'));
+    await fx.events('catalog.events').waitFor(() => acknowledged.every((sku) => upsertedSubjects().has(sku)), 30_000);
+    const crashEvents = fx.events('catalog.events').messages.filter((m) => String(m.body.subject).startsWith('crash-'));
     expect(new Set(crashEvents.map((m) => m.body.id)).size).toBe(acknowledged.length);
   });
 });

@@ -1,34 +1,25 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { OtlpReceiver, TestSystem } from '@rs/testing';
+import { systemFixture } from '@rs/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 // Sampling by the standard variables (issue 9 item 3): with a ratio of 0 nothing starts a
 // trace here, while a caller's sampled traceparent is honoured across the gateway, the
 // owning service and the broker's consumers (parent-based sampling).
 
-let receiver: OtlpReceiver;
-let system: TestSystem;
-
-beforeAll(async () => {
-  receiver = new OtlpReceiver();
-  await receiver.start();
-  system = await TestSystem.start({
-    name: 'sampling',
-    backends: ['catalog', 'rights'],
-    otlpEndpoint: receiver.endpoint,
-    env: { OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0' },
-  });
+const fx = systemFixture({
+  name: 'sampling',
+  backends: ['catalog', 'rights'],
+  traces: true,
+  env: { OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0' },
 });
-afterAll(async () => {
-  await system?.stop();
-  await receiver?.close();
-});
+beforeAll(fx.start);
+afterAll(fx.stop);
 
 const putSku = (sku: string, headers: Record<string, string> = {}) =>
-  fetch(`${system.gatewayUrl}/catalog/skus/${sku}`, {
+  fetch(`${fx.system.gatewayUrl}/catalog/skus/${sku}`, {
     method: 'PUT',
-    headers: system.adminHeaders({ 'content-type': 'application/json', ...headers }),
+    headers: fx.system.adminHeaders({ 'content-type': 'application/json', ...headers }),
     body: '{}',
   });
 
@@ -42,11 +33,11 @@ describe('OTEL_TRACES_SAMPLER', () => {
 
     let services = new Set<string>();
     for (let waited = 0; waited < 15_000 && !services.has('rights'); waited += 100) {
-      services = new Set(receiver.spans.filter((s) => s.traceId === traceId).map((s) => s.service));
+      services = new Set(fx.receiver.spans.filter((s) => s.traceId === traceId).map((s) => s.service));
       await sleep(100);
     }
     expect([...services].sort()).toEqual(['catalog', 'gateway', 'rights']);
     await sleep(500); // the export interval is 100 ms: the other request's spans would be here by now
-    expect(receiver.spans.filter((s) => s.traceId !== traceId)).toEqual([]);
+    expect(fx.receiver.spans.filter((s) => s.traceId !== traceId)).toEqual([]);
   });
 });

@@ -1,33 +1,20 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { OtlpReceiver, TestSystem } from '@rs/testing';
+import { systemFixture } from '@rs/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const SERVER = 2;
 const CLIENT = 3;
 const CONSUMER = 5;
 
-let receiver: OtlpReceiver;
-let system: TestSystem;
-
-beforeAll(async () => {
-  receiver = new OtlpReceiver();
-  await receiver.start();
-  system = await TestSystem.start({
-    name: 'tracing',
-    backends: ['catalog', 'rights'],
-    otlpEndpoint: receiver.endpoint,
-  });
-});
-afterAll(async () => {
-  await system?.stop();
-  await receiver?.close();
-});
+const fx = systemFixture({ name: 'tracing', backends: ['catalog', 'rights'], traces: true });
+beforeAll(fx.start);
+afterAll(fx.stop);
 
 describe('one trace end to end', () => {
   it('when a SKU is written through the gateway, then the gateway, the catalog and the event consumer in the rights service share one trace', async () => {
-    const response = await fetch(`${system.gatewayUrl}/catalog/skus/traced-sku`, {
+    const response = await fetch(`${fx.system.gatewayUrl}/catalog/skus/traced-sku`, {
       method: 'PUT',
-      headers: system.adminHeaders({ 'content-type': 'application/json' }),
+      headers: fx.system.adminHeaders({ 'content-type': 'application/json' }),
       body: '{}',
     });
     expect(response.status).toBe(201);
@@ -35,11 +22,11 @@ describe('one trace end to end', () => {
     let traceId: string | undefined;
     let services = new Set<string>();
     for (let waited = 0; waited < 15_000; waited += 100) {
-      const gatewaySpan = receiver.spans.find(
+      const gatewaySpan = fx.receiver.spans.find(
         (s) => s.service === 'gateway' && s.kind === SERVER && s.name.startsWith('PUT'),
       );
       traceId = gatewaySpan?.traceId;
-      const inTrace = receiver.spans.filter((s) => s.traceId === traceId);
+      const inTrace = fx.receiver.spans.filter((s) => s.traceId === traceId);
       services = new Set(inTrace.map((s) => `${s.service}:${s.kind}`));
       if (services.has('catalog:2') && services.has('rights:5')) break;
       await sleep(100);
@@ -50,22 +37,22 @@ describe('one trace end to end', () => {
     expect(services).toContain(`rights:${CONSUMER}`);
     // Tracing costs little (issue 9): no span per Express middleware or router layer, and
     // one span per database command (the driver's), none from mongoose around it.
-    const names = receiver.spans.filter((s) => s.traceId === traceId).map((s) => s.name);
+    const names = fx.receiver.spans.filter((s) => s.traceId === traceId).map((s) => s.name);
     expect(names.filter((name) => /^(middleware|router) - /.test(name))).toEqual([]);
     expect(names.filter((name) => /^mongoose\./.test(name))).toEqual([]);
     // Spans are named by the route that matched; the gateway's call to the catalog is the
     // catalog's parent.
-    const catalogServer = receiver.spans.find(
+    const catalogServer = fx.receiver.spans.find(
       (s) => s.traceId === traceId && s.service === 'catalog' && s.kind === SERVER,
     );
     expect(catalogServer?.name).toBe('PUT /catalog/skus/:sku');
-    const gatewayClient = receiver.spans.find(
+    const gatewayClient = fx.receiver.spans.find(
       (s) => s.traceId === traceId && s.service === 'gateway' && s.kind === CLIENT && s.name === 'PUT',
     );
     expect(catalogServer?.parentSpanId).toBe(gatewayClient?.spanId);
     // The catalog's MongoDB write is in the trace too.
     expect(
-      receiver.spans.some((s) => s.traceId === traceId && s.service === 'catalog' && /mongo|skus/i.test(s.name)),
+      fx.receiver.spans.some((s) => s.traceId === traceId && s.service === 'catalog' && /mongo|skus/i.test(s.name)),
     ).toBe(true);
   });
 });

@@ -1,35 +1,25 @@
-import { EventCollector, TestSystem } from '@rs/testing';
+import { TestSystem, systemFixture } from '@rs/testing';
 import mongoose from 'mongoose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-let system: TestSystem;
-let events: EventCollector;
 const A = TestSystem.clientAuthorization('grantor-a');
 
-function call(method: string, path: string, body?: unknown) {
-  return fetch(`${system.gatewayUrl}${path}`, {
-    method,
-    headers: { authorization: A, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-}
-
-beforeAll(async () => {
-  system = await TestSystem.start({ name: 'rights_reliability', backends: ['catalog', 'rights'] });
-  events = await EventCollector.start(system.amqpUrl, 'rights.events');
-  await system.seed({ clients: [{ clientId: 'grantor-a', grantorId: 'A' }], users: ['dave'], skus: { news: {} } });
+const fx = systemFixture({
+  name: 'rights_reliability',
+  backends: ['catalog', 'rights'],
+  collect: { 'rights.events': '#' },
+  seed: { clients: [{ clientId: 'grantor-a', grantorId: 'A' }], users: ['dave'], skus: { news: {} } },
 });
-afterAll(async () => {
-  await events?.close();
-  await system?.stop();
-});
+beforeAll(fx.start);
+afterAll(fx.stop);
+const call = (method: string, path: string, body?: unknown) => fx.call(method, path, A, body);
 
 describe('no lost and no phantom right events', () => {
   it('when the rights service dies between storing changes and publishing them, then after restart each change is published, once per event id', async () => {
-    const rights = system.service('rights');
+    const rights = fx.system.service('rights');
     // The broker takes no new connection: once its connection is cut, rights cannot publish.
-    await system.rabbit.limitConnections(system.vhost, 0);
-    expect(await system.killBrokerConnection('rights')).toBe(1);
+    await fx.system.rabbit.limitConnections(fx.system.vhost, 0);
+    expect(await fx.system.killBrokerConnection('rights')).toBe(1);
     const interval = `${new Date(Date.now() - 60_000).toISOString()}/P1D`;
     const created: string[] = [];
     for (let i = 0; i < 15; i++) {
@@ -51,22 +41,24 @@ describe('no lost and no phantom right events', () => {
     ).toBe(400);
     await rights.kill();
 
-    const db = mongoose.createConnection(system.mongoUrlFor('rights'));
+    const db = mongoose.createConnection(fx.system.mongoUrlFor('rights'));
     await db.asPromise();
     const pending = await db.collection('rights').countDocuments({ 'outbox.0.id': { $exists: true } });
     await db.close();
     expect(pending).toBeGreaterThan(0);
 
-    await system.rabbit.limitConnections(system.vhost, null);
+    await fx.system.rabbit.limitConnections(fx.system.vhost, null);
     await rights.start();
     const expected = new Set([
       ...created.map((id) => `right.created:${id}`),
       ...created.slice(0, 5).map((id) => `right.activated:${id}`),
     ]);
-    const seen = () => new Set(events.messages.map((m) => `${m.routingKey}:${m.body.subject}`));
-    await events.waitFor(() => [...expected].every((key) => seen().has(key)), 20_000);
+    const seen = () => new Set(fx.events('rights.events').messages.map((m) => `${m.routingKey}:${m.body.subject}`));
+    await fx.events('rights.events').waitFor(() => [...expected].every((key) => seen().has(key)), 20_000);
     // Exactly these changes, each one event id (a de-duplicating consumer sees each once), nothing else.
-    const ofDave = events.messages.filter((m) => (m.body.data as { connectId?: string }).connectId === 'dave');
+    const ofDave = fx
+      .events('rights.events')
+      .messages.filter((m) => (m.body.data as { connectId?: string }).connectId === 'dave');
     expect(seen()).toEqual(expected);
     expect(new Set(ofDave.map((m) => m.body.id)).size).toBe(expected.size);
   });

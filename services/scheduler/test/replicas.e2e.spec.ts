@@ -1,33 +1,27 @@
-import { EventCollector, TestSystem } from '@rs/testing';
+import { TestSystem, systemFixture } from '@rs/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-let system: TestSystem;
-let rightEvents: EventCollector;
 const A = TestSystem.clientAuthorization('grantor-a');
 const SUBSCRIPTIONS = 12;
 const PERIODS = 3;
 
-beforeAll(async () => {
-  system = await TestSystem.start({
-    name: 'replicas',
-    backends: ['catalog', 'rights', 'subscriptions', 'scheduler'],
-    replicas: { rights: 2, subscriptions: 2, scheduler: 2 },
-    env: { SCHEDULER_TICK_MS: '200' },
-  });
-  rightEvents = await EventCollector.start(system.amqpUrl, 'rights.events', 'right.created');
-  await system.seed({ clients: [{ clientId: 'grantor-a', grantorId: 'A' }], users: ['gina'], skus: { news: {} } });
+const fx = systemFixture({
+  name: 'replicas',
+  backends: ['catalog', 'rights', 'subscriptions', 'scheduler'],
+  replicas: { rights: 2, subscriptions: 2, scheduler: 2 },
+  env: { SCHEDULER_TICK_MS: '200' },
+  collect: { 'rights.events': 'right.created' },
+  seed: { clients: [{ clientId: 'grantor-a', grantorId: 'A' }], users: ['gina'], skus: { news: {} } },
 });
-afterAll(async () => {
-  await rightEvents?.close();
-  await system?.stop();
-});
+beforeAll(fx.start);
+afterAll(fx.stop);
 
 describe('several replicas of every service (issue: renewal with replicas)', () => {
   it('when two schedulers and two replicas of each service renew subscriptions, then every period yields its right exactly once', async () => {
     const start = new Date(Math.floor(Date.now() / 1000) * 1000 + 2000).toISOString().replace(/\.000Z$/, 'Z');
     const ids: string[] = [];
     for (let i = 0; i < SUBSCRIPTIONS; i++) {
-      const response = await fetch(`${system.gatewayUrl}/id/users/gina/subs`, {
+      const response = await fetch(`${fx.system.gatewayUrl}/id/users/gina/subs`, {
         method: 'POST',
         headers: { authorization: A, 'content-type': 'application/json' },
         body: JSON.stringify({ grantorId: 'A', timeSpec: `R${PERIODS}/${start}/PT2S`, rightsSpec: [{ sku: 'news' }] }),
@@ -36,13 +30,14 @@ describe('several replicas of every service (issue: renewal with replicas)', () 
       ids.push(((await response.json()) as { subscriptionId: string }).subscriptionId);
     }
     const ofSubscription = (id: string) =>
-      rightEvents.messages.filter((m) =>
-        (m.body.data as { link: Array<{ href: string }> }).link.some((l) => l.href.endsWith(`/subs/${id}`)),
-      );
-    await rightEvents.waitFor(
-      () => ids.every((id) => new Set(ofSubscription(id).map((m) => m.body.subject)).size >= PERIODS),
-      30_000,
-    );
+      fx
+        .events('rights.events')
+        .messages.filter((m) =>
+          (m.body.data as { link: Array<{ href: string }> }).link.some((l) => l.href.endsWith(`/subs/${id}`)),
+        );
+    await fx
+      .events('rights.events')
+      .waitFor(() => ids.every((id) => new Set(ofSubscription(id).map((m) => m.body.subject)).size >= PERIODS), 30_000);
     await new Promise((resolve) => setTimeout(resolve, 2_000)); // anything duplicated would show by now
     for (const id of ids) {
       const rights = new Set(ofSubscription(id).map((m) => m.body.subject));
@@ -53,7 +48,7 @@ describe('several replicas of every service (issue: renewal with replicas)', () 
       expect(starts.size).toBe(PERIODS);
     }
     const listed = (await (
-      await fetch(`${system.gatewayUrl}/id/users/gina/rights?limit=1000`, { headers: system.adminHeaders() })
+      await fetch(`${fx.system.gatewayUrl}/id/users/gina/rights?limit=1000`, { headers: fx.system.adminHeaders() })
     ).json()) as {
       right: unknown[];
     };
@@ -62,7 +57,7 @@ describe('several replicas of every service (issue: renewal with replicas)', () 
     const stateOf = async (id: string) =>
       (
         (await (
-          await fetch(`${system.gatewayUrl}/id/users/gina/subs/${id}`, { headers: { authorization: A } })
+          await fetch(`${fx.system.gatewayUrl}/id/users/gina/subs/${id}`, { headers: { authorization: A } })
         ).json()) as { state: string }
       ).state;
     await expect.poll(async () => Promise.all(ids.map(stateOf)), { timeout: 10_000 }).toEqual(ids.map(() => 'EXPIRED'));
@@ -72,14 +67,14 @@ describe('several replicas of every service (issue: renewal with replicas)', () 
     const owned = async (name: string) =>
       Number(
         /^scheduler_owned_partitions(?:\{[^}]*\})? (\d+)/m.exec(
-          await (await fetch(`${system.service(name).url}/metrics`)).text(),
+          await (await fetch(`${fx.system.service(name).url}/metrics`)).text(),
         )?.[1],
       );
     // Shared while both run.
     await expect
       .poll(async () => [await owned('scheduler'), await owned('scheduler#2')], { timeout: 10_000 })
       .toEqual([4, 4]);
-    await system.service('scheduler#2').kill();
+    await fx.system.service('scheduler#2').kill();
     const killedAt = Date.now();
     await expect.poll(() => owned('scheduler'), { timeout: 10_000, interval: 200 }).toBe(8);
     expect(Date.now() - killedAt).toBeLessThan(8_000);
@@ -87,7 +82,7 @@ describe('several replicas of every service (issue: renewal with replicas)', () 
     const start = new Date(Math.floor(Date.now() / 1000) * 1000 + 2000).toISOString().replace(/\.000Z$/, 'Z');
     const ids: string[] = [];
     for (let i = 0; i < SUBSCRIPTIONS; i++) {
-      const response = await fetch(`${system.gatewayUrl}/id/users/gina/subs`, {
+      const response = await fetch(`${fx.system.gatewayUrl}/id/users/gina/subs`, {
         method: 'POST',
         headers: { authorization: A, 'content-type': 'application/json' },
         body: JSON.stringify({ grantorId: 'A', timeSpec: `R1/${start}/PT1H`, rightsSpec: [{ sku: 'news' }] }),
@@ -95,10 +90,12 @@ describe('several replicas of every service (issue: renewal with replicas)', () 
       ids.push(((await response.json()) as { subscriptionId: string }).subscriptionId);
     }
     const ofSubscription = (id: string) =>
-      rightEvents.messages.filter((m) =>
-        (m.body.data as { link: Array<{ href: string }> }).link.some((l) => l.href.endsWith(`/subs/${id}`)),
-      );
-    await rightEvents.waitFor(() => ids.every((id) => ofSubscription(id).length >= 1), 15_000);
+      fx
+        .events('rights.events')
+        .messages.filter((m) =>
+          (m.body.data as { link: Array<{ href: string }> }).link.some((l) => l.href.endsWith(`/subs/${id}`)),
+        );
+    await fx.events('rights.events').waitFor(() => ids.every((id) => ofSubscription(id).length >= 1), 15_000);
     await new Promise((resolve) => setTimeout(resolve, 1_500));
     for (const id of ids) expect(new Set(ofSubscription(id).map((m) => m.body.id)).size).toBe(1);
   });

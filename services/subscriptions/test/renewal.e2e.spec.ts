@@ -1,17 +1,7 @@
-import { EventCollector, TestSystem } from '@rs/testing';
+import { TestSystem, systemFixture } from '@rs/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-let system: TestSystem;
-let subscriptionEvents: EventCollector;
 const A = TestSystem.clientAuthorization('grantor-a');
-
-function call(method: string, path: string, body?: unknown) {
-  return fetch(`${system.gatewayUrl}${path}`, {
-    method,
-    headers: { authorization: A, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-}
 
 type RightView = { rightId: string; state: string; timeInterval: string; link: Array<{ rel: string; href: string }> };
 async function rightsOf(subscriptionId: string): Promise<RightView[]> {
@@ -25,23 +15,16 @@ async function rightsOf(subscriptionId: string): Promise<RightView[]> {
 const secondsAgo = (s: number) =>
   new Date(Math.floor(Date.now() / 1000) * 1000 - s * 1000).toISOString().replace(/\.000Z$/, 'Z');
 
-beforeAll(async () => {
-  system = await TestSystem.start({
-    name: 'renewal',
-    backends: ['catalog', 'rights', 'subscriptions', 'scheduler'],
-    env: { SCHEDULER_TICK_MS: '200' },
-  });
-  subscriptionEvents = await EventCollector.start(system.amqpUrl, 'subscriptions.events');
-  await system.seed({
-    clients: [{ clientId: 'grantor-a', grantorId: 'A' }],
-    users: ['frank'],
-    skus: { news: {}, video: {} },
-  });
+const fx = systemFixture({
+  name: 'renewal',
+  backends: ['catalog', 'rights', 'subscriptions', 'scheduler'],
+  env: { SCHEDULER_TICK_MS: '200' },
+  collect: { 'subscriptions.events': '#' },
+  seed: { clients: [{ clientId: 'grantor-a', grantorId: 'A' }], users: ['frank'], skus: { news: {}, video: {} } },
 });
-afterAll(async () => {
-  await subscriptionEvents?.close();
-  await system?.stop();
-});
+beforeAll(fx.start);
+afterAll(fx.stop);
+const call = (method: string, path: string, body?: unknown) => fx.call(method, path, A, body);
 
 describe('renewal (DESIGN.md 3 "Renewal")', () => {
   it('when a subscription started in the past, then the current period is issued at once and each new period yields one right per template', async () => {
@@ -69,9 +52,9 @@ describe('renewal (DESIGN.md 3 "Renewal")', () => {
     // No right for the periods that had ended before the subscription was created.
     expect(starts).not.toContain(secondsAgo(9));
     expect(rights.every((r) => r.state === 'ACTIVE' || r.state === 'EXPIRED')).toBe(true);
-    await subscriptionEvents.waitFor((m) =>
-      m.some((e) => e.body.subject === subscriptionId && e.routingKey === 'subscription.renewed'),
-    );
+    await fx
+      .events('subscriptions.events')
+      .waitFor((m) => m.some((e) => e.body.subject === subscriptionId && e.routingKey === 'subscription.renewed'));
   });
 
   it('when a SUSPENDED subscription renews, then its rights are SUSPENDED; when it reaches R<n>, it expires', async () => {
@@ -92,16 +75,16 @@ describe('renewal (DESIGN.md 3 "Renewal")', () => {
         { timeout: 8_000 },
       )
       .toBe('EXPIRED');
-    await subscriptionEvents.waitFor((m) =>
-      m.some((e) => e.body.subject === subscriptionId && e.routingKey === 'subscription.expired'),
-    );
+    await fx
+      .events('subscriptions.events')
+      .waitFor((m) => m.some((e) => e.body.subject === subscriptionId && e.routingKey === 'subscription.expired'));
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     expect(await rightsOf(subscriptionId)).toHaveLength(2);
     expect((await call('POST', `/id/users/frank/subs/${subscriptionId}/activate`)).status).toBe(409);
   });
 
   it('when the scheduler lost the events of a subscription, then it rebuilds its schedule from the subscriptions service at start', async () => {
-    const scheduler = system.service('scheduler');
+    const scheduler = fx.system.service('scheduler');
     await scheduler.stop();
     const response = await call('POST', '/id/users/frank/subs', {
       grantorId: 'A',
@@ -110,15 +93,17 @@ describe('renewal (DESIGN.md 3 "Renewal")', () => {
     });
     const { subscriptionId } = (await response.json()) as { subscriptionId: string };
     await expect
-      .poll(() => system.rabbit.queueMessageCount(system.vhost, 'scheduler.subscriptions-events'), { timeout: 10_000 })
+      .poll(() => fx.system.rabbit.queueMessageCount(fx.system.vhost, 'scheduler.subscriptions-events'), {
+        timeout: 10_000,
+      })
       .toBeGreaterThan(0);
-    await system.rabbit.purgeQueue(system.vhost, 'scheduler.subscriptions-events');
+    await fx.system.rabbit.purgeQueue(fx.system.vhost, 'scheduler.subscriptions-events');
     await scheduler.start();
     await expect.poll(async () => (await rightsOf(subscriptionId)).length, { timeout: 10_000 }).toBe(1);
   });
 
   it('when the scheduler lost the events of a right, then it rebuilds its expiries from the rights service at start', async () => {
-    const scheduler = system.service('scheduler');
+    const scheduler = fx.system.service('scheduler');
     await scheduler.stop();
     const created = await call('POST', '/id/users/frank/rights', {
       sku: 'news',
@@ -128,9 +113,9 @@ describe('renewal (DESIGN.md 3 "Renewal")', () => {
     });
     const { rightId } = (await created.json()) as { rightId: string };
     await expect
-      .poll(() => system.rabbit.queueMessageCount(system.vhost, 'scheduler.rights-events'), { timeout: 10_000 })
+      .poll(() => fx.system.rabbit.queueMessageCount(fx.system.vhost, 'scheduler.rights-events'), { timeout: 10_000 })
       .toBeGreaterThan(0);
-    await system.rabbit.purgeQueue(system.vhost, 'scheduler.rights-events');
+    await fx.system.rabbit.purgeQueue(fx.system.vhost, 'scheduler.rights-events');
     await scheduler.start();
     await expect
       .poll(

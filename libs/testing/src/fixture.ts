@@ -1,0 +1,96 @@
+import { EventCollector } from './event-collector';
+import { OtlpReceiver } from './otlp-receiver';
+import { TestSystem, type TestSystemOptions } from './system';
+import { TokenIssuer } from './token-issuer';
+
+export interface SystemFixtureOptions extends TestSystemOptions {
+  /** Registered through the gateway once the system runs (see `TestSystem.seed`). */
+  seed?: Parameters<TestSystem['seed']>[0];
+  /** Exchanges whose events are collected from the start, each with its routing key (default `#`). */
+  collect?: Record<string, string>;
+  /** Start a token issuer the gateway trusts, for Bearer calls. */
+  bearer?: boolean;
+  /** Start an OTLP receiver the services export their traces to. */
+  traces?: boolean;
+}
+
+/** What a test file's system fixture gives its tests, once `start` has run. */
+export interface SystemFixture {
+  /** For `beforeAll`: starts everything. */
+  start(): Promise<void>;
+  /** For `afterAll`: stops everything, in reverse order. */
+  stop(): Promise<void>;
+  readonly system: TestSystem;
+  /** The collector of an exchange named in `collect`. */
+  events(exchange: string): EventCollector;
+  readonly issuer: TokenIssuer;
+  readonly receiver: OtlpReceiver;
+  /** A request through the gateway with these headers, a JSON body when one is given. */
+  call(method: string, path: string, authorization: string, body?: unknown): Promise<Response>;
+}
+
+/**
+ * The system a test file runs against (DESIGN.md 7): the services as processes, with
+ * whatever the file needs beside them (collected events, a token issuer, a trace receiver).
+ * The file starts it in `beforeAll(fx.start)` and stops it in `afterAll(fx.stop)`.
+ */
+export function systemFixture(options: SystemFixtureOptions): SystemFixture {
+  const state: {
+    system?: TestSystem;
+    issuer?: TokenIssuer;
+    receiver?: OtlpReceiver;
+    collectors: Map<string, EventCollector>;
+  } = { collectors: new Map() };
+  const started = <T>(value: T | undefined, what: string): T => {
+    if (value === undefined) throw new Error(`${what} is not part of this fixture, or it has not started`);
+    return value;
+  };
+
+  const start = async () => {
+    const env: Record<string, string> = { ...options.env };
+    if (options.bearer) {
+      state.issuer = new TokenIssuer();
+      await state.issuer.start();
+      Object.assign(env, state.issuer.env);
+    }
+    if (options.traces) {
+      state.receiver = new OtlpReceiver();
+      await state.receiver.start();
+    }
+    state.system = await TestSystem.start({
+      ...options,
+      env,
+      ...(state.receiver ? { otlpEndpoint: state.receiver.endpoint } : {}),
+    });
+    for (const [exchange, routingKey] of Object.entries(options.collect ?? {}))
+      state.collectors.set(exchange, await EventCollector.start(state.system.amqpUrl, exchange, routingKey));
+    if (options.seed) await state.system.seed(options.seed);
+  };
+  const stop = async () => {
+    for (const collector of state.collectors.values()) await collector.close();
+    await state.system?.stop();
+    await state.issuer?.close();
+    await state.receiver?.close();
+  };
+
+  return {
+    start,
+    stop,
+    get system() {
+      return started(state.system, 'the system');
+    },
+    events: (exchange) => started(state.collectors.get(exchange), `events of ${exchange}`),
+    get issuer() {
+      return started(state.issuer, 'the token issuer');
+    },
+    get receiver() {
+      return started(state.receiver, 'the trace receiver');
+    },
+    call: (method, path, authorization, body) =>
+      fetch(`${started(state.system, 'the system').gatewayUrl}${path}`, {
+        method,
+        headers: { authorization, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      }),
+  };
+}
