@@ -1,6 +1,6 @@
 import http from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { TestSystem, TokenIssuer } from '@rs/testing';
+import { systemFixture, TestSystem } from '@rs/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 // Issue 9 through the gateway: the contract's last gaps (DESIGN.md 3), no lock-out, the
@@ -9,12 +9,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 const CACHE_TTL_MS = 400;
 const BASIC_CHALLENGE = 'Basic realm="rights", charset="UTF-8"';
 
-let issuer: TokenIssuer;
-let system: TestSystem;
 const A = TestSystem.clientAuthorization('grantor-a');
 const B = TestSystem.clientAuthorization('grantor-b');
 
-const gatewayUrl = (replica = 1) => system.service(replica === 1 ? 'gateway' : `gateway#${replica}`).url;
+const gatewayUrl = (replica = 1) => fx.system.service(replica === 1 ? 'gateway' : `gateway#${replica}`).url;
 
 function call(
   method: string,
@@ -54,7 +52,7 @@ async function metric(name: string, labels: string, replica = 1): Promise<number
 }
 
 async function putClient(clientId: string, secret: string, grantorId = 'A'): Promise<void> {
-  const response = await call('PUT', `/admin/clients/${clientId}`, system.adminHeaders().authorization, {
+  const response = await call('PUT', `/admin/clients/${clientId}`, fx.system.adminHeaders().authorization, {
     body: { secret, grantorId },
   });
   expect([201, 204]).toContain(response.status);
@@ -94,28 +92,23 @@ async function within(limitMs: number, check: () => Promise<boolean>): Promise<n
   return Date.now() - started;
 }
 
-beforeAll(async () => {
-  issuer = new TokenIssuer();
-  await issuer.start();
-  system = await TestSystem.start({
-    name: 'request_path',
-    backends: ['catalog', 'rights', 'subscriptions'],
-    replicas: { gateway: 2 },
-    env: { ...issuer.env, AUTH_CACHE_TTL_MS: String(CACHE_TTL_MS) },
-  });
-  await system.seed({
+const fx = systemFixture({
+  name: 'request_path',
+  backends: ['catalog', 'rights', 'subscriptions'],
+  replicas: { gateway: 2 },
+  bearer: true,
+  env: { AUTH_CACHE_TTL_MS: String(CACHE_TTL_MS) },
+  seed: {
     clients: [
       { clientId: 'grantor-a', grantorId: 'A' },
       { clientId: 'grantor-b', grantorId: 'B' },
     ],
     users: ['alice'],
     skus: { news: {} },
-  });
+  },
 });
-afterAll(async () => {
-  await system?.stop();
-  await issuer?.close();
-});
+beforeAll(fx.start);
+afterAll(fx.stop);
 
 describe("another grantor's resources (DESIGN.md 3, spec 5 rules 3 and 4)", () => {
   it("when a grantor removes, activates or suspends another grantor's right, then 401 with the Basic challenge; reading it stays 404", async () => {
@@ -166,7 +159,7 @@ describe('Bearer headers without a usable token (DESIGN.md 3 "Challenges")', () 
   });
 
   it('when any Bearer header reaches a Basic-only endpoint, then the Basic challenge', async () => {
-    const valid = await issuer.token('grantor-a', 'alice', { scope: 'id.user.right.read' });
+    const valid = await fx.issuer.token('grantor-a', 'alice', { scope: 'id.user.right.read' });
     for (const header of ['Bearer', 'Bearer garbage', `Bearer ${valid}`]) {
       for (const [method, path] of [
         ['POST', '/id/users/alice/rights'],
@@ -271,7 +264,7 @@ describe('changes seen on every gateway replica', () => {
     await putClient('short-lived', 'short-lived-secret');
     const authorization = basic('short-lived', 'short-lived-secret');
     expect((await call('GET', '/id/users/alice', authorization, { replica: 2 })).status).toBe(200);
-    const deleted = await call('DELETE', '/admin/clients/short-lived', system.adminHeaders().authorization);
+    const deleted = await call('DELETE', '/admin/clients/short-lived', fx.system.adminHeaders().authorization);
     expect(deleted.status).toBe(204);
     expect((await call('GET', '/id/users/alice', authorization)).status).toBe(401);
     const took = await within(5_000, async () => {
@@ -281,9 +274,9 @@ describe('changes seen on every gateway replica', () => {
   });
 
   it('when a user is removed through one replica, then the other answers 404 for it within seconds', async () => {
-    await call('PUT', '/id/users/leaving', system.adminHeaders().authorization);
+    await call('PUT', '/id/users/leaving', fx.system.adminHeaders().authorization);
     expect((await call('GET', '/id/users/leaving/rights?grantorId=A', A, { replica: 2 })).status).toBe(200);
-    expect((await call('DELETE', '/id/users/leaving', system.adminHeaders().authorization)).status).toBe(204);
+    expect((await call('DELETE', '/id/users/leaving', fx.system.adminHeaders().authorization)).status).toBe(204);
     const took = await within(5_000, async () => {
       return (await call('GET', '/id/users/leaving/rights?grantorId=A', A, { replica: 2 })).status === 404;
     });

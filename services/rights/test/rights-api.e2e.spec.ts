@@ -1,15 +1,11 @@
-import { EventCollector, TestSystem, TokenIssuer } from '@rs/testing';
+import { systemFixture, TestSystem } from '@rs/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-
-let issuer: TokenIssuer;
-let system: TestSystem;
-let events: EventCollector;
 
 const basic = TestSystem.clientAuthorization;
 const A = basic('grantor-a');
 const B = basic('grantor-b');
 const SP = basic('provider-sp');
-const admin = () => system.adminHeaders().authorization!;
+const admin = () => fx.system.adminHeaders().authorization!;
 
 function call(
   method: string,
@@ -18,7 +14,7 @@ function call(
   body?: unknown,
   headers: Record<string, string> = {},
 ) {
-  return fetch(`${system.gatewayUrl}${path}`, {
+  return fetch(`${fx.system.gatewayUrl}${path}`, {
     method,
     headers: { authorization, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
     body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
@@ -52,19 +48,21 @@ async function createRight(body: Record<string, unknown>, authorization = A, use
 /** The events of one right, de-duplicated by id as a consumer does (delivery is at least once). */
 const eventsOf = (rightId: string) => {
   const seen = new Set<unknown>();
-  return events.messages.filter((m) => m.body.subject === rightId && !seen.has(m.body.id) && seen.add(m.body.id));
+  return fx
+    .events('rights.events')
+    .messages.filter((m) => m.body.subject === rightId && !seen.has(m.body.id) && seen.add(m.body.id));
 };
 const eventTypesOf = async (rightId: string, count: number) => {
-  await events.waitFor(() => eventsOf(rightId).length >= count);
+  await fx.events('rights.events').waitFor(() => eventsOf(rightId).length >= count);
   return eventsOf(rightId).map((m) => m.routingKey);
 };
 
-beforeAll(async () => {
-  issuer = new TokenIssuer();
-  await issuer.start();
-  system = await TestSystem.start({ name: 'rights_api', backends: ['catalog', 'rights'], env: issuer.env });
-  events = await EventCollector.start(system.amqpUrl, 'rights.events');
-  await system.seed({
+const fx = systemFixture({
+  name: 'rights_api',
+  backends: ['catalog', 'rights'],
+  bearer: true,
+  collect: { 'rights.events': '#' },
+  seed: {
     clients: [
       { clientId: 'grantor-a', grantorId: 'A' },
       { clientId: 'grantor-b', grantorId: 'B' },
@@ -73,13 +71,10 @@ beforeAll(async () => {
     ],
     users: ['alice', 'bob'],
     skus: { news: { announceOnUsage: true, serviceProviderId: 'SP' }, video: {} },
-  });
+  },
 });
-afterAll(async () => {
-  await events?.close();
-  await system?.stop();
-  await issuer?.close();
-});
+beforeAll(fx.start);
+afterAll(fx.stop);
 
 describe('create and retrieve (spec 4.2)', () => {
   it('when a grantor creates a right, then 201 returns it with every field of spec 2.4, and right.created is published', async () => {
@@ -94,7 +89,7 @@ describe('create and retrieve (spec 4.2)', () => {
     expect(response.headers.get('content-type')).toMatch(/^application\/json/);
     expect(response.headers.get('etag')).toBe('"1"');
     const right = (await response.json()) as RightView;
-    const href = `${system.gatewayUrl}/id/users/alice/rights/${right.rightId}`;
+    const href = `${fx.system.gatewayUrl}/id/users/alice/rights/${right.rightId}`;
     expect(response.headers.get('location')).toBe(href);
     expect(right).toEqual({
       rightId: expect.stringMatching(/^[0-9A-Za-z]+$/),
@@ -104,7 +99,7 @@ describe('create and retrieve (spec 4.2)', () => {
       userId: 'alice',
       link: [
         { rel: 'self', href, type: null, idref: null },
-        { rel: 'user', href: `${system.gatewayUrl}/id/users/alice`, type: null, idref: null },
+        { rel: 'user', href: `${fx.system.gatewayUrl}/id/users/alice`, type: null, idref: null },
         { rel: 'use', href: `${href}/usage`, type: null, idref: null },
         { rel: 'suspend', href: `${href}/suspend`, type: 'action', idref: null },
       ],
@@ -139,7 +134,7 @@ describe('create and retrieve (spec 4.2)', () => {
   });
 
   it('when the body is bad, then 400 text/plain names the field and nothing is created', async () => {
-    const before = events.messages.length;
+    const before = fx.events('rights.events').messages.length;
     const cases: Array<[unknown, RegExp]> = [
       [{ grantorId: 'A', timeInterval: CURRENT }, /^sku: /],
       [{ sku: 'nope', grantorId: 'A', timeInterval: CURRENT }, /^sku: nope is not in the catalog/],
@@ -171,7 +166,10 @@ describe('create and retrieve (spec 4.2)', () => {
     const list = await call('GET', '/id/users/bob/rights?grantorId=A', A);
     expect(((await list.json()) as { right: unknown[] }).right).toEqual([]);
     expect(
-      events.messages.slice(before).filter((m) => (m.body.data as { connectId?: string })?.connectId === 'bob'),
+      fx
+        .events('rights.events')
+        .messages.slice(before)
+        .filter((m) => (m.body.data as { connectId?: string })?.connectId === 'bob'),
     ).toEqual([]);
   });
 
@@ -253,7 +251,7 @@ describe('usage (DESIGN.md 3 "Usage")', () => {
 
   it("when a Bearer token with id.user.right.use uses its user's right, then 204 and no announcement for a quiet SKU", async () => {
     const right = await createRight({ sku: 'video', state: 'ACTIVE' });
-    const token = await issuer.token('app-a', 'alice', { scope: 'id.user.right.use' });
+    const token = await fx.issuer.token('app-a', 'alice', { scope: 'id.user.right.use' });
     expect((await call('POST', `/id/users/alice/rights/${right.rightId}/usage`, `Bearer ${token}`)).status).toBe(204);
     expect(await eventTypesOf(right.rightId, 2)).toEqual(['right.created', 'right.used']);
   });
@@ -297,7 +295,7 @@ describe('list and remove', () => {
     ).toEqual([]);
     expect(await ids('/id/users/bob/rights', admin())).toEqual([other.rightId, newer.rightId, older.rightId]);
     // The service provider sees the right it provides, through a token naming its grantor.
-    const spToken = await issuer.token('app-a', 'bob', { scope: 'id.user.right.read' });
+    const spToken = await fx.issuer.token('app-a', 'bob', { scope: 'id.user.right.read' });
     expect(await ids('/id/users/bob/rights?grantorId=B', `Bearer ${spToken}`)).toEqual([]);
     const page = await call('GET', '/id/users/bob/rights?grantorId=A&limit=1', A);
     expect(((await page.json()) as { right: RightView[] }).right.map((r) => r.rightId)).toEqual([newer.rightId]);
@@ -326,7 +324,7 @@ describe('list and remove', () => {
 describe('when the catalog is unreachable', () => {
   it('then creating a right with a SKU not known locally is 503 with Retry-After, not 400', async () => {
     expect((await call('PUT', '/catalog/skus/fresh-sku', admin(), {})).status).toBe(201);
-    await system.service('catalog').stop();
+    await fx.system.service('catalog').stop();
     try {
       // The SKU directory heard of fresh-sku from its event, so it is known without the catalog.
       await expect
@@ -349,7 +347,7 @@ describe('when the catalog is unreachable', () => {
       expect(response.status).toBe(503);
       expect(response.headers.get('retry-after')).toMatch(/^\d+$/);
     } finally {
-      await system.service('catalog').start();
+      await fx.system.service('catalog').start();
     }
   });
 });

@@ -1,15 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { createCloudEvent, type RightsCascadeData, type RightsIssueData } from '@rs/contracts';
-import { EventCollector, rightsIssue, TestSystem } from '@rs/testing';
+import { rightsIssue, systemFixture } from '@rs/testing';
 import amqp, { type ChannelModel, type ConfirmChannel } from 'amqplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-let system: TestSystem;
-let events: EventCollector;
 let connection: ChannelModel;
 let channel: ConfirmChannel;
 
-const admin = () => system.adminHeaders();
+const admin = () => fx.system.adminHeaders();
 const NOW = Date.now();
 const iso = (offsetMs: number) => new Date(NOW + offsetMs).toISOString().replace(/\.\d{3}Z$/, 'Z');
 
@@ -25,7 +23,7 @@ async function send(type: string, subject: string, data: unknown, raw?: string) 
 
 type RightView = { rightId: string; state: string; generation: string; link: Array<{ rel: string; href: string }> };
 async function rightsOf(user: string): Promise<RightView[]> {
-  const response = await fetch(`${system.gatewayUrl}/id/users/${user}/rights`, { headers: admin() });
+  const response = await fetch(`${fx.system.gatewayUrl}/id/users/${user}/rights`, { headers: admin() });
   return ((await response.json()) as { right: RightView[] }).right;
 }
 
@@ -46,30 +44,21 @@ function issue(
   });
 }
 
+const fx = systemFixture({
+  name: 'rights_cmd',
+  backends: ['catalog', 'rights', 'scheduler'],
+  env: { SCHEDULER_TICK_MS: '200' },
+  collect: { 'rights.events': '#' },
+  seed: { users: ['carol'], skus: { news: {} } },
+});
 beforeAll(async () => {
-  system = await TestSystem.start({
-    name: 'rights_cmd',
-    backends: ['catalog', 'rights', 'scheduler'],
-    env: { SCHEDULER_TICK_MS: '200' },
-  });
-  events = await EventCollector.start(system.amqpUrl, 'rights.events');
-  connection = await amqp.connect(system.amqpUrl);
+  await fx.start();
+  connection = await amqp.connect(fx.system.amqpUrl);
   channel = await connection.createConfirmChannel();
-  expect((await fetch(`${system.gatewayUrl}/id/users/carol`, { method: 'PUT', headers: admin() })).status).toBe(201);
-  expect(
-    (
-      await fetch(`${system.gatewayUrl}/catalog/skus/news`, {
-        method: 'PUT',
-        headers: { ...admin(), 'content-type': 'application/json' },
-        body: '{}',
-      })
-    ).status,
-  ).toBe(201);
 });
 afterAll(async () => {
   await connection?.close();
-  await events?.close();
-  await system?.stop();
+  await fx.stop();
 });
 
 describe('rights.issue', () => {
@@ -87,17 +76,19 @@ describe('rights.issue', () => {
         { timeout: 10_000 },
       )
       .toBe(2);
-    await events.waitFor(
-      (m) =>
-        m.filter(
-          (e) =>
-            e.routingKey === 'right.created' &&
-            (e.body.data as { link?: Array<{ href: string }> })?.link?.some((l) => l.href.endsWith(subscriptionId)),
-        ).length >= 2,
-    );
-    const created = events.messages.filter(
-      (e) => e.routingKey === 'right.created' && JSON.stringify(e.body.data).includes(subscriptionId),
-    );
+    await fx
+      .events('rights.events')
+      .waitFor(
+        (m) =>
+          m.filter(
+            (e) =>
+              e.routingKey === 'right.created' &&
+              (e.body.data as { link?: Array<{ href: string }> })?.link?.some((l) => l.href.endsWith(subscriptionId)),
+          ).length >= 2,
+      );
+    const created = fx
+      .events('rights.events')
+      .messages.filter((e) => e.routingKey === 'right.created' && JSON.stringify(e.body.data).includes(subscriptionId));
     expect(new Set(created.map((e) => e.body.subject)).size).toBe(2);
     expect(new Set(created.map((e) => e.body.id)).size).toBe(2);
   });
@@ -107,7 +98,7 @@ describe('rights.issue', () => {
     await send('rights.issue', 'x', null, 'not json at all');
     await send('rights.issue', 'x', issue('Sbad', '2026-03-01T00:00:00Z', 'ACTIVE', 'garbage-interval'));
     await expect
-      .poll(() => system.rabbit.queueMessageCount(system.vhost, 'rights.commands.dlq'), { timeout: 15_000 })
+      .poll(() => fx.system.rabbit.queueMessageCount(fx.system.vhost, 'rights.commands.dlq'), { timeout: 15_000 })
       .toBe(3);
     const subscriptionId = `S${randomBytes(4).toString('hex')}`;
     await send('rights.issue', subscriptionId, issue(subscriptionId, '2026-04-01T00:00:00Z', 'SUSPENDED'));
@@ -158,7 +149,7 @@ describe('expiry (DESIGN.md 3 "Rights")', () => {
   it('when the interval of an ACTIVE or SUSPENDED right ends, then within seconds it is EXPIRED with one right.expired', async () => {
     const headers = { ...admin(), 'content-type': 'application/json' };
     const make = async (state: string) => {
-      const response = await fetch(`${system.gatewayUrl}/id/users/carol/rights`, {
+      const response = await fetch(`${fx.system.gatewayUrl}/id/users/carol/rights`, {
         method: 'POST',
         headers,
         body: JSON.stringify({
@@ -175,7 +166,7 @@ describe('expiry (DESIGN.md 3 "Rights")', () => {
     const stateOf = async (id: string) =>
       (
         (await (
-          await fetch(`${system.gatewayUrl}/id/users/carol/rights/${id}`, { headers: admin() })
+          await fetch(`${fx.system.gatewayUrl}/id/users/carol/rights/${id}`, { headers: admin() })
         ).json()) as RightView
       ).state;
     await expect.poll(() => stateOf(ids[0]!), { timeout: 10_000 }).toBe('EXPIRED');
@@ -183,10 +174,12 @@ describe('expiry (DESIGN.md 3 "Rights")', () => {
     expect(await stateOf(ids[2]!)).toBe('CREATED');
     await new Promise((resolve) => setTimeout(resolve, 1500)); // further ticks must not expire again
     for (const id of ids.slice(0, 2)) {
-      const expired = events.messages.filter((e) => e.body.subject === id && e.routingKey === 'right.expired');
+      const expired = fx
+        .events('rights.events')
+        .messages.filter((e) => e.body.subject === id && e.routingKey === 'right.expired');
       expect(new Set(expired.map((e) => e.body.id)).size).toBe(1);
     }
-    const refused = await fetch(`${system.gatewayUrl}/id/users/carol/rights/${ids[0]}/activate`, {
+    const refused = await fetch(`${fx.system.gatewayUrl}/id/users/carol/rights/${ids[0]}/activate`, {
       method: 'POST',
       headers: admin(),
     });

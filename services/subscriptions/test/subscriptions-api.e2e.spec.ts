@@ -1,10 +1,8 @@
 import { createCloudEvent, type RightsIssueData } from '@rs/contracts';
-import { EventCollector, rightsIssue, TestSystem } from '@rs/testing';
+import { rightsIssue, systemFixture, TestSystem } from '@rs/testing';
 import amqp, { type ChannelModel } from 'amqplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-let system: TestSystem;
-let events: EventCollector;
 let connection: ChannelModel;
 
 const basic = TestSystem.clientAuthorization;
@@ -12,7 +10,7 @@ const A = basic('grantor-a');
 const B = basic('grantor-b');
 
 function call(method: string, path: string, authorization: string, body?: unknown) {
-  return fetch(`${system.gatewayUrl}${path}`, {
+  return fetch(`${fx.system.gatewayUrl}${path}`, {
     method,
     headers: { authorization, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
     body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
@@ -34,23 +32,26 @@ async function create(body: Record<string, unknown> = {}): Promise<SubscriptionV
   return (await response.json()) as SubscriptionView;
 }
 
-beforeAll(async () => {
-  system = await TestSystem.start({ name: 'subs_api', backends: ['catalog', 'rights', 'subscriptions'] });
-  events = await EventCollector.start(system.amqpUrl, 'subscriptions.events');
-  connection = await amqp.connect(system.amqpUrl);
-  await system.seed({
+const fx = systemFixture({
+  name: 'subs_api',
+  backends: ['catalog', 'rights', 'subscriptions'],
+  collect: { 'subscriptions.events': '#' },
+  seed: {
     clients: [
       { clientId: 'grantor-a', grantorId: 'A' },
       { clientId: 'grantor-b', grantorId: 'B' },
     ],
     users: ['erin'],
     skus: { news: {} },
-  });
+  },
+});
+beforeAll(async () => {
+  await fx.start();
+  connection = await amqp.connect(fx.system.amqpUrl);
 });
 afterAll(async () => {
   await connection?.close();
-  await events?.close();
-  await system?.stop();
+  await fx.stop();
 });
 
 describe('subscriptions (spec 4.1)', () => {
@@ -65,7 +66,7 @@ describe('subscriptions (spec 4.1)', () => {
     expect(response.status).toBe(201);
     expect(response.headers.get('etag')).toBe('"1"');
     const subscription = (await response.json()) as SubscriptionView;
-    const href = `${system.gatewayUrl}/id/users/erin/subs/${subscription.subscriptionId}`;
+    const href = `${fx.system.gatewayUrl}/id/users/erin/subs/${subscription.subscriptionId}`;
     expect(response.headers.get('location')).toBe(href);
     expect(subscription).toEqual({
       subscriptionId: expect.stringMatching(/^[0-9A-Za-z]+$/),
@@ -75,7 +76,7 @@ describe('subscriptions (spec 4.1)', () => {
       userId: 'erin',
       link: [
         { rel: 'self', href, type: null, idref: null },
-        { rel: 'user', href: `${system.gatewayUrl}/id/users/erin`, type: null, idref: null },
+        { rel: 'user', href: `${fx.system.gatewayUrl}/id/users/erin`, type: null, idref: null },
         { rel: 'suspend', href: `${href}/suspend`, type: 'action', idref: null },
       ],
       grantorId: 'A',
@@ -86,7 +87,9 @@ describe('subscriptions (spec 4.1)', () => {
     expect(await (await call('GET', `/id/users/erin/subs/${subscription.subscriptionId}`, A)).json()).toEqual(
       subscription,
     );
-    const [created] = await events.waitFor((m) => m.some((e) => e.body.subject === subscription.subscriptionId));
+    const [created] = await fx
+      .events('subscriptions.events')
+      .waitFor((m) => m.some((e) => e.body.subject === subscription.subscriptionId));
     expect(created!.routingKey).toBe('subscription.created');
     expect(created!.body.data).toMatchObject({ ...subscription, connectId: 'erin', sequence: 1 });
   });
@@ -128,9 +131,14 @@ describe('subscriptions (spec 4.1)', () => {
     expect((await call('POST', `${path}/activate`, A)).status).toBe(409);
     expect((await call('POST', `${path}/suspend`, A)).status).toBe(204);
     expect(await (await call('GET', path, A)).json()).toMatchObject({ state: 'SUSPENDED', generation: '3' });
-    await events.waitFor((m) => m.filter((e) => e.body.subject === subscription.subscriptionId).length >= 3);
+    await fx
+      .events('subscriptions.events')
+      .waitFor((m) => m.filter((e) => e.body.subject === subscription.subscriptionId).length >= 3);
     expect(
-      events.messages.filter((e) => e.body.subject === subscription.subscriptionId).map((e) => e.routingKey),
+      fx
+        .events('subscriptions.events')
+        .messages.filter((e) => e.body.subject === subscription.subscriptionId)
+        .map((e) => e.routingKey),
     ).toEqual(['subscription.created', 'subscription.activated', 'subscription.suspended']);
   });
 
@@ -161,9 +169,11 @@ describe('subscriptions (spec 4.1)', () => {
     expect((await call('GET', path, A)).status).toBe(404);
     expect((await call('DELETE', path, A)).status).toBe(204);
     expect((await call('DELETE', '/id/users/erin/subs/NoSuchOne', A)).status).toBe(204);
-    await events.waitFor((m) =>
-      m.some((e) => e.body.subject === subscription.subscriptionId && e.routingKey === 'subscription.deleted'),
-    );
+    await fx
+      .events('subscriptions.events')
+      .waitFor((m) =>
+        m.some((e) => e.body.subject === subscription.subscriptionId && e.routingKey === 'subscription.deleted'),
+      );
   });
 
   it('when a subscription is suspended and activated, then its rights follow within 2 seconds (the cascade)', async () => {
