@@ -62,6 +62,11 @@ const page = (description: string, schema: string) => ({
   headers: { Link: { schema: { type: 'string' } } },
   content: json(schema),
 });
+/** A PUT that creates (201) or finds the resource there already (204). */
+const createdOrNot = (created: { description: string; content?: unknown }, not: string) => ({
+  '201': created,
+  '204': { description: not },
+});
 const redirect = {
   description: "Redirect to the same list with the caller's grantor",
   headers: { Location: { schema: { type: 'string' } } },
@@ -72,6 +77,17 @@ const grantorQuery = (name: string) => ({
   description: 'Matched case-insensitively by name',
   schema: { type: 'string' },
 });
+
+/** A route only admin clients may call, with their Basic credentials (DESIGN.md 6). */
+const adminRoute = <const W extends 'gateway' | 'catalog', const O extends string>(
+  owner: W,
+  tag: PublicRoute['tag'],
+  operationId: O,
+  method: RouteMethod,
+  path: string,
+  summary: string,
+  fields: Pick<PublicRoute, 'json' | 'ifMatch' | 'body' | 'query' | 'responses'>,
+) => ({ ...fields, operationId, method, path, owner, caller: 'admin', bearer: null, tag, summary }) as const;
 
 /** A route under a user's rights or subscriptions (spec 4): any client may call it, Bearer only with a scope (spec 5). */
 const userRoute = <const W extends 'rights' | 'subscriptions', const O extends string>(
@@ -131,59 +147,45 @@ export const ROUTES = [
     responses: { '200': { description: 'The OpenAPI document', content: { 'application/json': {} } } },
   },
   // DESIGN.md 6: API clients and revoked tokens.
-  {
-    operationId: 'listClients',
-    method: 'GET',
-    path: '/admin/clients',
-    owner: 'gateway',
-    caller: 'admin',
-    bearer: null,
+  adminRoute('gateway', 'clients', 'listClients', 'GET', '/admin/clients', 'List API clients (never their secrets)', {
     json: true,
-    tag: 'clients',
-    summary: 'List API clients (never their secrets)',
     responses: { '200': { description: 'The clients', content: json('ClientList') } },
-  },
-  {
-    operationId: 'putClient',
-    method: 'PUT',
-    path: '/admin/clients/{clientId}',
-    owner: 'gateway',
-    caller: 'admin',
-    bearer: null,
-    json: true,
-    tag: 'clients',
-    summary: 'Create or replace an API client; its secret is stored as a scrypt hash',
-    body: { schema: 'ClientBody', required: true },
-    responses: {
-      '201': { description: 'Created', content: json('ClientCreated') },
-      '204': { description: 'Replaced' },
+  }),
+  adminRoute(
+    'gateway',
+    'clients',
+    'putClient',
+    'PUT',
+    '/admin/clients/{clientId}',
+    'Create or replace an API client; its secret is stored as a scrypt hash',
+    {
+      json: true,
+      body: { schema: 'ClientBody', required: true },
+      responses: createdOrNot({ description: 'Created', content: json('ClientCreated') }, 'Replaced'),
     },
-  },
-  {
-    operationId: 'deleteClient',
-    method: 'DELETE',
-    path: '/admin/clients/{clientId}',
-    owner: 'gateway',
-    caller: 'admin',
-    bearer: null,
-    json: false,
-    tag: 'clients',
-    summary: 'Delete an API client; its credentials stop working within seconds',
-    responses: { '204': { description: 'Deleted (also when unknown)' } },
-  },
-  {
-    operationId: 'revokeToken',
-    method: 'PUT',
-    path: '/admin/revoked-tokens/{jti}',
-    owner: 'gateway',
-    caller: 'admin',
-    bearer: null,
-    json: false,
-    tag: 'clients',
-    summary: 'Refuse access tokens with this jti from now on',
-    body: { schema: 'RevocationBody', required: false },
-    responses: { '201': { description: 'Revoked' }, '204': { description: 'Was already revoked' } },
-  },
+  ),
+  adminRoute(
+    'gateway',
+    'clients',
+    'deleteClient',
+    'DELETE',
+    '/admin/clients/{clientId}',
+    'Delete an API client; its credentials stop working within seconds',
+    { json: false, responses: { '204': { description: 'Deleted (also when unknown)' } } },
+  ),
+  adminRoute(
+    'gateway',
+    'clients',
+    'revokeToken',
+    'PUT',
+    '/admin/revoked-tokens/{jti}',
+    'Refuse access tokens with this jti from now on',
+    {
+      json: false,
+      body: { schema: 'RevocationBody', required: false },
+      responses: createdOrNot({ description: 'Revoked' }, 'Was already revoked'),
+    },
+  ),
   // DESIGN.md 3 "Users".
   {
     operationId: 'getUser',
@@ -197,33 +199,19 @@ export const ROUTES = [
     summary: 'Read a user of the directory (any authenticated caller; a Bearer token only for its own user)',
     responses: { '200': { description: 'The user', content: json('User') } },
   },
-  {
-    operationId: 'putUser',
-    method: 'PUT',
-    path: '/id/users/{connectId}',
-    owner: 'gateway',
-    caller: 'admin',
-    bearer: null,
+  adminRoute('gateway', 'users', 'putUser', 'PUT', '/id/users/{connectId}', 'Register a user', {
     json: true,
-    tag: 'users',
-    summary: 'Register a user',
-    responses: {
-      '201': { description: 'Registered', content: json('User') },
-      '204': { description: 'Already registered' },
-    },
-  },
-  {
-    operationId: 'deleteUser',
-    method: 'DELETE',
-    path: '/id/users/{connectId}',
-    owner: 'gateway',
-    caller: 'admin',
-    bearer: null,
-    json: false,
-    tag: 'users',
-    summary: 'Unregister a user (their rights and subscriptions stay)',
-    responses: { '204': { description: 'Unregistered' } },
-  },
+    responses: createdOrNot({ description: 'Registered', content: json('User') }, 'Already registered'),
+  }),
+  adminRoute(
+    'gateway',
+    'users',
+    'deleteUser',
+    'DELETE',
+    '/id/users/{connectId}',
+    'Unregister a user (their rights and subscriptions stay)',
+    { json: false, responses: { '204': { description: 'Unregistered' } } },
+  ),
   // spec 4.1: subscriptions.
   userRoute('subscriptions', 'listSubscriptions', 'GET', SUBSCRIPTIONS, LIST_SUMMARY('subscriptions', 'grantorid'), {
     bearer: 'id.user.sub.read',
@@ -320,58 +308,38 @@ export const ROUTES = [
     { conflict: true, bearer: 'id.user.right.use' },
   ),
   // DESIGN.md 6: the admin catalog API.
-  {
-    operationId: 'listSkus',
-    method: 'GET',
-    path: '/catalog/skus',
-    owner: 'catalog',
-    caller: 'admin',
-    bearer: null,
+  adminRoute('catalog', 'catalog', 'listSkus', 'GET', '/catalog/skus', 'List catalog entries in name order', {
     json: true,
-    tag: 'catalog',
-    summary: 'List catalog entries in name order',
     query: [param('limit'), param('skuCursor')],
     responses: { '200': page('One page of entries; `Link: <…>; rel="next"` when more exist', 'SkuList') },
-  },
-  {
-    operationId: 'getSku',
-    method: 'GET',
-    path: '/catalog/skus/{sku}',
-    owner: 'catalog',
-    caller: 'admin',
-    bearer: null,
+  }),
+  adminRoute('catalog', 'catalog', 'getSku', 'GET', '/catalog/skus/{sku}', 'Read a catalog entry', {
     json: true,
-    tag: 'catalog',
-    summary: 'Read a catalog entry',
     responses: { '200': one('The entry', 'Sku'), '404': ref('NotFound') },
-  },
-  {
-    operationId: 'putSku',
-    method: 'PUT',
-    path: '/catalog/skus/{sku}',
-    owner: 'catalog',
-    caller: 'admin',
-    bearer: null,
-    json: true,
-    ifMatch: true,
-    tag: 'catalog',
-    summary: 'Create or replace a catalog entry; emits sku.upserted on catalog.events',
-    body: { schema: 'SkuUpsertBody', required: false },
-    responses: { '201': created('Sku'), '204': { description: 'Replaced, or already so', headers: etag } },
-  },
-  {
-    operationId: 'deleteSku',
-    method: 'DELETE',
-    path: '/catalog/skus/{sku}',
-    owner: 'catalog',
-    caller: 'admin',
-    bearer: null,
-    json: false,
-    ifMatch: true,
-    tag: 'catalog',
-    summary: 'Delete a catalog entry; emits sku.deleted on catalog.events',
-    responses: { '204': { description: 'Deleted' }, '404': ref('NotFound') },
-  },
+  }),
+  adminRoute(
+    'catalog',
+    'catalog',
+    'putSku',
+    'PUT',
+    '/catalog/skus/{sku}',
+    'Create or replace a catalog entry; emits sku.upserted on catalog.events',
+    {
+      json: true,
+      ifMatch: true,
+      body: { schema: 'SkuUpsertBody', required: false },
+      responses: { '201': created('Sku'), '204': { description: 'Replaced, or already so', headers: etag } },
+    },
+  ),
+  adminRoute(
+    'catalog',
+    'catalog',
+    'deleteSku',
+    'DELETE',
+    '/catalog/skus/{sku}',
+    'Delete a catalog entry; emits sku.deleted on catalog.events',
+    { json: false, ifMatch: true, responses: { '204': { description: 'Deleted' }, '404': ref('NotFound') } },
+  ),
 ] as const satisfies readonly PublicRoute[];
 
 export type OperationId<O extends RouteOwner = RouteOwner> = Extract<

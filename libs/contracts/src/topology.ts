@@ -26,3 +26,7 @@ export const COMMAND_QUEUES: Record<string, string[]> = {
   'rights.commands': ['rights.issue', 'rights.expire', 'rights.cascade'],
   'subscriptions.commands': ['subscriptions.renew'],
 };
+
+/** The bindings of a command queue: each of its command types on the `commands` exchange. */
+export const commandBindings = (queue: string) =>
+  (COMMAND_QUEUES[queue] ?? []).map((routingKey) => ({ exchange: Exchanges.commands, routingKey }));

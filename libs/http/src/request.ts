@@ -1,5 +1,5 @@
-import { ConnectId, IF_MATCH_PATTERN, KEYSET_CURSOR_PATTERN } from '@rs/contracts';
-import type { Request, Response } from 'express';
+import { ConnectId, IF_MATCH_PATTERN, KEYSET_CURSOR_PATTERN, type Principal } from '@rs/contracts';
+import type { Request, RequestHandler, Response } from 'express';
 import type { z } from 'zod';
 import { badRequest, preconditionFailed } from './errors';
 
@@ -95,6 +95,22 @@ export async function sendNewestFirst<T extends { createdAt: Date }>(
   const last = found.at(-1);
   setNextLink(req, res, publicBaseUrl, page, last && keysetOf(last, list.idOf(last)), found.length);
   res.json(list.body(found));
+}
+
+/**
+ * A change of one of a user's resources (spec 4: remove, activate, suspend, usage): the use
+ * case gets the caller, the user, the resource's id from the path and the generation
+ * If-Match requires; the answer is 204.
+ */
+export function userResourceChange(
+  id: { name: string; schema: z.ZodType<string> },
+  act: (principal: Principal, userId: string, id: string, ifMatch: number | undefined) => Promise<unknown>,
+): RequestHandler {
+  return async (req, res) => {
+    const resourceId = parseParam(id.schema, id.name, req.params[id.name]);
+    await act(res.locals.principal, connectIdOf(req), resourceId, ifMatchGeneration(req));
+    sendDone(res);
+  };
 }
 
 /** The user of a `/id/users/{connectId}/…` path (spec 4). */

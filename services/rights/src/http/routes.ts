@@ -1,7 +1,7 @@
 import { BUCKETS } from '@rs/store';
 import { RightCreateBody, RightId } from '@rs/contracts';
 import * as http from '@rs/http';
-import { Router, type Request, type RequestHandler } from 'express';
+import { Router, type Request } from 'express';
 import { expiryEntry, representation, type RightCommand } from '../domain/right';
 import { parseDateTime, systemClock, type Clock } from '@rs/time';
 import type { RightsUseCases } from '../app/rights';
@@ -20,18 +20,10 @@ function activeFilter(req: Request, now: Date): Date | null {
 export function rightsRoutes(rights: RightsUseCases, publicBaseUrl: string, clock: Clock = systemClock): Router {
   const router = Router();
   const rightId = (req: Request) => http.parseParam(RightId, 'rightId', req.params.rightId);
-  const transition =
-    (command: RightCommand): RequestHandler =>
-    async (req, res) => {
-      await rights.transition(
-        res.locals.principal,
-        http.connectIdOf(req),
-        rightId(req),
-        command,
-        http.ifMatchGeneration(req),
-      );
-      http.sendDone(res);
-    };
+  const change = (act: Parameters<typeof http.userResourceChange>[1]) =>
+    http.userResourceChange({ name: 'rightId', schema: RightId }, act);
+  const transition = (command: RightCommand) =>
+    change((principal, user, id, ifMatch) => rights.transition(principal, user, id, command, ifMatch));
 
   http.serveRoutes(router, 'rights', {
     listRights: async (req, res) => {
@@ -56,16 +48,10 @@ export function rightsRoutes(rights: RightsUseCases, publicBaseUrl: string, cloc
       const right = await rights.get(res.locals.principal, http.connectIdOf(req), rightId(req));
       http.sendResource(res, right.generation, representation(right, publicBaseUrl, clock()));
     },
-    removeRight: async (req, res) => {
-      await rights.remove(res.locals.principal, http.connectIdOf(req), rightId(req), http.ifMatchGeneration(req));
-      http.sendDone(res);
-    },
+    removeRight: change((principal, user, id, ifMatch) => rights.remove(principal, user, id, ifMatch)),
     activateRight: transition('activate'),
     suspendRight: transition('suspend'),
-    usageRight: async (req, res) => {
-      await rights.use(res.locals.principal, http.connectIdOf(req), rightId(req), http.ifMatchGeneration(req));
-      http.sendDone(res);
-    },
+    usageRight: change((principal, user, id, ifMatch) => rights.use(principal, user, id, ifMatch)),
   });
   // For the scheduler to rebuild its expiries (docs/decisions/0009).
   http.bucketListing(router, '/internal/expiries', BUCKETS, async (bucket) =>

@@ -1,5 +1,5 @@
 import {
-  COMMAND_QUEUES,
+  commandBindings,
   CommandTypes,
   Exchanges,
   InvalidMessage,
@@ -65,10 +65,7 @@ export async function consumeRightsCommands(
     broker,
     {
       queue: RIGHTS_COMMAND_QUEUE,
-      bindings: COMMAND_QUEUES[RIGHTS_COMMAND_QUEUE]!.map((routingKey) => ({
-        exchange: Exchanges.commands,
-        routingKey,
-      })),
+      bindings: commandBindings(RIGHTS_COMMAND_QUEUE),
       parse: (body) => {
         const command = parseEvent(RightsCommands, body);
         // A command whose intervals do not parse can never succeed: dead-letter it at once.

@@ -1,4 +1,10 @@
-import type { RightEventData, SubscriptionEventData } from '@rs/contracts';
+import {
+  RightEventTypes,
+  SubscriptionEventTypes,
+  type CloudEvent,
+  type RightEventData,
+  type SubscriptionEventData,
+} from '@rs/contracts';
 import { hashOf } from '@rs/store';
 import { parseTimeSpec, periodExists, periodStart, subscriptionEnd } from '@rs/time';
 
@@ -66,4 +72,23 @@ export function subscriptionDueAt(
   const end = subscriptionEnd(spec);
   if (end) candidates.push(end.toMillis());
   return candidates.length > 0 ? new Date(Math.min(...candidates)) : null;
+}
+
+/** What an event leaves due: the version of its resource, and when (null: nothing; DESIGN.md 1 and 3). */
+export interface DueAfter {
+  id: string;
+  dueAt: Date | null;
+}
+
+/** After a right event: its expiry, unless it was removed. */
+export function dueAfterRightEvent(event: CloudEvent<RightEventData>): DueAfter {
+  return { id: event.data.rightId, dueAt: event.type === RightEventTypes.removed ? null : rightDueAt(event.data) };
+}
+
+/** After a subscription event: its next renewal or end, unless it was deleted. */
+export function dueAfterSubscriptionEvent(event: CloudEvent<SubscriptionEventData>): DueAfter {
+  return {
+    id: event.data.subscriptionId,
+    dueAt: event.type === SubscriptionEventTypes.deleted ? null : subscriptionDueAt(event.data),
+  };
 }

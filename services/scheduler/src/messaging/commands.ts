@@ -8,20 +8,22 @@ const SOURCE = '/scheduler';
  * the items due: the consumer judges "due" by it as well as by its own clock, so a clock a
  * little behind never turns a due command into a no-op.
  */
-export const expireCommand = (items: DueItem[], now: Date) =>
-  createCloudEvent<RightsExpireBatch>({
-    source: SOURCE,
-    type: CommandTypes.rightsExpire,
-    subject: items[0]!.id,
-    data: { items: items.map((item) => ({ rightId: item.id, connectId: item.connectId })) },
-    time: now,
-  });
+const batchCommand =
+  <Data extends { items: unknown[] }>(type: string, itemOf: (item: DueItem) => Data['items'][number]) =>
+  (items: DueItem[], now: Date) =>
+    createCloudEvent<Data>({
+      source: SOURCE,
+      type,
+      subject: items[0]!.id,
+      data: { items: items.map(itemOf) } as Data,
+      time: now,
+    });
 
-export const renewCommand = (items: DueItem[], now: Date) =>
-  createCloudEvent<SubscriptionsRenewBatch>({
-    source: SOURCE,
-    type: CommandTypes.subscriptionsRenew,
-    subject: items[0]!.id,
-    data: { items: items.map((item) => ({ subscriptionId: item.id, connectId: item.connectId })) },
-    time: now,
-  });
+export const expireCommand = batchCommand<RightsExpireBatch>(CommandTypes.rightsExpire, (item) => ({
+  rightId: item.id,
+  connectId: item.connectId,
+}));
+export const renewCommand = batchCommand<SubscriptionsRenewBatch>(CommandTypes.subscriptionsRenew, (item) => ({
+  subscriptionId: item.id,
+  connectId: item.connectId,
+}));

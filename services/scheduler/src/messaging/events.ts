@@ -3,20 +3,31 @@ import {
   Exchanges,
   parseEvent,
   RightEvents,
-  RightEventTypes,
   SubscriptionEvents,
-  SubscriptionEventTypes,
   type CloudEvent,
-  type RightEventData,
-  type SubscriptionEventData,
+  type EventSchemas,
 } from '@rs/contracts';
 import type { Logger } from '@rs/logging';
 import { consume, type AmqpClient, type ConsumerSpec } from '@rs/messaging';
-import { rightDueAt, subscriptionDueAt } from '../domain/due';
+import { dueAfterRightEvent, dueAfterSubscriptionEvent, type DueAfter } from '../domain/due';
 import type { DueItem, DueStore } from '../store/due-store';
 
 export const SCHEDULER_RIGHT_EVENTS_QUEUE = 'scheduler.rights-events';
 export const SCHEDULER_SUBSCRIPTION_EVENTS_QUEUE = 'scheduler.subscriptions-events';
+
+/** The events the scheduler follows: its own queue bound to the events of one kind. */
+const followed = <S extends EventSchemas>(queue: string, exchange: string, routingKey: string, schemas: S) => ({
+  queue,
+  bindings: [{ exchange, routingKey }],
+  parse: (body: unknown) => parseEvent(schemas, body),
+});
+const RIGHT_EVENTS = followed(SCHEDULER_RIGHT_EVENTS_QUEUE, Exchanges.rightsEvents, 'right.*', RightEvents);
+const SUBSCRIPTION_EVENTS = followed(
+  SCHEDULER_SUBSCRIPTION_EVENTS_QUEUE,
+  Exchanges.subscriptionsEvents,
+  'subscription.*',
+  SubscriptionEvents,
+);
 
 /** Events handled together: a bulk renewal's events are recorded in few `insertMany` calls. */
 const BATCH = { max: 500, lingerMs: 25 };
@@ -36,7 +47,7 @@ export async function followEvents(
   const follow = async <Data extends { connectId: string; sequence: number }>(
     spec: Pick<ConsumerSpec<CloudEvent<Data>>, 'queue' | 'bindings' | 'parse'>,
     store: DueStore,
-    dueOf: (event: CloudEvent<Data>) => { id: string; dueAt: Date | null },
+    dueOf: (event: CloudEvent<Data>) => DueAfter,
     component: string,
   ) => {
     const record = async (events: Array<CloudEvent<Data>>) => {
@@ -58,30 +69,6 @@ export async function followEvents(
       logger.child({ component }),
     );
   };
-  await follow<RightEventData>(
-    {
-      queue: SCHEDULER_RIGHT_EVENTS_QUEUE,
-      bindings: [{ exchange: Exchanges.rightsEvents, routingKey: 'right.*' }],
-      parse: (body) => parseEvent(RightEvents, body),
-    },
-    stores.rightExpiries,
-    (event) => ({
-      id: event.data.rightId,
-      dueAt: event.type === RightEventTypes.removed ? null : rightDueAt(event.data),
-    }),
-    'right-events',
-  );
-  await follow<SubscriptionEventData>(
-    {
-      queue: SCHEDULER_SUBSCRIPTION_EVENTS_QUEUE,
-      bindings: [{ exchange: Exchanges.subscriptionsEvents, routingKey: 'subscription.*' }],
-      parse: (body) => parseEvent(SubscriptionEvents, body),
-    },
-    stores.subscriptionSchedules,
-    (event) => ({
-      id: event.data.subscriptionId,
-      dueAt: event.type === SubscriptionEventTypes.deleted ? null : subscriptionDueAt(event.data),
-    }),
-    'subscription-events',
-  );
+  await follow(RIGHT_EVENTS, stores.rightExpiries, dueAfterRightEvent, 'right-events');
+  await follow(SUBSCRIPTION_EVENTS, stores.subscriptionSchedules, dueAfterSubscriptionEvent, 'subscription-events');
 }

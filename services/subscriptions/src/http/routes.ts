@@ -1,7 +1,7 @@
 import { BUCKETS } from '@rs/store';
 import { SubscriptionCreateBody, SubscriptionId } from '@rs/contracts';
 import * as http from '@rs/http';
-import { Router, type Request, type RequestHandler } from 'express';
+import { Router, type Request } from 'express';
 import { representation, scheduleEntry, type SubscriptionCommand } from '../domain/subscription';
 import type { SubscriptionUseCases } from '../app/subscriptions';
 
@@ -9,18 +9,12 @@ import type { SubscriptionUseCases } from '../app/subscriptions';
 export function subscriptionRoutes(subscriptions: SubscriptionUseCases, publicBaseUrl: string): Router {
   const router = Router();
   const id = (req: Request) => http.parseParam(SubscriptionId, 'subscriptionId', req.params.subscriptionId);
-  const transition =
-    (command: SubscriptionCommand): RequestHandler =>
-    async (req, res) => {
-      await subscriptions.transition(
-        res.locals.principal,
-        http.connectIdOf(req),
-        id(req),
-        command,
-        http.ifMatchGeneration(req),
-      );
-      http.sendDone(res);
-    };
+  const change = (act: Parameters<typeof http.userResourceChange>[1]) =>
+    http.userResourceChange({ name: 'subscriptionId', schema: SubscriptionId }, act);
+  const transition = (command: SubscriptionCommand) =>
+    change((principal, user, subscriptionId, ifMatch) =>
+      subscriptions.transition(principal, user, subscriptionId, command, ifMatch),
+    );
 
   http.serveRoutes(router, 'subscriptions', {
     listSubscriptions: async (req, res) => {
@@ -40,10 +34,9 @@ export function subscriptionRoutes(subscriptions: SubscriptionUseCases, publicBa
       const subscription = await subscriptions.get(res.locals.principal, http.connectIdOf(req), id(req));
       http.sendResource(res, subscription.generation, representation(subscription, publicBaseUrl));
     },
-    deleteSubscription: async (req, res) => {
-      await subscriptions.remove(res.locals.principal, http.connectIdOf(req), id(req), http.ifMatchGeneration(req));
-      http.sendDone(res);
-    },
+    deleteSubscription: change((principal, user, subscriptionId, ifMatch) =>
+      subscriptions.remove(principal, user, subscriptionId, ifMatch),
+    ),
     activateSubscription: transition('activate'),
     suspendSubscription: transition('suspend'),
   });

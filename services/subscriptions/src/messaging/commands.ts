@@ -1,4 +1,4 @@
-import { COMMAND_QUEUES, CommandTypes, Exchanges, itemsOf, parseEvent, SubscriptionsCommands } from '@rs/contracts';
+import { commandBindings, CommandTypes, itemsOf, parseEvent, SubscriptionsCommands } from '@rs/contracts';
 import type { Logger } from '@rs/logging';
 import { consume, type AmqpClient } from '@rs/messaging';
 import type { SubscriptionUseCases } from '../app/subscriptions';
@@ -21,10 +21,7 @@ export async function consumeSubscriptionCommands(
     broker,
     {
       queue: SUBSCRIPTIONS_COMMAND_QUEUE,
-      bindings: COMMAND_QUEUES[SUBSCRIPTIONS_COMMAND_QUEUE]!.map((routingKey) => ({
-        exchange: Exchanges.commands,
-        routingKey,
-      })),
+      bindings: commandBindings(SUBSCRIPTIONS_COMMAND_QUEUE),
       prefetch: 4,
       parse: (body) => parseEvent(SubscriptionsCommands, body),
       handle: async (command, delivery) => {
