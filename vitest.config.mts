@@ -6,6 +6,9 @@ export default defineConfig({
     globalSetup: ['libs/testing/src/global-setup.ts'],
     env: { TZ: 'UTC' },
     pool: 'forks',
+    // The tests wait on real servers and processes far more than they compute: three files
+    // at a time (vitest's default on two cores is one) keep both cores busy.
+    maxWorkers: 3,
     testTimeout: 60_000,
     hookTimeout: 120_000,
     reporters: ['default', './vitest.summary-reporter.mjs'],

@@ -23,6 +23,11 @@ export interface SkuDirectoryOptions {
   requestTimeoutMs?: number;
 }
 
+/** What a use case asks of the catalog: a SKU's entry, or null when there is none (SkuDirectory answers it). */
+export interface SkuLookup {
+  find(sku: string): Promise<Sku | null>;
+}
+
 type CacheEntry = { sku: Sku | null; sequence: number; expiresAt: number };
 
 /**
@@ -32,7 +37,7 @@ type CacheEntry = { sku: Sku | null; sequence: number; expiresAt: number };
  * is asked of the catalog over HTTP. While the broker connection is down the cache may
  * miss events, so it is emptied on every reconnect.
  */
-export class SkuDirectory {
+export class SkuDirectory implements SkuLookup {
   /** Bounded: SKU names come from requests, and unknown ones are remembered too. */
   private readonly cache = new LRUCache<string, CacheEntry>({ max: 100_000 });
   private readonly principal: Principal;

@@ -8,3 +8,4 @@ export * from './token-issuer';
 export * from './principals';
 export * from './commands';
 export * from './fixture';
+export * from './database';

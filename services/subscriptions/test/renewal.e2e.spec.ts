@@ -57,32 +57,6 @@ describe('renewal (DESIGN.md 3 "Renewal")', () => {
       .waitFor((m) => m.some((e) => e.body.subject === subscriptionId && e.routingKey === 'subscription.renewed'));
   });
 
-  it('when a SUSPENDED subscription renews, then its rights are SUSPENDED; when it reaches R<n>, it expires', async () => {
-    const response = await call('POST', '/id/users/frank/subs', {
-      grantorId: 'A',
-      state: 'SUSPENDED',
-      timeSpec: `R2/${secondsAgo(1)}/PT2S`,
-      rightsSpec: [{ sku: 'news', timeSpec: 'PT1H' }],
-    });
-    const { subscriptionId } = (await response.json()) as { subscriptionId: string };
-    await expect
-      .poll(async () => (await rightsOf(subscriptionId)).map((r) => r.state), { timeout: 8_000 })
-      .toEqual(['SUSPENDED', 'SUSPENDED']);
-    await expect
-      .poll(
-        async () =>
-          ((await (await call('GET', `/id/users/frank/subs/${subscriptionId}`)).json()) as { state: string }).state,
-        { timeout: 8_000 },
-      )
-      .toBe('EXPIRED');
-    await fx
-      .events('subscriptions.events')
-      .waitFor((m) => m.some((e) => e.body.subject === subscriptionId && e.routingKey === 'subscription.expired'));
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
-    expect(await rightsOf(subscriptionId)).toHaveLength(2);
-    expect((await call('POST', `/id/users/frank/subs/${subscriptionId}/activate`)).status).toBe(409);
-  });
-
   it('when the scheduler lost the events of a subscription, then it rebuilds its schedule from the subscriptions service at start', async () => {
     const scheduler = fx.system.service('scheduler');
     await scheduler.stop();

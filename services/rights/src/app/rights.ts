@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { CatalogUnavailable, type SkuDirectory } from '@rs/catalog-client';
+import { CatalogUnavailable, type SkuLookup } from '@rs/catalog-client';
 import {
   InvalidMessage,
   newId,
@@ -40,7 +40,7 @@ export function periodRightId(subscriptionId: string, periodStart: string, templ
 export class RightsUseCases {
   constructor(
     private readonly store: RightStore,
-    private readonly skus: SkuDirectory,
+    private readonly skus: SkuLookup,
     private readonly clock: Clock = systemClock,
   ) {}
 

@@ -94,13 +94,13 @@ export function recordUsage(right: RightEntity, now: Date, announce: boolean): D
   return changed(right, { used: true }, events, now);
 }
 
-/** The right as the API returns it, with the links of DESIGN.md 3 "href and links". */
 /** A right as the scheduler rebuilds its expiries from it (the internal listing, docs/decisions/0009). */
 export function expiryEntry(right: RightEntity): ExpiryEntry {
   const { rightId, userId: connectId, generation: sequence, state, timeInterval } = right;
   return { rightId, connectId, sequence, state, timeInterval };
 }
 
+/** The right as the API returns it, with the links of DESIGN.md 3 "href and links". */
 export function representation(right: RightEntity, publicBaseUrl: string, now: Date): Right {
   const user = `${publicBaseUrl}/id/users/${encodeURIComponent(right.userId)}`;
   const self = `${user}/rights/${right.rightId}`;

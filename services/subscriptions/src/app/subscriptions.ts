@@ -1,4 +1,4 @@
-import { CatalogUnavailable, type SkuDirectory } from '@rs/catalog-client';
+import { CatalogUnavailable, type SkuLookup } from '@rs/catalog-client';
 import {
   CommandTypes,
   createCloudEvent,
@@ -41,7 +41,7 @@ export const EVENT_SOURCE = '/subscriptions';
 export class SubscriptionUseCases {
   constructor(
     private readonly store: SubscriptionStore,
-    private readonly skus: SkuDirectory,
+    private readonly skus: SkuLookup,
     private readonly publicBaseUrl: string,
     private readonly clock: Clock = systemClock,
   ) {}

@@ -84,13 +84,13 @@ export function firstPeriodToIssue(spec: TimeSpec, now: Date): number | null {
   return periodExists(spec, k) ? k : (nextPeriodStart(spec, DateTime.fromJSDate(now))?.k ?? null);
 }
 
-/** The subscription as the API returns it, with the links of DESIGN.md 3. */
 /** A subscription as the scheduler rebuilds its schedule from it (the internal listing, DESIGN.md 3 "Renewal"). */
 export function scheduleEntry(subscription: SubscriptionEntity): ScheduleEntry {
   const { subscriptionId, userId: connectId, generation: sequence, state, timeSpec, nextPeriod } = subscription;
   return { subscriptionId, connectId, sequence, state, timeSpec, nextPeriod };
 }
 
+/** The subscription as the API returns it, with the links of DESIGN.md 3. */
 export function representation(subscription: SubscriptionEntity, publicBaseUrl: string): Subscription {
   const user = `${publicBaseUrl}/id/users/${encodeURIComponent(subscription.userId)}`;
   const self = `${user}/subs/${subscription.subscriptionId}`;

@@ -1,0 +1,50 @@
+import { randomBytes } from 'node:crypto';
+import mongoose, { type Connection } from 'mongoose';
+
+/**
+ * A database of its own on the test server (MONGODB_URL, from the global setup), for tests
+ * that run use cases and their real stores in-process (the middle tier of issue 10).
+ */
+export interface TestDatabase {
+  db: Connection;
+  /** Drops the database and closes the connection. */
+  drop(): Promise<void>;
+}
+
+export async function testDatabase(name: string): Promise<TestDatabase> {
+  const url = process.env.MONGODB_URL;
+  if (!url) throw new Error('MONGODB_URL is not set: run the tests with vitest (its globalSetup provides the servers)');
+  const db = mongoose.createConnection(url, {
+    dbName: `t_${name}_${randomBytes(3).toString('hex')}`,
+    autoIndex: false,
+  });
+  await db.asPromise();
+  return {
+    db,
+    async drop() {
+      await db.dropDatabase().catch(() => undefined);
+      await db.close();
+    },
+  };
+}
+
+/** A catalog of fixed entries, for use cases that only ask whether a SKU exists and how it is set. */
+export function fixedCatalog(
+  entries: Record<string, { serviceProviderId?: string | null; announceOnUsage?: boolean }>,
+) {
+  return {
+    async find(sku: string) {
+      const entry = entries[sku];
+      if (!entry) return null;
+      return {
+        sku,
+        name: null,
+        serviceProviderId: entry.serviceProviderId ?? null,
+        announceOnUsage: entry.announceOnUsage ?? false,
+        generation: '1',
+        createdAt: '2026-01-01T00:00:00.000Z',
+        updatedAt: '2026-01-01T00:00:00.000Z',
+      };
+    },
+  };
+}

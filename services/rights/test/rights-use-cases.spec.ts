@@ -1,0 +1,100 @@
+import { DomainError } from '@rs/contracts';
+import { basicCaller, fixedCatalog, testDatabase, type TestDatabase } from '@rs/testing';
+import { manualClock } from '@rs/time';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RightsUseCases } from '../src/app/rights';
+import { rightEvents } from '../src/messaging/events';
+import { RightStore } from '../src/store/right-store';
+
+// The middle tier (issue 10): the rights use cases with their real store on the real
+// database, in this process, on a clock the test moves instead of waiting for intervals.
+
+const A = basicCaller('A');
+const SP = basicCaller('SP');
+const clock = manualClock('2026-03-01T00:00:00Z');
+let database: TestDatabase;
+let store: RightStore;
+let rights: RightsUseCases;
+
+beforeAll(async () => {
+  database = await testDatabase('rights_use_cases');
+  store = new RightStore(database.db, rightEvents('https://api.example.com'));
+  await store.ensureIndexes();
+  rights = new RightsUseCases(store, fixedCatalog({ news: { serviceProviderId: 'SP', announceOnUsage: true } }), clock);
+});
+afterAll(async () => {
+  await database?.drop();
+});
+
+const create = (state: 'CREATED' | 'ACTIVE' | 'SUSPENDED', timeInterval = '2026-03-01T00:00:00Z/PT1H') =>
+  rights.create(A, 'alice', { sku: 'news', grantorId: 'A', timeInterval, state, serviceProviderId: 'SP' });
+const expire = (rightId: string) => rights.expireMany([{ connectId: 'alice', rightId }], clock());
+const codeOf = async (promise: Promise<unknown>) =>
+  promise.then(
+    () => 'done',
+    (error: unknown) => (error instanceof DomainError ? error.code : String(error)),
+  );
+
+describe('expiry (DESIGN.md 3 "Rights"), on a pinned clock', () => {
+  it('when the interval of an ACTIVE or SUSPENDED right has not ended, then expiry leaves it; once it has, it is EXPIRED', async () => {
+    clock.set('2026-03-01T00:00:00Z');
+    const active = await create('ACTIVE');
+    const suspended = await create('SUSPENDED');
+    clock.set('2026-03-01T00:59:59Z');
+    expect(await expire(active.rightId)).toEqual([]);
+    expect(await rights.get(A, 'alice', active.rightId)).toMatchObject({ state: 'ACTIVE', generation: 1 });
+    clock.set('2026-03-01T01:00:00Z');
+    for (const right of [active, suspended]) {
+      expect((await expire(right.rightId)).map((expired) => expired.state)).toEqual(['EXPIRED']);
+      expect(await rights.get(A, 'alice', right.rightId)).toMatchObject({ state: 'EXPIRED', generation: 2 });
+    }
+  });
+
+  it('when an expiry is delivered again, then it changes nothing and names the right again (its event is published again)', async () => {
+    clock.set('2026-03-02T00:00:00Z');
+    const right = await create('ACTIVE', '2026-03-02T00:00:00Z/PT1M');
+    clock.advance(60_000);
+    await expire(right.rightId);
+    expect((await expire(right.rightId)).map((expired) => [expired.rightId, expired.generation])).toEqual([
+      [right.rightId, 2],
+    ]);
+  });
+
+  it('when a CREATED right ends, then expiry leaves it CREATED (only ACTIVE and SUSPENDED expire)', async () => {
+    clock.set('2026-03-03T00:00:00Z');
+    const right = await create('CREATED', '2026-03-03T00:00:00Z/PT1M');
+    clock.advance(120_000);
+    expect(await expire(right.rightId)).toEqual([]);
+    expect(await rights.get(A, 'alice', right.rightId)).toMatchObject({ state: 'CREATED' });
+  });
+});
+
+describe('usage (DESIGN.md 3 "Usage"), on a pinned clock', () => {
+  it('when the right is active, then the first use records it; a repeat changes nothing; after the interval, 409', async () => {
+    clock.set('2026-03-04T00:00:00Z');
+    const right = await create('ACTIVE', '2026-03-04T00:00:00Z/PT1H');
+    clock.advance(30 * 60_000);
+    expect(await codeOf(rights.use(SP, 'alice', right.rightId))).toBe('done');
+    expect(await rights.get(A, 'alice', right.rightId)).toMatchObject({ used: true, generation: 2 });
+    expect(await codeOf(rights.use(SP, 'alice', right.rightId))).toBe('done');
+    expect(await rights.get(A, 'alice', right.rightId)).toMatchObject({ generation: 2 });
+    clock.set('2026-03-04T01:00:00Z');
+    const other = await create('ACTIVE', '2026-03-04T00:00:00Z/PT1H');
+    expect(await codeOf(rights.use(SP, 'alice', other.rightId))).toBe('conflict');
+  });
+
+  it('when the right was created but not activated, then usage is 409; after activation it is allowed', async () => {
+    clock.set('2026-03-05T00:00:00Z');
+    const right = await create('CREATED', '2026-03-05T00:00:00Z/PT1H');
+    expect(await codeOf(rights.use(SP, 'alice', right.rightId))).toBe('conflict');
+    await rights.transition(A, 'alice', right.rightId, 'activate');
+    expect(await codeOf(rights.use(SP, 'alice', right.rightId))).toBe('done');
+  });
+
+  it('when If-Match names another generation, then the change is refused (412) and nothing changes', async () => {
+    clock.set('2026-03-06T00:00:00Z');
+    const right = await create('CREATED', '2026-03-06T00:00:00Z/PT1H');
+    expect(await codeOf(rights.transition(A, 'alice', right.rightId, 'activate', 7))).toBe('precondition_failed');
+    expect(await rights.get(A, 'alice', right.rightId)).toMatchObject({ state: 'CREATED', generation: 1 });
+  });
+});

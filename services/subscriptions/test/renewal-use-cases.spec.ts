@@ -1,0 +1,116 @@
+import { CommandTypes, type RightsIssueData } from '@rs/contracts';
+import type { OutboxEntry } from '@rs/store';
+import { basicCaller, fixedCatalog, testDatabase, type TestDatabase } from '@rs/testing';
+import { manualClock } from '@rs/time';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SubscriptionUseCases } from '../src/app/subscriptions';
+import { SubscriptionStore } from '../src/store/subscription-store';
+
+// The middle tier (issue 10): the renewal use case with its real store on the real database,
+// in this process, on a clock the test moves instead of waiting for periods to pass.
+
+const A = basicCaller('A');
+const clock = manualClock('2026-03-01T00:00:00Z');
+let database: TestDatabase;
+let subscriptions: SubscriptionUseCases;
+
+beforeAll(async () => {
+  database = await testDatabase('renewal_use_cases');
+  const store = new SubscriptionStore(database.db);
+  await store.ensureIndexes();
+  subscriptions = new SubscriptionUseCases(
+    store,
+    fixedCatalog({ news: {}, video: {} }),
+    'https://api.example.com',
+    clock,
+  );
+});
+afterAll(async () => {
+  await database?.drop();
+});
+
+/** What a renewal at the clock's time commands: each period issued, with the states of its rights. */
+async function renew(subscriptionId: string): Promise<{ issued: Array<[string, string[]]>; events: string[] }> {
+  const emitted: OutboxEntry[] = await subscriptions.renew([{ connectId: 'frank', subscriptionId }], clock(), false);
+  const issues = emitted.filter((entry) => entry.event.type === CommandTypes.rightsIssue);
+  return {
+    issued: issues.map((entry) => {
+      const data = entry.event.data as RightsIssueData;
+      return [data.periodStart, data.rights.map((right) => `${right.sku}:${right.state}`)];
+    }),
+    events: emitted.filter((entry) => entry.exchange === 'subscriptions.events').map((entry) => entry.event.type),
+  };
+}
+
+describe('renewal (DESIGN.md 3 "Renewal"), on a pinned clock', () => {
+  it('when each period starts, then it is issued once, one right per template; between periods nothing is', async () => {
+    clock.set('2026-03-01T00:00:00Z');
+    const subscription = await subscriptions.create(A, 'frank', {
+      grantorId: 'A',
+      timeSpec: 'R3/2026-03-01T00:00:00Z/P1D',
+      rightsSpec: [{ sku: 'news' }, { sku: 'video' }],
+    });
+    expect(await renew(subscription.subscriptionId)).toEqual({
+      issued: [['2026-03-01T00:00:00Z', ['news:ACTIVE', 'video:ACTIVE']]],
+      events: ['subscription.renewed'],
+    });
+    // The same instant again, and later the same day: nothing more.
+    expect((await renew(subscription.subscriptionId)).issued).toEqual([]);
+    clock.advance(12 * 3_600_000);
+    expect((await renew(subscription.subscriptionId)).issued).toEqual([]);
+    clock.set('2026-03-02T00:00:00Z');
+    expect((await renew(subscription.subscriptionId)).issued).toEqual([
+      ['2026-03-02T00:00:00Z', ['news:ACTIVE', 'video:ACTIVE']],
+    ]);
+    const stored = await subscriptions.get(A, 'frank', subscription.subscriptionId);
+    expect(stored).toMatchObject({ state: 'ACTIVE', nextPeriod: 2, generation: 3 });
+  });
+
+  it('when a SUSPENDED subscription renews, then its rights are SUSPENDED; at the end of R<n> it expires and issues no more', async () => {
+    clock.set('2026-04-01T00:00:00Z');
+    const subscription = await subscriptions.create(A, 'frank', {
+      grantorId: 'A',
+      timeSpec: 'R2/2026-04-01T00:00:00Z/P1D',
+      rightsSpec: [{ sku: 'news' }],
+      state: 'SUSPENDED',
+    });
+    expect((await renew(subscription.subscriptionId)).issued).toEqual([['2026-04-01T00:00:00Z', ['news:SUSPENDED']]]);
+    clock.set('2026-04-02T00:00:00Z');
+    expect((await renew(subscription.subscriptionId)).issued).toEqual([['2026-04-02T00:00:00Z', ['news:SUSPENDED']]]);
+    clock.set('2026-04-03T00:00:00Z');
+    expect(await renew(subscription.subscriptionId)).toEqual({ issued: [], events: ['subscription.expired'] });
+    expect(await subscriptions.get(A, 'frank', subscription.subscriptionId)).toMatchObject({
+      state: 'EXPIRED',
+      nextPeriod: null,
+    });
+    clock.set('2026-04-10T00:00:00Z');
+    expect(await renew(subscription.subscriptionId)).toEqual({ issued: [], events: [] });
+  });
+
+  it('when a subscription is created after its start, then the current period is issued at once, never an ended one', async () => {
+    clock.set('2026-05-03T06:00:00Z');
+    const subscription = await subscriptions.create(A, 'frank', {
+      grantorId: 'A',
+      timeSpec: 'R/2026-05-01T00:00:00Z/P1D',
+      rightsSpec: [{ sku: 'news' }],
+    });
+    expect((await renew(subscription.subscriptionId)).issued).toEqual([['2026-05-03T00:00:00Z', ['news:ACTIVE']]]);
+  });
+
+  it('when the scheduler was away for several periods, then renewal catches up with the period that has not ended', async () => {
+    clock.set('2026-06-01T00:00:00Z');
+    const subscription = await subscriptions.create(A, 'frank', {
+      grantorId: 'A',
+      timeSpec: 'R/2026-06-01T00:00:00Z/P1D',
+      rightsSpec: [{ sku: 'news' }, { sku: 'video', timeSpec: 'P3D' }],
+    });
+    expect((await renew(subscription.subscriptionId)).issued).toHaveLength(1);
+    clock.set('2026-06-04T12:00:00Z');
+    // Periods 1 to 3 started while nobody renewed: only rights that have not ended yet.
+    expect((await renew(subscription.subscriptionId)).issued).toEqual([
+      ['2026-06-02T00:00:00Z', ['video:ACTIVE']],
+      ['2026-06-03T00:00:00Z', ['video:ACTIVE']],
+      ['2026-06-04T00:00:00Z', ['news:ACTIVE', 'video:ACTIVE']],
+    ]);
+  });
+});

@@ -1,0 +1,169 @@
+import { parseTimeSpec } from '@rs/time';
+import { describe, expect, it } from 'vitest';
+import { planRenewal } from '../src/domain/renewal';
+import { decide, firstPeriodToIssue, representation, type SubscriptionEntity } from '../src/domain/subscription';
+
+const spec = (text: string) => {
+  const parsed = parseTimeSpec(text);
+  if (!parsed.ok) throw new Error(parsed.reason);
+  return parsed.value;
+};
+const subscription = (fields: Partial<SubscriptionEntity> = {}): SubscriptionEntity => ({
+  subscriptionId: 'S1',
+  userId: 'frank',
+  grantorId: 'A',
+  grantorContext: null,
+  state: 'ACTIVE',
+  rightsSpec: [{ sku: 'news', serviceProviderId: null, timeSpec: null, grantorContext: null }],
+  timeSpec: 'R3/2026-03-01T00:00:00+01:00/P1D',
+  origTimeSpec: 'R3/2026-03-01T00:00:00+01:00/P1D',
+  paymentAgreement: null,
+  nextPeriod: 0,
+  generation: 1,
+  createdAt: new Date('2026-02-01T00:00:00Z'),
+  updatedAt: new Date('2026-02-01T00:00:00Z'),
+  ...fields,
+});
+const at = (iso: string) => new Date(iso);
+
+describe('DESIGN.md 3 "Renewal": planRenewal', () => {
+  it('when a period has started, then it yields one right per template, lasting one period, in the offset of the spec', () => {
+    const s = subscription({
+      rightsSpec: [
+        { sku: 'news', serviceProviderId: null, timeSpec: null, grantorContext: null },
+        { sku: 'video', serviceProviderId: 'SP', timeSpec: 'PT2H', grantorContext: 'ctx' },
+      ],
+    });
+    const plan = planRenewal(s, spec(s.timeSpec), at('2026-03-01T00:00:05+01:00'));
+    expect(plan).toEqual({
+      issues: [
+        {
+          period: 0,
+          periodStart: '2026-03-01T00:00:00+01:00',
+          rights: [
+            expect.objectContaining({
+              templateIndex: 0,
+              sku: 'news',
+              timeInterval: '2026-03-01T00:00:00+01:00/2026-03-02T00:00:00+01:00',
+              state: 'ACTIVE',
+            }),
+            expect.objectContaining({
+              templateIndex: 1,
+              sku: 'video',
+              serviceProviderId: 'SP',
+              grantorContext: 'ctx',
+              timeInterval: '2026-03-01T00:00:00+01:00/2026-03-01T02:00:00+01:00',
+            }),
+          ],
+        },
+      ],
+      nextPeriod: 1,
+      expired: false,
+    });
+  });
+
+  it('when the next period has not started, then nothing is issued and nothing changes', () => {
+    const s = subscription({ nextPeriod: 1 });
+    expect(planRenewal(s, spec(s.timeSpec), at('2026-03-01T12:00:00+01:00'))).toEqual({
+      issues: [],
+      nextPeriod: 1,
+      expired: false,
+    });
+  });
+
+  it('when the subscription is SUSPENDED, then its periods still yield rights, SUSPENDED', () => {
+    const s = subscription({ state: 'SUSPENDED' });
+    const plan = planRenewal(s, spec(s.timeSpec), at('2026-03-01T00:00:05+01:00'));
+    expect(plan.issues[0]!.rights.map((right) => right.state)).toEqual(['SUSPENDED']);
+  });
+
+  it('when periods were missed, then only those whose rights have not ended are issued (catch-up)', () => {
+    const s = subscription({
+      rightsSpec: [
+        { sku: 'news', serviceProviderId: null, timeSpec: null, grantorContext: null },
+        { sku: 'short', serviceProviderId: null, timeSpec: 'PT1H', grantorContext: null },
+      ],
+    });
+    const plan = planRenewal(s, spec(s.timeSpec), at('2026-03-02T00:30:00+01:00'));
+    // Period 0 ended at the start of period 1; period 1's one-hour right has not ended yet.
+    expect(plan.issues.map((issue) => [issue.period, issue.rights.map((right) => right.sku)])).toEqual([
+      [1, ['news', 'short']],
+    ]);
+    expect(plan.nextPeriod).toBe(2);
+  });
+
+  it('when R<n> periods have passed, then the subscription expires and nothing more is issued', () => {
+    const s = subscription({ nextPeriod: null });
+    expect(planRenewal(s, spec(s.timeSpec), at('2026-03-04T00:00:00+01:00'))).toEqual({
+      issues: [],
+      nextPeriod: null,
+      expired: true,
+    });
+  });
+
+  it('when the end of the spec comes before a period would start, then that period is never issued', () => {
+    const s = subscription({
+      timeSpec: 'R/2026-03-01T00:00:00Z/2026-03-02T12:00:00Z/P1D',
+      origTimeSpec: 'R/2026-03-01T00:00:00Z/P1D',
+      nextPeriod: 2,
+    });
+    const plan = planRenewal(s, spec(s.timeSpec), at('2026-03-03T00:00:00Z'));
+    expect(plan.issues).toEqual([]);
+    expect(plan.expired).toBe(true);
+    expect(plan.nextPeriod).toBeNull();
+  });
+});
+
+describe('DESIGN.md 3 "Renewal": the first period of a new subscription', () => {
+  it('when the start lies ahead, then period 0; in the past, the current period; after the end, none', () => {
+    const s = spec('R3/2026-03-01T00:00:00Z/P1D');
+    expect(firstPeriodToIssue(s, at('2026-02-01T00:00:00Z'))).toBe(0);
+    expect(firstPeriodToIssue(s, at('2026-03-02T06:00:00Z'))).toBe(1);
+    expect(firstPeriodToIssue(s, at('2026-03-05T00:00:00Z'))).toBeNull();
+  });
+});
+
+describe('spec 3.1: the subscription state table', () => {
+  const now = at('2026-03-01T00:00:00Z');
+  it('when an ACTIVE subscription is suspended or a SUSPENDED one activated, then it changes and its rights follow', () => {
+    expect(decide(subscription(), 'suspend', now)).toMatchObject({
+      kind: 'change',
+      next: { state: 'SUSPENDED', generation: 2, updatedAt: now },
+      events: ['subscription.suspended'],
+      cascade: 'suspend',
+    });
+    expect(decide(subscription({ state: 'SUSPENDED' }), 'activate', now)).toMatchObject({
+      kind: 'change',
+      next: { state: 'ACTIVE' },
+      events: ['subscription.activated'],
+      cascade: 'activate',
+    });
+  });
+
+  it('when it is already in the state asked for, or EXPIRED, then it is a conflict (409)', () => {
+    expect(decide(subscription(), 'activate', now)).toMatchObject({ kind: 'conflict' });
+    expect(decide(subscription({ state: 'SUSPENDED' }), 'suspend', now)).toMatchObject({ kind: 'conflict' });
+    for (const command of ['activate', 'suspend'] as const)
+      expect(decide(subscription({ state: 'EXPIRED' }), command, now)).toMatchObject({
+        kind: 'conflict',
+        reason: 'subscription S1 has expired',
+      });
+  });
+});
+
+describe('spec 2.1 and DESIGN.md 3 "href and links": the representation', () => {
+  it('when ACTIVE, SUSPENDED or EXPIRED, then the one action link is suspend, activate or none', () => {
+    const actions = (state: SubscriptionEntity['state']) =>
+      representation(subscription({ state }), 'https://api.example.com')
+        .link.filter((link) => link.type === 'action')
+        .map((link) => [link.rel, link.href]);
+    expect(actions('ACTIVE')).toEqual([['suspend', 'https://api.example.com/id/users/frank/subs/S1/suspend']]);
+    expect(actions('SUSPENDED')).toEqual([['activate', 'https://api.example.com/id/users/frank/subs/S1/activate']]);
+    expect(actions('EXPIRED')).toEqual([]);
+  });
+
+  it('then the generation is a decimal string and origTimeSpec is what the client wrote', () => {
+    const view = representation(subscription({ generation: 7 }), 'https://api.example.com');
+    expect(view).toMatchObject({ generation: '7', origTimeSpec: 'R3/2026-03-01T00:00:00+01:00/P1D', userId: 'frank' });
+  });
+});
