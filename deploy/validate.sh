@@ -3,7 +3,7 @@
 # - renders the kustomize base and every overlay, and checks each object against the
 #   Kubernetes OpenAPI schemas (kubernetes-validate ships them, strict: no unknown fields);
 # - checks docker-compose.yml against the Compose specification's JSON schema (from the
-#   compose-go module) and that every build target exists in deploy/Dockerfile.
+#   compose-go module) and that every service docker-compose.yml builds exists.
 # Tools come from the Go module proxy and PyPI into the git-ignored .local/tools.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/local/env.sh"
@@ -37,7 +37,8 @@ done
 
 compose_go="$(cd "$tools" && { [ -f go.mod ] || go mod init validate-tools >/dev/null 2>&1; } && go mod download -json "github.com/compose-spec/compose-go/v2@$COMPOSE_GO_VERSION" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')"
 "$tools/venv/bin/check-jsonschema" --schemafile "$compose_go/schema/compose-spec.json" docker-compose.yml
-for target in $(sed -n 's/^ *build: {.*target: \([a-z]*\) }$/\1/p' docker-compose.yml); do
-  grep -q "^FROM .* AS $target\$" deploy/Dockerfile || { echo "docker-compose.yml builds target $target, which deploy/Dockerfile does not define" >&2; exit 1; }
+for service in $(sed -n 's/^ *build: {.*args: { SERVICE: \([a-z]*\) } }$/\1/p' docker-compose.yml); do
+  [ -f "services/$service/src/main.ts" ] || { echo "docker-compose.yml builds SERVICE=$service, which is not a service of services/" >&2; exit 1; }
 done
+grep -q '^ARG SERVICE$' deploy/Dockerfile || { echo "deploy/Dockerfile takes no SERVICE build argument" >&2; exit 1; }
 echo "deploy files are valid"
