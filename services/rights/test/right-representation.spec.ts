@@ -1,25 +1,15 @@
 import { describe, expect, it } from 'vitest';
+import { aRight } from './right-fixture';
 import { isActive, normalizedServiceProvider, representation, type RightEntity } from '../src/domain/right';
 
-const right = (fields: Partial<RightEntity> = {}): RightEntity => ({
-  rightId: 'R1',
-  userId: 'alice@example.com',
-  state: 'ACTIVE',
-  grantorId: 'A',
-  grantorContext: null,
-  serviceProviderId: null,
-  sku: 'news',
-  payload: null,
-  used: false,
-  start: new Date('2026-03-01T00:00:00Z'),
-  end: new Date('2026-04-01T00:00:00Z'),
-  timeInterval: '2026-03-01T01:00:00+01:00/2026-04-01T02:00:00+02:00',
-  subscriptionId: null,
-  generation: 1,
-  createdAt: new Date('2026-02-01T00:00:00Z'),
-  updatedAt: new Date('2026-02-01T00:00:00Z'),
-  ...fields,
-});
+const right = (fields: Partial<RightEntity> = {}): RightEntity =>
+  aRight({
+    userId: 'alice@example.com',
+    start: new Date('2026-03-01T00:00:00Z'),
+    end: new Date('2026-04-01T00:00:00Z'),
+    timeInterval: '2026-03-01T01:00:00+01:00/2026-04-01T02:00:00+02:00',
+    ...fields,
+  });
 
 describe('spec 2.4 `active`: state ACTIVE and now inside the interval', () => {
   it('when now is at the start, inside, at the end, or the state is not ACTIVE, then active says so', () => {

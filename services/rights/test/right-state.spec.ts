@@ -1,28 +1,12 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { aRight } from './right-fixture';
 import { decide, isActive, recordUsage, TRANSITIONS, type RightCommand, type RightEntity } from '../src/domain/right';
 
 const T0 = new Date('2026-03-01T00:00:00Z').getTime();
 const HOUR = 3_600_000;
 
-const baseRight = (state: RightEntity['state']): RightEntity => ({
-  rightId: 'R1',
-  userId: 'alice',
-  state,
-  grantorId: 'A',
-  grantorContext: null,
-  serviceProviderId: null,
-  sku: 'news',
-  payload: null,
-  used: false,
-  start: new Date(T0),
-  end: new Date(T0 + 10 * HOUR),
-  timeInterval: '2026-03-01T00:00:00Z/2026-03-01T10:00:00Z',
-  subscriptionId: null,
-  generation: 1,
-  createdAt: new Date(T0),
-  updatedAt: new Date(T0),
-});
+const baseRight = (state: RightEntity['state']): RightEntity => aRight({ state });
 
 type Step = { op: RightCommand | 'use'; at: number };
 const step = fc.record({

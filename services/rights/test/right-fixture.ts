@@ -1,0 +1,22 @@
+import type { RightEntity } from '../src/domain/right';
+
+/** A right as the service holds it, for the unit tests of its rules: ACTIVE, 2026-03-01 00:00 to 10:00 UTC. */
+export const aRight = (fields: Partial<RightEntity> = {}): RightEntity => ({
+  rightId: 'R1',
+  userId: 'alice',
+  state: 'ACTIVE',
+  grantorId: 'A',
+  grantorContext: null,
+  serviceProviderId: null,
+  sku: 'news',
+  payload: null,
+  used: false,
+  start: new Date('2026-03-01T00:00:00Z'),
+  end: new Date('2026-03-01T10:00:00Z'),
+  timeInterval: '2026-03-01T00:00:00Z/2026-03-01T10:00:00Z',
+  subscriptionId: null,
+  generation: 1,
+  createdAt: new Date('2026-03-01T00:00:00Z'),
+  updatedAt: new Date('2026-03-01T00:00:00Z'),
+  ...fields,
+});
