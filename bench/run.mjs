@@ -183,6 +183,11 @@ try {
     `${system.gatewayUrl}/id/users/bench-user/rights/${rightId}`,
     { authorization: appBasic },
   ];
+  // DESIGN.md 8: a signed right token of the same right (issue 11: ≥ 0.8× the retrieve rate).
+  targets['GET right token (signed, through the gateway)'] = [
+    `${system.gatewayUrl}/id/users/bench-user/rights/${rightId}/token`,
+    { authorization: appBasic },
+  ];
   targets['GET right direct to rights (internal token)'] = [
     `${system.service('rights').url}/id/users/bench-user/rights/${rightId}`,
     { 'x-internal-token': internalToken },
@@ -239,11 +244,13 @@ try {
     retrieveGatewayToDirect: retrieve.rps / row('GET right direct to rights (internal token)').rps,
     catalogGatewayToDirect: ratio,
     herdP99ToP50: herd.p99 / herd.p50,
+    tokenToRetrieve: row('GET right token (signed, through the gateway)').rps / retrieve.rps,
   };
   console.log(`retrieve right, gateway/bare findOne: ${ratios.retrieveGatewayToBare.toFixed(2)} (target >= 0.6)`);
   console.log(`retrieve right, gateway/direct: ${ratios.retrieveGatewayToDirect.toFixed(2)} (target >= 0.7)`);
   console.log(`catalog read, gateway/direct: ${ratios.catalogGatewayToDirect.toFixed(2)} (target >= 0.7)`);
   console.log(`16 clients with their own credentials, p99/p50: ${ratios.herdP99ToP50.toFixed(1)} (target <= 5)`);
+  console.log(`right token ÷ retrieve right: ${ratios.tokenToRetrieve.toFixed(2)} (target >= 0.8)`);
   mkdirSync(path.join(root, 'bench/results'), { recursive: true });
   const file = path.join(root, 'bench/results', `${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
   writeFileSync(

@@ -102,6 +102,18 @@ export function internalTokenSecret(cfg: { NODE_ENV: string; INTERNAL_TOKEN_SECR
   return DEVELOPMENT_INTERNAL_SECRET;
 }
 
+/** Only for NODE_ENV=development or test: so that `npm start` signs right tokens out of the box. */
+export const DEVELOPMENT_RIGHT_TOKEN_KEY_SECRET = 'development-only-right-token-key-secret-do-not-use';
+
+/** DESIGN.md 6: RIGHT_TOKEN_KEY_SECRET (encrypts the right-token keys at rest) is required outside development. */
+export function rightTokenKeySecret(cfg: { NODE_ENV: string; RIGHT_TOKEN_KEY_SECRET?: string | undefined }): string {
+  if (cfg.RIGHT_TOKEN_KEY_SECRET) return cfg.RIGHT_TOKEN_KEY_SECRET;
+  if (cfg.NODE_ENV === 'production') {
+    throw new ConfigError('invalid configuration\n  RIGHT_TOKEN_KEY_SECRET: required when NODE_ENV is production');
+  }
+  return DEVELOPMENT_RIGHT_TOKEN_KEY_SECRET;
+}
+
 /** Each service's own database on MONGODB_URL (DESIGN.md 6); the gateway's is `identity`. */
 export const DATABASE_NAMES: Record<ServiceName, string> = {
   gateway: 'rs_identity',

@@ -123,6 +123,29 @@ export function buildOpenApiDocument(): Record<string, unknown> {
         Subscription: schemaOf(Subscription),
         SubscriptionList: schemaOf(SubscriptionList),
         SubscriptionCreateBody: schemaOf(SubscriptionCreateBody),
+        Jwks: {
+          type: 'object',
+          required: ['keys'],
+          properties: {
+            keys: {
+              type: 'array',
+              items: {
+                type: 'object',
+                required: ['kty', 'crv', 'x', 'y', 'kid', 'use', 'alg'],
+                properties: {
+                  kty: { const: 'EC' },
+                  crv: { const: 'P-256' },
+                  x: { type: 'string' },
+                  y: { type: 'string' },
+                  kid: { type: 'string' },
+                  use: { const: 'sig' },
+                  alg: { const: 'ES256' },
+                },
+              },
+            },
+          },
+        },
+        NewSigningKey: { type: 'object', required: ['kid'], properties: { kid: { type: 'string' } } },
         Problem: {
           type: 'object',
           properties: {

@@ -79,7 +79,7 @@ const grantorQuery = (name: string) => ({
 });
 
 /** A route only admin clients may call, with their Basic credentials (DESIGN.md 6). */
-const adminRoute = <const W extends 'gateway' | 'catalog', const O extends string>(
+const adminRoute = <const W extends Exclude<RouteOwner, 'subscriptions'>, const O extends string>(
   owner: W,
   tag: PublicRoute['tag'],
   operationId: O,
@@ -307,6 +307,41 @@ export const ROUTES = [
     'Record usage (only while active; a repeat is a no-op); emits right.used and, per the catalog, service.announce',
     { conflict: true, bearer: 'id.user.right.use' },
   ),
+  // DESIGN.md 8: signed right tokens.
+  userRoute(
+    'rights',
+    'getRightToken',
+    'GET',
+    `${RIGHT}/token`,
+    'A signed token of an active right, for offline checks',
+    {
+      bearer: 'id.user.right.read',
+      json: false,
+      responses: {
+        '200': {
+          description: 'A compact JWS (ES256, typ right+jwt) of the right; verify it with /.well-known/jwks.json',
+          content: { 'application/jwt': { schema: { type: 'string' } } },
+        },
+        '409': ref('Conflict'),
+      },
+    },
+  ),
+  {
+    operationId: 'getJwks',
+    method: 'GET',
+    path: '/.well-known/jwks.json',
+    owner: 'rights',
+    caller: 'none',
+    bearer: null,
+    json: true,
+    tag: 'rights',
+    summary: 'The public keys of right tokens that may still be valid (cacheable)',
+    responses: { '200': { description: 'A JWK set', content: json('Jwks') } },
+  },
+  adminRoute('rights', 'rights', 'rotateRightTokenKey', 'POST', '/admin/right-token-keys', 'Start a new signing key', {
+    json: true,
+    responses: { '201': { description: 'The new key', content: json('NewSigningKey') } },
+  }),
   // DESIGN.md 6: the admin catalog API.
   adminRoute('catalog', 'catalog', 'listSkus', 'GET', '/catalog/skus', 'List catalog entries in name order', {
     json: true,

@@ -43,6 +43,9 @@ describe('spec 4 and 5: which route of the table a request is', () => {
     expect(classify('GET', '/catalog/skus/news')).toMatchObject({ owner: 'catalog', caller: 'admin' });
     expect(classify('GET', '/admin/clients')).toMatchObject({ owner: 'gateway', caller: 'admin' });
     expect(classify('HEAD', '/id/users/alice/rights/R1/')?.route?.operationId).toBe('getRight');
+    expect(classify('GET', '/.well-known/jwks.json')).toMatchObject({ owner: 'rights', caller: 'none' });
+    // A dot in a template is a dot, not any character.
+    expect(classify('GET', '/openapiXjson')).toBeNull();
   });
 
   it('paths a service owns that no route names are still its own, Basic only (it answers 404 or 405)', () => {

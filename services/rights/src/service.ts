@@ -1,13 +1,22 @@
-import { publicApiShape, serviceEnvShape, serviceUrl } from '@rs/config';
+import { env, publicApiShape, rightTokenKeySecret, serviceEnvShape, serviceUrl } from '@rs/config';
 import { defineService, serveHttp, startRelay, startSkuDirectory } from '@rs/runtime';
 import { z } from 'zod';
 import { RightsUseCases } from './app/rights';
+import { RightTokens } from './app/right-tokens';
+import { SigningKeyStore } from './store/signing-key-store';
 import { rightsRoutes } from './http/routes';
 import { consumeRightsCommands } from './messaging/commands';
 import { rightEvents } from './messaging/events';
 import { RightStore } from './store/right-store';
 
-export const Config = z.object({ ...serviceEnvShape('rights'), ...publicApiShape, CATALOG_URL: serviceUrl('catalog') });
+export const Config = z.object({
+  ...serviceEnvShape('rights'),
+  ...publicApiShape,
+  CATALOG_URL: serviceUrl('catalog'),
+  /** DESIGN.md 6 and 8: the longest lifetime of a signed right token, and the key of its keys at rest. */
+  RIGHT_TOKEN_TTL_S: z.coerce.number().int().min(1).max(86_400).default(300),
+  RIGHT_TOKEN_KEY_SECRET: env.secret.optional(),
+});
 
 /**
  * The rights service (spec 4.2): the rights API, `rights.issue` and `rights.expire` from the
@@ -19,11 +28,17 @@ export const start = defineService('rights', Config, async (runtime) => {
   const store = await runtime.migrated(new RightStore(runtime.db, eventsFor));
   const relay = startRelay(runtime, 'rights');
   const rights = new RightsUseCases(store, await startSkuDirectory(runtime, config.CATALOG_URL), clock);
+  const keys = new SigningKeyStore(runtime.db, rightTokenKeySecret(config));
+  const tokens = new RightTokens(rights, keys, {
+    issuer: config.PUBLIC_BASE_URL,
+    ttlS: config.RIGHT_TOKEN_TTL_S,
+    clock,
+  });
   await consumeRightsCommands(runtime.broker, rights, eventsFor, runtime.logger, () => relay.kick());
   return serveHttp(runtime, config.PORT, {
     realm: config.AUTH_REALM,
     jsonLimit: '64kb',
     relay,
-    routes: (app) => app.use(rightsRoutes(rights, config.PUBLIC_BASE_URL, clock)),
+    routes: (app) => app.use(rightsRoutes(rights, tokens, config.PUBLIC_BASE_URL, clock)),
   });
 });

@@ -19,7 +19,7 @@ export interface Operation {
 
 const TABLE = ROUTES.map((route: PublicRoute) => ({
   route,
-  pattern: new RegExp(`^${route.path.replace(/\{[^}]+\}/g, '([^/]+)')}/?$`),
+  pattern: new RegExp(`^${route.path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '([^/]+)')}/?$`),
   connectIdAt: pathParameters(route.path).indexOf('connectId'),
 }));
 const UNDER_USER = /^\/id\/users\/([^/]+)\/(subs|rights)(?:\/|$)/;

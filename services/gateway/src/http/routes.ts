@@ -1,6 +1,6 @@
 import type { Clock } from '@rs/time';
 import { readFileSync } from 'node:fs';
-import { ClientBody, ClientId, ConnectId, Jti, RevocationBody, type RouteOwner } from '@rs/contracts';
+import { ClientBody, ClientId, ConnectId, Jti, RevocationBody, type Principal, type RouteOwner } from '@rs/contracts';
 import {
   admitsJson,
   AppError,
@@ -41,6 +41,16 @@ declare global {
     }
   }
 }
+
+/** Who calls a service for a route that needs no caller. */
+const GATEWAY: Principal = {
+  clientId: 'service:gateway',
+  grantorId: null,
+  admin: false,
+  scheme: 'service',
+  scopes: [],
+  subject: null,
+};
 
 export interface GatewayRoutesOptions {
   realm: string;
@@ -87,10 +97,13 @@ export function gatewayRoutes(options: GatewayRoutesOptions): Router {
   router.use(async (req, res, next) => {
     const operation = res.locals.operation;
     if (!operation) return next();
-    if (operation.caller === 'none') return next();
-    const principal = res.locals.principal;
-    const refusal = authorize(operation, principal);
-    if (refusal) throw refused(refusal, realm);
+    // A route open to anyone (the JWKS) reaches its service as the gateway itself.
+    const open = operation.caller === 'none';
+    const principal = open ? GATEWAY : res.locals.principal;
+    if (!open) {
+      const refusal = authorize(operation, principal);
+      if (refusal) throw refused(refusal, realm);
+    }
     if (operation.owner === 'gateway') return next();
     res.locals.routeLabel = `forward:${operation.owner}`;
     if (operation.connectId !== null) {

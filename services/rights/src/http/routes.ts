@@ -5,6 +5,9 @@ import { Router, type Request } from 'express';
 import { expiryEntry, representation, type RightCommand } from '../domain/right';
 import { parseDateTime, systemClock, type Clock } from '@rs/time';
 import type { RightsUseCases } from '../app/rights';
+import type { RightTokens } from '../app/right-tokens';
+
+const JWKS_MAX_AGE_S = 60;
 
 /** `active=<date-time>`, `true` or `now` (DESIGN.md 3 "Listing filters"). */
 function activeFilter(req: Request, now: Date): Date | null {
@@ -17,7 +20,12 @@ function activeFilter(req: Request, now: Date): Date | null {
 }
 
 /** The rights API of spec 4.2, behind the gateway: HTTP in and out; the rules are the use cases'. */
-export function rightsRoutes(rights: RightsUseCases, publicBaseUrl: string, clock: Clock = systemClock): Router {
+export function rightsRoutes(
+  rights: RightsUseCases,
+  tokens: RightTokens,
+  publicBaseUrl: string,
+  clock: Clock = systemClock,
+): Router {
   const router = Router();
   const rightId = (req: Request) => http.parseParam(RightId, 'rightId', req.params.rightId);
   const change = (act: Parameters<typeof http.userResourceChange>[1]) =>
@@ -52,6 +60,18 @@ export function rightsRoutes(rights: RightsUseCases, publicBaseUrl: string, cloc
     activateRight: transition('activate'),
     suspendRight: transition('suspend'),
     usageRight: change((principal, user, id, ifMatch) => rights.use(principal, user, id, ifMatch)),
+    // DESIGN.md 8: signed right tokens.
+    getRightToken: async (req, res) => {
+      const token = await tokens.issue(res.locals.principal, http.connectIdOf(req), rightId(req));
+      res.type('application/jwt').set('Cache-Control', 'no-store').send(token);
+    },
+    getJwks: async (_req, res) => {
+      // Verifiers may keep the keys a minute; a token of a newer key (an unknown kid) makes them fetch again.
+      res.set('Cache-Control', `public, max-age=${JWKS_MAX_AGE_S}`).json(await tokens.jwks());
+    },
+    rotateRightTokenKey: async (_req, res) => {
+      res.status(201).json({ kid: await tokens.rotateFor(res.locals.principal) });
+    },
   });
   // For the scheduler to rebuild its expiries (docs/decisions/0009).
   http.bucketListing(router, '/internal/expiries', BUCKETS, async (bucket) =>
