@@ -87,32 +87,31 @@ export function serviceEnvShape(service: ServiceName) {
   } as const;
 }
 
-/** Only for NODE_ENV=development or test: a fixed key so `npm start` works out of the box. */
-export const DEVELOPMENT_INTERNAL_SECRET = 'development-only-internal-token-secret-do-not-use';
+/** Only for NODE_ENV=development or test: fixed keys so that `npm start` works out of the box. */
+export const DEVELOPMENT_SECRETS = {
+  INTERNAL_TOKEN_SECRET: 'development-only-internal-token-secret-do-not-use',
+  RIGHT_TOKEN_KEY_SECRET: 'development-only-right-token-key-secret-do-not-use',
+} as const;
 
 /**
- * DESIGN.md 6: INTERNAL_TOKEN_SECRET is required outside development.
- * Returns the key to use, or throws naming the variable.
+ * DESIGN.md 6: a secret that is required outside development (INTERNAL_TOKEN_SECRET, the key
+ * of the internal tokens; RIGHT_TOKEN_KEY_SECRET, which encrypts the right-token keys at
+ * rest). Returns the key to use, or throws naming the variable.
  */
-export function internalTokenSecret(cfg: { NODE_ENV: string; INTERNAL_TOKEN_SECRET?: string | undefined }): string {
-  if (cfg.INTERNAL_TOKEN_SECRET) return cfg.INTERNAL_TOKEN_SECRET;
+export function requiredSecret(
+  cfg: { NODE_ENV: string } & Partial<Record<keyof typeof DEVELOPMENT_SECRETS, string | undefined>>,
+  name: keyof typeof DEVELOPMENT_SECRETS,
+): string {
+  const value = cfg[name];
+  if (value) return value;
   if (cfg.NODE_ENV === 'production') {
-    throw new ConfigError('invalid configuration\n  INTERNAL_TOKEN_SECRET: required when NODE_ENV is production');
+    throw new ConfigError(`invalid configuration\n  ${name}: required when NODE_ENV is production`);
   }
-  return DEVELOPMENT_INTERNAL_SECRET;
+  return DEVELOPMENT_SECRETS[name];
 }
 
-/** Only for NODE_ENV=development or test: so that `npm start` signs right tokens out of the box. */
-export const DEVELOPMENT_RIGHT_TOKEN_KEY_SECRET = 'development-only-right-token-key-secret-do-not-use';
-
-/** DESIGN.md 6: RIGHT_TOKEN_KEY_SECRET (encrypts the right-token keys at rest) is required outside development. */
-export function rightTokenKeySecret(cfg: { NODE_ENV: string; RIGHT_TOKEN_KEY_SECRET?: string | undefined }): string {
-  if (cfg.RIGHT_TOKEN_KEY_SECRET) return cfg.RIGHT_TOKEN_KEY_SECRET;
-  if (cfg.NODE_ENV === 'production') {
-    throw new ConfigError('invalid configuration\n  RIGHT_TOKEN_KEY_SECRET: required when NODE_ENV is production');
-  }
-  return DEVELOPMENT_RIGHT_TOKEN_KEY_SECRET;
-}
+export const internalTokenSecret = (cfg: { NODE_ENV: string; INTERNAL_TOKEN_SECRET?: string | undefined }) =>
+  requiredSecret(cfg, 'INTERNAL_TOKEN_SECRET');
 
 /** Each service's own database on MONGODB_URL (DESIGN.md 6); the gateway's is `identity`. */
 export const DATABASE_NAMES: Record<ServiceName, string> = {

@@ -100,6 +100,14 @@ export function buildOpenApiDocument(): Record<string, unknown> {
           description: 'Opaque: take it from the Link header of the previous page',
           schema: schemaOf(SkuName),
         },
+        idempotencyKey: {
+          name: 'Idempotency-Key',
+          in: 'header',
+          description:
+            'Makes a retry safe (DESIGN.md 8): the first request with a key runs, the same request again gets its ' +
+            'kept answer with `Idempotent-Replayed: true`; keys belong to the API client and are kept IDEMPOTENCY_TTL_S',
+          schema: { type: 'string', pattern: '^[\\x21-\\x7e]{1,255}$' },
+        },
         ifMatch: {
           name: 'If-Match',
           in: 'header',
@@ -177,7 +185,11 @@ export function buildOpenApiDocument(): Record<string, unknown> {
         }),
         NotFound: html('No such resource'),
         PreconditionFailed: text('If-Match does not match the current generation'),
-        Conflict: text('The state does not allow it (spec 3, DESIGN.md 3)'),
+        Conflict: text(
+          'The state does not allow it (spec 3, DESIGN.md 3), or a request with the same Idempotency-Key is still running',
+          { 'Retry-After': { schema: { type: 'integer' } } },
+        ),
+        IdempotencyKeyReused: text('The Idempotency-Key was used for another request (method, path or body)'),
         PayloadTooLarge: text('The body exceeds the limit'),
         UnsupportedMediaType: text('The body is not application/json'),
         ServiceUnavailable: text('A service or dependency is unavailable, or busy; retry after the time given', {
@@ -205,6 +217,7 @@ function pathsOf(routes: readonly PublicRoute[]) {
       ...pathParameters(route.path).map(param),
       ...(route.query ?? []),
       ...(route.ifMatch ? [param('ifMatch')] : []),
+      ...(takesIdempotencyKey(route) ? [param('idempotencyKey')] : []),
     ];
     const responses: Record<string, unknown> = { ...route.responses };
     const add = (status: string, response: string) => {
@@ -224,6 +237,10 @@ function pathsOf(routes: readonly PublicRoute[]) {
     }
     if (parameters.length > 0) add('400', 'BadRequest');
     if (route.ifMatch) add('412', 'PreconditionFailed');
+    if (takesIdempotencyKey(route)) {
+      add('409', 'Conflict');
+      add('422', 'IdempotencyKeyReused');
+    }
     const userMustExist =
       route.path.startsWith('/id/users/{connectId}') && (route.owner !== 'gateway' || route.method === 'GET');
     if (userMustExist) add('404', 'NotFound');
@@ -246,6 +263,12 @@ function pathsOf(routes: readonly PublicRoute[]) {
   }
   return paths;
 }
+
+/** DESIGN.md 8: every POST and DELETE under /id/users/… that a service answers. */
+const takesIdempotencyKey = (route: PublicRoute) =>
+  (route.method === 'POST' || route.method === 'DELETE') &&
+  route.owner !== 'gateway' &&
+  route.path.startsWith('/id/users/');
 
 /** spec 5: Basic for every caller the route admits, Bearer with its scope where it may call. */
 function securityOf(route: PublicRoute): unknown[] {

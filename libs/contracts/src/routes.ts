@@ -78,6 +78,28 @@ const grantorQuery = (name: string) => ({
   schema: { type: 'string' },
 });
 
+/** A GET anyone may call, without credentials, answering JSON. */
+const openRoute = <const W extends RouteOwner, const O extends string>(
+  owner: W,
+  tag: PublicRoute['tag'],
+  operationId: O,
+  path: string,
+  summary: string,
+  responses: Responses,
+) =>
+  ({
+    operationId,
+    method: 'GET',
+    path,
+    owner,
+    caller: 'none',
+    bearer: null,
+    json: true,
+    tag,
+    summary,
+    responses,
+  }) as const;
+
 /** A route only admin clients may call, with their Basic credentials (DESIGN.md 6). */
 const adminRoute = <const W extends Exclude<RouteOwner, 'subscriptions'>, const O extends string>(
   owner: W,
@@ -134,18 +156,9 @@ const LIST_SUMMARY = (what: string, filter: string) =>
   `List a user's ${what}, newest first (${filter} required for non-admins: 307 otherwise)`;
 
 export const ROUTES = [
-  {
-    operationId: 'getOpenApi',
-    method: 'GET',
-    path: '/openapi.json',
-    owner: 'gateway',
-    caller: 'none',
-    bearer: null,
-    json: true,
-    tag: 'meta',
-    summary: 'This document',
-    responses: { '200': { description: 'The OpenAPI document', content: { 'application/json': {} } } },
-  },
+  openRoute('gateway', 'meta', 'getOpenApi', '/openapi.json', 'This document', {
+    '200': { description: 'The OpenAPI document', content: { 'application/json': {} } },
+  }),
   // DESIGN.md 6: API clients and revoked tokens.
   adminRoute('gateway', 'clients', 'listClients', 'GET', '/admin/clients', 'List API clients (never their secrets)', {
     json: true,
@@ -326,18 +339,16 @@ export const ROUTES = [
       },
     },
   ),
-  {
-    operationId: 'getJwks',
-    method: 'GET',
-    path: '/.well-known/jwks.json',
-    owner: 'rights',
-    caller: 'none',
-    bearer: null,
-    json: true,
-    tag: 'rights',
-    summary: 'The public keys of right tokens that may still be valid (cacheable)',
-    responses: { '200': { description: 'A JWK set', content: json('Jwks') } },
-  },
+  openRoute(
+    'rights',
+    'rights',
+    'getJwks',
+    '/.well-known/jwks.json',
+    'The public keys of right tokens that may still be valid (cacheable)',
+    {
+      '200': { description: 'A JWK set', content: json('Jwks') },
+    },
+  ),
   adminRoute('rights', 'rights', 'rotateRightTokenKey', 'POST', '/admin/right-token-keys', 'Start a new signing key', {
     json: true,
     responses: { '201': { description: 'The new key', content: json('NewSigningKey') } },

@@ -32,6 +32,7 @@ const STATUS_CODE_NAMES: Record<number, string> = {
   412: 'precondition_failed',
   413: 'too_large',
   415: 'unsupported_media_type',
+  422: 'unprocessable',
   429: 'too_many_requests',
   503: 'unavailable',
   504: 'upstream_timeout',

@@ -21,6 +21,11 @@ const ALGORITHM = 'HS256';
 export const INTERNAL_TOKEN_TTL_SECONDS = 60;
 /** Header that carries the internal token; clients' own Authorization never reaches a service. */
 export const INTERNAL_TOKEN_HEADER = 'x-internal-token';
+/**
+ * Set by the gateway only (a client's is dropped): the id a create must give its resource,
+ * derived from the client and its Idempotency-Key (DESIGN.md 8).
+ */
+export const RESOURCE_ID_HEADER = 'x-rs-resource-id';
 
 const keyOf = (secret: string) => new TextEncoder().encode(secret);
 

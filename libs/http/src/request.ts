@@ -2,6 +2,7 @@ import { ConnectId, IF_MATCH_PATTERN, KEYSET_CURSOR_PATTERN, type Principal } fr
 import type { Request, RequestHandler, Response } from 'express';
 import type { z } from 'zod';
 import { badRequest, preconditionFailed } from './errors';
+import { RESOURCE_ID_HEADER } from './internal-token';
 
 /** DESIGN.md 3 "Listing filters": query parameter names match case-insensitively. */
 export function queryParam(req: Request, name: string): string | undefined {
@@ -111,6 +112,15 @@ export function userResourceChange(
     await act(res.locals.principal, connectIdOf(req), resourceId, ifMatchGeneration(req));
     sendDone(res);
   };
+}
+
+/**
+ * The id a create must give its resource, when the gateway derived one from an
+ * Idempotency-Key (DESIGN.md 8); otherwise the service makes a new one.
+ */
+export function resourceIdOf(req: Request): string | undefined {
+  const id = req.get(RESOURCE_ID_HEADER);
+  return id !== undefined && /^[0-9A-Za-z]{1,64}$/.test(id) ? id : undefined;
 }
 
 /** The user of a `/id/users/{connectId}/…` path (spec 4). */

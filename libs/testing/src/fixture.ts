@@ -3,6 +3,10 @@ import { OtlpReceiver } from './otlp-receiver';
 import { TestSystem, type TestSystemOptions } from './system';
 import { TokenIssuer } from './token-issuer';
 
+/** API clients to seed, each with its grantor: `clientsOf({ 'grantor-a': 'A' })`. */
+export const clientsOf = (grantorOf: Record<string, string>) =>
+  Object.entries(grantorOf).map(([clientId, grantorId]) => ({ clientId, grantorId }));
+
 export interface SystemFixtureOptions extends TestSystemOptions {
   /** Registered through the gateway once the system runs (see `TestSystem.seed`). */
   seed?: Parameters<TestSystem['seed']>[0];

@@ -11,6 +11,8 @@ import { gatewayRoutes } from './http/routes';
 import { ClientStore } from './store/client-store';
 import { RevocationStore } from './store/revocation-store';
 import { UserStore } from './store/user-store';
+import { IdempotencyStore } from './store/idempotency-store';
+import { repeat } from '@rs/time';
 
 export const Config = z
   .object({
@@ -35,6 +37,8 @@ export const Config = z
     RIGHTS_URL: serviceUrl('rights'),
     SUBSCRIPTIONS_URL: serviceUrl('subscriptions'),
     UPSTREAM_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
+    /** DESIGN.md 6 and 8: how long an Idempotency-Key and its response are kept. */
+    IDEMPOTENCY_TTL_S: z.coerce.number().int().min(1).default(86_400),
     AUTH_CACHE_TTL_MS: z.coerce.number().int().min(0).max(60_000).default(5_000),
     RATE_LIMIT_PER_SECOND: z.coerce.number().min(0).default(200),
     RATE_LIMIT_BURST: z.coerce.number().int().min(1).default(400),
@@ -84,6 +88,13 @@ export const start = defineService(
     }
     const forwarder = new Forwarder({ timeoutMs: config.UPSTREAM_TIMEOUT_MS });
     runtime.onStop(() => forwarder.close());
+    const idempotencyKeys = new IdempotencyStore(db, clock);
+    const purging = repeat(() => idempotencyKeys.purge(), {
+      everyMs: 60_000,
+      immediately: false,
+      onError: (error) => logger.warn({ err: error }, 'cannot purge expired idempotency keys'),
+    });
+    runtime.onStop(() => purging.stop());
     const authenticator = new Authenticator({
       clients,
       revocations,
@@ -116,6 +127,12 @@ export const start = defineService(
             rateLimit: { perSecond: config.RATE_LIMIT_PER_SECOND, burst: config.RATE_LIMIT_BURST },
             openApiPath: config.OPENAPI_PATH,
             clock,
+            idempotency: {
+              store: idempotencyKeys,
+              ttlS: config.IDEMPOTENCY_TTL_S,
+              // A first attempt that has not answered by then has crashed or timed out.
+              leaseMs: config.UPSTREAM_TIMEOUT_MS + 5_000,
+            },
           }),
         ),
     });

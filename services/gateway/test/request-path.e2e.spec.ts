@@ -1,6 +1,6 @@
 import http from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { systemFixture, TestSystem } from '@rs/testing';
+import { systemFixture, TestSystem, clientsOf } from '@rs/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 // Issue 9 through the gateway: the contract's last gaps (DESIGN.md 3), no lock-out, the
@@ -99,10 +99,7 @@ const fx = systemFixture({
   bearer: true,
   env: { AUTH_CACHE_TTL_MS: String(CACHE_TTL_MS) },
   seed: {
-    clients: [
-      { clientId: 'grantor-a', grantorId: 'A' },
-      { clientId: 'grantor-b', grantorId: 'B' },
-    ],
+    clients: clientsOf({ 'grantor-a': 'A', 'grantor-b': 'B' }),
     users: ['alice'],
     skus: { news: {} },
   },

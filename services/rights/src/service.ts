@@ -1,4 +1,4 @@
-import { env, publicApiShape, rightTokenKeySecret, serviceEnvShape, serviceUrl } from '@rs/config';
+import { env, publicApiShape, requiredSecret, serviceEnvShape, serviceUrl } from '@rs/config';
 import { defineService, serveHttp, startRelay, startSkuDirectory } from '@rs/runtime';
 import { z } from 'zod';
 import { RightsUseCases } from './app/rights';
@@ -28,7 +28,7 @@ export const start = defineService('rights', Config, async (runtime) => {
   const store = await runtime.migrated(new RightStore(runtime.db, eventsFor));
   const relay = startRelay(runtime, 'rights');
   const rights = new RightsUseCases(store, await startSkuDirectory(runtime, config.CATALOG_URL), clock);
-  const keys = new SigningKeyStore(runtime.db, rightTokenKeySecret(config));
+  const keys = new SigningKeyStore(runtime.db, requiredSecret(config, 'RIGHT_TOKEN_KEY_SECRET'));
   const tokens = new RightTokens(rights, keys, {
     issuer: config.PUBLIC_BASE_URL,
     ttlS: config.RIGHT_TOKEN_TTL_S,

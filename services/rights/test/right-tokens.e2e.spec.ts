@@ -1,4 +1,4 @@
-import { systemFixture, TestSystem } from '@rs/testing';
+import { systemFixture, TestSystem, clientsOf } from '@rs/testing';
 import { createLocalJWKSet, decodeProtectedHeader, jwtVerify, type JSONWebKeySet } from 'jose';
 import mongoose from 'mongoose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,12 +16,7 @@ const fx = systemFixture({
   bearer: true,
   env: { RIGHT_TOKEN_TTL_S: String(TTL_S) },
   seed: {
-    clients: [
-      { clientId: 'grantor-a', grantorId: 'A' },
-      { clientId: 'grantor-b', grantorId: 'B' },
-      { clientId: 'provider-sp', grantorId: 'SP' },
-      { clientId: 'app-a', grantorId: 'A' },
-    ],
+    clients: clientsOf({ 'grantor-a': 'A', 'grantor-b': 'B', 'provider-sp': 'SP', 'app-a': 'A' }),
     users: ['alice'],
     skus: { news: { serviceProviderId: 'SP' } },
   },

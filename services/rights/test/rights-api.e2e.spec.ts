@@ -1,4 +1,4 @@
-import { systemFixture, TestSystem } from '@rs/testing';
+import { systemFixture, TestSystem, clientsOf } from '@rs/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const basic = TestSystem.clientAuthorization;
@@ -63,12 +63,7 @@ const fx = systemFixture({
   bearer: true,
   collect: { 'rights.events': '#' },
   seed: {
-    clients: [
-      { clientId: 'grantor-a', grantorId: 'A' },
-      { clientId: 'grantor-b', grantorId: 'B' },
-      { clientId: 'provider-sp', grantorId: 'SP' },
-      { clientId: 'app-a', grantorId: 'A' },
-    ],
+    clients: clientsOf({ 'grantor-a': 'A', 'grantor-b': 'B', 'provider-sp': 'SP', 'app-a': 'A' }),
     users: ['alice', 'bob'],
     skus: { news: { announceOnUsage: true, serviceProviderId: 'SP' }, video: {} },
   },

@@ -1,5 +1,5 @@
 import { createCloudEvent, type RightsIssueData } from '@rs/contracts';
-import { rightsIssue, systemFixture, TestSystem } from '@rs/testing';
+import { rightsIssue, systemFixture, TestSystem, clientsOf } from '@rs/testing';
 import amqp, { type ChannelModel } from 'amqplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -37,10 +37,7 @@ const fx = systemFixture({
   backends: ['catalog', 'rights', 'subscriptions'],
   collect: { 'subscriptions.events': '#' },
   seed: {
-    clients: [
-      { clientId: 'grantor-a', grantorId: 'A' },
-      { clientId: 'grantor-b', grantorId: 'B' },
-    ],
+    clients: clientsOf({ 'grantor-a': 'A', 'grantor-b': 'B' }),
     users: ['erin'],
     skus: { news: {} },
   },

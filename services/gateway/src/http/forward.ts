@@ -1,5 +1,13 @@
 import http, { type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http';
-import { AppError, hasBody, INTERNAL_TOKEN_HEADER, sendError, serviceUnavailable, startClientSpan } from '@rs/http';
+import {
+  AppError,
+  hasBody,
+  INTERNAL_TOKEN_HEADER,
+  RESOURCE_ID_HEADER,
+  sendError,
+  serviceUnavailable,
+  startClientSpan,
+} from '@rs/http';
 import type { Request, Response } from 'express';
 
 /** Hop-by-hop headers (RFC 9110 7.6.1) are not forwarded; nor are the client's credentials. */
@@ -15,7 +23,19 @@ const HOP_BY_HOP = new Set([
   'upgrade',
   'host',
 ]);
-const NEVER_FORWARDED = new Set(['authorization', INTERNAL_TOKEN_HEADER, 'cookie']);
+const NEVER_FORWARDED = new Set(['authorization', INTERNAL_TOKEN_HEADER, RESOURCE_ID_HEADER, 'cookie']);
+
+/** What an idempotent request sends and keeps (see `forward`). */
+export interface ForwardTap {
+  body: Buffer;
+  headers: Record<string, string>;
+}
+
+export interface ForwardedResponse {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: Buffer;
+}
 
 export interface ForwarderOptions {
   timeoutMs: number;
@@ -33,16 +53,41 @@ export class Forwarder {
 
   constructor(private readonly options: ForwarderOptions) {}
 
-  forward(req: Request, res: Response, upstream: URL, internalToken: string): Promise<void> {
+  /**
+   * With `tap` (idempotent requests): the body was read already and is sent as given, the
+   * extra headers are added, and the answer is also collected and returned (null when the
+   * service gave none).
+   */
+  forward(req: Request, res: Response, upstream: URL, internalToken: string): Promise<void>;
+  forward(
+    req: Request,
+    res: Response,
+    upstream: URL,
+    internalToken: string,
+    tap: ForwardTap,
+  ): Promise<ForwardedResponse | null>;
+  forward(
+    req: Request,
+    res: Response,
+    upstream: URL,
+    internalToken: string,
+    tap?: ForwardTap,
+  ): Promise<ForwardedResponse | null | void> {
     const headers: OutgoingHttpHeaders = filterHeaders(req.headers, NEVER_FORWARDED);
     headers[INTERNAL_TOKEN_HEADER] = internalToken;
+    if (tap) {
+      Object.assign(headers, tap.headers);
+      headers['content-length'] = String(tap.body.length);
+      delete headers['transfer-encoding'];
+    }
     headers['x-request-id'] = res.locals.requestId;
     headers['x-forwarded-for'] = [req.get('x-forwarded-for'), req.socket.remoteAddress].filter(Boolean).join(', ');
     headers['x-forwarded-proto'] = req.protocol;
     if (req.get('host')) headers['x-forwarded-host'] = req.get('host');
 
     const span = startClientSpan(req.method, upstream, headers);
-    return new Promise<void>((resolve) => {
+    let answered: ForwardedResponse | null = null;
+    return new Promise<ForwardedResponse | null | void>((resolve) => {
       const outgoing = http.request({
         protocol: upstream.protocol,
         hostname: upstream.hostname,
@@ -57,14 +102,14 @@ export class Forwarder {
         span.end();
         if (!res.headersSent) sendError(req, res, error);
         else res.destroy();
-        resolve();
+        resolve(null);
       };
       outgoing.on('timeout', () => {
         outgoing.destroy();
         fail(new AppError(504, `${upstream.host} did not answer in time`));
       });
       outgoing.on('error', (error: NodeJS.ErrnoException) => {
-        if (outgoing.destroyed && res.headersSent) return resolve();
+        if (outgoing.destroyed && res.headersSent) return resolve(null);
         fail(
           serviceUnavailable(
             `the service behind ${req.path.split('/').slice(0, 2).join('/') || '/'} is unavailable (${error.code ?? 'error'})`,
@@ -80,6 +125,13 @@ export class Forwarder {
         // pipe, not stream.pipeline: pipeline builds a DOMException for its AbortSignal on
         // every call, measured at 3-4 % of the gateway's CPU (issue 9).
         incoming.on('error', () => res.destroy());
+        if (tap) {
+          const chunks: Buffer[] = [];
+          incoming.on('data', (chunk: Buffer) => chunks.push(chunk));
+          incoming.on('end', () => {
+            answered = { status: incoming.statusCode ?? 502, headers: incoming.headers, body: Buffer.concat(chunks) };
+          });
+        }
         incoming.pipe(res);
       });
       // Settled when the client's response is done, or the client went away (which cancels
@@ -87,9 +139,11 @@ export class Forwarder {
       res.on('close', () => {
         span.end();
         if (!res.writableFinished) outgoing.destroy();
-        resolve();
+        resolve(answered);
       });
-      if (hasBody(req)) {
+      if (tap) {
+        outgoing.end(tap.body);
+      } else if (hasBody(req)) {
         req.on('error', () => outgoing.destroy());
         req.pipe(outgoing);
       } else {

@@ -31,6 +31,8 @@ import type { ClientStore } from '../store/client-store';
 import type { RevocationStore } from '../store/revocation-store';
 import type { UserStore } from '../store/user-store';
 import type { Forwarder } from './forward';
+import { idempotentForwarder, type IdempotencyOptions } from './idempotent';
+import { takesIdempotencyKey } from '../domain/idempotency';
 import { rateLimit, type RateLimitOptions } from './rate-limit';
 
 declare global {
@@ -65,12 +67,14 @@ export interface GatewayRoutesOptions {
   rateLimit: RateLimitOptions;
   openApiPath: string;
   clock: Clock;
+  idempotency: Omit<IdempotencyOptions, 'forwarder'>;
 }
 
 export function gatewayRoutes(options: GatewayRoutesOptions): Router {
   const { realm, authenticator } = options;
   const router = Router();
   const openApi = readFileSync(options.openApiPath, 'utf8');
+  const idempotent = idempotentForwarder({ ...options.idempotency, forwarder: options.forwarder });
 
   // Which route of the table the request is: once, for every step below.
   router.use((req, res, next) => {
@@ -116,12 +120,12 @@ export function gatewayRoutes(options: GatewayRoutesOptions): Router {
       return;
     }
     if (rule) throw refused(rule, realm);
-    await options.forwarder.forward(
-      req,
-      res,
-      options.upstreams[operation.owner],
-      await options.signer.tokenFor(principal),
-    );
+    const upstream = options.upstreams[operation.owner];
+    const token = await options.signer.tokenFor(principal);
+    const key = req.get('idempotency-key');
+    if (key !== undefined && takesIdempotencyKey(req.method, req.path))
+      return idempotent(req, res, upstream, token, principal.clientId, key);
+    await options.forwarder.forward(req, res, upstream, token);
   });
   // The gateway parses only its own bodies; forwarded ones stream through untouched.
   router.use('/admin', jsonBody('16kb'));

@@ -44,7 +44,11 @@ export class RightsUseCases {
     private readonly clock: Clock = systemClock,
   ) {}
 
-  async create(principal: Principal, userId: string, body: RightCreateBody): Promise<RightEntity> {
+  /**
+   * `id`: the id the gateway derived from an Idempotency-Key; when a right has it already (a
+   * retry of a create whose answer was lost), that right is the answer and nothing is made.
+   */
+  async create(principal: Principal, userId: string, body: RightCreateBody, id?: string): Promise<RightEntity> {
     if (!canGrantFor(principal, body.grantorId)) {
       throw DomainError.notPermitted(`you may create rights only for your own grantor`);
     }
@@ -53,7 +57,7 @@ export class RightsUseCases {
     if (!(await this.skuExists(body.sku))) throw DomainError.invalid(`sku: ${body.sku} is not in the catalog`);
     const now = this.clock();
     const right: RightEntity = {
-      rightId: newId(now.getTime()),
+      rightId: id ?? newId(now.getTime()),
       userId,
       state: body.state ?? 'CREATED',
       grantorId: body.grantorId,
@@ -70,8 +74,10 @@ export class RightsUseCases {
       createdAt: now,
       updatedAt: now,
     };
-    if (!(await this.store.insert(right, [RightEventTypes.created]))) throw new Error('right id collision');
-    return right;
+    if (await this.store.insert(right, [RightEventTypes.created])) return right;
+    const earlier = id === undefined ? null : await this.store.find(userId, id);
+    if (!earlier) throw DomainError.conflict(`right ${right.rightId} exists no more, or not for this user`);
+    return earlier;
   }
 
   /** A right the caller may see, or 404 (spec 7: "User or right not found"). */

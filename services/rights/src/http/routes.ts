@@ -45,11 +45,8 @@ export function rightsRoutes(
       });
     },
     createRight: async (req, res) => {
-      const right = await rights.create(
-        res.locals.principal,
-        http.connectIdOf(req),
-        http.parseBody(RightCreateBody, req.body),
-      );
+      const body = http.parseBody(RightCreateBody, req.body);
+      const right = await rights.create(res.locals.principal, http.connectIdOf(req), body, http.resourceIdOf(req));
       http.sendCreated(res, right.generation, representation(right, publicBaseUrl, clock()));
     },
     getRight: async (req, res) => {

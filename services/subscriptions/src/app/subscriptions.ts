@@ -46,7 +46,16 @@ export class SubscriptionUseCases {
     private readonly clock: Clock = systemClock,
   ) {}
 
-  async create(principal: Principal, userId: string, body: SubscriptionCreateBody): Promise<SubscriptionEntity> {
+  /**
+   * `id`: the id the gateway derived from an Idempotency-Key; when a subscription has it
+   * already (a retry of a create whose answer was lost), that one is the answer.
+   */
+  async create(
+    principal: Principal,
+    userId: string,
+    body: SubscriptionCreateBody,
+    id?: string,
+  ): Promise<SubscriptionEntity> {
     if (!canSubscribeFor(principal, body.grantorId)) {
       throw DomainError.notPermitted('you may create subscriptions only for your own grantor');
     }
@@ -65,7 +74,7 @@ export class SubscriptionUseCases {
     const now = this.clock();
     const nextPeriod = firstPeriodToIssue(spec.value, now);
     const subscription: SubscriptionEntity = {
-      subscriptionId: newId(now.getTime()),
+      subscriptionId: id ?? newId(now.getTime()),
       userId,
       grantorId: body.grantorId,
       grantorContext: body.grantorContext ?? null,
@@ -84,8 +93,12 @@ export class SubscriptionUseCases {
       createdAt: now,
       updatedAt: now,
     };
-    await this.store.insert(subscription, this.outgoing(subscription, [SubscriptionEventTypes.created], null));
-    return subscription;
+    if (await this.store.insert(subscription, this.outgoing(subscription, [SubscriptionEventTypes.created], null)))
+      return subscription;
+    const earlier = id === undefined ? null : await this.store.find(userId, id);
+    if (!earlier)
+      throw DomainError.conflict(`subscription ${subscription.subscriptionId} exists no more, or not for this user`);
+    return earlier;
   }
 
   async get(principal: Principal, userId: string, subscriptionId: string): Promise<SubscriptionEntity> {

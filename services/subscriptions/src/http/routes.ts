@@ -27,7 +27,8 @@ export function subscriptionRoutes(subscriptions: SubscriptionUseCases, publicBa
     },
     createSubscription: async (req, res) => {
       const body = http.parseBody(SubscriptionCreateBody, req.body);
-      const subscription = await subscriptions.create(res.locals.principal, http.connectIdOf(req), body);
+      const user = http.connectIdOf(req);
+      const subscription = await subscriptions.create(res.locals.principal, user, body, http.resourceIdOf(req));
       http.sendCreated(res, subscription.generation, representation(subscription, publicBaseUrl));
     },
     getSubscription: async (req, res) => {

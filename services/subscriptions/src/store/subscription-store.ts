@@ -101,9 +101,10 @@ export class SubscriptionStore extends UserOwnedStore<SubscriptionDocument, Subs
     return this.pageNewestFirst({ userId: query.userId }, conditions, query.after, query.limit);
   }
 
-  async insert(subscription: SubscriptionEntity, outgoing: Outgoing): Promise<void> {
+  /** Stores a new subscription with its events; false when its id is taken. */
+  insert(subscription: SubscriptionEntity, outgoing: Outgoing): Promise<boolean> {
     const doc = { _id: subscription.subscriptionId, ...toFields(subscription), deleted: false };
-    if (!(await this.documents.insert(doc, entriesOf(outgoing)))) throw new Error('subscription id collision');
+    return this.documents.insert(doc, entriesOf(outgoing));
   }
 
   /** Compare-and-set on `generation`; `deleted` makes the document a tombstone. */

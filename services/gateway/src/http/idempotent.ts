@@ -1,0 +1,78 @@
+import { AppError, badRequest, payloadTooLarge, RESOURCE_ID_HEADER } from '@rs/http';
+import type { Request, Response } from 'express';
+import { fingerprintOf, isValidIdempotencyKey, keepsResponse, resourceIdOf } from '../domain/idempotency';
+import type { IdempotencyStore, KeptResponse } from '../store/idempotency-store';
+import type { ForwardedResponse, Forwarder } from './forward';
+
+export interface IdempotencyOptions {
+  store: IdempotencyStore;
+  forwarder: Forwarder;
+  /** IDEMPOTENCY_TTL_S: how long a response is kept. */
+  ttlS: number;
+  /** How long a first attempt owns its key before a retry may take over (it crashed or hung). */
+  leaseMs: number;
+}
+
+/** Forwarded bodies are at most this large (the services' own limit). */
+const MAX_BODY_BYTES = 64 * 1024;
+/** What a replay restores besides the status and the body. */
+const KEPT_HEADERS = ['content-type', 'etag', 'location', 'link'];
+
+/**
+ * DESIGN.md 8 "Idempotency-Key": the first request with a key runs and its answer is kept;
+ * the same request again gets that answer (`Idempotent-Replayed: true`); another request
+ * with the key gets 422; a retry while the first still runs gets 409. A create gets the id
+ * derived from the client and the key, so a retry after a crash anywhere finds the
+ * resource of the first attempt instead of making a second one.
+ */
+export function idempotentForwarder(options: IdempotencyOptions) {
+  return async (req: Request, res: Response, upstream: URL, internalToken: string, clientId: string, key: string) => {
+    if (!isValidIdempotencyKey(key)) throw badRequest('Idempotency-Key: must be 1 to 255 visible ASCII characters');
+    const body = await readBody(req);
+    const fingerprint = fingerprintOf(req.method, req.originalUrl, body);
+    const begun = await options.store.begin(clientId, key, fingerprint, options.leaseMs);
+    if (begun.kind === 'replay') return replay(res, begun.response);
+    if (begun.kind === 'mismatch')
+      throw new AppError(422, 'this Idempotency-Key was used for another request', {}, 'idempotency_key_reused');
+    if (begun.kind === 'running')
+      throw new AppError(409, 'a request with this Idempotency-Key is still running', { 'Retry-After': '1' });
+    let answer: ForwardedResponse | null = null;
+    try {
+      answer = await options.forwarder.forward(req, res, upstream, internalToken, {
+        body,
+        headers: { [RESOURCE_ID_HEADER]: resourceIdOf(clientId, key) },
+      });
+    } finally {
+      if (answer && keepsResponse(answer.status))
+        await options.store.complete(clientId, key, fingerprint, kept(answer), options.ttlS);
+      else await options.store.release(clientId, key, fingerprint);
+    }
+  };
+}
+
+function kept(answer: ForwardedResponse): KeptResponse {
+  const headers: Record<string, string> = {};
+  for (const name of KEPT_HEADERS) {
+    const value = answer.headers[name];
+    if (typeof value === 'string') headers[name] = value;
+  }
+  return { status: answer.status, headers, body: answer.body.toString('utf8') };
+}
+
+function replay(res: Response, response: KeptResponse): void {
+  res.status(response.status).set(response.headers).set('Idempotent-Replayed', 'true');
+  if (response.body.length > 0) res.send(response.body);
+  else res.end();
+}
+
+/** The whole body, which the fingerprint covers and the forwarded request then carries. */
+async function readBody(req: Request): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_BODY_BYTES) throw payloadTooLarge(`the body exceeds ${MAX_BODY_BYTES} bytes`);
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks);
+}

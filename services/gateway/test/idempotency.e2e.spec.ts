@@ -1,0 +1,146 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { systemFixture, TestSystem, clientsOf } from '@rs/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+// Idempotency-Key through the gateway (DESIGN.md 8), with two gateway replicas sharing the keys.
+
+const UPSTREAM_TIMEOUT_MS = 2_000;
+const A = TestSystem.clientAuthorization('grantor-a');
+const A2 = TestSystem.clientAuthorization('app-a');
+const fx = systemFixture({
+  name: 'idempotency',
+  backends: ['catalog', 'rights', 'subscriptions'],
+  replicas: { gateway: 2 },
+  env: { UPSTREAM_TIMEOUT_MS: String(UPSTREAM_TIMEOUT_MS) },
+  collect: { 'rights.events': 'right.created' },
+  seed: {
+    clients: clientsOf({ 'grantor-a': 'A', 'app-a': 'A' }),
+    users: ['ivy', 'ida', 'crash'],
+    skus: { news: {} },
+  },
+});
+beforeAll(fx.start);
+afterAll(fx.stop);
+
+const gateway = (replica: 1 | 2) => fx.system.service(replica === 1 ? 'gateway' : 'gateway#2').url;
+const interval = `${new Date().toISOString().replace(/\.\d{3}Z$/, 'Z')}/P30D`;
+function create(user: string, key: string | null, body: object = {}, options: { replica?: 1 | 2; auth?: string } = {}) {
+  return fetch(`${gateway(options.replica ?? 1)}/id/users/${user}/rights`, {
+    method: 'POST',
+    headers: {
+      authorization: options.auth ?? A,
+      'content-type': 'application/json',
+      ...(key === null ? {} : { 'idempotency-key': key }),
+    },
+    body: JSON.stringify({ sku: 'news', grantorId: 'A', timeInterval: interval, state: 'ACTIVE', ...body }),
+  });
+}
+async function rightsOf(user: string): Promise<string[]> {
+  const response = await fetch(`${gateway(1)}/id/users/${user}/rights?grantorId=A`, { headers: { authorization: A } });
+  return ((await response.json()) as { right: Array<{ rightId: string }> }).right.map((right) => right.rightId);
+}
+const createdFor = (user: string) =>
+  new Set(
+    fx
+      .events('rights.events')
+      .messages.filter((m) => (m.body.data as { connectId: string }).connectId === user)
+      .map((m) => m.body.subject),
+  );
+
+describe('Idempotency-Key (DESIGN.md 8)', () => {
+  it('when a create is sent again with its key, on any replica, then its kept answer comes back and one right exists', async () => {
+    const first = await create('ivy', 'order-1');
+    expect(first.status).toBe(201);
+    const body = await first.text();
+    for (const replica of [1, 2] as const) {
+      const again = await create('ivy', 'order-1', {}, { replica });
+      expect(again.status).toBe(201);
+      expect(again.headers.get('idempotent-replayed')).toBe('true');
+      expect(again.headers.get('etag')).toBe(first.headers.get('etag'));
+      expect(again.headers.get('location')).toBe(first.headers.get('location'));
+      expect(again.headers.get('content-type')).toMatch(/^application\/json/);
+      expect(await again.text()).toBe(body);
+    }
+    expect(await rightsOf('ivy')).toHaveLength(1);
+    await sleep(500);
+    expect(createdFor('ivy').size).toBe(1);
+  });
+
+  it('when the key comes with another request, then 422 text/plain and nothing is made; another client has its own keys', async () => {
+    expect((await create('ida', 'order-2')).status).toBe(201);
+    const other = await create('ida', 'order-2', { grantorContext: 'something else' });
+    expect(other.status).toBe(422);
+    expect(other.headers.get('content-type')).toMatch(/^text\/plain/);
+    expect(await rightsOf('ida')).toHaveLength(1);
+    // The same key of another API client is another key.
+    const own = await create('ida', 'order-2', {}, { auth: A2 });
+    expect(own.status).toBe(201);
+    expect(own.headers.get('idempotent-replayed')).toBeNull();
+    expect(await rightsOf('ida')).toHaveLength(2);
+  });
+
+  it('when the key is malformed, then 400 text/plain and nothing is made', async () => {
+    for (const key of ['two words', 'x'.repeat(256), 'é']) {
+      const response = await create('ida', key);
+      expect(response.status, key).toBe(400);
+      expect(response.headers.get('content-type')).toMatch(/^text\/plain/);
+      expect(await response.text()).toMatch(/Idempotency-Key/);
+    }
+    expect(await rightsOf('ida')).toHaveLength(2);
+  });
+
+  it('when the first attempt got a 5xx, then the retry runs again', async () => {
+    const catalog = fx.system.service('catalog');
+    await catalog.stop();
+    try {
+      // A SKU the rights service has never seen: it must ask the catalog, which is down.
+      const failed = await create('ida', 'order-3', { sku: 'late' });
+      expect(failed.status).toBe(503);
+    } finally {
+      await catalog.start();
+    }
+    await fetch(`${gateway(1)}/catalog/skus/late`, {
+      method: 'PUT',
+      headers: fx.system.adminHeaders({ 'content-type': 'application/json' }),
+      body: '{}',
+    });
+    const retried = await create('ida', 'order-3', { sku: 'late' });
+    expect(retried.status).toBe(201);
+    expect(retried.headers.get('idempotent-replayed')).toBeNull();
+  });
+
+  it('when the gateway is killed between the effect of a create and its answer, then the retry with the key returns that right, and it is the only one', async () => {
+    const rights = fx.system.service('rights');
+    // The rights service stops answering: the create reaches it, and waits.
+    process.kill(rights.pid!, 'SIGSTOP');
+    const lost = create('crash', 'order-4').catch(() => null);
+    try {
+      await sleep(300);
+      const meanwhile = await create('crash', 'order-4', {}, { replica: 2 });
+      expect(meanwhile.status).toBe(409);
+      expect(meanwhile.headers.get('retry-after')).toBe('1');
+      await fx.system.service('gateway').kill();
+    } finally {
+      process.kill(rights.pid!, 'SIGCONT');
+    }
+    expect(await lost).toBeNull();
+    // The effect happened; its answer went nowhere.
+    await fx.events('rights.events').waitFor(() => createdFor('crash').size === 1);
+    await fx.system.service('gateway').start();
+
+    // The first attempt owns the key until its lease ends; then the retry runs and finds its right.
+    let retried: Response;
+    for (;;) {
+      retried = await create('crash', 'order-4');
+      if (retried.status !== 409) break;
+      await sleep(500);
+    }
+    expect(retried.status, await retried.clone().text()).toBe(201);
+    const { rightId } = (await retried.json()) as { rightId: string };
+    expect([...createdFor('crash')]).toEqual([rightId]);
+    expect(await rightsOf('crash')).toEqual([rightId]);
+    // And from now on it is a replay.
+    const replayed = await create('crash', 'order-4', {}, { replica: 2 });
+    expect(replayed.headers.get('idempotent-replayed')).toBe('true');
+  });
+});
