@@ -54,14 +54,18 @@ export class IdempotencyStore {
       expiresAt: new Date(now.getTime() + leaseMs),
       response: null,
     };
-    try {
-      await this.model.collection.insertOne({ _id, ...running } as never);
-      return { kind: 'run' };
-    } catch (error) {
-      if (!isDuplicateKey(error)) throw error;
+    // A read first: a retry (the case worth being fast, issue 11) costs one lookup by id.
+    let kept = await this.model.findById(_id).lean<IdempotencyDocument>();
+    if (!kept) {
+      try {
+        await this.model.collection.insertOne({ _id, ...running } as never);
+        return { kind: 'run' };
+      } catch (error) {
+        if (!isDuplicateKey(error)) throw error;
+      }
+      kept = await this.model.findById(_id).lean<IdempotencyDocument>();
+      if (!kept) return { kind: 'running' }; // claimed and released meanwhile: the client retries
     }
-    const kept = await this.model.findById(_id).lean<IdempotencyDocument>();
-    if (!kept) return this.begin(clientId, key, fingerprint, leaseMs); // removed meanwhile
     const next = onRetry(kept, fingerprint, now);
     if (next === 'replay') return { kind: 'replay', response: kept.response! };
     if (next !== 'take-over') return { kind: next };
