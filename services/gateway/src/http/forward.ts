@@ -29,6 +29,8 @@ const NEVER_FORWARDED = new Set(['authorization', INTERNAL_TOKEN_HEADER, RESOURC
 export interface ForwardTap {
   body: Buffer;
   headers: Record<string, string>;
+  /** Called with the whole answer before it is sent on to the client. */
+  keep: (answer: ForwardedResponse) => Promise<void>;
 }
 
 export interface ForwardedResponse {
@@ -125,14 +127,22 @@ export class Forwarder {
         // pipe, not stream.pipeline: pipeline builds a DOMException for its AbortSignal on
         // every call, measured at 3-4 % of the gateway's CPU (issue 9).
         incoming.on('error', () => res.destroy());
-        if (tap) {
-          const chunks: Buffer[] = [];
-          incoming.on('data', (chunk: Buffer) => chunks.push(chunk));
-          incoming.on('end', () => {
-            answered = { status: incoming.statusCode ?? 502, headers: incoming.headers, body: Buffer.concat(chunks) };
-          });
+        if (!tap) {
+          incoming.pipe(res);
+          return;
         }
-        incoming.pipe(res);
+        // The answer is kept before the client has it, so a retry sent once it arrived
+        // finds it kept (not still running).
+        const chunks: Buffer[] = [];
+        incoming.on('data', (chunk: Buffer) => chunks.push(chunk));
+        incoming.on('end', () => {
+          const answer = { status: incoming.statusCode ?? 502, headers: incoming.headers, body: Buffer.concat(chunks) };
+          answered = answer;
+          void tap
+            .keep(answer)
+            .catch(() => undefined) // not kept: a retry waits for the lease, then runs again
+            .then(() => res.end(answer.body));
+        });
       });
       // Settled when the client's response is done, or the client went away (which cancels
       // the forwarded request too).

@@ -36,17 +36,16 @@ export function idempotentForwarder(options: IdempotencyOptions) {
       throw new AppError(422, 'this Idempotency-Key was used for another request', {}, 'idempotency_key_reused');
     if (begun.kind === 'running')
       throw new AppError(409, 'a request with this Idempotency-Key is still running', { 'Retry-After': '1' });
-    let answer: ForwardedResponse | null = null;
-    try {
-      answer = await options.forwarder.forward(req, res, upstream, internalToken, {
-        body,
-        headers: { [RESOURCE_ID_HEADER]: resourceIdOf(clientId, key) },
-      });
-    } finally {
-      if (answer && keepsResponse(answer.status))
-        await options.store.complete(clientId, key, fingerprint, kept(answer), options.ttlS);
-      else await options.store.release(clientId, key, fingerprint);
-    }
+    const answer = await options.forwarder.forward(req, res, upstream, internalToken, {
+      body,
+      headers: { [RESOURCE_ID_HEADER]: resourceIdOf(clientId, key) },
+      keep: (answer: ForwardedResponse) =>
+        keepsResponse(answer.status)
+          ? options.store.complete(clientId, key, fingerprint, kept(answer), options.ttlS)
+          : options.store.release(clientId, key, fingerprint),
+    });
+    // No answer (the service is unreachable, or timed out): a retry runs again.
+    if (!answer) await options.store.release(clientId, key, fingerprint);
   };
 }
 
