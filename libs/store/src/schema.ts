@@ -22,7 +22,7 @@ const DEFINITIONS: Record<FieldKind, SchemaDefinitionProperty> = {
 };
 
 /** The mongoose definition of one field. */
-export const field = (kind: FieldKind): SchemaDefinitionProperty => DEFINITIONS[kind];
+const field = (kind: FieldKind): SchemaDefinitionProperty => DEFINITIONS[kind];
 
 /**
  * The schema of one collection: `_id` is the document's string key (the resource's id);

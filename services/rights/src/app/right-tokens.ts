@@ -22,6 +22,8 @@ const KEYS_FRESH_MS = 2_000;
  */
 export class RightTokens {
   private keys: { loadedAt: number; keys: Promise<SigningKey[]> } | null = null;
+  /** The first key, made once however many tokens are asked for before it exists. */
+  private firstKey: Promise<SigningKey> | null = null;
   private readonly signers = new Map<string, Promise<CryptoKey>>();
 
   constructor(
@@ -36,7 +38,9 @@ export class RightTokens {
     const now = this.options.clock();
     const claims = rightTokenClaims(right, now, { ...this.options, jti: newId(now.getTime()) });
     if (!claims) throw DomainError.conflict(`right ${rightId} is not active now`);
-    const key = signingKey(await this.current()) ?? (await this.rotate());
+    const key =
+      signingKey(await this.current()) ??
+      (await (this.firstKey ??= this.rotate().finally(() => (this.firstKey = null))));
     return new SignJWT({ ...claims })
       .setProtectedHeader({ alg: 'ES256', typ: 'right+jwt', kid: key.kid })
       .sign(await this.signerOf(key));
