@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
+import { Actor } from './history';
 import { newId } from './ids';
 
 /** CloudEvents 1.0, structured JSON mode (DESIGN.md 2). `type` equals the routing key. */
@@ -12,8 +13,19 @@ export const CloudEvent = z.object({
   time: z.iso.datetime({ offset: true }),
   datacontenttype: z.literal('application/json'),
   data: z.unknown(),
+  /**
+   * Extension attributes naming who made the change (DESIGN.md 8 "History", `Actor`): on
+   * every change event of rights and subscriptions; optional for everything else.
+   */
+  actorkind: Actor.shape.kind.optional(),
+  actorid: z.string().min(1).optional(),
 });
 export type CloudEvent<Data = unknown> = Omit<z.infer<typeof CloudEvent>, 'data'> & { data: Data };
+
+/** Who made the change an event reports, if it says (see `Actor`). */
+export function actorOfEvent(event: CloudEvent): Actor | null {
+  return event.actorkind && event.actorid ? { kind: event.actorkind, id: event.actorid } : null;
+}
 
 /** Content type of a structured-mode CloudEvent on the wire. */
 export const CLOUD_EVENT_CONTENT_TYPE = 'application/cloudevents+json; charset=utf-8';
@@ -35,6 +47,8 @@ export function createCloudEvent<Data>(input: {
   time?: Date;
   /** Default: a new ULID. */
   id?: string;
+  /** Who made the change (change events of rights and subscriptions). */
+  actor?: Actor;
 }): CloudEvent<Data> {
   return {
     specversion: '1.0',
@@ -45,6 +59,7 @@ export function createCloudEvent<Data>(input: {
     time: (input.time ?? new Date()).toISOString(),
     datacontenttype: 'application/json',
     data: input.data,
+    ...(input.actor ? { actorkind: input.actor.kind, actorid: input.actor.id } : {}),
   };
 }
 

@@ -12,3 +12,4 @@ export * from './ids';
 export * from './errors';
 export * from './routes';
 export * from './principal';
+export * from './history';

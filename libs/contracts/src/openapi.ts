@@ -3,6 +3,7 @@ import { IF_MATCH_PATTERN, KEYSET_CURSOR_PATTERN } from './formats';
 import { Sku, SkuList, SkuName, SkuUpsertBody } from './catalog';
 import { ClientBody, ClientId, ClientList, ClientView, ConnectId, Jti, RevocationBody, UserView } from './identity';
 import { pathParameters, ROUTES, type PublicRoute } from './routes';
+import { HISTORY_CURSOR_PATTERN, HistoryPage } from './history';
 import { Right, RightCreateBody, RightId, RightList } from './rights';
 import { Subscription, SubscriptionCreateBody, SubscriptionId, SubscriptionList } from './subscriptions';
 
@@ -94,6 +95,12 @@ export function buildOpenApiDocument(): Record<string, unknown> {
           description: 'Opaque: take it from the Link header of the previous page',
           schema: { type: 'string', pattern: KEYSET_CURSOR_PATTERN },
         },
+        historyCursor: {
+          name: 'cursor',
+          in: 'query',
+          description: 'Opaque: take it from the Link header of the previous page',
+          schema: { type: 'string', pattern: HISTORY_CURSOR_PATTERN },
+        },
         skuCursor: {
           name: 'cursor',
           in: 'query',
@@ -127,6 +134,7 @@ export function buildOpenApiDocument(): Record<string, unknown> {
         User: schemaOf(UserView),
         Right: schemaOf(Right),
         RightList: schemaOf(RightList),
+        HistoryPage: schemaOf(HistoryPage),
         RightCreateBody: schemaOf(RightCreateBody),
         Subscription: schemaOf(Subscription),
         SubscriptionList: schemaOf(SubscriptionList),

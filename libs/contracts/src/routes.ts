@@ -152,6 +152,20 @@ const SUBSCRIPTIONS = '/id/users/{connectId}/subs';
 const SUBSCRIPTION = `${SUBSCRIPTIONS}/{subscriptionId}`;
 const RIGHTS = '/id/users/{connectId}/rights';
 const RIGHT = `${RIGHTS}/{rightId}`;
+/** DESIGN.md 8 "History": for whoever may read the resource; kept after it is removed (for its grantor and admins). */
+const history = <const W extends 'rights' | 'subscriptions', const O extends string>(
+  owner: W,
+  operationId: O,
+  path: string,
+  what: string,
+  bearer: Scope,
+) =>
+  userRoute(owner, operationId, 'GET', `${path}/history`, `Every change of a ${what}, oldest first`, {
+    bearer,
+    json: true,
+    query: [param('limit'), param('historyCursor')],
+    responses: { '200': page('The changes, with who made them', 'HistoryPage') },
+  });
 const LIST_SUMMARY = (what: string, filter: string) =>
   `List a user's ${what}, newest first (${filter} required for non-admins: 307 otherwise)`;
 
@@ -267,6 +281,7 @@ export const ROUTES = [
     'Suspend an ACTIVE subscription; its ACTIVE rights are suspended',
     { conflict: true },
   ),
+  history('subscriptions', 'getSubscriptionHistory', SUBSCRIPTION, 'subscription', 'id.user.sub.read'),
   // spec 4.2: rights.
   userRoute('rights', 'listRights', 'GET', RIGHTS, LIST_SUMMARY('rights', 'grantorId'), {
     bearer: 'id.user.right.read',
@@ -320,6 +335,7 @@ export const ROUTES = [
     'Record usage (only while active; a repeat is a no-op); emits right.used and, per the catalog, service.announce',
     { conflict: true, bearer: 'id.user.right.use' },
   ),
+  history('rights', 'getRightHistory', RIGHT, 'right', 'id.user.right.read'),
   // DESIGN.md 8: signed right tokens.
   userRoute(
     'rights',

@@ -1,4 +1,11 @@
-import { ConnectId, IF_MATCH_PATTERN, KEYSET_CURSOR_PATTERN, type Principal } from '@rs/contracts';
+import {
+  ConnectId,
+  HISTORY_CURSOR_PATTERN,
+  IF_MATCH_PATTERN,
+  KEYSET_CURSOR_PATTERN,
+  type HistoryEntry,
+  type Principal,
+} from '@rs/contracts';
 import type { Request, RequestHandler, Response } from 'express';
 import type { z } from 'zod';
 import { badRequest, preconditionFailed } from './errors';
@@ -97,6 +104,36 @@ export async function sendNewestFirst<T extends { createdAt: Date }>(
   setNextLink(req, res, publicBaseUrl, page, last && keysetOf(last, list.idOf(last)), found.length);
   res.json(list.body(found));
 }
+
+/**
+ * One page of a resource's history (DESIGN.md 8 "History"), oldest first, paginated as lists:
+ * `cursor` is the generation and position of the previous page's last entry.
+ */
+export async function sendHistory(
+  req: Request,
+  res: Response,
+  publicBaseUrl: string,
+  read: () => Promise<ReadonlyArray<HistoryEntry & { cursor: string }>>,
+): Promise<void> {
+  const page = pageParams(req);
+  if (page.after !== undefined && !HISTORY_CURSOR.test(page.after))
+    throw badRequest(`cursor: must match ${HISTORY_CURSOR_PATTERN}`);
+  const entries = await read();
+  let start = 0;
+  if (page.after !== undefined) {
+    const [generation, order] = page.after.split('.').map(Number) as [number, number];
+    const after = entries.findIndex((entry) => {
+      const [g, o] = entry.cursor.split('.').map(Number) as [number, number];
+      return g > generation || (g === generation && o > order);
+    });
+    start = after < 0 ? entries.length : after;
+  }
+  const found = entries.slice(start, start + page.limit);
+  setNextLink(req, res, publicBaseUrl, page, found.at(-1)?.cursor, found.length);
+  res.json({ history: found.map(({ cursor: _cursor, ...entry }) => entry) });
+}
+
+const HISTORY_CURSOR = new RegExp(HISTORY_CURSOR_PATTERN);
 
 /**
  * A change of one of a user's resources (spec 4: remove, activate, suspend, usage): the use

@@ -12,7 +12,7 @@ import {
 } from '@rs/http';
 import { createLogger, type Logger } from '@rs/logging';
 import { AmqpClient } from '@rs/messaging';
-import { OutboxRelay } from '@rs/store';
+import { OutboxRelay, type HistoryLog } from '@rs/store';
 import { shutdownTelemetry } from '@rs/telemetry';
 import { systemClock, type Clock } from '@rs/time';
 import mongoose, { type Connection } from 'mongoose';
@@ -157,8 +157,15 @@ export function runMain(service: ServiceName, start: (env: NodeJS.ProcessEnv) =>
 }
 
 /** The service's outbox relay (DESIGN.md 2), started now and stopped with the service. */
-export function startRelay(runtime: Runtime<unknown>, collection: string): OutboxRelay {
-  const relay = new OutboxRelay({ db: runtime.db.db!, collection, client: runtime.broker, logger: runtime.logger });
+/** The outbox relay of a collection; `history`: where the changes its events report are recorded. */
+export function startRelay(runtime: Runtime<unknown>, collection: string, history?: HistoryLog): OutboxRelay {
+  const relay = new OutboxRelay({
+    db: runtime.db.db!,
+    collection,
+    client: runtime.broker,
+    logger: runtime.logger,
+    ...(history ? { history } : {}),
+  });
   relay.start();
   runtime.onStop(() => relay.stop());
   return relay;

@@ -166,6 +166,14 @@ export abstract class OutboxStore<Doc extends { _id: string }, Entity> {
     );
   }
 
+  protected get hiddenFields(): Record<string, 0> {
+    return this.options.hidden;
+  }
+
+  protected entityOf(doc: Doc): Entity {
+    return this.options.toEntity(doc);
+  }
+
   async ensureIndexes(): Promise<void> {
     await migrateOutbox(this.model.collection);
     await this.assignBuckets();
@@ -250,5 +258,13 @@ export abstract class UserOwnedStore<Doc extends { _id: string; userId: string }
 
   findMany(keys: ReadonlyArray<{ userId: string; id: string }>): Promise<Array<Entity | null>> {
     return this.findManyLive(keys.map(({ userId, id }) => ({ _id: id, userId })));
+  }
+
+  /** The document, live or a tombstone (whose history stays readable, DESIGN.md 8). */
+  async findEvenRemoved(userId: string, id: string): Promise<{ entity: Entity; removed: boolean } | null> {
+    const live = await this.find(userId, id);
+    if (live) return { entity: live, removed: false };
+    const doc = await this.model.findOne({ _id: id, userId } as never, this.hiddenFields).lean<Doc>();
+    return doc ? { entity: this.entityOf(doc), removed: true } : null;
   }
 }

@@ -4,3 +4,4 @@ export * from './outbox';
 export * from './retry';
 export * from './server-limits';
 export * from './schema';
+export * from './history';

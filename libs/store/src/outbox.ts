@@ -8,6 +8,7 @@ import { currentTraceCarrier, type AmqpClient, type TraceCarrier } from '@rs/mes
 import { repeat, type Repeating } from '@rs/time';
 import { documentLock } from './document-lock';
 import { isDuplicateKey } from './documents';
+import type { HistoryLog } from './history';
 
 /**
  * An event waiting to be published, stored inside the document whose change it reports,
@@ -89,6 +90,8 @@ export interface OutboxRelayOptions {
   leaseMs?: number;
   /** Documents read and published per round (default 500). */
   batchSize?: number;
+  /** Where the changes the events report are recorded before they are published (DESIGN.md 8 "History"). */
+  history?: HistoryLog;
 }
 
 type OutboxDocument = { _id: unknown; generation?: number; outbox: OutboxEntry[] };
@@ -250,6 +253,7 @@ export class OutboxRelay {
    * entry's id. False when some entry could not be published; it stays pending.
    */
   private async publishBatch(batch: OutboxDocument[]): Promise<boolean> {
+    await this.options.history?.record(batch.flatMap((document) => document.outbox.map((entry) => entry.event)));
     const results = await Promise.all(
       batch.map(async (document) => {
         const outcomes = await Promise.allSettled(

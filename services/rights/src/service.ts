@@ -8,6 +8,7 @@ import { rightsRoutes } from './http/routes';
 import { consumeRightsCommands } from './messaging/commands';
 import { rightEvents } from './messaging/events';
 import { RightStore } from './store/right-store';
+import { rightHistory } from './store/right-history';
 
 export const Config = z.object({
   ...serviceEnvShape('rights'),
@@ -26,15 +27,16 @@ export const start = defineService('rights', Config, async (runtime) => {
   const { config, clock } = runtime;
   const eventsFor = rightEvents(config.PUBLIC_BASE_URL);
   const store = await runtime.migrated(new RightStore(runtime.db, eventsFor));
-  const relay = startRelay(runtime, 'rights');
-  const rights = new RightsUseCases(store, await startSkuDirectory(runtime, config.CATALOG_URL), clock);
+  const history = await runtime.migrated(rightHistory(runtime.db.db!));
+  const relay = startRelay(runtime, 'rights', history);
+  const rights = new RightsUseCases(store, history, await startSkuDirectory(runtime, config.CATALOG_URL), clock);
   const keys = new SigningKeyStore(runtime.db, requiredSecret(config, 'RIGHT_TOKEN_KEY_SECRET'));
   const tokens = new RightTokens(rights, keys, {
     issuer: config.PUBLIC_BASE_URL,
     ttlS: config.RIGHT_TOKEN_TTL_S,
     clock,
   });
-  await consumeRightsCommands(runtime.broker, rights, eventsFor, runtime.logger, () => relay.kick());
+  await consumeRightsCommands(runtime.broker, rights, history, eventsFor, runtime.logger, () => relay.kick());
   return serveHttp(runtime, config.PORT, {
     realm: config.AUTH_REALM,
     jsonLimit: '64kb',

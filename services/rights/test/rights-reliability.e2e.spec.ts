@@ -15,7 +15,7 @@ afterAll(fx.stop);
 const call = (method: string, path: string, body?: unknown) => fx.call(method, path, A, body);
 
 describe('no lost and no phantom right events', () => {
-  it('when the rights service dies between storing changes and publishing them, then after restart each change is published, once per event id', async () => {
+  it('when the rights service dies between storing changes and publishing them, then after restart each change is published, once per event id, and is in history once', async () => {
     const rights = fx.system.service('rights');
     // The broker takes no new connection: once its connection is cut, rights cannot publish.
     await fx.system.rabbit.limitConnections(fx.system.vhost, 0);
@@ -61,5 +61,13 @@ describe('no lost and no phantom right events', () => {
       .messages.filter((m) => (m.body.data as { connectId?: string }).connectId === 'dave');
     expect(seen()).toEqual(expected);
     expect(new Set(ofDave.map((m) => m.body.id)).size).toBe(expected.size);
+    // History (DESIGN.md 8) holds the same changes, each once, and no refused one.
+    for (const [i, rightId] of created.entries()) {
+      const response = await call('GET', `/id/users/dave/rights/${rightId}/history`);
+      const { history } = (await response.json()) as { history: Array<{ type: string; generation: string }> };
+      expect(history.map((entry) => `${entry.generation}:${entry.type}`)).toEqual(
+        i < 5 ? ['1:right.created', '2:right.activated'] : ['1:right.created'],
+      );
+    }
   });
 });

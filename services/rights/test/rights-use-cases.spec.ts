@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RightsUseCases } from '../src/app/rights';
 import { rightEvents } from '../src/messaging/events';
 import { RightStore } from '../src/store/right-store';
+import { rightHistory } from '../src/store/right-history';
 
 // The middle tier (issue 10): the rights use cases with their real store on the real
 // database, in this process, on a clock the test moves instead of waiting for intervals.
@@ -20,7 +21,8 @@ beforeAll(async () => {
   database = await testDatabase('rights_use_cases');
   store = new RightStore(database.db, rightEvents('https://api.example.com'));
   await store.ensureIndexes();
-  rights = new RightsUseCases(store, fixedCatalog({ news: { serviceProviderId: 'SP', announceOnUsage: true } }), clock);
+  const catalog = fixedCatalog({ news: { serviceProviderId: 'SP', announceOnUsage: true } });
+  rights = new RightsUseCases(store, rightHistory(database.db.db!), catalog, clock);
 });
 afterAll(async () => {
   await database?.drop();

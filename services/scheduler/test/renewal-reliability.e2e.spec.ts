@@ -1,12 +1,13 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { EventCollector, idsBySubject, TestSystem } from '@rs/testing';
+import mongoose from 'mongoose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 // Issues "Subscriptions and the scheduler" and 8, Reliability: many subscriptions on periods
 // short enough that renewal and expiry are busy the whole time run for several periods, with
 // two scheduler replicas, while services crash (one scheduler for good) and broker
 // connections are cut; afterwards every period of every subscription has exactly its right,
-// and every right exactly its events.
+// and every right exactly its events, and history exactly the changes they report.
 const SUBSCRIPTIONS = 1_000;
 const USERS = 10;
 const PERIOD_S = 8;
@@ -43,7 +44,7 @@ afterAll(async () => {
 const isoSecond = (ms: number) => new Date(ms).toISOString().replace(/\.000Z$/, 'Z');
 
 describe('renewal through crashes and broker outages (issue: subscriptions and the scheduler, Reliability)', () => {
-  it(`when ${SUBSCRIPTIONS} subscriptions on ${PERIOD_S} s periods run for ${PERIODS} periods while services crash and broker connections drop, then every period has exactly its right and every right its events`, async () => {
+  it(`when ${SUBSCRIPTIONS} subscriptions on ${PERIOD_S} s periods run for ${PERIODS} periods while services crash and broker connections drop, then every period has exactly its right, every right its events, and history exactly those changes`, async () => {
     // Starts spread over one period, from a second well after the last create.
     const base = Math.ceil(Date.now() / 1000) * 1000 + 20_000;
     const startOf = (i: number) => base + (i % PERIOD_S) * 1000;
@@ -137,5 +138,21 @@ describe('renewal through crashes and broker outages (issue: subscriptions and t
     const expired = idsBySubject(subscriptionEvents.messages, 'subscription.expired');
     expect(new Set(expired.keys())).toEqual(new Set(subscriptionOf.keys()));
     for (const ids of expired.values()) expect(ids.size).toBe(1);
+
+    // History (DESIGN.md 8) holds exactly the changes the events reported: a record per event id, none else.
+    for (const [service, collector] of [
+      ['rights', rightEvents],
+      ['subscriptions', subscriptionEvents],
+    ] as const) {
+      const db = mongoose.createConnection(system.mongoUrlFor(service));
+      await db.asPromise();
+      const records = await db
+        .collection(`${service === 'rights' ? 'right' : 'subscription'}_history`)
+        .find({}, { projection: { _id: 1 } })
+        .toArray();
+      await db.close();
+      const eventIds = new Set(collector.messages.map((message) => message.body.id));
+      expect(new Set(records.map((record) => String(record._id))), service).toEqual(eventIds);
+    }
   }, 600_000);
 });

@@ -5,6 +5,7 @@ import { SubscriptionUseCases } from './app/subscriptions';
 import { subscriptionRoutes } from './http/routes';
 import { consumeSubscriptionCommands } from './messaging/commands';
 import { SubscriptionStore } from './store/subscription-store';
+import { subscriptionHistory } from './store/subscription-history';
 
 export const Config = z.object({
   ...serviceEnvShape('subscriptions'),
@@ -20,10 +21,11 @@ export const Config = z.object({
 export const start = defineService('subscriptions', Config, async (runtime) => {
   const { config } = runtime;
   const store = await runtime.migrated(new SubscriptionStore(runtime.db));
-  const relay = startRelay(runtime, 'subscriptions');
+  const history = await runtime.migrated(subscriptionHistory(runtime.db.db!));
+  const relay = startRelay(runtime, 'subscriptions', history);
   const skus = await startSkuDirectory(runtime, config.CATALOG_URL);
-  const subscriptions = new SubscriptionUseCases(store, skus, config.PUBLIC_BASE_URL, runtime.clock);
-  await consumeSubscriptionCommands(runtime.broker, subscriptions, runtime.logger, () => relay.kick());
+  const subscriptions = new SubscriptionUseCases(store, history, skus, config.PUBLIC_BASE_URL, runtime.clock);
+  await consumeSubscriptionCommands(runtime.broker, subscriptions, history, runtime.logger, () => relay.kick());
   const routes = subscriptionRoutes(subscriptions, config.PUBLIC_BASE_URL);
   return serveHttp(runtime, config.PORT, {
     realm: config.AUTH_REALM,

@@ -5,6 +5,7 @@ import { manualClock } from '@rs/time';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SubscriptionUseCases } from '../src/app/subscriptions';
 import { SubscriptionStore } from '../src/store/subscription-store';
+import { subscriptionHistory } from '../src/store/subscription-history';
 
 // The middle tier (issue 10): the renewal use case with its real store on the real database,
 // in this process, on a clock the test moves instead of waiting for periods to pass.
@@ -20,6 +21,7 @@ beforeAll(async () => {
   await store.ensureIndexes();
   subscriptions = new SubscriptionUseCases(
     store,
+    subscriptionHistory(database.db.db!),
     fixedCatalog({ news: {}, video: {} }),
     'https://api.example.com',
     clock,

@@ -1,16 +1,19 @@
 import { createHash } from 'node:crypto';
 import { CatalogUnavailable, type SkuLookup } from '@rs/catalog-client';
 import {
+  actorOf,
+  historyOf,
   InvalidMessage,
   newId,
   RightEventTypes,
+  systemActor,
   type RightCreateBody,
   type RightsCascadeData,
   type RightsIssueData,
   DomainError,
 } from '@rs/contracts';
 import type { Principal } from '@rs/contracts';
-import { canGrantFor, canManage, canSee, canUse, visibilityOf } from '../domain/access';
+import { canGrantFor, canManage, canReadHistory, canSee, canUse, visibilityOf } from '../domain/access';
 import {
   decide,
   hasEnded,
@@ -20,7 +23,7 @@ import {
   type RightCommand,
   type RightEntity,
 } from '../domain/right';
-import { RACE_LOST, untilStored } from '@rs/store';
+import { RACE_LOST, untilStored, type HistoryLog } from '@rs/store';
 import { parseTimeInterval, systemClock, type Clock } from '@rs/time';
 import type { RightQuery, RightStore } from '../store/right-store';
 
@@ -40,6 +43,7 @@ export function periodRightId(subscriptionId: string, periodStart: string, templ
 export class RightsUseCases {
   constructor(
     private readonly store: RightStore,
+    private readonly changes: HistoryLog,
     private readonly skus: SkuLookup,
     private readonly clock: Clock = systemClock,
   ) {}
@@ -74,7 +78,7 @@ export class RightsUseCases {
       createdAt: now,
       updatedAt: now,
     };
-    if (await this.store.insert(right, [RightEventTypes.created])) return right;
+    if (await this.store.insert(right, [RightEventTypes.created], actorOf(principal))) return right;
     const earlier = id === undefined ? null : await this.store.find(userId, id);
     if (!earlier) throw DomainError.conflict(`right ${right.rightId} exists no more, or not for this user`);
     return earlier;
@@ -85,6 +89,17 @@ export class RightsUseCases {
     const right = await this.store.find(userId, rightId);
     if (!right || !canSee(principal, right)) throw DomainError.notFound(`no right ${rightId} for user ${userId}`);
     return right;
+  }
+
+  /**
+   * DESIGN.md 8 "History": every change of a right the caller may read, oldest first; a
+   * removed right's history stays readable by its grantor and admins.
+   */
+  async history(principal: Principal, userId: string, rightId: string) {
+    const found = await this.store.findEvenRemoved(userId, rightId);
+    if (!found || !canReadHistory(principal, found.entity, found.removed))
+      throw DomainError.notFound(`no right ${rightId} for user ${userId}`);
+    return historyOf(await this.changes.of(rightId));
   }
 
   expirable(bucket: number): Promise<RightEntity[]> {
@@ -150,7 +165,7 @@ export class RightsUseCases {
       const decision = right ? decide(right, 'expire', now) : null;
       return right && decision?.kind === 'change' ? [{ current: right, next: decision.next }] : [];
     });
-    const stored = await this.store.updateMany(changes.map((change) => ({ ...change, eventTypes: [] })));
+    const stored = await this.store.updateManyWithoutEvents(changes);
     const raced = await Promise.all(
       changes.map(async ({ current, next }, i) =>
         stored[i] ? next : this.untilStoredWithoutEvents(current.userId, current.rightId, now),
@@ -203,7 +218,7 @@ export class RightsUseCases {
       const right = await this.store.find(userId, rightId);
       const decision = right ? decide(right, 'expire', now) : null;
       if (!right || decision?.kind !== 'change') return null;
-      return (await this.store.updateMany([{ current: right, next: decision.next, eventTypes: [] }]))[0]
+      return (await this.store.updateManyWithoutEvents([{ current: right, next: decision.next }]))[0]
         ? decision.next
         : RACE_LOST;
     });
@@ -235,7 +250,9 @@ export class RightsUseCases {
       const right = await this.store.find(userId, rightId);
       const decision = right ? decideChange(right) : null;
       if (!right || decision?.kind !== 'change') return undefined;
-      return (await this.store.update(right, decision.next, decision.events)) ? undefined : RACE_LOST;
+      return (await this.store.update(right, decision.next, decision.events, systemActor('subscriptions')))
+        ? undefined
+        : RACE_LOST;
     });
   }
 
@@ -264,7 +281,9 @@ export class RightsUseCases {
       const decision = await decideChange(right);
       if (decision.kind === 'conflict') throw DomainError.conflict(decision.reason);
       if (decision.kind === 'unchanged') return undefined;
-      return (await this.store.update(right, decision.next, decision.events, removed)) ? undefined : RACE_LOST;
+      return (await this.store.update(right, decision.next, decision.events, actorOf(principal), removed))
+        ? undefined
+        : RACE_LOST;
     });
   }
 

@@ -28,6 +28,18 @@ export function canUse(
   return canSee(principal, right);
 }
 
+/**
+ * History (DESIGN.md 8): whoever may read the right; once it is removed, its grantor and admins.
+ * (A Bearer token reaches this only for its own user with the read scope, checked by the gateway.)
+ */
+export function canReadHistory(
+  principal: Principal,
+  right: Pick<RightEntity, 'grantorId' | 'serviceProviderId'>,
+  removed: boolean,
+): boolean {
+  return removed ? canManage(principal, right) : canSee(principal, right);
+}
+
 /** Create: for the caller's own grantor unless admin. */
 export function canGrantFor(principal: Principal, grantorId: string): boolean {
   return principal.admin || principal.grantorId === grantorId;

@@ -57,6 +57,10 @@ export function rightsRoutes(
     activateRight: transition('activate'),
     suspendRight: transition('suspend'),
     usageRight: change((principal, user, id, ifMatch) => rights.use(principal, user, id, ifMatch)),
+    getRightHistory: (req, res) =>
+      http.sendHistory(req, res, publicBaseUrl, () =>
+        rights.history(res.locals.principal, http.connectIdOf(req), rightId(req)),
+      ),
     // DESIGN.md 8: signed right tokens.
     getRightToken: async (req, res) => {
       const token = await tokens.issue(res.locals.principal, http.connectIdOf(req), rightId(req));

@@ -7,15 +7,17 @@ import {
   parseEvent,
   RightEventTypes,
   RightsCommands,
-  type CloudEvent,
   type ParsedEvent,
   type RightsExpireData,
   type RightsIssueData,
+  systemActor,
 } from '@rs/contracts';
 import type { Logger } from '@rs/logging';
 import { consume, type AmqpClient } from '@rs/messaging';
+import { outboxEntry, recordAndPublish, type HistoryLog } from '@rs/store';
 import { parseTimeInterval } from '@rs/time';
 import type { RightEntity } from '../domain/right';
+import type { RightEventsOf } from './events';
 import type { RightsUseCases } from '../app/rights';
 
 export const RIGHTS_COMMAND_QUEUE = 'rights.commands';
@@ -30,14 +32,17 @@ type RightsCommand = ParsedEvent<typeof RightsCommands>;
 export async function consumeRightsCommands(
   broker: AmqpClient,
   rights: RightsUseCases,
-  eventsFor: (right: RightEntity, types: string[]) => CloudEvent[],
+  history: HistoryLog,
+  eventsFor: RightEventsOf,
   logger: Logger,
   onStored: () => void,
 ): Promise<void> {
   /**
-   * Issue and expiry publish their events here, all with confirms, before the commands are
-   * acked: the durable command is their outbox (docs/decisions/0011). Redelivered after a
-   * crash, it builds the same events (same ids) and publishes them again.
+   * Issue and expiry record and publish their events here, all with confirms, before the
+   * commands are acked: the durable command is their outbox (docs/decisions/0011).
+   * Redelivered after a crash, it builds the same events (same ids) and publishes them again.
+   * The platform made these changes: rights issued for a period as the subscriptions service,
+   * expiries as the scheduler (DESIGN.md 8 "History").
    */
   const handleBatch = async (commands: RightsCommand[]) => {
     const issues: RightsIssueData[] = [];
@@ -51,11 +56,14 @@ export async function consumeRightsCommands(
     const expired: RightEntity[] = [];
     // One command after another: each already reads and writes its items concurrently.
     for (const { items, judgedAt } of expiries) expired.push(...(await rights.expireMany(items, judgedAt)));
-    await Promise.all(
-      [
-        ...issued.flatMap((right) => eventsFor(right, [RightEventTypes.created])),
-        ...expired.flatMap((right) => eventsFor(right, [RightEventTypes.expired])),
-      ].map((event) => broker.publishEvent(Exchanges.rightsEvents, event)),
+    const events = [
+      ...issued.flatMap((right) => eventsFor(right, [RightEventTypes.created], systemActor('subscriptions'))),
+      ...expired.flatMap((right) => eventsFor(right, [RightEventTypes.expired], systemActor('scheduler'))),
+    ];
+    await recordAndPublish(
+      history,
+      broker,
+      events.map((event) => outboxEntry(Exchanges.rightsEvents, event)),
     );
     // One by one: each cascade reads and changes every right of its subscription (through the outbox).
     for (const command of commands) if (command.type === CommandTypes.rightsCascade) await rights.cascade(command.data);

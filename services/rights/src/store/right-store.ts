@@ -1,6 +1,5 @@
 import type { Keyset } from '@rs/http';
-import type { CloudEvent } from '@rs/contracts';
-import { Exchanges } from '@rs/contracts';
+import { Exchanges, type Actor, type CloudEvent } from '@rs/contracts';
 import {
   OUTBOX_INDEX,
   OUTBOX_INDEX_OPTIONS,
@@ -77,7 +76,7 @@ export interface RightQuery {
 export class RightStore extends UserOwnedStore<RightDocument, RightEntity> {
   constructor(
     db: Connection,
-    private readonly eventsFor: (right: RightEntity, types: string[]) => CloudEvent[],
+    private readonly eventsFor: (right: RightEntity, types: string[], actor: Actor) => CloudEvent[],
   ) {
     super(db, 'Right', rightSchema, { live: { removed: { $ne: true } }, hidden: PROJECTION, toEntity });
   }
@@ -109,8 +108,8 @@ export class RightStore extends UserOwnedStore<RightDocument, RightEntity> {
   }
 
   /** Stores a new right with its events; false when the id exists (also as a tombstone). */
-  insert(right: RightEntity, eventTypes: string[]): Promise<boolean> {
-    return this.documents.insert(toDocument(right), this.outboxOf(right, eventTypes));
+  insert(right: RightEntity, eventTypes: string[], actor: Actor): Promise<boolean> {
+    return this.documents.insert(toDocument(right), this.outboxOf(right, eventTypes, actor));
   }
 
   /**
@@ -122,29 +121,33 @@ export class RightStore extends UserOwnedStore<RightDocument, RightEntity> {
     return this.documents.insertMany(rights.map((right) => ({ doc: toDocument(right), outbox: [] })));
   }
 
-  /** Compare-and-set: stores `next` and its events only if the right is still at `current`'s generation. */
-  update(current: RightEntity, next: RightEntity, eventTypes: string[], removed = false): Promise<boolean> {
-    return this.documents.compareAndSet(this.changeOf(current, next, eventTypes, removed));
+  /**
+   * Compare-and-set: stores `next` and its events (made by `actor`) only if the right is
+   * still at `current`'s generation.
+   */
+  update(current: RightEntity, next: RightEntity, eventTypes: string[], actor: Actor, removed = false) {
+    return this.documents.compareAndSet({
+      ...this.changeOf(current, next, removed),
+      outbox: this.outboxOf(next, eventTypes, actor),
+    });
   }
 
-  /** A batch of compare-and-sets; for each, whether it was stored. */
-  updateMany(changes: ReadonlyArray<{ current: RightEntity; next: RightEntity; eventTypes: string[] }>) {
+  /**
+   * A batch of compare-and-sets without pending events (the command that makes them
+   * publishes them itself, docs/decisions/0011); for each, whether it was stored.
+   */
+  updateManyWithoutEvents(changes: ReadonlyArray<{ current: RightEntity; next: RightEntity }>) {
     return this.documents.compareAndSetMany(
-      changes.map(({ current, next, eventTypes }) => this.changeOf(current, next, eventTypes, false)),
+      changes.map(({ current, next }) => ({ ...this.changeOf(current, next, false), outbox: [] })),
     );
   }
 
-  private changeOf(current: RightEntity, next: RightEntity, eventTypes: string[], removed: boolean) {
-    return {
-      id: current.rightId,
-      generation: current.generation,
-      set: { ...toFields(next), removed },
-      outbox: this.outboxOf(next, eventTypes),
-    };
+  private changeOf(current: RightEntity, next: RightEntity, removed: boolean) {
+    return { id: current.rightId, generation: current.generation, set: { ...toFields(next), removed } };
   }
 
-  private outboxOf(right: RightEntity, eventTypes: string[]): OutboxEntry[] {
-    return this.eventsFor(right, eventTypes).map((event) => outboxEntry(Exchanges.rightsEvents, event));
+  private outboxOf(right: RightEntity, eventTypes: string[], actor: Actor): OutboxEntry[] {
+    return this.eventsFor(right, eventTypes, actor).map((event) => outboxEntry(Exchanges.rightsEvents, event));
   }
 }
 

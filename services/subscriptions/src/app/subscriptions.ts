@@ -1,5 +1,9 @@
 import { CatalogUnavailable, type SkuLookup } from '@rs/catalog-client';
 import {
+  actorOf,
+  historyOf,
+  systemActor,
+  type Actor,
   CommandTypes,
   createCloudEvent,
   newId,
@@ -12,8 +16,8 @@ import {
   DomainError,
 } from '@rs/contracts';
 import type { Principal } from '@rs/contracts';
-import { canManage, canSee, canSubscribeFor, visibleGrantorOf } from '../domain/access';
-import { RACE_LOST, untilStored, type OutboxEntry } from '@rs/store';
+import { canManage, canReadHistory, canSee, canSubscribeFor, visibleGrantorOf } from '../domain/access';
+import { RACE_LOST, untilStored, type HistoryLog, type OutboxEntry } from '@rs/store';
 import { parseDuration, parseTimeSpec, systemClock, type Clock } from '@rs/time';
 import { planRenewal } from '../domain/renewal';
 import {
@@ -41,6 +45,7 @@ export const EVENT_SOURCE = '/subscriptions';
 export class SubscriptionUseCases {
   constructor(
     private readonly store: SubscriptionStore,
+    private readonly changes: HistoryLog,
     private readonly skus: SkuLookup,
     private readonly publicBaseUrl: string,
     private readonly clock: Clock = systemClock,
@@ -93,8 +98,8 @@ export class SubscriptionUseCases {
       createdAt: now,
       updatedAt: now,
     };
-    if (await this.store.insert(subscription, this.outgoing(subscription, [SubscriptionEventTypes.created], null)))
-      return subscription;
+    const created = this.outgoing(subscription, [SubscriptionEventTypes.created], null, actorOf(principal));
+    if (await this.store.insert(subscription, created)) return subscription;
     const earlier = id === undefined ? null : await this.store.find(userId, id);
     if (!earlier)
       throw DomainError.conflict(`subscription ${subscription.subscriptionId} exists no more, or not for this user`);
@@ -106,6 +111,17 @@ export class SubscriptionUseCases {
     if (!subscription || !canSee(principal, subscription))
       throw DomainError.notFound(`no subscription ${subscriptionId} for user ${userId}`);
     return subscription;
+  }
+
+  /**
+   * DESIGN.md 8 "History": every change of a subscription the caller may read, oldest first;
+   * a deleted subscription's history stays readable by its grantor and admins.
+   */
+  async history(principal: Principal, userId: string, subscriptionId: string) {
+    const found = await this.store.findEvenRemoved(userId, subscriptionId);
+    if (!found || !canReadHistory(principal, found.entity, found.removed))
+      throw DomainError.notFound(`no subscription ${subscriptionId} for user ${userId}`);
+    return historyOf(await this.changes.of(subscriptionId));
   }
 
   schedulePage(bucket: number): Promise<SubscriptionEntity[]> {
@@ -202,7 +218,8 @@ export class SubscriptionUseCases {
     const types: SubscriptionEventType[] = [];
     if (plan.issues.length > 0) types.push(SubscriptionEventTypes.renewed);
     if (plan.expired) types.push(SubscriptionEventTypes.expired);
-    const outgoing = this.outgoing(next, types, null);
+    // The platform renews, as the scheduler commanded (DESIGN.md 8 "History").
+    const outgoing = this.outgoing(next, types, null, systemActor('scheduler'));
     for (const issue of plan.issues) {
       outgoing.commands.push(
         createCloudEvent<RightsIssueData>({
@@ -247,17 +264,17 @@ export class SubscriptionUseCases {
         );
       }
       const { next, events, cascade } = decideChange(subscription);
-      return (await this.store.update(subscription, next, this.outgoing(next, events, cascade), deleting))
-        ? true
-        : RACE_LOST;
+      const outgoing = this.outgoing(next, events, cascade, actorOf(principal));
+      return (await this.store.update(subscription, next, outgoing, deleting)) ? true : RACE_LOST;
     });
   }
 
-  /** The events of a change and, for suspend/activate, the rights cascade command. */
+  /** The events of a change made by `actor` and, for suspend/activate, the rights cascade command. */
   private outgoing(
     subscription: SubscriptionEntity,
     types: SubscriptionEventType[],
     cascade: SubscriptionCommand | null,
+    actor: Actor,
   ): Outgoing {
     const data: SubscriptionEventData = {
       ...representation(subscription, this.publicBaseUrl),
@@ -269,7 +286,7 @@ export class SubscriptionUseCases {
     const time = subscription.updatedAt;
     const subject = subscription.subscriptionId;
     return {
-      events: types.map((type) => createCloudEvent({ source: EVENT_SOURCE, type, subject, data, time })),
+      events: types.map((type) => createCloudEvent({ source: EVENT_SOURCE, type, subject, data, time, actor })),
       commands: cascade
         ? [
             createCloudEvent<RightsCascadeData>({

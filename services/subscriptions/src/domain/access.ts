@@ -15,6 +15,19 @@ export function canSee(principal: Principal, subscription: Pick<SubscriptionEnti
  */
 export const canManage = canSee;
 
+/**
+ * History (DESIGN.md 8): whoever may read the subscription; once it is deleted, its grantor
+ * (with its Basic credentials) and admins.
+ */
+export function canReadHistory(
+  principal: Principal,
+  subscription: Pick<SubscriptionEntity, 'grantorId'>,
+  deleted: boolean,
+): boolean {
+  if (!deleted) return canSee(principal, subscription);
+  return principal.admin || (principal.scheme === 'basic' && subscription.grantorId === principal.grantorId);
+}
+
 /** Create: for the caller's own grantor unless admin (DESIGN.md 3). */
 export function canSubscribeFor(principal: Principal, grantorId: string): boolean {
   return principal.admin || principal.grantorId === grantorId;

@@ -38,6 +38,10 @@ export function subscriptionRoutes(subscriptions: SubscriptionUseCases, publicBa
     deleteSubscription: change((principal, user, subscriptionId, ifMatch) =>
       subscriptions.remove(principal, user, subscriptionId, ifMatch),
     ),
+    getSubscriptionHistory: (req, res) =>
+      http.sendHistory(req, res, publicBaseUrl, () =>
+        subscriptions.history(res.locals.principal, http.connectIdOf(req), id(req)),
+      ),
     activateSubscription: transition('activate'),
     suspendSubscription: transition('suspend'),
   });

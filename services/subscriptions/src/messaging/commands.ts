@@ -1,6 +1,7 @@
 import { commandBindings, CommandTypes, itemsOf, parseEvent, SubscriptionsCommands } from '@rs/contracts';
 import type { Logger } from '@rs/logging';
 import { consume, type AmqpClient } from '@rs/messaging';
+import { recordAndPublish, type HistoryLog } from '@rs/store';
 import type { SubscriptionUseCases } from '../app/subscriptions';
 
 export const SUBSCRIPTIONS_COMMAND_QUEUE = 'subscriptions.commands';
@@ -14,6 +15,7 @@ export const SUBSCRIPTIONS_COMMAND_QUEUE = 'subscriptions.commands';
 export async function consumeSubscriptionCommands(
   broker: AmqpClient,
   subscriptions: SubscriptionUseCases,
+  history: HistoryLog,
   logger: Logger,
   onStored: () => void,
 ): Promise<void> {
@@ -28,8 +30,8 @@ export async function consumeSubscriptionCommands(
         if (command.type === CommandTypes.subscriptionsRenew) {
           const replay = delivery.redelivered || delivery.attempt > 1;
           const emitted = await subscriptions.renew(itemsOf(command.data), new Date(command.time), replay);
-          // The durable command is the outbox of its renewals: published, with confirms, before it is acked.
-          await Promise.all(emitted.map((entry) => broker.publishEvent(entry.exchange, entry.event, entry.trace)));
+          // The durable command is the outbox of its renewals: recorded and published, with confirms, before it is acked.
+          await recordAndPublish(history, broker, emitted);
         }
         onStored();
       },

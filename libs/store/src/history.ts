@@ -1,0 +1,99 @@
+import { actorOfEvent, type Actor, type CloudEvent, type HistoryRecord } from '@rs/contracts';
+import type { AmqpClient } from '@rs/messaging';
+import type { mongo } from 'mongoose';
+import { isDuplicateKey } from './documents';
+import type { OutboxEntry } from './outbox';
+import { chunks, serverLimits } from './server-limits';
+
+interface HistoryDocument extends HistoryRecord {
+  /** The event's id: recording an event again (a crash before it was published) stores nothing. */
+  _id: string;
+}
+
+/**
+ * The history of a service's resources (DESIGN.md 8 "History"): one record per change event,
+ * kept in the service's own database for as long as the database, also after the resource
+ * is removed. It is written by whatever publishes the events (the outbox relay, or the
+ * handler of the command that made the changes), before it publishes them: a published
+ * change always has its record, and one recorded twice is stored once (the event's id is
+ * the record's). So history holds every stored change once, in the order of generations,
+ * as soon as its events go out (docs/decisions/0016).
+ */
+export class HistoryLog {
+  private readonly records: mongo.Collection<HistoryDocument>;
+
+  /**
+   * `types`: the event types that report a change of the resource (not announcements like
+   * `service.announce`, nor the commands some changes send).
+   */
+  constructor(
+    private readonly db: mongo.Db,
+    collection: string,
+    private readonly types: ReadonlySet<string>,
+    /** Who made changes whose events do not say (published before events named their actor). */
+    private readonly unknownActor: Actor,
+  ) {
+    this.records = db.collection<HistoryDocument>(collection);
+  }
+
+  /** One equality per read (`subject`), which FerretDB answers from an index. */
+  async ensureIndexes(): Promise<void> {
+    await this.records.createIndex({ subject: 1, generation: 1 }, { name: 'by_subject' });
+  }
+
+  /** Records the changes `events` report (others are left out); those recorded before stay as they are. */
+  async record(events: readonly CloudEvent[]): Promise<void> {
+    const records = this.recordsOf(events);
+    if (records.length === 0) return;
+    const { maxInsertDocuments } = await serverLimits(this.db);
+    for (const chunk of chunks(records, maxInsertDocuments)) {
+      try {
+        await this.records.insertMany(chunk, { ordered: false });
+      } catch (error) {
+        if (!isDuplicateKey(error)) throw error;
+      }
+    }
+  }
+
+  /** Every record of one resource, in no particular order (`historyOf` orders them). */
+  of(subject: string): Promise<HistoryRecord[]> {
+    return this.records.find({ subject }, { projection: { _id: 0 } }).toArray();
+  }
+
+  private recordsOf(events: readonly CloudEvent[]): HistoryDocument[] {
+    const orders = new Map<string, number>();
+    return events.flatMap((event) => {
+      if (!this.types.has(event.type)) return [];
+      const data = event.data as Record<string, unknown> & { sequence: number };
+      const change = `${event.subject}|${data.sequence}`;
+      const order = orders.get(change) ?? 0;
+      orders.set(change, order + 1);
+      return [
+        {
+          _id: event.id,
+          subject: event.subject,
+          generation: data.sequence,
+          order,
+          type: event.type,
+          time: new Date(event.time),
+          actor: actorOfEvent(event) ?? this.unknownActor,
+          data,
+        },
+      ];
+    });
+  }
+}
+
+/**
+ * How a durable command publishes the changes it made (docs/decisions/0011): their history
+ * first, then every event and command with confirms, before the command is acked. A crash
+ * anywhere brings the command back, which records (nothing new) and publishes again.
+ */
+export async function recordAndPublish(
+  history: HistoryLog,
+  client: AmqpClient,
+  entries: readonly OutboxEntry[],
+): Promise<void> {
+  await history.record(entries.map((entry) => entry.event));
+  await Promise.all(entries.map((entry) => client.publishEvent(entry.exchange, entry.event, entry.trace)));
+}

@@ -1,0 +1,12 @@
+import { RightEventTypes } from '@rs/contracts';
+import { HistoryLog } from '@rs/store';
+import type { mongo } from 'mongoose';
+
+/** The changes of rights (DESIGN.md 8 "History"): every right event but the announcement to a provider. */
+export const rightHistory = (db: mongo.Db): HistoryLog =>
+  new HistoryLog(
+    db,
+    'right_history',
+    new Set(Object.values(RightEventTypes).filter((type) => type !== RightEventTypes.serviceAnnounce)),
+    { kind: 'system', id: 'rights' },
+  );

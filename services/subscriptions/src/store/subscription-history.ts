@@ -1,0 +1,10 @@
+import { SubscriptionEventTypes } from '@rs/contracts';
+import { HistoryLog } from '@rs/store';
+import type { mongo } from 'mongoose';
+
+/** The changes of subscriptions (DESIGN.md 8 "History"): every subscription event. */
+export const subscriptionHistory = (db: mongo.Db): HistoryLog =>
+  new HistoryLog(db, 'subscription_history', new Set(Object.values(SubscriptionEventTypes)), {
+    kind: 'system',
+    id: 'subscriptions',
+  });
