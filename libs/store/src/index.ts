@@ -5,3 +5,4 @@ export * from './retry';
 export * from './server-limits';
 export * from './schema';
 export * from './history';
+export * from './sealed';

@@ -253,8 +253,7 @@ export class OutboxRelay {
    * entry's id. False when some entry could not be published; it stays pending.
    */
   private async publishBatch(batch: OutboxDocument[]): Promise<boolean> {
-    await this.options.history?.record(batch.flatMap((document) => document.outbox.map((entry) => entry.event)));
-    const results = await Promise.all(
+    const published = Promise.all(
       batch.map(async (document) => {
         const outcomes = await Promise.allSettled(
           document.outbox.map((entry) => this.options.client.publishEvent(entry.exchange, entry.event, entry.trace)),
@@ -267,6 +266,10 @@ export class OutboxRelay {
         return { document, confirmed: failed < 0 ? document.outbox.length : failed };
       }),
     );
+    // History is recorded beside the publishing, and before anything is cleared (DESIGN.md 8);
+    // if it cannot be, nothing is cleared and the round is tried again.
+    const events = batch.flatMap((document) => document.outbox.map((entry) => entry.event));
+    const [results] = await Promise.all([published, this.options.history?.record(events)]);
     // One document at a time: on FerretDB, concurrent clean-ups competed with the writes of
     // the request path (creating subscriptions ran 15% slower with 16 in flight), and the
     // relay only carries the changes made through the API (docs/decisions/0011).

@@ -1,6 +1,12 @@
 import type { mongo } from 'mongoose';
 
 export interface ServerLimits {
+  /**
+   * The server answers from the indexes a driver creates. FerretDB 1.x does not: it filters
+   * with jsonb containment that only the GIN indexes of deploy/local/ferretdb-indexes.sql
+   * serve, so a driver index there only costs writes.
+   */
+  usesDriverIndexes: boolean;
   /** Single-document updates in flight at once for a batch (never one many-statement command). */
   updateConcurrency: number;
   /** Documents per `insertMany` call. */
@@ -16,8 +22,8 @@ export interface ServerLimits {
  * of updates is sent as single-document compare-and-sets, 16 in flight on FerretDB and more
  * on MongoDB (DESIGN.md 7, docs/decisions/0011).
  */
-const FERRETDB: ServerLimits = { updateConcurrency: 16, maxInsertDocuments: 1000 };
-const MONGODB: ServerLimits = { updateConcurrency: 64, maxInsertDocuments: 1000 };
+const FERRETDB: ServerLimits = { usesDriverIndexes: false, updateConcurrency: 16, maxInsertDocuments: 1000 };
+const MONGODB: ServerLimits = { usesDriverIndexes: true, updateConcurrency: 64, maxInsertDocuments: 1000 };
 
 const known = new WeakMap<mongo.Db, Promise<ServerLimits>>();
 

@@ -1,14 +1,6 @@
-import { createCipheriv, createDecipheriv, randomBytes, scryptSync } from 'node:crypto';
-import { documentSchema } from '@rs/store';
+import { documentSchema, Sealer, type Sealed } from '@rs/store';
 import type { Connection, Model } from 'mongoose';
 import type { SigningKeyLife } from '../domain/right-token';
-
-/** A private key sealed with AES-256-GCM: what is stored, never the key itself. */
-interface Sealed {
-  iv: string;
-  tag: string;
-  data: string;
-}
 
 interface SigningKeyDocument {
   _id: string;
@@ -38,11 +30,11 @@ const schema = documentSchema<SigningKeyDocument>('right_token_keys', {
  */
 export class SigningKeyStore {
   private readonly model: Model<SigningKeyDocument>;
-  private readonly key: Buffer;
+  private readonly sealer: Sealer;
 
   constructor(db: Connection, secret: string) {
     this.model = db.model<SigningKeyDocument>('RightTokenKey', schema);
-    this.key = scryptSync(secret, 'rs-right-token-keys', 32);
+    this.sealer = new Sealer(secret, 'rs-right-token-keys');
   }
 
   async all(): Promise<SigningKey[]> {
@@ -52,7 +44,7 @@ export class SigningKeyStore {
       createdAt: doc.createdAt,
       retiredAt: doc.retiredAt ?? null,
       publicJwk: doc.publicJwk,
-      privateJwk: JSON.parse(this.unseal(doc.sealed)) as Record<string, unknown>,
+      privateJwk: JSON.parse(this.sealer.open(doc.sealed)) as Record<string, unknown>,
     }));
   }
 
@@ -63,21 +55,8 @@ export class SigningKeyStore {
       createdAt: key.createdAt,
       retiredAt: null,
       publicJwk: key.publicJwk,
-      sealed: this.seal(JSON.stringify(key.privateJwk)),
+      sealed: this.sealer.seal(JSON.stringify(key.privateJwk)),
     } as never);
     await this.model.updateMany({ _id: { $ne: key.kid }, retiredAt: null }, { $set: { retiredAt: key.createdAt } });
-  }
-
-  private seal(text: string): Sealed {
-    const iv = randomBytes(12);
-    const cipher = createCipheriv('aes-256-gcm', this.key, iv);
-    const data = Buffer.concat([cipher.update(text, 'utf8'), cipher.final()]);
-    return { iv: iv.toString('base64'), tag: cipher.getAuthTag().toString('base64'), data: data.toString('base64') };
-  }
-
-  private unseal(sealed: Sealed): string {
-    const decipher = createDecipheriv('aes-256-gcm', this.key, Buffer.from(sealed.iv, 'base64'));
-    decipher.setAuthTag(Buffer.from(sealed.tag, 'base64'));
-    return Buffer.concat([decipher.update(Buffer.from(sealed.data, 'base64')), decipher.final()]).toString('utf8');
   }
 }
