@@ -10,10 +10,18 @@ import { fileURLToPath } from 'node:url';
 import { prettyFactory } from 'pino-pretty';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const SERVICES = ['catalog', 'rights', 'subscriptions', 'scheduler', 'gateway'];
+const SERVICES = ['catalog', 'rights', 'subscriptions', 'scheduler', 'webhooks', 'gateway'];
 const START_GRACE_MS = 15_000;
 const color = process.stdout.isTTY ? (code, text) => `\x1b[${code}m${text}\x1b[0m` : (_code, text) => text;
-const SERVICE_COLORS = { catalog: 36, rights: 32, subscriptions: 35, scheduler: 34, gateway: 33, start: 37 };
+const SERVICE_COLORS = {
+  catalog: 36,
+  rights: 32,
+  subscriptions: 35,
+  scheduler: 34,
+  webhooks: 31,
+  gateway: 33,
+  start: 37,
+};
 
 function say(message) {
   process.stdout.write(`${color(SERVICE_COLORS.start, 'start'.padEnd(13))} ${message}\n`);

@@ -18,7 +18,7 @@ export function loadConfig<T extends z.ZodType>(schema: T, env: NodeJS.ProcessEn
   throw new ConfigError(`invalid configuration\n  ${problems.join('\n  ')}`);
 }
 
-export type ServiceName = 'gateway' | 'subscriptions' | 'rights' | 'catalog' | 'scheduler';
+export type ServiceName = 'gateway' | 'subscriptions' | 'rights' | 'catalog' | 'scheduler' | 'webhooks';
 
 /** Default ports of the internal services; the gateway's is GATEWAY_PORT (DESIGN.md 6). */
 export const DEFAULT_PORTS: Record<ServiceName, number> = {
@@ -27,6 +27,7 @@ export const DEFAULT_PORTS: Record<ServiceName, number> = {
   rights: 8082,
   catalog: 8083,
   scheduler: 8084,
+  webhooks: 8085,
 };
 
 const port = z.coerce.number().int().min(0).max(65535);
@@ -91,12 +92,13 @@ export function serviceEnvShape(service: ServiceName) {
 export const DEVELOPMENT_SECRETS = {
   INTERNAL_TOKEN_SECRET: 'development-only-internal-token-secret-do-not-use',
   RIGHT_TOKEN_KEY_SECRET: 'development-only-right-token-key-secret-do-not-use',
+  WEBHOOK_SECRET_KEY: 'development-only-webhook-secret-key-do-not-use',
 } as const;
 
 /**
  * DESIGN.md 6: a secret that is required outside development (INTERNAL_TOKEN_SECRET, the key
  * of the internal tokens; RIGHT_TOKEN_KEY_SECRET, which encrypts the right-token keys at
- * rest). Returns the key to use, or throws naming the variable.
+ * rest; WEBHOOK_SECRET_KEY, which encrypts the webhook endpoints' secrets). Returns the key to use, or throws naming the variable.
  */
 export function requiredSecret(
   cfg: { NODE_ENV: string } & Partial<Record<keyof typeof DEVELOPMENT_SECRETS, string | undefined>>,
@@ -120,6 +122,7 @@ export const DATABASE_NAMES: Record<ServiceName, string> = {
   rights: 'rs_rights',
   catalog: 'rs_catalog',
   scheduler: 'rs_scheduler',
+  webhooks: 'rs_webhooks',
 };
 
 export interface MongoTarget {

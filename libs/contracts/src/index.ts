@@ -13,3 +13,4 @@ export * from './errors';
 export * from './routes';
 export * from './principal';
 export * from './history';
+export * from './webhooks';

@@ -4,6 +4,15 @@ import { Sku, SkuList, SkuName, SkuUpsertBody } from './catalog';
 import { ClientBody, ClientId, ClientList, ClientView, ConnectId, Jti, RevocationBody, UserView } from './identity';
 import { pathParameters, ROUTES, type PublicRoute } from './routes';
 import { HISTORY_CURSOR_PATTERN, HistoryPage } from './history';
+import {
+  DeliveryId,
+  EndpointCreateBody,
+  EndpointId,
+  WebhookDeliveryList,
+  WebhookEndpoint,
+  WebhookEndpointList,
+  WebhookEndpointWithSecret,
+} from './webhooks';
 import { Right, RightCreateBody, RightId, RightList } from './rights';
 import { Subscription, SubscriptionCreateBody, SubscriptionId, SubscriptionList } from './subscriptions';
 
@@ -51,6 +60,7 @@ export function buildOpenApiDocument(): Record<string, unknown> {
     servers: [{ url: 'http://localhost:8080', description: 'npm start' }],
     tags: [
       { name: 'catalog', description: 'Admin catalog API (DESIGN.md 6)' },
+      { name: 'webhooks', description: 'Webhook endpoints and their deliveries (DESIGN.md 8), Basic only' },
       { name: 'clients', description: 'API clients and revoked tokens (DESIGN.md 6)' },
       { name: 'users', description: 'The user directory (DESIGN.md 3 "Users")' },
       { name: 'rights', description: 'Rights (spec 4.2)' },
@@ -83,6 +93,8 @@ export function buildOpenApiDocument(): Record<string, unknown> {
         connectId: { name: 'connectId', in: 'path', required: true, schema: schemaOf(ConnectId) },
         rightId: { name: 'rightId', in: 'path', required: true, schema: schemaOf(RightId) },
         subscriptionId: { name: 'subscriptionId', in: 'path', required: true, schema: schemaOf(SubscriptionId) },
+        endpointId: { name: 'endpointId', in: 'path', required: true, schema: schemaOf(EndpointId) },
+        deliveryId: { name: 'deliveryId', in: 'path', required: true, schema: schemaOf(DeliveryId) },
         limit: {
           name: 'limit',
           in: 'query',
@@ -135,6 +147,11 @@ export function buildOpenApiDocument(): Record<string, unknown> {
         Right: schemaOf(Right),
         RightList: schemaOf(RightList),
         HistoryPage: schemaOf(HistoryPage),
+        EndpointCreateBody: schemaOf(EndpointCreateBody),
+        WebhookEndpoint: schemaOf(WebhookEndpoint),
+        WebhookEndpointWithSecret: schemaOf(WebhookEndpointWithSecret),
+        WebhookEndpointList: schemaOf(WebhookEndpointList),
+        WebhookDeliveryList: schemaOf(WebhookDeliveryList),
         RightCreateBody: schemaOf(RightCreateBody),
         Subscription: schemaOf(Subscription),
         SubscriptionList: schemaOf(SubscriptionList),

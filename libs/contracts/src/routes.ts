@@ -8,7 +8,7 @@
 
 /** The scopes of spec 5. */
 export type Scope = 'id.user.sub.read' | 'id.user.right.read' | 'id.user.right.use';
-export type RouteOwner = 'gateway' | 'subscriptions' | 'rights' | 'catalog';
+export type RouteOwner = 'gateway' | 'subscriptions' | 'rights' | 'catalog' | 'webhooks';
 export type RouteMethod = 'GET' | 'PUT' | 'POST' | 'DELETE';
 
 /** OpenAPI fragments the table keeps with its routes (see openapi.ts for how they are completed). */
@@ -37,7 +37,7 @@ export interface PublicRoute {
   readonly json: boolean;
   /** The change is guarded by If-Match (spec 4, DESIGN.md 3 "Concurrency"). */
   readonly ifMatch?: boolean;
-  readonly tag: 'meta' | 'clients' | 'users' | 'rights' | 'subscriptions' | 'catalog';
+  readonly tag: 'meta' | 'clients' | 'users' | 'rights' | 'subscriptions' | 'catalog' | 'webhooks';
   readonly summary: string;
   /** The name of the request body's schema in the OpenAPI components. */
   readonly body?: { readonly schema: string; readonly required: boolean };
@@ -147,6 +147,32 @@ const change = <const W extends 'rights' | 'subscriptions', const O extends stri
     ...(options.bearer ? { bearer: options.bearer } : {}),
     responses: { '204': { description: 'Done' }, ...(options.conflict ? { '409': ref('Conflict') } : {}) },
   });
+
+/**
+ * DESIGN.md 8 "Webhooks": Basic only; a client manages the endpoints of its own grantor, an
+ * admin any (the webhooks service decides; another grantor's endpoint is 404).
+ */
+const webhookRoute = <const O extends string>(
+  operationId: O,
+  method: RouteMethod,
+  path: string,
+  summary: string,
+  fields: Pick<PublicRoute, 'body' | 'query' | 'responses'> & { json?: boolean },
+) =>
+  ({
+    ...fields,
+    operationId,
+    method,
+    path,
+    owner: 'webhooks',
+    caller: 'client',
+    bearer: null,
+    json: fields.json ?? true,
+    tag: 'webhooks',
+    summary,
+  }) as const;
+const ENDPOINTS = '/webhooks/endpoints';
+const ENDPOINT = `${ENDPOINTS}/{endpointId}`;
 
 const SUBSCRIPTIONS = '/id/users/{connectId}/subs';
 const SUBSCRIPTION = `${SUBSCRIPTIONS}/{subscriptionId}`;
@@ -368,6 +394,50 @@ export const ROUTES = [
   adminRoute('rights', 'rights', 'rotateRightTokenKey', 'POST', '/admin/right-token-keys', 'Start a new signing key', {
     json: true,
     responses: { '201': { description: 'The new key', content: json('NewSigningKey') } },
+  }),
+  // DESIGN.md 8: webhooks.
+  webhookRoute(
+    'createWebhookEndpoint',
+    'POST',
+    ENDPOINTS,
+    'Register an endpoint for events; its secret is shown only in this answer',
+    {
+      body: { schema: 'EndpointCreateBody', required: true },
+      responses: { '201': created('WebhookEndpointWithSecret') },
+    },
+  ),
+  webhookRoute('listWebhookEndpoints', 'GET', ENDPOINTS, "The caller's endpoints (an admin's: all), without secrets", {
+    responses: { '200': { description: 'The endpoints', content: json('WebhookEndpointList') } },
+  }),
+  webhookRoute('getWebhookEndpoint', 'GET', ENDPOINT, 'An endpoint, without its secret', {
+    responses: { '200': { description: 'The endpoint', content: json('WebhookEndpoint') }, '404': ref('NotFound') },
+  }),
+  webhookRoute('deleteWebhookEndpoint', 'DELETE', ENDPOINT, 'Delete an endpoint; nothing more is sent to it', {
+    json: false,
+    responses: { '204': { description: 'Deleted' }, '404': ref('NotFound') },
+  }),
+  webhookRoute(
+    'rotateWebhookSecret',
+    'POST',
+    `${ENDPOINT}/secret`,
+    'A new secret, shown only in this answer; the old one keeps signing beside it for 24 hours',
+    {
+      responses: {
+        '200': { description: 'The endpoint with its new secret', content: json('WebhookEndpointWithSecret') },
+        '404': ref('NotFound'),
+      },
+    },
+  ),
+  webhookRoute('listWebhookDeliveries', 'GET', `${ENDPOINT}/deliveries`, "An endpoint's deliveries, newest first", {
+    query: [param('limit'), param('cursor')],
+    responses: {
+      '200': page('The deliveries, with every attempt counted', 'WebhookDeliveryList'),
+      '404': ref('NotFound'),
+    },
+  }),
+  webhookRoute('retryWebhookDelivery', 'POST', `${ENDPOINT}/deliveries/{deliveryId}/retry`, 'Deliver again at once', {
+    json: false,
+    responses: { '202': { description: 'Accepted: an attempt is under way' }, '404': ref('NotFound') },
   }),
   // DESIGN.md 6: the admin catalog API.
   adminRoute('catalog', 'catalog', 'listSkus', 'GET', '/catalog/skus', 'List catalog entries in name order', {

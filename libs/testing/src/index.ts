@@ -9,3 +9,4 @@ export * from './principals';
 export * from './commands';
 export * from './fixture';
 export * from './database';
+export * from './webhook-receiver';

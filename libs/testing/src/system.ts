@@ -3,7 +3,7 @@ import mongoose from 'mongoose';
 import { freePort, ServiceProcess } from './processes';
 import { RabbitAdmin } from './rabbit-admin';
 
-export type BackendName = 'catalog' | 'rights' | 'subscriptions' | 'scheduler';
+export type BackendName = 'catalog' | 'rights' | 'subscriptions' | 'scheduler' | 'webhooks';
 
 export interface TestSystemOptions {
   /** Short name of the test file; prefixes its vhost and databases. */
@@ -147,7 +147,7 @@ export class TestSystem {
   private async launch(): Promise<void> {
     const ports = new Map<string, number>();
     // Every service gets a port; one not started here is simply unreachable.
-    for (const name of ['catalog', 'rights', 'subscriptions', 'scheduler', 'gateway'])
+    for (const name of ['catalog', 'rights', 'subscriptions', 'scheduler', 'webhooks', 'gateway'])
       ports.set(name, await freePort());
     const gatewayUrl = `http://127.0.0.1:${ports.get('gateway')}`;
     const urlOf = (name: string) => `http://127.0.0.1:${ports.get(name)}`;
@@ -167,6 +167,9 @@ export class TestSystem {
       CATALOG_URL: urlOf('catalog'),
       RIGHTS_URL: urlOf('rights'),
       SUBSCRIPTIONS_URL: urlOf('subscriptions'),
+      WEBHOOKS_URL: urlOf('webhooks'),
+      // Tests deliver webhooks to receivers on this machine (DESIGN.md 8).
+      WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
       OTEL_METRICS_EXPORTER: 'none',
       OTEL_LOGS_EXPORTER: 'none',
       ...telemetry,

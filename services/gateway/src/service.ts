@@ -36,6 +36,7 @@ export const Config = z
     CATALOG_URL: serviceUrl('catalog'),
     RIGHTS_URL: serviceUrl('rights'),
     SUBSCRIPTIONS_URL: serviceUrl('subscriptions'),
+    WEBHOOKS_URL: serviceUrl('webhooks'),
     UPSTREAM_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
     /** DESIGN.md 6 and 8: how long an Idempotency-Key and its response are kept. */
     IDEMPOTENCY_TTL_S: z.coerce.number().int().min(1).default(86_400),
@@ -121,6 +122,7 @@ export const start = defineService(
               catalog: new URL(config.CATALOG_URL),
               rights: new URL(config.RIGHTS_URL),
               subscriptions: new URL(config.SUBSCRIPTIONS_URL),
+              webhooks: new URL(config.WEBHOOKS_URL),
             },
             forwarder,
             signer: runtime.signer,

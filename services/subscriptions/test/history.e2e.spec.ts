@@ -30,7 +30,7 @@ interface Entry {
   actor: { kind: string; id: string };
   changes: Record<string, [unknown, unknown]>;
 }
-const ADMIN = () => fx.system.adminHeaders().authorization;
+const ADMIN = () => fx.system.adminHeaders().authorization!;
 const bearer = (scope: string) => fx.issuer.token('app-a', 'alice', { scope }).then((token) => `Bearer ${token}`);
 const iso = (offsetMs: number) => new Date(Date.now() + offsetMs).toISOString().replace(/\.\d{3}Z$/, 'Z');
 

@@ -45,6 +45,8 @@ export function classify(method: string, path: string): Operation | null {
   const fallback = { route: null, bearer: null, list: null, json: false } as const;
   if (path === '/catalog' || path.startsWith('/catalog/'))
     return { ...fallback, owner: 'catalog', connectId: null, caller: 'admin' };
+  if (path === '/webhooks' || path.startsWith('/webhooks/'))
+    return { ...fallback, owner: 'webhooks', connectId: null, caller: 'client' };
   const under = UNDER_USER.exec(path);
   if (under) {
     const owner = under[2] === 'subs' ? 'subscriptions' : 'rights';

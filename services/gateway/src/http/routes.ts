@@ -1,6 +1,15 @@
 import type { Clock } from '@rs/time';
 import { readFileSync } from 'node:fs';
-import { ClientBody, ClientId, ConnectId, Jti, RevocationBody, type Principal, type RouteOwner } from '@rs/contracts';
+import {
+  ClientBody,
+  ClientId,
+  ConnectId,
+  Jti,
+  RevocationBody,
+  ROUTES,
+  type Principal,
+  type RouteOwner,
+} from '@rs/contracts';
 import {
   admitsJson,
   AppError,
@@ -43,6 +52,11 @@ declare global {
     }
   }
 }
+
+/** Where callers authenticate: the first segment of every route of the table that needs a caller. */
+const AUTHENTICATED_PREFIXES = [
+  ...new Set(ROUTES.filter((route) => route.caller !== 'none').map((route) => `/${route.path.split('/')[1]}`)),
+];
 
 /** Who calls a service for a route that needs no caller. */
 const GATEWAY: Principal = {
@@ -90,7 +104,7 @@ export function gatewayRoutes(options: GatewayRoutesOptions): Router {
     res.locals.principal = await authenticator.authenticate(authorization, req.socket.remoteAddress ?? '');
     next();
   };
-  router.use(['/admin', '/id/users', '/catalog'], authenticate, rateLimit(options.rateLimit, options.clock));
+  router.use(AUTHENTICATED_PREFIXES, authenticate, rateLimit(options.rateLimit, options.clock));
   // DESIGN.md 3 "Content negotiation": after authentication, before anything is done.
   router.use((req, res, next) => {
     if (res.locals.operation?.json && !admitsJson(req))

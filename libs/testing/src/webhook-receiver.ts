@@ -1,0 +1,67 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface ReceivedWebhook {
+  headers: http.IncomingHttpHeaders;
+  body: string;
+  at: number;
+}
+
+/** How the receiver answers a request: a status, after an optional delay; `hang` never answers. */
+export type ReceiverBehaviour = (
+  request: ReceivedWebhook,
+  count: number,
+) => { status: number; delayMs?: number } | 'hang';
+
+/**
+ * A webhook endpoint for tests (issue 12): a real HTTP server on this machine that records
+ * every request it gets and answers as told; it can go down and come back on the same port.
+ */
+export class WebhookReceiver {
+  readonly received: ReceivedWebhook[] = [];
+  private server: http.Server | undefined;
+  private port = 0;
+  private readonly hanging = new Set<http.ServerResponse>();
+
+  constructor(public behaviour: ReceiverBehaviour = () => ({ status: 204 })) {}
+
+  async start(): Promise<void> {
+    const server = http.createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      req.on('end', () => {
+        const request = { headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() };
+        this.received.push(request);
+        const answer = this.behaviour(request, this.received.length);
+        if (answer === 'hang') {
+          this.hanging.add(res);
+          res.on('close', () => this.hanging.delete(res));
+          return;
+        }
+        setTimeout(() => res.writeHead(answer.status).end(), answer.delayMs ?? 0);
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(this.port, '127.0.0.1', resolve));
+    this.port = (server.address() as AddressInfo).port;
+    this.server = server;
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}/hook`;
+  }
+
+  /** The CloudEvent ids received, each once (receivers de-duplicate by `webhook-id`). */
+  ids(): Set<string> {
+    return new Set(this.received.map((request) => String(request.headers['webhook-id'])));
+  }
+
+  /** Stops answering: connections are refused until `start` again (same port). */
+  async stop(): Promise<void> {
+    for (const res of this.hanging) res.destroy();
+    const server = this.server;
+    this.server = undefined;
+    if (!server) return;
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+}

@@ -1,0 +1,230 @@
+import type { Logger } from '@rs/logging';
+import { counter, gauge, histogram } from '@rs/telemetry/metrics';
+import { repeat, systemClock, type Clock, type Repeating } from '@rs/time';
+import { afterAttempt } from '../domain/delivery';
+import { signatureHeader } from '../domain/signature';
+import type { Sender } from '../net/sender';
+import { slotOf, type Delivery, type DeliveryStore, type SweepCursor } from '../store/delivery-store';
+import type { Endpoint } from '../store/endpoint-store';
+
+const deliveries = counter('webhook_deliveries_total', 'Delivery attempts by outcome', ['outcome']);
+const attemptSeconds = histogram(
+  'webhook_attempt_duration_seconds',
+  'Time from sending a delivery to the end of the endpoint’s answer',
+  ['outcome'],
+  [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+);
+
+// Registered once on the process registry; computed at scrape time from the running dispatchers.
+const dispatchers = new Set<Dispatcher>();
+gauge(
+  'webhook_backlog_deliveries',
+  'Pending deliveries of each endpoint (waiting for an attempt or a retry)',
+  ['endpoint'],
+  async function collect() {
+    this.reset();
+    for (const dispatcher of dispatchers)
+      for (const [endpoint, count] of await dispatcher.backlog().catch(() => new Map<string, number>()))
+        this.set({ endpoint }, count);
+  },
+);
+
+export interface DispatcherOptions {
+  /** Attempts under way at once per endpoint: a slow endpoint holds at most these. */
+  perEndpoint: number;
+  /** Deliveries an endpoint may have waiting in memory; more are put off a few seconds. */
+  queueLimit: number;
+  timeoutMs: number;
+  /** Delays between attempts (WEBHOOK_RETRY_SCHEDULE). */
+  schedule: readonly number[];
+  /** How often the sweeper looks for deliveries that fell due. */
+  sweepEveryMs: number;
+}
+
+/** What the dispatcher needs to know of endpoints: each one with its secrets opened. */
+export interface EndpointDirectory {
+  withSecrets(endpointId: string, now: Date): Promise<{ endpoint: Endpoint; secrets: string[] } | null>;
+  liveIds(): Promise<string[]>;
+}
+
+interface Lane {
+  waiting: Delivery[];
+  active: number;
+}
+
+/** Seconds the sweeper stays behind the clock: new deliveries are the fast path's first. */
+const SWEEP_LAG_S = 2;
+/** How far back a (re)started sweeper looks before the saved cursor (clock skew between replicas). */
+const SWEEP_MARGIN_S = 60;
+
+/**
+ * Delivers webhooks (DESIGN.md 8): a lane per endpoint with at most `perEndpoint` attempts
+ * under way, so a slow, hanging or failing endpoint delays no other; each attempt claims
+ * its delivery in the database first, so replicas and restarts never run one twice at once.
+ *
+ * Deliveries reach it two ways: at once from the event consumer and from a manual retry
+ * (the first attempt within moments of the event), and from the sweeper, which reads every
+ * second that has passed (one equality on the delivery's `due` slot) for deliveries whose
+ * next attempt fell due, or whose attempt's lease ran out because a process died. The
+ * sweeper's position is saved only up to the oldest delivery still waiting in a lane, so a
+ * crash loses nothing that was waiting (docs/decisions/0017).
+ */
+export class Dispatcher {
+  private readonly lanes = new Map<string, Lane>();
+  /** Ids waiting here for their attempt, with the slot each was found in. */
+  private readonly queued = new Map<string, string>();
+  /** Ids whose attempt is under way here. */
+  private readonly busy = new Set<string>();
+  private sweptTo = 0;
+  private sweeping: Repeating | undefined;
+  private stopped = false;
+  private readonly inFlight = new Set<Promise<void>>();
+
+  constructor(
+    private readonly store: DeliveryStore,
+    private readonly cursor: SweepCursor,
+    private readonly endpoints: EndpointDirectory,
+    private readonly sender: Sender,
+    private readonly options: DispatcherOptions,
+    private readonly logger: Logger,
+    private readonly clock: Clock = systemClock,
+  ) {}
+
+  /** Pending deliveries of each live endpoint (the backlog gauge). */
+  async backlog(): Promise<Map<string, number>> {
+    return this.store.backlog(await this.endpoints.liveIds());
+  }
+
+  async start(): Promise<void> {
+    dispatchers.add(this);
+    const saved = await this.cursor.read();
+    const now = Math.floor(this.clock().getTime() / 1000);
+    this.sweptTo = (saved ?? now) - SWEEP_MARGIN_S;
+    this.sweeping = repeat(() => this.sweep(), {
+      everyMs: this.options.sweepEveryMs,
+      onError: (error) => this.logger.warn({ err: error }, 'sweeping deliveries failed; will retry'),
+    });
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    dispatchers.delete(this);
+    await this.sweeping?.stop();
+    await Promise.allSettled([...this.inFlight]);
+  }
+
+  /** Deliveries to attempt as soon as their endpoint's lane has room. */
+  enqueue(found: readonly Delivery[]): void {
+    for (const delivery of found) {
+      if (this.stopped || this.queued.has(delivery.deliveryId) || this.busy.has(delivery.deliveryId)) continue;
+      const lane = this.laneOf(delivery.endpointId);
+      if (lane.waiting.length >= this.options.queueLimit) {
+        this.putOff(delivery);
+        continue;
+      }
+      this.queued.set(delivery.deliveryId, slotOf(delivery.nextAttemptAt ?? delivery.createdAt));
+      lane.waiting.push(delivery);
+      this.pump(delivery.endpointId);
+    }
+  }
+
+  private laneOf(endpointId: string): Lane {
+    let lane = this.lanes.get(endpointId);
+    if (!lane) {
+      lane = { waiting: [], active: 0 };
+      this.lanes.set(endpointId, lane);
+    }
+    return lane;
+  }
+
+  private pump(endpointId: string): void {
+    const lane = this.laneOf(endpointId);
+    while (!this.stopped && lane.active < this.options.perEndpoint && lane.waiting.length > 0) {
+      const delivery = lane.waiting.shift()!;
+      lane.active += 1;
+      this.queued.delete(delivery.deliveryId);
+      this.busy.add(delivery.deliveryId);
+      const attempt = this.attempt(delivery)
+        .catch((error: unknown) =>
+          this.logger.warn({ err: error, delivery_id: delivery.deliveryId }, 'delivery attempt failed; will retry'),
+        )
+        .finally(() => {
+          lane.active -= 1;
+          this.busy.delete(delivery.deliveryId);
+          this.inFlight.delete(attempt);
+          if (lane.active === 0 && lane.waiting.length === 0) this.lanes.delete(endpointId);
+          else this.pump(endpointId);
+        });
+      this.inFlight.add(attempt);
+    }
+  }
+
+  /** One attempt: claim, sign, send, record. A delivery another attempt holds is left to it. */
+  private async attempt(delivery: Delivery): Promise<void> {
+    const now = this.clock();
+    const leaseUntil = new Date(now.getTime() + this.options.timeoutMs + 5_000);
+    // Once claimed, its slot is the lease's: the sweeper finds it again if this process dies.
+    if (!(await this.store.claim(delivery, now, leaseUntil))) return;
+    const found = await this.endpoints.withSecrets(delivery.endpointId, now);
+    if (!found) {
+      // The endpoint was deleted: nothing more is sent to it.
+      await this.store.recordAttempt(delivery, { status: 'failed', lastStatus: null, nextAttemptAt: null });
+      return;
+    }
+    const timestamp = Math.floor(now.getTime() / 1000);
+    const started = performance.now();
+    const result = await this.sender.post(
+      found.endpoint.url,
+      {
+        'content-type': 'application/json',
+        'webhook-id': delivery.eventId,
+        'webhook-timestamp': String(timestamp),
+        'webhook-signature': signatureHeader(found.secrets, delivery.eventId, timestamp, delivery.body),
+        'user-agent': 'rights-subscriptions-webhooks/1',
+      },
+      delivery.body,
+    );
+    const next = afterAttempt(delivery.attempts + 1, result, this.clock(), this.options.schedule);
+    const outcome = next.status === 'pending' ? 'retrying' : next.status;
+    deliveries.inc({ outcome });
+    attemptSeconds.observe({ outcome }, (performance.now() - started) / 1000);
+    if (next.status !== 'delivered')
+      this.logger.info(
+        {
+          delivery_id: delivery.deliveryId,
+          endpoint_id: delivery.endpointId,
+          status: result.status,
+          error: result.error,
+        },
+        'webhook not delivered',
+      );
+    await this.store.recordAttempt(delivery, { ...next, lastStatus: result.status });
+  }
+
+  /** A full lane: the delivery waits in the database a few seconds and is swept again. */
+  private putOff(delivery: Delivery): void {
+    const at = new Date(this.clock().getTime() + 5_000);
+    this.store
+      .putOff(delivery, at)
+      .catch((error: unknown) =>
+        this.logger.warn({ err: error }, 'cannot put a delivery off; the sweeper will find it'),
+      );
+  }
+
+  /** Every second that has passed since the last sweep: its deliveries into their lanes. */
+  private async sweep(): Promise<void> {
+    const until = Math.floor(this.clock().getTime() / 1000) - SWEEP_LAG_S;
+    while (!this.stopped && this.sweptTo < until) {
+      const second = this.sweptTo + 1;
+      // A pending delivery in a second that has passed is due: its next attempt was due then, or
+      // the lease of an attempt under way ended then (the process making it died).
+      this.enqueue(await this.store.pendingIn(String(second)));
+      this.sweptTo = second;
+    }
+    // Saved no further than the oldest delivery still waiting here (not yet claimed), so a
+    // crash sweeps it again.
+    let safe = this.sweptTo;
+    for (const slot of this.queued.values()) safe = Math.min(safe, Number(slot) - 1);
+    await this.cursor.save(safe);
+  }
+}

@@ -1,0 +1,43 @@
+import { RightEventTypes, SubscriptionEventTypes } from '@rs/contracts';
+
+/**
+ * Webhook endpoints (DESIGN.md 8 "Webhooks"): which events an endpoint receives. Pure.
+ */
+
+/** Every event type an endpoint may ask for: the change events of rights and subscriptions. */
+export const EVENT_TYPES: readonly string[] = [
+  ...Object.values(RightEventTypes),
+  ...Object.values(SubscriptionEventTypes),
+];
+const FAMILIES = new Set(EVENT_TYPES.map((type) => type.split('.')[0]!));
+
+/** A pattern is an event type, `<family>.*` (`right.*`) or `*`. */
+export function invalidPatterns(patterns: readonly string[]): string[] {
+  return patterns.filter((pattern) => {
+    if (pattern === '*' || EVENT_TYPES.includes(pattern)) return false;
+    const family = /^([a-z]+)\.\*$/.exec(pattern)?.[1];
+    return family === undefined || !FAMILIES.has(family);
+  });
+}
+
+export function matchesPatterns(patterns: readonly string[], type: string): boolean {
+  return patterns.some(
+    (pattern) =>
+      pattern === '*' || pattern === type || (pattern.endsWith('.*') && type.startsWith(pattern.slice(0, -1))),
+  );
+}
+
+/** An endpoint's owner: a grantor, or null for an admin's endpoint, which sees everything. */
+export interface EndpointScope {
+  grantorId: string | null;
+}
+
+/**
+ * DESIGN.md 8 and 3: an endpoint receives the events of what its grantor may read: rights it
+ * grants or provides, subscriptions it grants. Decided on the event's data (the resource).
+ */
+export function mayReceive(endpoint: EndpointScope, data: unknown): boolean {
+  if (endpoint.grantorId === null) return true;
+  const resource = (data ?? {}) as { grantorId?: unknown; serviceProviderId?: unknown };
+  return resource.grantorId === endpoint.grantorId || resource.serviceProviderId === endpoint.grantorId;
+}

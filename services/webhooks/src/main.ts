@@ -1,0 +1,4 @@
+import { runMain } from '@rs/runtime';
+import { start } from './service';
+
+runMain('webhooks', start);

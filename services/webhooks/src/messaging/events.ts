@@ -1,0 +1,69 @@
+import { CloudEvent, Exchanges, InvalidMessage } from '@rs/contracts';
+import type { Logger } from '@rs/logging';
+import { consume, type AmqpClient } from '@rs/messaging';
+import { z } from 'zod';
+import { mayReceive, matchesPatterns } from '../domain/endpoint';
+import { deliveryIdOf, type Delivery, type DeliveryStore } from '../store/delivery-store';
+import type { EndpointStore } from '../store/endpoint-store';
+import type { Clock } from '@rs/time';
+
+export const WEBHOOKS_EVENT_QUEUE = 'webhooks.events';
+
+/**
+ * The webhooks service's own durable queue on `rights.events` and `subscriptions.events`
+ * (DESIGN.md 1 and 8): each event becomes a delivery for every endpoint that may see it
+ * (DESIGN.md 3) and whose patterns match its type, stored before the event is acked, then
+ * handed to the dispatcher. A redelivered event finds its deliveries stored (their ids are
+ * derived from endpoint and event) and makes none twice.
+ */
+export async function consumeEventsForWebhooks(
+  broker: AmqpClient,
+  endpoints: EndpointStore,
+  deliveries: DeliveryStore,
+  dispatch: (found: Delivery[]) => void,
+  logger: Logger,
+  clock: Clock,
+): Promise<void> {
+  const handleBatch = async (events: CloudEvent[]) => {
+    const live = await endpoints.live();
+    const now = clock();
+    const found = events.flatMap((event) => {
+      const body = JSON.stringify(event);
+      return live
+        .filter((endpoint) => matchesPatterns(endpoint.events, event.type) && mayReceive(endpoint, event.data))
+        .map((endpoint): Delivery => ({
+          deliveryId: deliveryIdOf(endpoint.endpointId, event.id),
+          endpointId: endpoint.endpointId,
+          eventId: event.id,
+          type: event.type,
+          body,
+          status: 'pending',
+          attempts: 0,
+          lastStatus: null,
+          nextAttemptAt: now,
+          createdAt: now,
+        }));
+    });
+    await deliveries.insertMany(found);
+    dispatch(found);
+  };
+  await consume(
+    broker,
+    {
+      queue: WEBHOOKS_EVENT_QUEUE,
+      bindings: [
+        { exchange: Exchanges.rightsEvents, routingKey: '#' },
+        { exchange: Exchanges.subscriptionsEvents, routingKey: '#' },
+      ],
+      parse: (body) => {
+        const event = CloudEvent.safeParse(body);
+        if (!event.success) throw new InvalidMessage(`not a CloudEvent: ${z.prettifyError(event.error)}`);
+        return event.data as CloudEvent;
+      },
+      handle: (event) => handleBatch([event]),
+      prefetch: 200,
+      batch: { max: 100, lingerMs: 20, handle: (messages) => handleBatch(messages.map(({ message }) => message)) },
+    },
+    logger.child({ component: 'events' }),
+  );
+}

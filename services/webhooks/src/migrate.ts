@@ -1,0 +1,9 @@
+// `node services/webhooks/dist/migrate.js`: creates the indexes of this service's database.
+import { serviceEnvShape } from '@rs/config';
+import { runMigration } from '@rs/runtime';
+import { z } from 'zod';
+import { DeliveryStore } from './store/delivery-store';
+
+runMigration('webhooks', z.object(serviceEnvShape('webhooks')), async (db) => {
+  await new DeliveryStore(db.db!).ensureIndexes();
+});

@@ -1,0 +1,97 @@
+import { env, publicApiShape, requiredSecret, serviceEnvShape } from '@rs/config';
+import { defineService, serveHttp } from '@rs/runtime';
+import { Sealer } from '@rs/store';
+import { z } from 'zod';
+import { Dispatcher } from './app/dispatcher';
+import { EndpointUseCases } from './app/endpoints';
+import { parseRetrySchedule } from './domain/delivery';
+import { webhookRoutes } from './http/routes';
+import { consumeEventsForWebhooks } from './messaging/events';
+import { Sender } from './net/sender';
+import { DeliveryStore, SweepCursor } from './store/delivery-store';
+import { EndpointStore } from './store/endpoint-store';
+
+const flag = z
+  .enum(['true', 'false'])
+  .optional()
+  .transform((value) => (value === undefined ? undefined : value === 'true'));
+
+export const Config = z.object({
+  ...serviceEnvShape('webhooks'),
+  ...publicApiShape,
+  /** DESIGN.md 6: delays between delivery attempts. */
+  WEBHOOK_RETRY_SCHEDULE: z
+    .string()
+    .default('5s,5m,30m,2h,5h,10h,10h')
+    .transform((text, context) => {
+      const delays = parseRetrySchedule(text);
+      if (delays) return delays;
+      context.addIssue({ code: 'custom', message: 'must be comma-separated durations like 5s,5m,2h' });
+      return z.NEVER;
+    }),
+  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
+  /** Default: false, but true in development (local receivers on plain http). */
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: flag,
+  /** Attempts under way at once for one endpoint (isolation: a slow one holds no more). */
+  WEBHOOK_CONCURRENCY_PER_ENDPOINT: z.coerce.number().int().min(1).max(64).default(8),
+  /** Encrypts the endpoints' secrets at rest (32+ characters); required outside development. */
+  WEBHOOK_SECRET_KEY: env.secret.optional(),
+});
+
+/**
+ * The webhooks service (DESIGN.md 1 and 8): the endpoints API, its own durable queue on the
+ * events exchanges, and signed deliveries to endpoints outside the cluster, with retries.
+ */
+export const start = defineService('webhooks', Config, async (runtime) => {
+  const { config, clock } = runtime;
+  const allowPrivateTargets = config.WEBHOOK_ALLOW_PRIVATE_TARGETS ?? config.NODE_ENV === 'development';
+  const db = runtime.db.db!;
+  const endpointStore = new EndpointStore(db);
+  const deliveryStore = await runtime.migrated(new DeliveryStore(db));
+  const sender = new Sender({
+    timeoutMs: config.WEBHOOK_TIMEOUT_MS,
+    allowPrivate: allowPrivateTargets,
+    maxSockets: config.WEBHOOK_CONCURRENCY_PER_ENDPOINT,
+  });
+  // The use cases hand manual retries to the dispatcher, which reads endpoints through them.
+  const endpoints = new EndpointUseCases(
+    endpointStore,
+    deliveryStore,
+    new Sealer(requiredSecret(config, 'WEBHOOK_SECRET_KEY'), 'rs-webhook-endpoint-secrets'),
+    { allowPrivateTargets, retryNow: (delivery) => dispatcher.enqueue([delivery]) },
+    clock,
+  );
+  const dispatcher = new Dispatcher(
+    deliveryStore,
+    new SweepCursor(db),
+    endpoints,
+    sender,
+    {
+      perEndpoint: config.WEBHOOK_CONCURRENCY_PER_ENDPOINT,
+      queueLimit: 1_000,
+      timeoutMs: config.WEBHOOK_TIMEOUT_MS,
+      schedule: config.WEBHOOK_RETRY_SCHEDULE,
+      sweepEveryMs: 500,
+    },
+    runtime.logger.child({ component: 'dispatcher' }),
+    clock,
+  );
+  await dispatcher.start();
+  runtime.onStop(async () => {
+    await dispatcher.stop();
+    sender.close();
+  });
+  await consumeEventsForWebhooks(
+    runtime.broker,
+    endpointStore,
+    deliveryStore,
+    (found) => dispatcher.enqueue(found),
+    runtime.logger,
+    clock,
+  );
+  return serveHttp(runtime, config.PORT, {
+    realm: config.AUTH_REALM,
+    jsonLimit: '16kb',
+    routes: (app) => app.use(webhookRoutes(endpoints, config.PUBLIC_BASE_URL)),
+  });
+});

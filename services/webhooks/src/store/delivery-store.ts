@@ -1,0 +1,184 @@
+import { createHash } from 'node:crypto';
+import { chunks, isDuplicateKey, serverLimits } from '@rs/store';
+import type { mongo } from 'mongoose';
+import type { DeliveryStatus } from '../domain/delivery';
+
+export interface Delivery {
+  deliveryId: string;
+  endpointId: string;
+  eventId: string;
+  type: string;
+  /** The CloudEvent JSON document, as sent on every attempt (and signed). */
+  body: string;
+  status: DeliveryStatus;
+  attempts: number;
+  /** The endpoint's last answer; null before the first attempt, or when it did not answer. */
+  lastStatus: number | null;
+  nextAttemptAt: Date | null;
+  createdAt: Date;
+}
+
+interface DeliveryDocument extends Omit<Delivery, 'deliveryId'> {
+  _id: string;
+  /**
+   * The second (Unix, as text) in which the sweeper looks at it again, while it is pending:
+   * when its next attempt is due, or when the lease of an attempt under way ends. Every
+   * sweep is one equality on it, which FerretDB answers from an index (docs/decisions/0017).
+   */
+  due: string | null;
+  /** Until when an attempt under way holds it; another attempt may start only after. */
+  leaseUntil: Date | null;
+}
+
+/** The second slot of an instant. */
+export const slotOf = (at: Date): string => String(Math.floor(at.getTime() / 1000));
+
+/** The delivery of one event to one endpoint: the same id whenever the event is handled again. */
+export const deliveryIdOf = (endpointId: string, eventId: string): string =>
+  createHash('sha256').update(`${endpointId}|${eventId}`).digest('hex').slice(0, 32);
+
+const toDelivery = ({ _id, due: _due, leaseUntil: _lease, ...fields }: DeliveryDocument): Delivery => ({
+  deliveryId: _id,
+  ...fields,
+});
+
+export class DeliveryStore {
+  private readonly deliveries: mongo.Collection<DeliveryDocument>;
+
+  constructor(private readonly db: mongo.Db) {
+    this.deliveries = db.collection<DeliveryDocument>('deliveries');
+  }
+
+  /** On FerretDB the GIN indexes of ferretdb-indexes.sql serve these queries instead. */
+  async ensureIndexes(): Promise<void> {
+    if (!(await serverLimits(this.db)).usesDriverIndexes) return;
+    await this.deliveries.createIndex({ endpointId: 1, createdAt: -1, _id: -1 }, { name: 'by_endpoint' });
+    await this.deliveries.createIndex({ due: 1 }, { name: 'by_due_second', sparse: true });
+  }
+
+  /** Stores new deliveries, each due at once; those that exist (an event handled again) stay as they are. */
+  async insertMany(deliveries: readonly Delivery[]): Promise<void> {
+    const { maxInsertDocuments } = await serverLimits(this.db);
+    for (const chunk of chunks(deliveries, maxInsertDocuments)) {
+      try {
+        await this.deliveries.insertMany(
+          chunk.map(({ deliveryId, ...fields }) => ({
+            _id: deliveryId,
+            ...fields,
+            due: slotOf(fields.nextAttemptAt ?? fields.createdAt),
+            leaseUntil: null,
+          })),
+          { ordered: false },
+        );
+      } catch (error) {
+        if (!isDuplicateKey(error)) throw error;
+      }
+    }
+  }
+
+  /**
+   * Takes a pending delivery for one attempt, until `leaseUntil`: false when it is not pending
+   * at `attempts` any more, or another attempt holds it. The sweeper looks again when the lease
+   * ends, so an attempt cut short by a crash is made again.
+   */
+  async claim(delivery: Delivery, now: Date, leaseUntil: Date): Promise<boolean> {
+    const result = await this.deliveries.updateOne(
+      {
+        _id: delivery.deliveryId,
+        status: 'pending',
+        attempts: delivery.attempts,
+        $or: [{ leaseUntil: null }, { leaseUntil: { $lte: now } }],
+      },
+      { $set: { leaseUntil, due: slotOf(leaseUntil) } },
+    );
+    return result.modifiedCount === 1;
+  }
+
+  /** Records an attempt's outcome (the one that claimed it at `attempts`). */
+  async recordAttempt(
+    delivery: Delivery,
+    outcome: { status: DeliveryStatus; lastStatus: number | null; nextAttemptAt: Date | null },
+  ): Promise<void> {
+    await this.deliveries.updateOne(
+      { _id: delivery.deliveryId, attempts: delivery.attempts },
+      {
+        $set: {
+          status: outcome.status,
+          attempts: delivery.attempts + 1,
+          lastStatus: outcome.lastStatus,
+          nextAttemptAt: outcome.nextAttemptAt,
+          due: outcome.nextAttemptAt ? slotOf(outcome.nextAttemptAt) : null,
+          leaseUntil: null,
+        },
+      },
+    );
+  }
+
+  /** A pending delivery waits in the database until `at` (its endpoint's lane is full). */
+  async putOff(delivery: Delivery, at: Date): Promise<void> {
+    await this.deliveries.updateOne(
+      { _id: delivery.deliveryId, status: 'pending', attempts: delivery.attempts },
+      { $set: { due: slotOf(at) } },
+    );
+  }
+
+  /** Pending deliveries whose slot is `slot` (due, or whose attempt's lease ends then). */
+  async pendingIn(slot: string): Promise<Delivery[]> {
+    const docs = await this.deliveries.find({ due: slot }).toArray();
+    return docs.filter((doc) => doc.status === 'pending').map(toDelivery);
+  }
+
+  async find(endpointId: string, deliveryId: string): Promise<Delivery | null> {
+    const doc = await this.deliveries.findOne({ _id: deliveryId, endpointId });
+    return doc ? toDelivery(doc) : null;
+  }
+
+  /** One page of an endpoint's deliveries, newest first, after the keyset of the previous page. */
+  async page(endpointId: string, limit: number, after: { createdAt: Date; id: string } | null): Promise<Delivery[]> {
+    const keyset = after
+      ? [{ $or: [{ createdAt: { $lt: after.createdAt } }, { createdAt: after.createdAt, _id: { $lt: after.id } }] }]
+      : [];
+    const docs = await this.deliveries
+      .find({ endpointId, ...(keyset.length ? { $and: keyset } : {}) })
+      .sort({ createdAt: -1, _id: -1 })
+      .limit(limit)
+      .batchSize(limit)
+      .toArray();
+    return docs.map(toDelivery);
+  }
+
+  /** Makes a delivery pending again, due now (a manual retry); null when it is not this endpoint's. */
+  async retryNow(endpointId: string, deliveryId: string, now: Date): Promise<Delivery | null> {
+    const result = await this.deliveries.findOneAndUpdate(
+      { _id: deliveryId, endpointId },
+      { $set: { status: 'pending', nextAttemptAt: now, due: slotOf(now), leaseUntil: null } },
+      { returnDocument: 'after' },
+    );
+    return result ? toDelivery(result) : null;
+  }
+
+  /** Pending deliveries of each endpoint (the backlog metric). */
+  async backlog(endpointIds: readonly string[]): Promise<Map<string, number>> {
+    const counts = new Map<string, number>();
+    for (const endpointId of endpointIds)
+      counts.set(endpointId, await this.deliveries.countDocuments({ endpointId, status: 'pending' }));
+    return counts;
+  }
+}
+
+/** Where the sweeper of deliveries has looked up to (shared by the replicas: any of them may go on). */
+export class SweepCursor {
+  private readonly cursors: mongo.Collection<{ _id: string; second: number }>;
+
+  constructor(db: mongo.Db) {
+    this.cursors = db.collection('sweep_cursors');
+  }
+
+  async read(): Promise<number | null> {
+    return (await this.cursors.findOne({ _id: 'deliveries' }))?.second ?? null;
+  }
+
+  async save(second: number): Promise<void> {
+    await this.cursors.updateOne({ _id: 'deliveries' }, { $max: { second } }, { upsert: true });
+  }
+}

@@ -1,0 +1,74 @@
+import type { mongo } from 'mongoose';
+import type { Sealed } from '@rs/store';
+
+/** A secret of an endpoint, sealed; `retiresAt` is set when a newer one replaced it (it signs until then). */
+export interface StoredSecret {
+  sealed: Sealed;
+  createdAt: Date;
+  retiresAt: Date | null;
+}
+
+export interface Endpoint {
+  endpointId: string;
+  /** Whose events it receives: a grantor's, or every event (null: an admin's endpoint). */
+  grantorId: string | null;
+  url: string;
+  events: string[];
+  description: string | null;
+  secrets: StoredSecret[];
+  createdAt: Date;
+  /** Bumped by each change: the compare-and-set of a rotation. */
+  generation: number;
+}
+
+interface EndpointDocument extends Omit<Endpoint, 'endpointId'> {
+  _id: string;
+  deleted: boolean;
+}
+
+const toEndpoint = ({ _id, deleted: _deleted, ...fields }: EndpointDocument): Endpoint => ({
+  endpointId: _id,
+  ...fields,
+});
+
+/**
+ * The endpoints in the webhooks service's own database. A deleted endpoint stays as a
+ * tombstone (its deliveries log refers to it); nothing reads its secrets but the dispatcher.
+ */
+export class EndpointStore {
+  private readonly endpoints: mongo.Collection<EndpointDocument>;
+
+  constructor(db: mongo.Db) {
+    this.endpoints = db.collection<EndpointDocument>('endpoints');
+  }
+
+  async insert(endpoint: Endpoint): Promise<void> {
+    const { endpointId, ...fields } = endpoint;
+    await this.endpoints.insertOne({ _id: endpointId, ...fields, deleted: false });
+  }
+
+  /** Every live endpoint (few: they are registered by hand), for matching events. */
+  async live(): Promise<Endpoint[]> {
+    return (await this.endpoints.find({ deleted: false }).toArray()).map(toEndpoint);
+  }
+
+  async find(endpointId: string): Promise<Endpoint | null> {
+    const doc = await this.endpoints.findOne({ _id: endpointId, deleted: false });
+    return doc ? toEndpoint(doc) : null;
+  }
+
+  /** Marks it deleted; false when there was no live endpoint. */
+  async delete(endpointId: string): Promise<boolean> {
+    const result = await this.endpoints.updateOne({ _id: endpointId, deleted: false }, { $set: { deleted: true } });
+    return result.modifiedCount === 1;
+  }
+
+  /** Compare-and-set of its secrets on the generation it was read at; false when it changed meanwhile. */
+  async replaceSecrets(endpoint: Endpoint, secrets: StoredSecret[]): Promise<boolean> {
+    const result = await this.endpoints.updateOne(
+      { _id: endpoint.endpointId, generation: endpoint.generation, deleted: false },
+      { $set: { secrets, generation: endpoint.generation + 1 } },
+    );
+    return result.modifiedCount === 1;
+  }
+}
