@@ -238,7 +238,7 @@ describe('endpoints and signed deliveries', () => {
 });
 
 describe('isolation', () => {
-  it('when one endpoint hangs, then the others still get their deliveries at once, and its attempts time out', async () => {
+  it('when one endpoint hangs, then the others still get their deliveries at once, its attempts time out, and the metrics show it', async () => {
     const hanging = await receiver(() => 'hang');
     const healthy = await receiver();
     const stuck = await register(A, hanging.url, ['right.created']);
@@ -254,6 +254,14 @@ describe('isolation', () => {
         timeout: 5_000,
       })
       .toBe(true);
+    // What an operator sees: deliveries by outcome, attempt latency, and the hanging endpoint's backlog.
+    const metrics = await (await fetch(`${fx.system.service('webhooks').url}/metrics`)).text();
+    expect(metrics).toMatch(/webhook_deliveries_total\{[^}]*outcome="delivered"[^}]*\} [1-9]/);
+    expect(metrics).toMatch(/webhook_deliveries_total\{[^}]*outcome="retrying"[^}]*\} [1-9]/);
+    expect(metrics).toMatch(/webhook_attempt_duration_seconds_count\{[^}]*outcome="delivered"/);
+    expect(metrics).toMatch(
+      new RegExp(`webhook_backlog_deliveries\\{[^}]*endpoint="${stuck.endpointId}"[^}]*\\} [1-9]`),
+    );
   });
 });
 

@@ -1,0 +1,128 @@
+// `npm run bench:webhooks` (also the last part of `npm run bench`): N events (default 10,000)
+// delivered to one local endpoint that answers at once (issue 12, docs/performance.md).
+// The events are right.created of rights issued with `rights.issue` commands, as renewal
+// issues them, so rights.events carries them as fast as the platform can make them. In one
+// run it measures:
+// - the rate at which rights.events carries them (a consumer of its own on the exchange,
+//   from the first event to the last);
+// - the rate at which the endpoint receives them (first attempts, from the first to the
+//   last), and its ratio to the first;
+// - for each event, the time from its arrival on rights.events to its first attempt at the
+//   endpoint: p50 and p99.
+import http from 'node:http';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const require = createRequire(import.meta.url);
+const { provideTestServers, TestSystem } = require(path.join(root, 'libs/testing/dist/index.js'));
+const { createCloudEvent } = require(path.join(root, 'libs/contracts/dist/index.js'));
+const amqp = require(path.join(root, 'node_modules/amqplib'));
+
+const N = Number(process.env.BENCH_WEBHOOK_EVENTS ?? 10_000);
+const PER_COMMAND = 100;
+
+const servers = await provideTestServers();
+process.env.MONGODB_URL = servers.mongoUrl;
+process.env.AMQP_URL = servers.amqpUrl;
+process.env.RABBITMQ_MANAGEMENT_URL = servers.managementUrl;
+
+/** The endpoint: answers 204 at once and notes when each webhook-id first arrived. */
+const firstAttempt = new Map();
+let attempts = 0;
+const receiver = http.createServer((req, res) => {
+  req.resume();
+  req.on('end', () => {
+    attempts += 1;
+    const id = String(req.headers['webhook-id']);
+    if (!firstAttempt.has(id)) firstAttempt.set(id, Date.now());
+    res.writeHead(204).end();
+  });
+});
+await new Promise((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+const receiverUrl = `http://127.0.0.1:${receiver.address().port}/hook`;
+
+const system = await TestSystem.start({
+  name: 'bench_webhooks',
+  backends: ['catalog', 'rights', 'webhooks'],
+  env: { LOG_LEVEL: 'warn', RATE_LIMIT_PER_SECOND: '0' },
+});
+const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+
+try {
+  await system.seed({
+    clients: [{ clientId: 'bench-grantor', grantorId: 'B' }],
+    users: ['bench-user'],
+    skus: { monthly: {} },
+  });
+  const authorization = TestSystem.clientAuthorization('bench-grantor');
+  const registered = await fetch(`${system.gatewayUrl}/webhooks/endpoints`, {
+    method: 'POST',
+    headers: { authorization, 'content-type': 'application/json' },
+    body: JSON.stringify({ url: receiverUrl, events: ['right.created'] }),
+  });
+  if (registered.status !== 201) throw new Error(`register: ${registered.status} ${await registered.text()}`);
+
+  // When rights.events carries each event: a consumer of our own on the exchange.
+  const connection = await amqp.connect(system.amqpUrl);
+  const channel = await connection.createConfirmChannel();
+  const { queue } = await channel.assertQueue('', { exclusive: true, autoDelete: true });
+  await channel.bindQueue(queue, 'rights.events', 'right.created');
+  const carried = new Map();
+  await channel.consume(
+    queue,
+    (message) => {
+      if (message) carried.set(JSON.parse(message.content.toString()).id, Date.now());
+    },
+    { noAck: true },
+  );
+
+  const interval = `${new Date(Date.now() - 60_000).toISOString()}/P1D`;
+  for (let c = 0; c < N / PER_COMMAND; c++) {
+    const command = createCloudEvent({
+      source: '/bench',
+      type: 'rights.issue',
+      subject: `Sbenchhook${c}`,
+      data: {
+        subscriptionId: `Sbenchhook${c}`,
+        connectId: 'bench-user',
+        grantorId: 'B',
+        periodStart: '2026-01-01T00:00:00Z',
+        rights: Array.from({ length: PER_COMMAND }, (_, templateIndex) => ({
+          templateIndex,
+          sku: 'monthly',
+          serviceProviderId: null,
+          grantorContext: null,
+          timeInterval: interval,
+          state: 'ACTIVE',
+        })),
+      },
+    });
+    channel.publish('commands', 'rights.issue', Buffer.from(JSON.stringify(command)), { persistent: true });
+  }
+  await channel.waitForConfirms();
+
+  const deadline = Date.now() + 600_000;
+  while ((carried.size < N || firstAttempt.size < N) && Date.now() < deadline)
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  await connection.close();
+  if (firstAttempt.size < N) throw new Error(`only ${firstAttempt.size} of ${N} events reached the endpoint`);
+
+  const span = (times) => (Math.max(...times) - Math.min(...times)) / 1000;
+  const carriedRate = N / span([...carried.values()]);
+  const deliveredRate = N / span([...firstAttempt.values()]);
+  const lags = [...firstAttempt].map(([id, at]) => at - carried.get(id)).sort((a, b) => a - b);
+  console.log(`${N} events; ${attempts} attempts reached the endpoint`);
+  console.log(
+    '\n| events | rights.events carried (events/s) | delivered (first attempts/s) | delivered ÷ carried | event to first attempt p50 | p99 |',
+  );
+  console.log('|---:|---:|---:|---:|---:|---:|');
+  console.log(
+    `| ${N} | ${carriedRate.toFixed(0)} | ${deliveredRate.toFixed(0)} | ${(deliveredRate / carriedRate).toFixed(2)} | ${percentile(lags, 50)} ms | ${percentile(lags, 99)} ms |`,
+  );
+} finally {
+  await system.stop();
+  await servers.stop();
+  receiver.close();
+}
