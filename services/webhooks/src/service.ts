@@ -68,7 +68,7 @@ export const start = defineService('webhooks', Config, async (runtime) => {
     sender,
     {
       perEndpoint: config.WEBHOOK_CONCURRENCY_PER_ENDPOINT,
-      queueLimit: 1_000,
+      queueLimit: 10_000,
       timeoutMs: config.WEBHOOK_TIMEOUT_MS,
       schedule: config.WEBHOOK_RETRY_SCHEDULE,
       sweepEveryMs: 500,
@@ -81,14 +81,7 @@ export const start = defineService('webhooks', Config, async (runtime) => {
     await dispatcher.stop();
     sender.close();
   });
-  await consumeEventsForWebhooks(
-    runtime.broker,
-    endpointStore,
-    deliveryStore,
-    (found) => dispatcher.enqueue(found),
-    runtime.logger,
-    clock,
-  );
+  await consumeEventsForWebhooks(runtime.broker, endpointStore, deliveryStore, dispatcher, runtime.logger, clock);
   return serveHttp(runtime, config.PORT, {
     realm: config.AUTH_REALM,
     jsonLimit: '16kb',

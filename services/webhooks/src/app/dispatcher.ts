@@ -54,6 +54,12 @@ interface Lane {
 
 /** Seconds the sweeper stays behind the clock: new deliveries are the fast path's first. */
 const SWEEP_LAG_S = 2;
+/**
+ * How long the deliveries this process's event consumer stores stay leased to it beyond one
+ * attempt's time: their first attempt needs no claim if it starts within about this long,
+ * and after a crash the sweeper finds them this much later.
+ */
+const OWN_LEASE_EXTRA_MS = 15_000;
 /** How far back a (re)started sweeper looks before the saved cursor (clock skew between replicas). */
 const SWEEP_MARGIN_S = 60;
 
@@ -75,10 +81,14 @@ export class Dispatcher {
   private readonly queued = new Map<string, string>();
   /** Ids whose attempt is under way here. */
   private readonly busy = new Set<string>();
+  /** Ids stored leased to this process, with the lease's end: attempted without a claim while it lasts. */
+  private readonly owned = new Map<string, Date>();
+  /** Writes of attempts' outcomes under way at once (FerretDB: 16 concurrent updates is its best rate). */
+  private readonly recordings = new Limiter(16);
   private sweptTo = 0;
   private sweeping: Repeating | undefined;
   private stopped = false;
-  private readonly inFlight = new Set<Promise<void>>();
+  private readonly inFlight = new Set<Promise<unknown>>();
 
   constructor(
     private readonly store: DeliveryStore,
@@ -113,12 +123,25 @@ export class Dispatcher {
     await Promise.allSettled([...this.inFlight]);
   }
 
-  /** Deliveries to attempt as soon as their endpoint's lane has room. */
-  enqueue(found: readonly Delivery[]): void {
+  /**
+   * How long the deliveries the event consumer stores stay leased to this process: their
+   * first attempt needs no claim while the lease lasts (one write less per delivery).
+   */
+  ownLeaseUntil(now: Date): Date {
+    return new Date(now.getTime() + this.options.timeoutMs + OWN_LEASE_EXTRA_MS);
+  }
+
+  /**
+   * Deliveries to attempt as soon as their endpoint's lane has room; `leasedUntil`: they were
+   * stored leased to this process until then (see `ownLeaseUntil`).
+   */
+  enqueue(found: readonly Delivery[], leasedUntil?: Date): void {
     for (const delivery of found) {
       if (this.stopped || this.queued.has(delivery.deliveryId) || this.busy.has(delivery.deliveryId)) continue;
+      if (leasedUntil) this.owned.set(delivery.deliveryId, leasedUntil);
       const lane = this.laneOf(delivery.endpointId);
       if (lane.waiting.length >= this.options.queueLimit) {
+        this.owned.delete(delivery.deliveryId);
         this.putOff(delivery);
         continue;
       }
@@ -137,6 +160,11 @@ export class Dispatcher {
     return lane;
   }
 
+  /**
+   * Starts attempts while the lane has room. A lane's slot is held while its request is
+   * under way, not while its outcome is written: the write goes to `recordings` (a bound
+   * shared by all lanes), so a slow database does not hold endpoints' slots.
+   */
   private pump(endpointId: string): void {
     const lane = this.laneOf(endpointId);
     while (!this.stopped && lane.active < this.options.perEndpoint && lane.waiting.length > 0) {
@@ -144,32 +172,47 @@ export class Dispatcher {
       lane.active += 1;
       this.queued.delete(delivery.deliveryId);
       this.busy.add(delivery.deliveryId);
-      const attempt = this.attempt(delivery)
+      let released = false;
+      const release = () => {
+        if (released) return;
+        released = true;
+        lane.active -= 1;
+        if (lane.active === 0 && lane.waiting.length === 0) this.lanes.delete(endpointId);
+        else this.pump(endpointId);
+      };
+      const attempt = this.send(delivery)
+        .then((record) => {
+          release();
+          return record && this.recordings.run(record);
+        })
         .catch((error: unknown) =>
           this.logger.warn({ err: error, delivery_id: delivery.deliveryId }, 'delivery attempt failed; will retry'),
         )
         .finally(() => {
-          lane.active -= 1;
+          release();
           this.busy.delete(delivery.deliveryId);
           this.inFlight.delete(attempt);
-          if (lane.active === 0 && lane.waiting.length === 0) this.lanes.delete(endpointId);
-          else this.pump(endpointId);
         });
       this.inFlight.add(attempt);
     }
   }
 
-  /** One attempt: claim, sign, send, record. A delivery another attempt holds is left to it. */
-  private async attempt(delivery: Delivery): Promise<void> {
+  /**
+   * One attempt: claim, sign, send; resolves with the write of its outcome, or null when
+   * another attempt holds the delivery.
+   */
+  private async send(delivery: Delivery): Promise<(() => Promise<void>) | null> {
     const now = this.clock();
     const leaseUntil = new Date(now.getTime() + this.options.timeoutMs + 5_000);
     // Once claimed, its slot is the lease's: the sweeper finds it again if this process dies.
-    if (!(await this.store.claim(delivery, now, leaseUntil))) return;
+    const owned = this.owned.get(delivery.deliveryId);
+    this.owned.delete(delivery.deliveryId);
+    const ownLeaseHolds = owned !== undefined && owned.getTime() - now.getTime() > this.options.timeoutMs + 5_000;
+    if (!ownLeaseHolds && !(await this.store.claim(delivery, now, leaseUntil))) return null;
     const found = await this.endpoints.withSecrets(delivery.endpointId, now);
     if (!found) {
       // The endpoint was deleted: nothing more is sent to it.
-      await this.store.recordAttempt(delivery, { status: 'failed', lastStatus: null, nextAttemptAt: null });
-      return;
+      return () => this.store.recordAttempt(delivery, { status: 'failed', lastStatus: null, nextAttemptAt: null });
     }
     const timestamp = Math.floor(now.getTime() / 1000);
     const started = performance.now();
@@ -198,7 +241,7 @@ export class Dispatcher {
         },
         'webhook not delivered',
       );
-    await this.store.recordAttempt(delivery, { ...next, lastStatus: result.status });
+    return () => this.store.recordAttempt(delivery, { ...next, lastStatus: result.status });
   }
 
   /** A full lane: the delivery waits in the database a few seconds and is swept again. */
@@ -226,5 +269,24 @@ export class Dispatcher {
     let safe = this.sweptTo;
     for (const slot of this.queued.values()) safe = Math.min(safe, Number(slot) - 1);
     await this.cursor.save(safe);
+  }
+}
+
+/** Runs at most `max` tasks at once; the others wait their turn, in order. */
+class Limiter {
+  private running = 0;
+  private readonly waiting: Array<() => void> = [];
+
+  constructor(private readonly max: number) {}
+
+  async run<T>(task: () => Promise<T>): Promise<T> {
+    if (this.running >= this.max) await new Promise<void>((resolve) => this.waiting.push(resolve));
+    this.running += 1;
+    try {
+      return await task();
+    } finally {
+      this.running -= 1;
+      this.waiting.shift()?.();
+    }
   }
 }

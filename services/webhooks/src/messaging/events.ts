@@ -6,21 +6,22 @@ import { mayReceive, matchesPatterns } from '../domain/endpoint';
 import { deliveryIdOf, type Delivery, type DeliveryStore } from '../store/delivery-store';
 import type { EndpointStore } from '../store/endpoint-store';
 import type { Clock } from '@rs/time';
+import type { Dispatcher } from '../app/dispatcher';
 
 export const WEBHOOKS_EVENT_QUEUE = 'webhooks.events';
 
 /**
  * The webhooks service's own durable queue on `rights.events` and `subscriptions.events`
  * (DESIGN.md 1 and 8): each event becomes a delivery for every endpoint that may see it
- * (DESIGN.md 3) and whose patterns match its type, stored before the event is acked, then
- * handed to the dispatcher. A redelivered event finds its deliveries stored (their ids are
+ * (DESIGN.md 3) and whose patterns match its type, stored (leased to this process for its
+ * first attempt) before the event is acked, then handed to the dispatcher. A redelivered event finds its deliveries stored (their ids are
  * derived from endpoint and event) and makes none twice.
  */
 export async function consumeEventsForWebhooks(
   broker: AmqpClient,
   endpoints: EndpointStore,
   deliveries: DeliveryStore,
-  dispatch: (found: Delivery[]) => void,
+  dispatcher: Pick<Dispatcher, 'enqueue' | 'ownLeaseUntil'>,
   logger: Logger,
   clock: Clock,
 ): Promise<void> {
@@ -44,8 +45,15 @@ export async function consumeEventsForWebhooks(
           createdAt: now,
         }));
     });
-    await deliveries.insertMany(found);
-    dispatch(found);
+    const leasedUntil = dispatcher.ownLeaseUntil(now);
+    const stored = await deliveries.insertMany(found, leasedUntil);
+    // Those stored now are this process's to attempt; those stored before (the event came
+    // again) are attempted only if a claim gets them.
+    dispatcher.enqueue(
+      found.filter((delivery) => stored.has(delivery.deliveryId)),
+      leasedUntil,
+    );
+    dispatcher.enqueue(found.filter((delivery) => !stored.has(delivery.deliveryId)));
   };
   await consume(
     broker,

@@ -56,24 +56,36 @@ export class DeliveryStore {
     await this.deliveries.createIndex({ due: 1 }, { name: 'by_due_second', sparse: true });
   }
 
-  /** Stores new deliveries, each due at once; those that exist (an event handled again) stay as they are. */
-  async insertMany(deliveries: readonly Delivery[]): Promise<void> {
+  /**
+   * Stores new deliveries, leased until `leaseUntil` to the process that stores them (it
+   * attempts them at once, without a claim; if it dies, the sweeper finds them when the lease
+   * ends). Those that exist (an event handled again) stay as they are; returns the ids of
+   * those stored now.
+   */
+  async insertMany(deliveries: readonly Delivery[], leaseUntil: Date): Promise<Set<string>> {
     const { maxInsertDocuments } = await serverLimits(this.db);
+    const inserted = new Set<string>();
     for (const chunk of chunks(deliveries, maxInsertDocuments)) {
       try {
         await this.deliveries.insertMany(
           chunk.map(({ deliveryId, ...fields }) => ({
             _id: deliveryId,
             ...fields,
-            due: slotOf(fields.nextAttemptAt ?? fields.createdAt),
-            leaseUntil: null,
+            due: slotOf(leaseUntil),
+            leaseUntil,
           })),
           { ordered: false },
         );
+        for (const delivery of chunk) inserted.add(delivery.deliveryId);
       } catch (error) {
         if (!isDuplicateKey(error)) throw error;
+        const taken = new Set((error as { writeErrors: Array<{ index: number }> }).writeErrors.map((e) => e.index));
+        chunk.forEach((delivery, index) => {
+          if (!taken.has(index)) inserted.add(delivery.deliveryId);
+        });
       }
     }
+    return inserted;
   }
 
   /**
