@@ -16,7 +16,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'suite',
-          include: ['libs/*/test/**/*.spec.ts', 'services/*/test/**/*.spec.ts'],
+          include: ['libs/*/test/**/*.spec.ts', 'services/*/test/**/*.spec.ts', 'tools/*/test/**/*.spec.ts'],
           exclude: ALONE,
           // The tests wait on real servers and processes far more than they compute: three files
           // at a time (vitest's default on two cores is one) keep both cores busy.

@@ -1,17 +1,46 @@
 // `npm start` (DESIGN.md 6): the whole system on this machine. All five services run as
 // supervised child processes with one merged, readable log, against MONGODB_URL and
 // AMQP_URL; when those are not set and nothing answers locally, the local servers that
-// deploy/local/setup.sh installed are started first.
+// deploy/local/setup.sh installed are started first. Outside production, with no identity
+// provider configured, a development token issuer runs beside them so that Bearer can be
+// tried (issue 13). Flags:
+//   --traces  also start Zipkin's server (installed by the setup) and export every span to
+//             it: traces at http://localhost:9411/zipkin/ (issue 13);
+//   --plan    print what would run, as JSON, and start nothing.
 import { spawn, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import net from 'node:net';
 import path from 'node:path';
 import readline from 'node:readline';
+import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { prettyFactory } from 'pino-pretty';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const require = createRequire(import.meta.url);
+const { devIssuerWanted } = require(path.join(root, 'tools/dev-issuer/dist/policy.js'));
 const SERVICES = ['catalog', 'rights', 'subscriptions', 'scheduler', 'webhooks', 'gateway'];
 const START_GRACE_MS = 15_000;
+const { values: flags } = parseArgs({ options: { traces: { type: 'boolean' }, plan: { type: 'boolean' } } });
+
+/** The environment every child starts from: development unless the caller says otherwise. */
+const baseEnv = {
+  NODE_ENV: 'development',
+  ADMIN_CLIENT_ID: 'admin',
+  ADMIN_CLIENT_SECRET: 'admin-secret-change-me',
+  ...process.env,
+};
+const ISSUER_PORT = Number(process.env.DEV_ISSUER_PORT ?? 8090);
+const ZIPKIN_PORT = Number(process.env.ZIPKIN_PORT ?? 9411);
+/** Installed by deploy/local/setup.sh from Maven Central. */
+const ZIPKIN_JAR = path.join(root, '.local/tools/zipkin.jar');
+const plan = {
+  services: SERVICES,
+  nodeEnv: baseEnv.NODE_ENV,
+  devIssuer: devIssuerWanted(baseEnv) ? { url: `http://localhost:${ISSUER_PORT}` } : null,
+  zipkin: flags.traces ? { url: `http://localhost:${ZIPKIN_PORT}/zipkin/` } : null,
+};
 const color = process.stdout.isTTY ? (code, text) => `\x1b[${code}m${text}\x1b[0m` : (_code, text) => text;
 const SERVICE_COLORS = {
   catalog: 36,
@@ -20,6 +49,8 @@ const SERVICE_COLORS = {
   scheduler: 34,
   webhooks: 31,
   gateway: 33,
+  issuer: 90,
+  zipkin: 90,
   start: 37,
 };
 
@@ -73,16 +104,23 @@ function format(service, line) {
 const children = new Map();
 let stopping = false;
 
-function launch(service, attempt = 0) {
-  const child = spawn(
+/** How each child runs: a service of services/, or one of the development helpers. */
+function commandOf(name) {
+  if (name === 'issuer') return [process.execPath, [path.join(root, 'tools/dev-issuer/dist/main.js')]];
+  if (name === 'zipkin') return ['java', ['-Xms64m', '-Xmx512m', '-jar', ZIPKIN_JAR]];
+  return [
     process.execPath,
     [
       '--require',
       path.join(root, 'libs/telemetry/dist/register.js'),
-      path.join(root, 'services', service, 'dist/main.js'),
+      path.join(root, 'services', name, 'dist/main.js'),
     ],
-    { env: childEnv(service), stdio: ['ignore', 'pipe', 'pipe'] },
-  );
+  ];
+}
+
+function launch(service, attempt = 0) {
+  const [command, args] = commandOf(service);
+  const child = spawn(command, args, { env: childEnv(service), stdio: ['ignore', 'pipe', 'pipe'] });
   const startedAt = Date.now();
   children.set(service, child);
   for (const stream of [child.stdout, child.stderr]) {
@@ -105,18 +143,34 @@ function launch(service, attempt = 0) {
 }
 
 function childEnv(service) {
-  const env = {
-    NODE_ENV: 'development',
-    ADMIN_CLIENT_ID: 'admin',
-    ADMIN_CLIENT_SECRET: 'admin-secret-change-me',
-    ...process.env,
-    OTEL_SERVICE_NAME: service,
-  };
-  // Without a collector, keep trace context flowing but export nothing.
-  if (!env.OTEL_EXPORTER_OTLP_ENDPOINT && !env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) env.OTEL_TRACES_EXPORTER ??= 'none';
+  if (service === 'zipkin')
+    // In-memory storage: traces of this run only. Zipkin's own logs are plain text.
+    return { ...process.env, STORAGE_TYPE: 'mem', QUERY_PORT: String(ZIPKIN_PORT) };
+  const env = { ...baseEnv, OTEL_SERVICE_NAME: service };
+  const issuer = { JWT_ISSUER: plan.devIssuer?.url, JWT_AUDIENCE: process.env.JWT_AUDIENCE ?? 'rights-api' };
+  if (service === 'issuer') return { ...env, ...issuer, DEV_ISSUER_PORT: String(ISSUER_PORT) };
+  // The gateway trusts the development issuer, through its JWKS as it would a real provider's.
+  if (service === 'gateway' && plan.devIssuer)
+    Object.assign(env, issuer, { JWT_JWKS_URL: `http://127.0.0.1:${ISSUER_PORT}/.well-known/jwks.json` });
+  if (plan.zipkin) {
+    env.OTEL_TRACES_EXPORTER = 'zipkin';
+    env.OTEL_EXPORTER_ZIPKIN_ENDPOINT = `http://127.0.0.1:${ZIPKIN_PORT}/api/v2/spans`;
+  } else if (!env.OTEL_EXPORTER_OTLP_ENDPOINT && !env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) {
+    // Without a collector, keep trace context flowing but export nothing.
+    env.OTEL_TRACES_EXPORTER ??= 'none';
+  }
   env.OTEL_METRICS_EXPORTER ??= 'none';
   env.OTEL_LOGS_EXPORTER ??= 'none';
   return env;
+}
+
+/** Resolves once `port` answers on 127.0.0.1, or fails after `timeoutMs`. */
+async function untilAnswers(name, port, timeoutMs) {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await answers(port))) {
+    if (Date.now() > deadline || !children.has(name)) throw new Error(`${name} did not answer on port ${port}`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
 }
 
 function stop(code) {
@@ -136,9 +190,29 @@ function stop(code) {
 process.on('SIGINT', () => stop(0));
 process.on('SIGTERM', () => stop(0));
 
+if (flags.plan) {
+  process.stdout.write(`${JSON.stringify(plan, null, 2)}\n`);
+  process.exit(0);
+}
 await ensureServers();
 const port = process.env.GATEWAY_PORT ?? '8080';
 const admin = process.env.ADMIN_CLIENT_ID ?? 'admin';
+if (plan.zipkin) {
+  if (!existsSync(ZIPKIN_JAR)) {
+    say(color(31, 'Zipkin is not installed: run `npm run setup` first'));
+    process.exit(1);
+  }
+  say(`starting Zipkin for traces (in memory): ${plan.zipkin.url}`);
+  launch('zipkin');
+  await untilAnswers('zipkin', ZIPKIN_PORT, 120_000).catch((error) => (say(color(31, error.message)), stop(1)));
+}
+if (plan.devIssuer) {
+  launch('issuer');
+  await untilAnswers('issuer', ISSUER_PORT, 15_000).catch((error) => (say(color(31, error.message)), stop(1)));
+  say(
+    `Bearer: tokens from the development issuer, e.g. npm run -s token -- --user alice --client acme --scope id.user.right.read`,
+  );
+}
 say(`starting ${SERVICES.join(', ')}; the gateway will listen on http://localhost:${port}`);
 if (!process.env.ADMIN_CLIENT_ID)
   say(`admin client: ${admin} / admin-secret-change-me (set ADMIN_CLIENT_ID and ADMIN_CLIENT_SECRET to change)`);

@@ -8,6 +8,7 @@ if [ -x "$RS_ROOT/.local/node/bin/node" ]; then
 fi
 export FERRETDB_VERSION="v1.24.2"
 export SCHEMATHESIS_VERSION="4.32.5"
+export ZIPKIN_VERSION="3.5.1"
 export RS_LOCAL_DATA="${RS_LOCAL_DATA:-$RS_ROOT/.local/data}"
 # The Go toolchain's usual home, for shells whose PATH lacks it (the FerretDB build and
 # deploy/validate.sh use it).

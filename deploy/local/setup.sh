@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # One idempotent step that gives a Debian machine everything the project needs locally
 # (DESIGN.md section 7): Node 24, RabbitMQ from Debian's rabbitmq-server with the management
-# plugin, FerretDB 1.24.x built with the Go toolchain on Debian's PostgreSQL (docs/decisions/0010);
-# then starts the servers.
+# plugin, FerretDB 1.24.x built with the Go toolchain on Debian's PostgreSQL (docs/decisions/0010),
+# Zipkin's server from Maven Central for `npm start -- --traces` (issue 13); then starts the servers.
 set -euo pipefail
 here="$(dirname "${BASH_SOURCE[0]}")"
 source "$here/env.sh"
@@ -69,8 +69,28 @@ install_schemathesis() {
   echo "installed schemathesis $SCHEMATHESIS_VERSION into .local/fuzz"
 }
 
+install_zipkin() {
+  # `npm start -- --traces` (issue 13): a trace UI without Docker. Zipkin's server ships its UI
+  # in one executable jar on Maven Central, fetched with Maven (its ordinary client); Java 17+.
+  local tools="$here/../../.local/tools"
+  mkdir -p "$tools"
+  if [ -f "$tools/zipkin.jar" ] && [ "$(cat "$tools/zipkin.version" 2>/dev/null)" = "$ZIPKIN_VERSION" ]; then
+    echo "zipkin $ZIPKIN_VERSION is installed"
+    return
+  fi
+  java_major() { java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1; }
+  if ! command -v java >/dev/null || [ "$(java_major)" -lt 17 ]; then apt_install openjdk-17-jre-headless; fi
+  command -v mvn >/dev/null || apt_install maven
+  mvn -q -B dependency:copy "-Dartifact=io.zipkin:zipkin-server:$ZIPKIN_VERSION:jar:exec" \
+    "-DoutputDirectory=$tools" -Dmdep.stripVersion=true
+  mv "$tools/zipkin-server-exec.jar" "$tools/zipkin.jar"
+  echo "$ZIPKIN_VERSION" > "$tools/zipkin.version"
+  echo "installed zipkin $ZIPKIN_VERSION into .local/tools/zipkin.jar"
+}
+
 bash "$here/install-node.sh"
 install_schemathesis
+install_zipkin
 install_rabbitmq
 install_postgresql
 install_ferretdb

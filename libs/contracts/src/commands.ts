@@ -37,6 +37,12 @@ export const RightsIssueData = z.object({
   connectId: ConnectId,
   grantorId: PartyId,
   periodStart: z.iso.datetime({ offset: true }),
+  /**
+   * When the period fell due: its start, or the subscription's creation when that came later.
+   * The rights service measures renewal lag from it (issue 13). Optional: commands queued
+   * by an earlier version carry none.
+   */
+  dueAt: z.iso.datetime({ offset: true }).optional(),
   rights: z.array(IssuedRight).min(1).max(100),
 });
 export type RightsIssueData = z.infer<typeof RightsIssueData>;

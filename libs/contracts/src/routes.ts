@@ -7,7 +7,8 @@
  */
 
 /** The scopes of spec 5. */
-export type Scope = 'id.user.sub.read' | 'id.user.right.read' | 'id.user.right.use';
+export const SCOPES = ['id.user.sub.read', 'id.user.right.read', 'id.user.right.use'] as const;
+export type Scope = (typeof SCOPES)[number];
 export type RouteOwner = 'gateway' | 'subscriptions' | 'rights' | 'catalog' | 'webhooks';
 export type RouteMethod = 'GET' | 'PUT' | 'POST' | 'DELETE';
 

@@ -149,6 +149,24 @@ export class AmqpClient extends EventEmitter<{ connected: []; disconnected: [] }
     }
   }
 
+  /**
+   * Messages ready in each of `queues` (passive declares, on a channel of their own: an
+   * absent queue closes only that channel); nothing while disconnected. For /metrics.
+   */
+  async messageCounts(queues: readonly string[]): Promise<Map<string, number>> {
+    const counts = new Map<string, number>();
+    const connection = this.connection;
+    if (!connection) return counts;
+    const channel = await connection.createChannel();
+    channel.on('error', () => undefined);
+    try {
+      for (const queue of queues) counts.set(queue, (await channel.checkQueue(queue)).messageCount);
+    } finally {
+      await channel.close().catch(() => undefined);
+    }
+    return counts;
+  }
+
   private async connectLoop(): Promise<void> {
     const min = this.options.reconnectMinMs ?? 250;
     const max = this.options.reconnectMaxMs ?? 10_000;

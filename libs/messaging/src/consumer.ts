@@ -2,7 +2,7 @@ import { context, SpanKind, SpanStatusCode, trace, type Attributes, type Context
 import type { Logger } from '@rs/logging';
 import type { Channel, ConfirmChannel, ConsumeMessage } from 'amqplib';
 import type { AmqpClient } from './amqp-client';
-import { messagesHandled } from './metrics';
+import { messagesHandled, watchQueue } from './metrics';
 import { declareDurableQueue, deadLetterQueueOf, retryQueueOf } from './topology';
 import { contextFrom } from './trace-context';
 
@@ -68,6 +68,7 @@ const tracer = trace.getTracer('@rs/messaging');
 export async function consume<T>(client: AmqpClient, spec: ConsumerSpec<T>, logger: Logger): Promise<void> {
   const maxAttempts = spec.maxAttempts ?? 5;
   const delays = spec.retryDelaysMs ?? [500, 2_000, 10_000, 30_000];
+  if (spec.queue !== null) watchQueue(client, spec.queue);
   await client.addSetup(async (connection) => {
     const channel = await connection.createConfirmChannel();
     channel.on('error', (error: Error) => logger.warn({ err: error }, 'consumer channel error'));

@@ -1,4 +1,6 @@
 import { counter, gauge } from '@rs/telemetry/metrics';
+import type { AmqpClient } from './amqp-client';
+import { deadLetterQueueOf } from './topology';
 
 export const messagesHandled = counter(
   'amqp_messages_handled_total',
@@ -11,3 +13,49 @@ export const messagesPublished = counter(
   ['exchange'],
 );
 export const brokerConnected = gauge('amqp_connected', '1 while the broker connection is open');
+
+/** The durable queues this process consumes, by the client that consumes them. */
+const consumed = new Map<AmqpClient, Set<string>>();
+
+export function watchQueue(client: AmqpClient, queue: string): void {
+  const queues = consumed.get(client) ?? new Set<string>();
+  consumed.set(client, queues.add(queue));
+}
+
+/** Both gauges below come from one round of passive declares per scrape. */
+let depths: { at: number; counts: Promise<Map<string, number>> } | undefined;
+function queueDepths(): Promise<Map<string, number>> {
+  if (depths && Date.now() - depths.at < 1000) return depths.counts;
+  const counts = Promise.all(
+    [...consumed].map(([client, queues]) =>
+      client.messageCounts([...queues].flatMap((queue) => [queue, deadLetterQueueOf(queue)])).catch(() => new Map()),
+    ),
+  ).then((maps) => new Map(maps.flatMap((map) => [...map])));
+  depths = { at: Date.now(), counts };
+  return counts;
+}
+
+gauge('amqp_queue_messages', 'Messages waiting in a consumed queue, by queue', ['queue'], async function collect() {
+  this.reset();
+  const counts = await queueDepths();
+  for (const queues of consumed.values())
+    for (const queue of queues) {
+      const count = counts.get(queue);
+      if (count !== undefined) this.set({ queue }, count);
+    }
+});
+
+gauge(
+  'amqp_dead_letter_messages',
+  "Messages in a consumed queue's dead-letter queue (<queue>.dlq), by queue",
+  ['queue'],
+  async function collect() {
+    this.reset();
+    const counts = await queueDepths();
+    for (const queues of consumed.values())
+      for (const queue of queues) {
+        const count = counts.get(deadLetterQueueOf(queue));
+        if (count !== undefined) this.set({ queue }, count);
+      }
+  },
+);

@@ -75,6 +75,19 @@ gauge(
     for (const relay of relays) this.set({ collection: relay.collectionName }, await relay.backlog().catch(() => -1));
   },
 );
+gauge(
+  'outbox_oldest_pending_age_seconds',
+  'Age of the oldest event not yet published, by collection (0 when none is pending)',
+  ['collection'],
+  async function collect() {
+    const now = Date.now();
+    for (const relay of relays) {
+      const oldest = await relay.oldestPendingAt().catch(() => undefined);
+      if (oldest !== undefined)
+        this.set({ collection: relay.collectionName }, oldest ? (now - oldest.getTime()) / 1000 : 0);
+    }
+  },
+);
 const relays = new Set<OutboxRelay>();
 
 export interface OutboxRelayOptions {
@@ -191,6 +204,26 @@ export class OutboxRelay {
 
   backlog(): Promise<number> {
     return this.documents.countDocuments(PENDING);
+  }
+
+  /**
+   * When the oldest pending event was stored, or null when none is pending. Read from one
+   * relay batch of pending documents (unsorted, as the relay reads them; a sort would read
+   * the whole backlog on FerretDB): exact up to a batch of backlog, a lower bound beyond,
+   * and a stuck relay re-reads the same documents, so the age it shows keeps growing.
+   */
+  async oldestPendingAt(): Promise<Date | null> {
+    const batch = (await this.documents
+      .find(PENDING, { projection: { _id: 0, outbox: 1 } })
+      .limit(this.options.batchSize ?? 500)
+      .toArray()) as unknown as Array<Pick<OutboxDocument, 'outbox'>>;
+    let oldest: number | null = null;
+    for (const document of batch)
+      for (const entry of document.outbox) {
+        const at = new Date(entry.createdAt).getTime();
+        if (oldest === null || at < oldest) oldest = at;
+      }
+    return oldest === null ? null : new Date(oldest);
   }
 
   private get leaseId(): string {

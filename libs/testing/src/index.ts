@@ -10,3 +10,4 @@ export * from './commands';
 export * from './fixture';
 export * from './database';
 export * from './webhook-receiver';
+export * from './zipkin';

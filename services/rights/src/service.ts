@@ -36,7 +36,7 @@ export const start = defineService('rights', Config, async (runtime) => {
     ttlS: config.RIGHT_TOKEN_TTL_S,
     clock,
   });
-  await consumeRightsCommands(runtime.broker, rights, history, eventsFor, runtime.logger, () => relay.kick());
+  await consumeRightsCommands(runtime.broker, rights, history, eventsFor, runtime.logger, clock, () => relay.kick());
   return serveHttp(runtime, config.PORT, {
     realm: config.AUTH_REALM,
     jsonLimit: '64kb',

@@ -40,6 +40,7 @@ describe('DESIGN.md 3 "Renewal": planRenewal', () => {
         {
           period: 0,
           periodStart: '2026-03-01T00:00:00+01:00',
+          dueAt: '2026-03-01T00:00:00.000+01:00',
           rights: [
             expect.objectContaining({
               templateIndex: 0,
@@ -60,6 +61,14 @@ describe('DESIGN.md 3 "Renewal": planRenewal', () => {
       nextPeriod: 1,
       expired: false,
     });
+  });
+
+  it('when the subscription was created after its period began, then the period fell due at its creation (renewal lag)', () => {
+    const s = subscription({ createdAt: new Date('2026-03-01T06:30:00.250Z') });
+    const plan = planRenewal(s, spec(s.timeSpec), at('2026-03-01T06:30:01Z'));
+    expect(plan.issues.map((issue) => [issue.periodStart, issue.dueAt])).toEqual([
+      ['2026-03-01T00:00:00+01:00', '2026-03-01T06:30:00.250Z'],
+    ]);
   });
 
   it('when the next period has not started, then nothing is issued and nothing changes', () => {

@@ -15,9 +15,10 @@ import {
 import type { Logger } from '@rs/logging';
 import { consume, type AmqpClient } from '@rs/messaging';
 import { outboxEntry, recordAndPublish, type HistoryLog } from '@rs/store';
-import { parseTimeInterval } from '@rs/time';
+import { parseTimeInterval, type Clock } from '@rs/time';
 import type { RightEntity } from '../domain/right';
 import type { RightEventsOf } from './events';
+import { observeExpiryLag, observeRenewalLag } from './lag';
 import type { RightsUseCases } from '../app/rights';
 
 export const RIGHTS_COMMAND_QUEUE = 'rights.commands';
@@ -35,6 +36,7 @@ export async function consumeRightsCommands(
   history: HistoryLog,
   eventsFor: RightEventsOf,
   logger: Logger,
+  clock: Clock,
   onStored: () => void,
 ): Promise<void> {
   /**
@@ -65,6 +67,9 @@ export async function consumeRightsCommands(
       broker,
       events.map((event) => outboxEntry(Exchanges.rightsEvents, event)),
     );
+    const publishedAt = clock();
+    for (const issue of issues) observeRenewalLag(issue.dueAt, publishedAt);
+    for (const right of expired) observeExpiryLag(right.end, publishedAt);
     // One by one: each cascade reads and changes every right of its subscription (through the outbox).
     for (const command of commands) if (command.type === CommandTypes.rightsCascade) await rights.cascade(command.data);
     onStored();

@@ -231,6 +231,7 @@ export class SubscriptionUseCases {
             connectId: subscription.userId,
             grantorId: subscription.grantorId,
             periodStart: issue.periodStart,
+            dueAt: issue.dueAt,
             rights: issue.rights,
           },
           time: now,

@@ -14,6 +14,8 @@ import type { SubscriptionEntity } from './subscription';
 export interface PeriodIssue {
   period: number;
   periodStart: string;
+  /** When the period fell due: its start, or the subscription's creation if that was later. */
+  dueAt: string;
   rights: IssuedRight[];
 }
 
@@ -52,7 +54,9 @@ export function planRenewal(subscription: SubscriptionEntity, spec: TimeSpec, no
         state: subscription.state === 'ACTIVE' ? 'ACTIVE' : 'SUSPENDED',
       });
     });
-    if (rights.length > 0) issues.push({ period: k, periodStart: formatDateTime(start), rights });
+    const dueAt = DateTime.max(start, DateTime.fromJSDate(subscription.createdAt, { zone: 'utc' }));
+    if (rights.length > 0)
+      issues.push({ period: k, periodStart: formatDateTime(start), dueAt: dueAt.toISO()!, rights });
     k += 1;
   }
   const nextPeriod = k !== null && periodExists(spec, k) ? k : null;

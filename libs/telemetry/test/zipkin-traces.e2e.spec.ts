@@ -1,0 +1,70 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { clientsOf, TestSystem, ZipkinServer, type ZipkinSpan } from '@rs/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+/**
+ * Issue 13: traces on a machine without Docker. Zipkin's server (installed by the setup from
+ * Maven Central, as `npm start -- --traces` runs it) receives the services' spans through the
+ * OpenTelemetry SDK's standard Zipkin exporter, and one request's trace is found through
+ * Zipkin's own HTTP API.
+ */
+const zipkin = new ZipkinServer();
+let system: TestSystem;
+
+beforeAll(async () => {
+  await zipkin.start();
+  system = await TestSystem.start({
+    name: 'zipkin',
+    backends: ['catalog', 'rights', 'scheduler', 'webhooks'],
+    env: zipkin.env,
+  });
+  await system.seed({ clients: clientsOf({ 'grantor-a': 'A' }), users: ['erin'], skus: { news: {} } });
+}, 180_000);
+afterAll(async () => {
+  await system?.stop();
+  await zipkin.close();
+});
+
+const serviceOf = (span: ZipkinSpan) => span.localEndpoint?.serviceName ?? '';
+
+describe('issue 13: a request traced in Zipkin', () => {
+  it('when a right is created through the gateway, then its trace holds the gateway, the rights service, its database and the consumers of its event', async () => {
+    const response = await fetch(`${system.gatewayUrl}/id/users/erin/rights`, {
+      method: 'POST',
+      headers: { authorization: TestSystem.clientAuthorization('grantor-a'), 'content-type': 'application/json' },
+      body: JSON.stringify({ grantorId: 'A', sku: 'news', timeInterval: '2026-01-01T00:00:00Z/2099-01-01T00:00:00Z' }),
+    });
+    expect(response.status).toBe(201);
+
+    // Zipkin lower-cases span names; the rights service names its span by the route it matched.
+    const isCreate = (span: ZipkinSpan) =>
+      serviceOf(span) === 'rights' && span.kind === 'SERVER' && span.name === 'post /id/users/:connectid/rights';
+    let trace: ZipkinSpan[] = [];
+    const complete = (spans: ZipkinSpan[]) =>
+      ['scheduler', 'webhooks'].every((service) =>
+        spans.some((span) => serviceOf(span) === service && span.kind === 'CONSUMER'),
+      );
+    for (let waited = 0; waited < 30_000 && !complete(trace); waited += 500) {
+      await sleep(500);
+      const found = (await zipkin.traces('gateway')).find((spans) => spans.some(isCreate));
+      if (found) trace = await zipkin.trace(found[0]!.traceId);
+    }
+    expect(trace.length).toBeGreaterThan(0);
+    const kinds = new Set(trace.map((span) => `${serviceOf(span)} ${span.kind ?? 'INTERNAL'}`));
+    expect(kinds).toContain('gateway SERVER');
+    expect(kinds).toContain('gateway CLIENT');
+    expect(kinds).toContain('rights SERVER');
+    expect(kinds).toContain('rights PRODUCER');
+    expect(kinds).toContain('scheduler CONSUMER');
+    expect(kinds).toContain('webhooks CONSUMER');
+    // The rights service's database commands, as the MongoDB driver's instrumentation names them.
+    const database = trace.filter(
+      (span) =>
+        serviceOf(span) === 'rights' && span.kind === 'CLIENT' && /mongodb/.test(JSON.stringify(span.tags ?? {})),
+    );
+    expect(database.length).toBeGreaterThan(0);
+    // One trace: every span but the root has its parent in it.
+    const ids = new Set(trace.map((span) => span.id));
+    expect(trace.filter((span) => span.parentId !== undefined && !ids.has(span.parentId))).toEqual([]);
+  });
+});

@@ -1,0 +1,25 @@
+/**
+ * When the development token issuer may run (issue 13): `npm start` runs it so that Bearer
+ * can be tried on a laptop, and it must never be part of a production system, where tokens
+ * come from the operator's identity provider.
+ */
+export interface IssuerEnvironment {
+  NODE_ENV?: string | undefined;
+  JWT_JWKS_URL?: string | undefined;
+  JWT_PUBLIC_KEY?: string | undefined;
+}
+
+/**
+ * Why the issuer may not run in this environment, or null when it may. NODE_ENV must say
+ * development or test: unset means production, as it does for every service (libs/config).
+ */
+export function issuerRefusal(env: IssuerEnvironment): string | null {
+  if (env.NODE_ENV !== 'development' && env.NODE_ENV !== 'test')
+    return `the development token issuer never runs when NODE_ENV is ${env.NODE_ENV ?? 'unset (production)'}`;
+  return null;
+}
+
+/** Whether `npm start` runs the issuer: allowed here, and the gateway trusts no other issuer. */
+export function devIssuerWanted(env: IssuerEnvironment): boolean {
+  return issuerRefusal(env) === null && !env.JWT_JWKS_URL && !env.JWT_PUBLIC_KEY;
+}
