@@ -144,8 +144,14 @@ function launch(service, attempt = 0) {
 
 function childEnv(service) {
   if (service === 'zipkin')
-    // In-memory storage: traces of this run only. Zipkin's own logs are plain text.
-    return { ...process.env, STORAGE_TYPE: 'mem', QUERY_PORT: String(ZIPKIN_PORT) };
+    // In-memory storage: traces of this run only; its (Spring Boot) log without the banner, warnings up.
+    return {
+      ...process.env,
+      STORAGE_TYPE: 'mem',
+      QUERY_PORT: String(ZIPKIN_PORT),
+      SPRING_MAIN_BANNER_MODE: 'off',
+      LOGGING_LEVEL_ROOT: 'WARN',
+    };
   const env = { ...baseEnv, OTEL_SERVICE_NAME: service };
   const issuer = { JWT_ISSUER: plan.devIssuer?.url, JWT_AUDIENCE: process.env.JWT_AUDIENCE ?? 'rights-api' };
   if (service === 'issuer') return { ...env, ...issuer, DEV_ISSUER_PORT: String(ISSUER_PORT) };
