@@ -120,6 +120,10 @@ describe('endpoints and signed deliveries', () => {
       }),
     ).toThrow();
 
+    // The outcome is recorded once the endpoint has answered, so the log may lag the receiver a little.
+    await expect
+      .poll(async () => (await deliveriesOf(endpoint.endpointId))[0]?.status, { timeout: 2_000 })
+      .toBe('delivered');
     const [delivery] = await deliveriesOf(endpoint.endpointId);
     expect(delivery).toMatchObject({
       eventId: event.id,
