@@ -12,7 +12,7 @@ const files = (dir: string): string[] =>
     const full = path.join(dir, entry.name);
     return entry.isDirectory() ? files(full) : entry.name.endsWith('.ts') ? [full] : [];
   });
-const all = [...files(path.join(ROOT, 'libs')), ...files(path.join(ROOT, 'services'))];
+const all = ['libs', 'services', 'tools'].flatMap((dir) => files(path.join(ROOT, dir)));
 const sources = all
   .filter((file) => file.includes(`${path.sep}src${path.sep}`))
   .map((file) => readFileSync(file, 'utf8'));

@@ -77,6 +77,8 @@ export async function startScheduling(options: SchedulingOptions): Promise<{ sto
   );
   return {
     async stop() {
+      // A sweep under way (hours of catching up after downtime) ends after its current second.
+      for (const sweeper of sweepers) sweeper.stop();
       await Promise.all([rebuilding.stop(), ticker.stop(), heartbeat.stop()]);
       await stores.partitions.leave(me).catch(() => undefined);
     },

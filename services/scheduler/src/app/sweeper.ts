@@ -34,6 +34,8 @@ interface Position {
   /** Last second looked at a second time. */
   secondLook: number;
   savedAt: number;
+  /** The second last saved as this partition's cursor. */
+  savedSecond: number;
 }
 
 /** Seconds looked back when a partition has no saved position yet (its first sweep ever). */
@@ -42,6 +44,12 @@ const FIRST_LOOK_BACK_S = 60;
 const SAVE_EVERY_MS = 10_000;
 /** Items commanded per partition and sweep before the next partition's turn (bounded memory). */
 const ITEMS_PER_SWEEP = 20_000;
+/**
+ * Seconds read per partition and sweep (each loop): a replica catching up after hours of
+ * downtime reads every second it missed, and a sweep that long would hold back the next
+ * look at which partitions it owns, and a graceful stop.
+ */
+const SECONDS_PER_SWEEP = 600;
 
 /**
  * Finds due work of one collection and commands it in batches (DESIGN.md 1 and 2 "Scale";
@@ -54,11 +62,17 @@ const ITEMS_PER_SWEEP = 20_000;
  */
 export class DueSweeper {
   private readonly positions = new Map<number, Position>();
+  private stopping = false;
 
   constructor(private readonly options: SweeperOptions) {}
 
+  /** Ends the sweep under way after the second it is on (positions saved), and sweeps no more. */
+  stop(): void {
+    this.stopping = true;
+  }
+
   async sweep(owned: readonly number[], now: Date): Promise<void> {
-    if (!this.options.broker.connected) return;
+    if (this.stopping || !this.options.broker.connected) return;
     for (const partition of this.positions.keys()) if (!owned.includes(partition)) this.positions.delete(partition);
     if (owned.length === 0) return;
     await Promise.all(owned.map((partition) => this.sweepPartition(partition, now)));
@@ -72,12 +86,13 @@ export class DueSweeper {
   }
 
   private async sweepPartition(partition: number, now: Date): Promise<void> {
-    const { store, partitions } = this.options;
+    const { store } = this.options;
     const position = this.positions.get(partition) ?? (await this.load(partition, now));
     this.positions.set(partition, position);
     const lastPassed = secondOf(now) - 1;
     let commandedNow = 0;
-    while (position.second < lastPassed && commandedNow < ITEMS_PER_SWEEP) {
+    const until = Math.min(lastPassed, position.second + SECONDS_PER_SWEEP);
+    while (!this.stopping && position.second < until && commandedNow < ITEMS_PER_SWEEP) {
       const second = position.second + 1;
       const items = await store.inSecond(partition, second);
       if (items.length > 0) {
@@ -86,12 +101,14 @@ export class DueSweeper {
         commandedNow += items.length;
       }
       position.second = second;
-      if (items.length > 0 || now.getTime() - position.savedAt >= SAVE_EVERY_MS) {
-        await partitions.saveCursor(store.collection, partition, second);
-        position.savedAt = now.getTime();
-      }
+      if (items.length > 0 || now.getTime() - position.savedAt >= SAVE_EVERY_MS)
+        await this.save(partition, position, now);
     }
-    while (position.secondLook < position.second - SECOND_LOOK_S) {
+    // Catching up, or stopping: a successor goes on from here rather than from the last save.
+    if (position.second > position.savedSecond && (position.second < lastPassed || this.stopping))
+      await this.save(partition, position, now);
+    const lookUntil = Math.min(position.second - SECOND_LOOK_S, position.secondLook + SECONDS_PER_SWEEP);
+    while (!this.stopping && position.secondLook < lookUntil) {
       const second = position.secondLook + 1;
       const late = await store.inSecond(partition, second);
       if (late.length > 0) {
@@ -106,7 +123,13 @@ export class DueSweeper {
   private async load(partition: number, now: Date): Promise<Position> {
     const saved = await this.options.partitions.cursor(this.options.store.collection, partition);
     const second = saved ?? secondOf(now) - FIRST_LOOK_BACK_S;
-    return { second, secondLook: second - SECOND_LOOK_S, savedAt: now.getTime() };
+    return { second, secondLook: second - SECOND_LOOK_S, savedAt: now.getTime(), savedSecond: second };
+  }
+
+  private async save(partition: number, position: Position, now: Date): Promise<void> {
+    await this.options.partitions.saveCursor(this.options.store.collection, partition, position.second);
+    position.savedAt = now.getTime();
+    position.savedSecond = position.second;
   }
 
   /** Publishes the items' commands with confirms, all batches at once; throws if any is not confirmed. */
