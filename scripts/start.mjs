@@ -104,10 +104,17 @@ function format(service, line) {
 const children = new Map();
 let stopping = false;
 
+/** Zipkin (Armeria) listens on every interface by default; traces stay on this machine. */
+const zipkinOnLoopback = (port) => [
+  '-Darmeria.ports[0].ip=127.0.0.1',
+  `-Darmeria.ports[0].port=${port}`,
+  '-Darmeria.ports[0].protocols=http',
+];
+
 /** How each child runs: a service of services/, or one of the development helpers. */
 function commandOf(name) {
   if (name === 'issuer') return [process.execPath, [path.join(root, 'tools/dev-issuer/dist/main.js')]];
-  if (name === 'zipkin') return ['java', ['-Xms64m', '-Xmx512m', '-jar', ZIPKIN_JAR]];
+  if (name === 'zipkin') return ['java', ['-Xms64m', '-Xmx512m', ...zipkinOnLoopback(ZIPKIN_PORT), '-jar', ZIPKIN_JAR]];
   return [
     process.execPath,
     [

@@ -33,7 +33,13 @@ export class ZipkinServer {
   async start(timeoutMs = 120_000): Promise<void> {
     if (!existsSync(ZIPKIN_JAR)) throw new Error(`${ZIPKIN_JAR} is missing: run deploy/local/setup.sh`);
     this.port = await freePort();
-    this.child = spawn('java', ['-Xms64m', '-Xmx256m', '-jar', ZIPKIN_JAR], {
+    // As `npm start -- --traces` runs it: on loopback only (Armeria listens everywhere by default).
+    const loopback = [
+      '-Darmeria.ports[0].ip=127.0.0.1',
+      `-Darmeria.ports[0].port=${this.port}`,
+      '-Darmeria.ports[0].protocols=http',
+    ];
+    this.child = spawn('java', ['-Xms64m', '-Xmx256m', ...loopback, '-jar', ZIPKIN_JAR], {
       env: { PATH: process.env.PATH ?? '', STORAGE_TYPE: 'mem', QUERY_PORT: String(this.port) },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
