@@ -18,9 +18,9 @@ import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(import.meta.url);
-const { provideTestServers, TestSystem, EventCollector } = require(path.join(root, 'libs/testing/dist/index.js'));
-const { createCloudEvent } = require(path.join(root, 'libs/contracts/dist/index.js'));
-const amqp = require(path.join(root, 'node_modules/amqplib'));
+const { provideTestServers, TestSystem, EventCollector, issueRightsInBulk } = require(
+  path.join(root, 'libs/testing/dist/index.js'),
+);
 const { MongoClient } = require(path.join(root, 'node_modules/mongodb'));
 
 const N = Number(process.env.BENCH_RENEWALS ?? 10_000);
@@ -166,33 +166,15 @@ try {
   const expired = await EventCollector.start(system.amqpUrl, 'rights.events', 'right.expired');
   const issued = await EventCollector.start(system.amqpUrl, 'rights.events', 'right.created');
   const end = new Date(Math.ceil((Date.now() + 20_000 + N) / 1000) * 1000);
-  const connection = await amqp.connect(system.amqpUrl);
-  const channel = await connection.createConfirmChannel();
-  const interval = `${new Date(Date.now() - 60_000).toISOString()}/${end.toISOString()}`;
-  for (let c = 0; c < N / 100; c++) {
-    const command = createCloudEvent({
-      source: '/bench',
-      type: 'rights.issue',
-      subject: `Sbenchexpiry${c}`,
-      data: {
-        subscriptionId: `Sbenchexpiry${c}`,
-        connectId: users[c % USERS],
-        grantorId: 'B',
-        periodStart: '2026-01-01T00:00:00Z',
-        rights: Array.from({ length: 100 }, (_, templateIndex) => ({
-          templateIndex,
-          sku: 'monthly',
-          serviceProviderId: null,
-          grantorContext: null,
-          timeInterval: interval,
-          state: 'ACTIVE',
-        })),
-      },
-    });
-    channel.publish('commands', 'rights.issue', Buffer.from(JSON.stringify(command)), { persistent: true });
-  }
-  await channel.waitForConfirms();
-  await connection.close();
+  await issueRightsInBulk(system.amqpUrl, {
+    prefix: 'Sbenchexpiry',
+    count: N,
+    perCommand: 100,
+    grantorId: 'B',
+    sku: 'monthly',
+    timeInterval: `${new Date(Date.now() - 60_000).toISOString()}/${end.toISOString()}`,
+    connectIdOf: (c) => users[c % USERS],
+  });
   await issued.waitFor((messages) => messages.length >= N, 3_600_000);
   if (Date.now() >= end.getTime()) throw new Error('issuing the rights to expire took past their end');
   await expired.waitFor((messages) => messages.length >= N, 3_600_000);

@@ -16,8 +16,7 @@ import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(import.meta.url);
-const { provideTestServers, TestSystem } = require(path.join(root, 'libs/testing/dist/index.js'));
-const { createCloudEvent } = require(path.join(root, 'libs/contracts/dist/index.js'));
+const { provideTestServers, TestSystem, issueRightsInBulk } = require(path.join(root, 'libs/testing/dist/index.js'));
 const amqp = require(path.join(root, 'node_modules/amqplib'));
 
 const N = Number(process.env.BENCH_WEBHOOK_EVENTS ?? 10_000);
@@ -78,30 +77,15 @@ try {
     { noAck: true },
   );
 
-  const interval = `${new Date(Date.now() - 60_000).toISOString()}/P1D`;
-  for (let c = 0; c < N / PER_COMMAND; c++) {
-    const command = createCloudEvent({
-      source: '/bench',
-      type: 'rights.issue',
-      subject: `Sbenchhook${c}`,
-      data: {
-        subscriptionId: `Sbenchhook${c}`,
-        connectId: 'bench-user',
-        grantorId: 'B',
-        periodStart: '2026-01-01T00:00:00Z',
-        rights: Array.from({ length: PER_COMMAND }, (_, templateIndex) => ({
-          templateIndex,
-          sku: 'monthly',
-          serviceProviderId: null,
-          grantorContext: null,
-          timeInterval: interval,
-          state: 'ACTIVE',
-        })),
-      },
-    });
-    channel.publish('commands', 'rights.issue', Buffer.from(JSON.stringify(command)), { persistent: true });
-  }
-  await channel.waitForConfirms();
+  await issueRightsInBulk(system.amqpUrl, {
+    prefix: 'Sbenchhook',
+    count: N,
+    perCommand: PER_COMMAND,
+    grantorId: 'B',
+    sku: 'monthly',
+    timeInterval: `${new Date(Date.now() - 60_000).toISOString()}/P1D`,
+    connectIdOf: () => 'bench-user',
+  });
 
   const deadline = Date.now() + 600_000;
   while ((carried.size < N || firstAttempt.size < N) && Date.now() < deadline)

@@ -1,4 +1,5 @@
-import type { RightsIssueData } from '@rs/contracts';
+import { CommandTypes, createCloudEvent, Exchanges, type RightsIssueData } from '@rs/contracts';
+import amqp from 'amqplib';
 
 /**
  * A `rights.issue` command as the subscriptions service sends it for one period (DESIGN.md 3
@@ -32,4 +33,53 @@ export function rightsIssue(
       state,
     })),
   };
+}
+
+/**
+ * Issues `count` rights as renewal issues them (DESIGN.md 2 "Scale"): `rights.issue`
+ * commands of `perCommand` templates each, published to the commands exchange with
+ * confirms. Command `c` is for `connectIdOf(c)` and has the subscription id `<prefix><c>`.
+ */
+export async function issueRightsInBulk(
+  amqpUrl: string,
+  options: {
+    prefix: string;
+    count: number;
+    perCommand: number;
+    grantorId: string;
+    sku: string;
+    timeInterval: string;
+    connectIdOf: (command: number) => string;
+  },
+): Promise<void> {
+  const connection = await amqp.connect(amqpUrl);
+  try {
+    const channel = await connection.createConfirmChannel();
+    for (let c = 0; c < Math.ceil(options.count / options.perCommand); c++) {
+      const subscriptionId = `${options.prefix}${c}`;
+      const command = createCloudEvent<RightsIssueData>({
+        source: '/bench',
+        type: CommandTypes.rightsIssue,
+        subject: subscriptionId,
+        data: {
+          subscriptionId,
+          connectId: options.connectIdOf(c),
+          grantorId: options.grantorId,
+          periodStart: '2026-01-01T00:00:00Z',
+          rights: Array.from({ length: options.perCommand }, (_, templateIndex) => ({
+            templateIndex,
+            sku: options.sku,
+            serviceProviderId: null,
+            grantorContext: null,
+            timeInterval: options.timeInterval,
+            state: 'ACTIVE',
+          })),
+        },
+      });
+      channel.publish(Exchanges.commands, command.type, Buffer.from(JSON.stringify(command)), { persistent: true });
+    }
+    await channel.waitForConfirms();
+  } finally {
+    await connection.close();
+  }
 }
