@@ -16,19 +16,25 @@ const fx = systemFixture({
 beforeAll(fx.start);
 afterAll(fx.stop);
 
+/** SUBSCRIPTIONS subscriptions of gina, their first period starting 2 s from now; their ids. */
+async function subscribe(timeSpecFrom: (start: string) => string): Promise<string[]> {
+  const start = new Date(Math.floor(Date.now() / 1000) * 1000 + 2000).toISOString().replace(/\.000Z$/, 'Z');
+  const ids: string[] = [];
+  for (let i = 0; i < SUBSCRIPTIONS; i++) {
+    const response = await fetch(`${fx.system.gatewayUrl}/id/users/gina/subs`, {
+      method: 'POST',
+      headers: { authorization: A, 'content-type': 'application/json' },
+      body: JSON.stringify({ grantorId: 'A', timeSpec: timeSpecFrom(start), rightsSpec: [{ sku: 'news' }] }),
+    });
+    expect(response.status).toBe(201);
+    ids.push(((await response.json()) as { subscriptionId: string }).subscriptionId);
+  }
+  return ids;
+}
+
 describe('several replicas of every service (issue: renewal with replicas)', () => {
   it('when two schedulers and two replicas of each service renew subscriptions, then every period yields its right exactly once', async () => {
-    const start = new Date(Math.floor(Date.now() / 1000) * 1000 + 2000).toISOString().replace(/\.000Z$/, 'Z');
-    const ids: string[] = [];
-    for (let i = 0; i < SUBSCRIPTIONS; i++) {
-      const response = await fetch(`${fx.system.gatewayUrl}/id/users/gina/subs`, {
-        method: 'POST',
-        headers: { authorization: A, 'content-type': 'application/json' },
-        body: JSON.stringify({ grantorId: 'A', timeSpec: `R${PERIODS}/${start}/PT2S`, rightsSpec: [{ sku: 'news' }] }),
-      });
-      expect(response.status).toBe(201);
-      ids.push(((await response.json()) as { subscriptionId: string }).subscriptionId);
-    }
+    const ids = await subscribe((start) => `R${PERIODS}/${start}/PT2S`);
     const ofSubscription = (id: string) =>
       fx
         .events('rights.events')
@@ -79,16 +85,7 @@ describe('several replicas of every service (issue: renewal with replicas)', () 
     await expect.poll(() => owned('scheduler'), { timeout: 10_000, interval: 200 }).toBe(8);
     expect(Date.now() - killedAt).toBeLessThan(8_000);
 
-    const start = new Date(Math.floor(Date.now() / 1000) * 1000 + 2000).toISOString().replace(/\.000Z$/, 'Z');
-    const ids: string[] = [];
-    for (let i = 0; i < SUBSCRIPTIONS; i++) {
-      const response = await fetch(`${fx.system.gatewayUrl}/id/users/gina/subs`, {
-        method: 'POST',
-        headers: { authorization: A, 'content-type': 'application/json' },
-        body: JSON.stringify({ grantorId: 'A', timeSpec: `R1/${start}/PT1H`, rightsSpec: [{ sku: 'news' }] }),
-      });
-      ids.push(((await response.json()) as { subscriptionId: string }).subscriptionId);
-    }
+    const ids = await subscribe((start) => `R1/${start}/PT1H`);
     const ofSubscription = (id: string) =>
       fx
         .events('rights.events')
