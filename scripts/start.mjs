@@ -22,7 +22,23 @@ const require = createRequire(import.meta.url);
 const { devIssuerWanted } = require(path.join(root, 'tools/dev-issuer/dist/policy.js'));
 const SERVICES = ['catalog', 'rights', 'subscriptions', 'scheduler', 'webhooks', 'gateway'];
 const START_GRACE_MS = 15_000;
-const { values: flags } = parseArgs({ options: { traces: { type: 'boolean' }, plan: { type: 'boolean' } } });
+const USAGE = `usage: npm start [-- --traces] [-- --plan]
+  --traces  also run Zipkin's server and send every span to it: http://localhost:9411/zipkin/
+  --plan    print what would run, as JSON, and start nothing
+`;
+let flags;
+try {
+  ({ values: flags } = parseArgs({
+    options: { traces: { type: 'boolean' }, plan: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+  }));
+} catch (error) {
+  process.stderr.write(`${error.message}\n${USAGE}`);
+  process.exit(2);
+}
+if (flags.help) {
+  process.stdout.write(USAGE);
+  process.exit(0);
+}
 
 /** The environment every child starts from: development unless the caller says otherwise. */
 const baseEnv = {
