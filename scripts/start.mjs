@@ -40,11 +40,15 @@ if (flags.help) {
   process.exit(0);
 }
 
-/** The environment every child starts from: development unless the caller says otherwise. */
+/**
+ * The environment every child starts from: development unless the caller says otherwise,
+ * with a known admin client only then (in production the operator sets its own, or none).
+ */
+const nodeEnv = process.env.NODE_ENV ?? 'development';
+const defaultAdmin = nodeEnv !== 'production' && !process.env.ADMIN_CLIENT_ID;
 const baseEnv = {
-  NODE_ENV: 'development',
-  ADMIN_CLIENT_ID: 'admin',
-  ADMIN_CLIENT_SECRET: 'admin-secret-change-me',
+  NODE_ENV: nodeEnv,
+  ...(defaultAdmin ? { ADMIN_CLIENT_ID: 'admin', ADMIN_CLIENT_SECRET: 'admin-secret-change-me' } : {}),
   ...process.env,
 };
 const ISSUER_PORT = Number(process.env.DEV_ISSUER_PORT ?? 8090);
@@ -54,6 +58,8 @@ const ZIPKIN_JAR = path.join(root, '.local/tools/zipkin.jar');
 const plan = {
   services: SERVICES,
   nodeEnv: baseEnv.NODE_ENV,
+  /** The admin client `npm start` makes up when none is configured (never in production). */
+  defaultAdminClient: defaultAdmin ? 'admin' : null,
   devIssuer: devIssuerWanted(baseEnv) ? { url: `http://localhost:${ISSUER_PORT}` } : null,
   zipkin: flags.traces ? { url: `http://localhost:${ZIPKIN_PORT}/zipkin/` } : null,
 };
@@ -243,6 +249,6 @@ if (plan.devIssuer) {
   );
 }
 say(`starting ${SERVICES.join(', ')}; the gateway will listen on http://localhost:${port}`);
-if (!process.env.ADMIN_CLIENT_ID)
+if (defaultAdmin)
   say(`admin client: ${admin} / admin-secret-change-me (set ADMIN_CLIENT_ID and ADMIN_CLIENT_SECRET to change)`);
 for (const service of SERVICES) launch(service);

@@ -31,7 +31,7 @@ async function startIssuer(env: Record<string, string>) {
 
 /** What `npm start` would run in this environment (`scripts/start.mjs --plan`). */
 function planOf(env: Record<string, string>) {
-  const { NODE_ENV: _n, JWT_JWKS_URL: _j, JWT_PUBLIC_KEY: _k, ...inherited } = process.env;
+  const { NODE_ENV: _n, JWT_JWKS_URL: _j, JWT_PUBLIC_KEY: _k, ADMIN_CLIENT_ID: _a, ...inherited } = process.env;
   const result = spawnSync(process.execPath, [path.join(root, 'scripts/start.mjs'), '--plan'], {
     env: { ...inherited, ...env },
     encoding: 'utf8',
@@ -57,8 +57,17 @@ describe('issue 13: the development token issuer is absent in production', () =>
   });
 
   it('when `npm start` plans a production system, then the issuer is not part of it; in development it is', () => {
-    expect(planOf({ NODE_ENV: 'production' })).toMatchObject({ nodeEnv: 'production', devIssuer: null });
-    expect(planOf({})).toMatchObject({ nodeEnv: 'development', devIssuer: { url: 'http://localhost:8090' } });
+    // Nor is the well-known admin client `npm start` makes up for development.
+    expect(planOf({ NODE_ENV: 'production' })).toMatchObject({
+      nodeEnv: 'production',
+      devIssuer: null,
+      defaultAdminClient: null,
+    });
+    expect(planOf({})).toMatchObject({
+      nodeEnv: 'development',
+      devIssuer: { url: 'http://localhost:8090' },
+      defaultAdminClient: 'admin',
+    });
     expect(planOf({ JWT_JWKS_URL: 'https://idp.example/jwks.json' }).devIssuer).toBeNull();
   });
 });
