@@ -20,7 +20,14 @@ import { prettyFactory } from 'pino-pretty';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(import.meta.url);
 const { devIssuerWanted } = require(path.join(root, 'tools/dev-issuer/dist/policy.js'));
-const SERVICES = ['catalog', 'rights', 'subscriptions', 'scheduler', 'webhooks', 'gateway'];
+const { DEFAULT_PORTS } = require(path.join(root, 'libs/config/dist/index.js'));
+/**
+ * Started a tier at a time, each once the one before is ready: the rights and subscriptions
+ * services ask the catalog about SKUs, the scheduler rebuilds its schedules from them, and
+ * the gateway forwards to all; so none starts by failing to reach another.
+ */
+const TIERS = [['catalog'], ['rights', 'subscriptions'], ['scheduler', 'webhooks', 'gateway']];
+const SERVICES = TIERS.flat();
 const START_GRACE_MS = 15_000;
 const USAGE = `usage: npm start [-- --traces] [-- --plan]
   --traces  also run Zipkin's server and send every span to it: http://localhost:9411/zipkin/
@@ -251,4 +258,27 @@ if (plan.devIssuer) {
 say(`starting ${SERVICES.join(', ')}; the gateway will listen on http://localhost:${port}`);
 if (defaultAdmin)
   say(`admin client: ${admin} / admin-secret-change-me (set ADMIN_CLIENT_ID and ADMIN_CLIENT_SECRET to change)`);
-for (const service of SERVICES) launch(service);
+/** Where a service answers /readyz: the port it listens on, as its callers find it. */
+function readyzOf(service) {
+  if (service === 'gateway') return `http://127.0.0.1:${port}/readyz`;
+  const configured = process.env[`${service.toUpperCase()}_URL`];
+  return `${configured ?? `http://127.0.0.1:${DEFAULT_PORTS[service]}`}/readyz`;
+}
+
+async function untilReady(service, timeoutMs = 60_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline && children.has(service)) {
+    const response = await fetch(readyzOf(service)).catch(() => undefined);
+    if (response?.status === 200) return;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  if (children.has(service))
+    say(color(33, `${service} is not ready after ${timeoutMs / 1000} s; starting the rest anyway`));
+}
+
+for (const tier of TIERS) {
+  if (stopping) break;
+  for (const service of tier) launch(service);
+  await Promise.all(tier.map((service) => untilReady(service)));
+}
+if (!stopping) say(`ready: http://localhost:${port}`);
