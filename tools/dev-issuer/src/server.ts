@@ -15,11 +15,14 @@ type Answer = { status: number; body: unknown; headers?: Record<string, string> 
  */
 export function issuerServer(issuer: DevTokenIssuer): http.Server {
   return http.createServer((req, res) => {
-    void answer(issuer, req).then(({ status, body, headers }) => {
-      res
-        .writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store', ...headers })
-        .end(JSON.stringify(body));
-    });
+    const failed = (): Answer => invalid(500, 'server_error', 'the token could not be issued');
+    void answer(issuer, req)
+      .catch(failed)
+      .then(({ status, body, headers }) => {
+        res
+          .writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store', ...headers })
+          .end(JSON.stringify(body));
+      });
   });
 }
 
