@@ -206,15 +206,6 @@ function childEnv(service) {
   return env;
 }
 
-/** Resolves once `port` answers on 127.0.0.1, or fails after `timeoutMs`. */
-async function untilAnswers(name, port, timeoutMs) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await answers(port))) {
-    if (Date.now() > deadline || !children.has(name)) throw new Error(`${name} did not answer on port ${port}`);
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-}
-
 function stop(code) {
   if (stopping) return;
   stopping = true;
@@ -239,46 +230,58 @@ if (flags.plan) {
 await ensureServers();
 const port = process.env.GATEWAY_PORT ?? '8080';
 const admin = process.env.ADMIN_CLIENT_ID ?? 'admin';
+/** Where each child says it is ready: a service's /readyz, the helpers' health checks. */
+function readinessOf(name) {
+  if (name === 'zipkin') return `http://127.0.0.1:${ZIPKIN_PORT}/health`;
+  if (name === 'issuer') return `http://127.0.0.1:${ISSUER_PORT}/healthz`;
+  if (name === 'gateway') return `http://127.0.0.1:${port}/readyz`;
+  const configured = process.env[`${name.toUpperCase()}_URL`];
+  return `${configured ?? `http://127.0.0.1:${DEFAULT_PORTS[name]}`}/readyz`;
+}
+
+/** Whether `name` answered 200 at its readiness URL within `timeoutMs` (false if it exited). */
+async function untilReady(name, timeoutMs) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline && children.has(name) && !stopping) {
+    const response = await fetch(readinessOf(name)).catch(() => undefined);
+    if (response?.status === 200) return true;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  return false;
+}
+
+/** Starts a development helper the services depend on; without it, nothing else starts. */
+async function startHelper(name, timeoutMs) {
+  launch(name);
+  if (await untilReady(name, timeoutMs)) return;
+  say(color(31, `${name} did not become ready within ${timeoutMs / 1000} s; stopping`));
+  stop(1);
+}
+
 if (plan.zipkin) {
   if (!existsSync(ZIPKIN_JAR)) {
     say(color(31, 'Zipkin is not installed: run `npm run setup` first'));
     process.exit(1);
   }
   say(`starting Zipkin for traces (in memory): ${plan.zipkin.url}`);
-  launch('zipkin');
-  await untilAnswers('zipkin', ZIPKIN_PORT, 120_000).catch((error) => (say(color(31, error.message)), stop(1)));
+  await startHelper('zipkin', 120_000);
 }
-if (plan.devIssuer) {
-  launch('issuer');
-  await untilAnswers('issuer', ISSUER_PORT, 15_000).catch((error) => (say(color(31, error.message)), stop(1)));
+if (plan.devIssuer && !stopping) {
+  await startHelper('issuer', 15_000);
   say(
     `Bearer: tokens from the development issuer, e.g. npm run -s token -- --user alice --client acme --scope id.user.right.read`,
   );
 }
-say(`starting ${SERVICES.join(', ')}; the gateway will listen on http://localhost:${port}`);
-if (defaultAdmin)
-  say(`admin client: ${admin} / admin-secret-change-me (set ADMIN_CLIENT_ID and ADMIN_CLIENT_SECRET to change)`);
-/** Where a service answers /readyz: the port it listens on, as its callers find it. */
-function readyzOf(service) {
-  if (service === 'gateway') return `http://127.0.0.1:${port}/readyz`;
-  const configured = process.env[`${service.toUpperCase()}_URL`];
-  return `${configured ?? `http://127.0.0.1:${DEFAULT_PORTS[service]}`}/readyz`;
+if (!stopping) {
+  say(`starting ${SERVICES.join(', ')}; the gateway will listen on http://localhost:${port}`);
+  if (defaultAdmin)
+    say(`admin client: ${admin} / admin-secret-change-me (set ADMIN_CLIENT_ID and ADMIN_CLIENT_SECRET to change)`);
 }
-
-async function untilReady(service, timeoutMs = 60_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline && children.has(service)) {
-    const response = await fetch(readyzOf(service)).catch(() => undefined);
-    if (response?.status === 200) return;
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-  if (children.has(service))
-    say(color(33, `${service} is not ready after ${timeoutMs / 1000} s; starting the rest anyway`));
-}
-
 for (const tier of TIERS) {
   if (stopping) break;
   for (const service of tier) launch(service);
-  await Promise.all(tier.map((service) => untilReady(service)));
+  for (const service of tier)
+    if (!(await untilReady(service, 60_000)) && children.has(service))
+      say(color(33, `${service} is not ready after 60 s; starting the rest anyway`));
 }
 if (!stopping) say(`ready: http://localhost:${port}`);

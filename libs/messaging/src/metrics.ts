@@ -35,27 +35,22 @@ function queueDepths(): Promise<Map<string, number>> {
   return counts;
 }
 
-gauge('amqp_queue_messages', 'Messages waiting in a consumed queue, by queue', ['queue'], async function collect() {
-  this.reset();
-  const counts = await queueDepths();
-  for (const queues of consumed.values())
-    for (const queue of queues) {
-      const count = counts.get(queue);
-      if (count !== undefined) this.set({ queue }, count);
-    }
-});
-
-gauge(
-  'amqp_dead_letter_messages',
-  "Messages in a consumed queue's dead-letter queue (<queue>.dlq), by queue",
-  ['queue'],
-  async function collect() {
+/** A gauge of one count per consumed queue, read from `queueOf(queue)` (the queue or its `.dlq`). */
+function queueGauge(name: string, help: string, queueOf: (queue: string) => string): void {
+  gauge(name, help, ['queue'], async function collect() {
     this.reset();
     const counts = await queueDepths();
     for (const queues of consumed.values())
       for (const queue of queues) {
-        const count = counts.get(deadLetterQueueOf(queue));
+        const count = counts.get(queueOf(queue));
         if (count !== undefined) this.set({ queue }, count);
       }
-  },
+  });
+}
+
+queueGauge('amqp_queue_messages', 'Messages waiting in a consumed queue, by queue', (queue) => queue);
+queueGauge(
+  'amqp_dead_letter_messages',
+  "Messages in a consumed queue's dead-letter queue (<queue>.dlq), by queue",
+  deadLetterQueueOf,
 );

@@ -15,7 +15,7 @@ export function counter<L extends string = never>(name: string, help: string, la
  * (30 s), past Prometheus' scrape timeout: the whole scrape would fail, every other metric
  * with it, just when an operator needs them.
  */
-export const COLLECT_TIMEOUT_MS = 2_000;
+const COLLECT_TIMEOUT_MS = 2_000;
 
 /**
  * A gauge; `collect` computes its value when /metrics is scraped. One that does not finish

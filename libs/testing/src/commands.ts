@@ -8,6 +8,8 @@ import amqp from 'amqplib';
 export function rightsIssue(
   command: Pick<RightsIssueData, 'subscriptionId' | 'connectId' | 'periodStart'> & {
     timeInterval: string;
+    grantorId?: string;
+    sku?: string;
     state?: 'ACTIVE' | 'SUSPENDED';
     grantorContext?: string | null;
     /** More templates after the first (templateIndex 1, 2, …). */
@@ -22,11 +24,11 @@ export function rightsIssue(
   return {
     subscriptionId: command.subscriptionId,
     connectId: command.connectId,
-    grantorId: 'A',
+    grantorId: command.grantorId ?? 'A',
     periodStart: command.periodStart,
     rights: templates.map((template, templateIndex) => ({
       templateIndex,
-      sku: 'news',
+      sku: command.sku ?? 'news',
       serviceProviderId: template.serviceProviderId ?? null,
       grantorContext: template.grantorContext ?? null,
       timeInterval: command.timeInterval,
@@ -61,20 +63,15 @@ export async function issueRightsInBulk(
         source: '/bench',
         type: CommandTypes.rightsIssue,
         subject: subscriptionId,
-        data: {
+        data: rightsIssue({
           subscriptionId,
           connectId: options.connectIdOf(c),
           grantorId: options.grantorId,
+          sku: options.sku,
           periodStart: '2026-01-01T00:00:00Z',
-          rights: Array.from({ length: options.perCommand }, (_, templateIndex) => ({
-            templateIndex,
-            sku: options.sku,
-            serviceProviderId: null,
-            grantorContext: null,
-            timeInterval: options.timeInterval,
-            state: 'ACTIVE',
-          })),
-        },
+          timeInterval: options.timeInterval,
+          more: Array.from({ length: options.perCommand - 1 }, () => ({})),
+        }),
       });
       channel.publish(Exchanges.commands, command.type, Buffer.from(JSON.stringify(command)), { persistent: true });
     }
