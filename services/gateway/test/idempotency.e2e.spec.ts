@@ -15,7 +15,7 @@ const fx = systemFixture({
   collect: { 'rights.events': 'right.created' },
   seed: {
     clients: clientsOf({ 'grantor-a': 'A', 'app-a': 'A' }),
-    users: ['ivy', 'ida', 'crash'],
+    users: ['ivy', 'ida', 'crash', 'ursa'],
     skus: { news: {} },
   },
 });
@@ -142,5 +142,35 @@ describe('Idempotency-Key (DESIGN.md 8)', () => {
     // And from now on it is a replay.
     const replayed = await create('crash', 'order-4', {}, { replica: 2 });
     expect(replayed.headers.get('idempotent-replayed')).toBe('true');
+  });
+
+  it('when the rights service answers after the gateway gave up and then dies, then the retry with the key returns the right it stored, the only one', async () => {
+    const rights = fx.system.service('rights');
+    process.kill(rights.pid!, 'SIGSTOP');
+    let first: Response;
+    try {
+      first = await create('ursa', 'late-1');
+    } finally {
+      process.kill(rights.pid!, 'SIGCONT');
+    }
+    // The gateway stopped waiting (a 5xx is not kept); the service then made the right anyway.
+    expect(first.status).toBe(504);
+    await fx.events('rights.events').waitFor(() => createdFor('ursa').size === 1);
+    // The process that made it is gone: the retry is answered from what was stored.
+    await rights.kill();
+    await rights.start();
+
+    // The key stays bound to its request although no answer was kept.
+    const other = await create('ursa', 'late-1', { grantorContext: 'other' });
+    expect(other.status).toBe(422);
+    expect(other.headers.get('content-type')).toMatch(/^text\/plain/);
+
+    const retried = await create('ursa', 'late-1');
+    expect(retried.status, await retried.clone().text()).toBe(201);
+    expect(retried.headers.get('idempotent-replayed')).toBeNull();
+    const { rightId } = (await retried.json()) as { rightId: string };
+    expect([...createdFor('ursa')]).toEqual([rightId]);
+    expect(await rightsOf('ursa')).toEqual([rightId]);
+    expect((await create('ursa', 'late-1')).headers.get('idempotent-replayed')).toBe('true');
   });
 });

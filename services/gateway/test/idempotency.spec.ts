@@ -48,9 +48,18 @@ describe('DESIGN.md 8 "Idempotency-Key"', () => {
     expect(onRetry(kept({ state: 'running' }), 'G', NOW)).toBe('mismatch');
   });
 
-  it('an expired answer, or a first attempt past its lease (it crashed), lets the request run again', () => {
-    expect(onRetry(kept({ expiresAt: NOW }), 'G', NOW)).toBe('take-over');
+  it('a released key, or a first attempt past its lease (it crashed), runs the same request again; another is still refused', () => {
+    expect(onRetry(kept({ state: 'released' }), 'F', NOW)).toBe('take-over');
     expect(onRetry(kept({ state: 'running', leaseUntil: NOW }), 'F', NOW)).toBe('take-over');
+    expect(onRetry(kept({ state: 'released' }), 'G', NOW)).toBe('mismatch');
+    expect(onRetry(kept({ state: 'running', leaseUntil: NOW }), 'G', NOW)).toBe('mismatch');
+  });
+
+  it('once IDEMPOTENCY_TTL_S has passed, the key is forgotten: any request with it starts afresh', () => {
+    for (const state of ['done', 'released', 'running'] as const) {
+      expect(onRetry(kept({ state, expiresAt: NOW }), 'G', NOW)).toBe('new');
+      expect(onRetry(kept({ state, expiresAt: NOW }), 'F', NOW)).toBe('new');
+    }
   });
 
   it('5xx and 429 are not kept (a retry runs again); everything else is', () => {
@@ -58,9 +67,11 @@ describe('DESIGN.md 8 "Idempotency-Key"', () => {
     for (const status of [429, 500, 503, 504]) expect(keepsResponse(status)).toBe(false);
   });
 
-  it('a create gets an id derived from the client and the key: alphanumeric, the same on every retry', () => {
-    expect(resourceIdOf('app', 'order-1')).toMatch(/^[0-9a-f]{32}$/);
-    expect(resourceIdOf('app', 'order-1')).toBe(resourceIdOf('app', 'order-1'));
-    expect(resourceIdOf('app', 'order-1')).not.toBe(resourceIdOf('other', 'order-1'));
+  it('a create gets an id derived from the client, the key and its nonce: alphanumeric, the same on every retry', () => {
+    expect(resourceIdOf('app', 'order-1', 'n1')).toMatch(/^[0-9a-f]{32}$/);
+    expect(resourceIdOf('app', 'order-1', 'n1')).toBe(resourceIdOf('app', 'order-1', 'n1'));
+    expect(resourceIdOf('app', 'order-1', 'n1')).not.toBe(resourceIdOf('other', 'order-1', 'n1'));
+    // The key used again after it was forgotten has a new nonce: a new resource.
+    expect(resourceIdOf('app', 'order-1', 'n2')).not.toBe(resourceIdOf('app', 'order-1', 'n1'));
   });
 });

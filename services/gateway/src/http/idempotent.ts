@@ -30,7 +30,7 @@ export function idempotentForwarder(options: IdempotencyOptions) {
     if (!isValidIdempotencyKey(key)) throw badRequest('Idempotency-Key: must be 1 to 255 visible ASCII characters');
     const body = await readBody(req);
     const fingerprint = fingerprintOf(req.method, req.originalUrl, body);
-    const begun = await options.store.begin(clientId, key, fingerprint, options.leaseMs);
+    const begun = await options.store.begin(clientId, key, fingerprint, options);
     if (begun.kind === 'replay') return replay(res, begun.response);
     if (begun.kind === 'mismatch')
       throw new AppError(422, 'this Idempotency-Key was used for another request', {}, 'idempotency_key_reused');
@@ -38,13 +38,13 @@ export function idempotentForwarder(options: IdempotencyOptions) {
       throw new AppError(409, 'a request with this Idempotency-Key is still running', { 'Retry-After': '1' });
     const answer = await options.forwarder.forward(req, res, upstream, internalToken, {
       body,
-      headers: { [RESOURCE_ID_HEADER]: resourceIdOf(clientId, key) },
+      headers: { [RESOURCE_ID_HEADER]: resourceIdOf(clientId, key, begun.nonce) },
       keep: (answer: ForwardedResponse) =>
         keepsResponse(answer.status)
           ? options.store.complete(clientId, key, fingerprint, kept(answer), options.ttlS)
           : options.store.release(clientId, key, fingerprint),
     });
-    // No answer (the service is unreachable, or timed out): a retry runs again.
+    // No answer (the service is unreachable, or timed out): a retry runs again, as the same attempt.
     if (!answer) await options.store.release(clientId, key, fingerprint);
   };
 }

@@ -1,7 +1,8 @@
+import { randomBytes } from 'node:crypto';
 import { documentSchema, isDuplicateKey } from '@rs/store';
 import type { Clock } from '@rs/time';
 import type { Connection, Model } from 'mongoose';
-import { onRetry, type KeptRequest, type OnRetry } from '../domain/idempotency';
+import { onRetry, type KeptRequest } from '../domain/idempotency';
 
 /** A response as it is kept and replayed. */
 export interface KeptResponse {
@@ -12,11 +13,14 @@ export interface KeptResponse {
 
 interface IdempotencyDocument extends KeptRequest {
   _id: string;
+  /** Drawn when the key is claimed afresh; the resource id of a create derives from it. */
+  nonce: string;
   response: KeptResponse | null;
 }
 
 const schema = documentSchema<IdempotencyDocument>('idempotency_keys', {
   fingerprint: 'string',
+  nonce: 'string',
   state: 'string',
   leaseUntil: 'date',
   expiresAt: 'date',
@@ -24,7 +28,17 @@ const schema = documentSchema<IdempotencyDocument>('idempotency_keys', {
 });
 
 export type Begun =
-  { kind: 'run' } | { kind: 'replay'; response: KeptResponse } | { kind: Exclude<OnRetry, 'replay' | 'take-over'> };
+  | { kind: 'run'; nonce: string }
+  | { kind: 'replay'; response: KeptResponse }
+  | { kind: 'mismatch' }
+  | { kind: 'running' };
+
+export interface KeyTimes {
+  /** How long an attempt owns the key before a retry may take over (it crashed or hung). */
+  leaseMs: number;
+  /** IDEMPOTENCY_TTL_S: how long the key stays bound to its request. */
+  ttlS: number;
+}
 
 /**
  * Idempotency keys in the gateway's own database (DESIGN.md 8), so that they hold across
@@ -41,40 +55,48 @@ export class IdempotencyStore {
   }
 
   /**
-   * Claims `key` for a request with `fingerprint`: `run` when this request may run (a new key,
-   * or one whose first attempt has expired or crashed), else what it gets instead.
+   * Claims `key` for a request with `fingerprint`: `run` with the key's nonce when this
+   * request may run (a new or forgotten key, or one whose last attempt was released or
+   * crashed), else what it gets instead.
    */
-  async begin(clientId: string, key: string, fingerprint: string, leaseMs: number): Promise<Begun> {
+  async begin(clientId: string, key: string, fingerprint: string, times: KeyTimes): Promise<Begun> {
     const _id = idOf(clientId, key);
-    const now = this.clock();
-    const running = {
+    const now = this.clock().getTime();
+    const leaseUntil = new Date(now + times.leaseMs);
+    const fresh = () => ({
       fingerprint,
+      nonce: randomBytes(16).toString('base64url'),
       state: 'running' as const,
-      leaseUntil: new Date(now.getTime() + leaseMs),
-      expiresAt: new Date(now.getTime() + leaseMs),
+      leaseUntil,
+      expiresAt: new Date(now + times.ttlS * 1000),
       response: null,
-    };
+    });
     // A read first: a retry (the case worth being fast, issue 11) costs one lookup by id.
     let kept = await this.model.findById(_id).lean<IdempotencyDocument>();
     if (!kept) {
+      const claim = fresh();
       try {
-        await this.model.collection.insertOne({ _id, ...running } as never);
-        return { kind: 'run' };
+        await this.model.collection.insertOne({ _id, ...claim } as never);
+        return { kind: 'run', nonce: claim.nonce };
       } catch (error) {
         if (!isDuplicateKey(error)) throw error;
       }
       kept = await this.model.findById(_id).lean<IdempotencyDocument>();
-      if (!kept) return { kind: 'running' }; // claimed and released meanwhile: the client retries
+      if (!kept) return { kind: 'running' }; // claimed and forgotten meanwhile: the client retries
     }
-    const next = onRetry(kept, fingerprint, now);
+    const next = onRetry(kept, fingerprint, this.clock());
     if (next === 'replay') return { kind: 'replay', response: kept.response! };
-    if (next !== 'take-over') return { kind: next };
-    // Compare-and-set on what was read: of two retries taking over, one wins; the other waits.
+    if (next === 'mismatch') return { kind: 'mismatch' };
+    if (next === 'running') return { kind: 'running' };
+    // A take-over runs as the same attempt (same nonce: a create finds what an earlier one
+    // stored); a forgotten key starts afresh. Compare-and-set on what was read: of two
+    // retries, one wins and the other waits.
+    const claim = next === 'new' ? fresh() : { state: 'running' as const, leaseUntil, nonce: kept.nonce };
     const taken = await this.model.collection.updateOne(
       { _id, state: kept.state, leaseUntil: kept.leaseUntil } as never,
-      { $set: running },
+      { $set: claim },
     );
-    return taken.modifiedCount === 1 ? { kind: 'run' } : { kind: 'running' };
+    return taken.modifiedCount === 1 ? { kind: 'run', nonce: claim.nonce } : { kind: 'running' };
   }
 
   /** Keeps the response of the request that ran, for `ttlS`. */
@@ -90,9 +112,14 @@ export class IdempotencyStore {
     });
   }
 
-  /** Forgets a key whose request should run again when retried (a 5xx, a 429, no answer). */
+  /**
+   * The attempt got no answer worth keeping (a 5xx, a 429, none): the next one runs again.
+   * The key stays bound to its request and nonce: the effect may have happened after all.
+   */
   async release(clientId: string, key: string, fingerprint: string): Promise<void> {
-    await this.model.collection.deleteOne({ _id: idOf(clientId, key), fingerprint, state: 'running' } as never);
+    await this.model.collection.updateOne({ _id: idOf(clientId, key), fingerprint, state: 'running' } as never, {
+      $set: { state: 'released' },
+    });
   }
 
   /** Deletes what has expired (the periodic clean-up). */
