@@ -1,14 +1,16 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
-import type { LookupFunction } from 'node:net';
+import { isIP, type LookupFunction } from 'node:net';
 import { isPublicAddress } from '../domain/target';
 
 /**
  * HTTP to webhook endpoints. Every connection resolves the host itself and refuses a
  * non-public address unless private targets are allowed, so a name that resolved to a
  * public address when the endpoint was registered cannot be pointed inside the cluster
- * later (DNS rebinding). Redirects are not followed: a 3xx is an answer that is not a 2xx.
+ * later (DNS rebinding); an address literal, which skips the lookup, is checked before each
+ * attempt (an endpoint registered while private targets were allowed is not sent to once
+ * they are not). Redirects are not followed: a 3xx is an answer that is not a 2xx.
  */
 export class TargetRefused extends Error {
   override readonly name = 'TargetRefused';
@@ -52,6 +54,10 @@ export class Sender {
   /** POSTs `body`; resolves with the status, or null with the reason, within the timeout; never throws. */
   post(target: string, headers: Record<string, string>, body: string): Promise<SendResult> {
     const url = new URL(target);
+    // A connection to an address literal skips the lookup: its check is made here.
+    const literal = url.hostname.replace(/^\[|\]$/g, '');
+    if (isIP(literal) && !this.options.allowPrivate && !isPublicAddress(literal))
+      return Promise.resolve({ status: null, error: `${literal} is not a public address` });
     const client = url.protocol === 'https:' ? https : http;
     return new Promise((resolve) => {
       let settled = false;
