@@ -1,7 +1,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
+  CLOCK_SKEW_MS,
   dueKeyOf,
+  landedLate,
   ownedPartitions,
   PARTITIONS,
   partitionOf,
@@ -17,6 +19,15 @@ describe('due slots (docs/decisions/0011)', () => {
   it('when an item is due later than the margin, then it is kept under its partition and second', () => {
     const dueAt = new Date(NOW.getTime() + SOON_MARGIN_MS + 1_500);
     expect(dueKeyOf('sub-1', dueAt, NOW)).toBe(slotKey(partitionOf('sub-1'), secondOf(dueAt)));
+  });
+
+  it('when a recording lands within the clock skew of the end of its second, or after, then it landed late', () => {
+    const key = slotKey(3, secondOf(NOW));
+    const secondEnd = NOW.getTime() + 1_000;
+    expect(landedLate(key, new Date(secondEnd - CLOCK_SKEW_MS - 1))).toBe(false);
+    expect(landedLate(key, new Date(secondEnd - CLOCK_SKEW_MS))).toBe(true);
+    expect(landedLate(key, new Date(secondEnd + 60_000))).toBe(true);
+    expect(landedLate(SOON_KEY, new Date(secondEnd + 60_000))).toBe(false);
   });
 
   it('when an item is already due or nearly, then it goes to the soon bucket', () => {

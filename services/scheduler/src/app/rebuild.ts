@@ -56,12 +56,12 @@ export async function rebuildSchedules(
     store: DueStore,
     dueOf: (entry: T) => DueItem | null,
   ) =>
-    pageThrough(url, signer, schema, (entries) =>
-      store.recordMany(
+    pageThrough(url, signer, schema, async (entries) => {
+      await store.recordMany(
         entries.map(dueOf).filter((item) => item !== null),
-        clock(),
-      ),
-    );
+        clock,
+      );
+    });
   const item = (id: string, sequence: number, connectId: string, dueAt: Date | null): DueItem | null =>
     dueAt ? { id, sequence, connectId, dueAt } : null;
   const subscriptions = await rebuild(

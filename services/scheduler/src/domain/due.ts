@@ -36,6 +36,21 @@ export function dueKeyOf(id: string, dueAt: Date, now: Date): string {
   return dueAt.getTime() - now.getTime() <= SOON_MARGIN_MS ? SOON_KEY : slotKey(partition, secondOf(dueAt));
 }
 
+/** How far apart the clocks of scheduler replicas may be (the sweeper's, the recorder's). */
+export const CLOCK_SKEW_MS = 1_000;
+
+/**
+ * Whether a recording under `key` that finished at `landedAt` may have landed after a sweeper
+ * read its second (a sweeper reads a second once it has fully passed, on its own clock, and
+ * then deletes it by key). Such items are recorded in the `soon` bucket too, so they are
+ * commanded at the next sweep instead of lost or left for the second look.
+ */
+export function landedLate(key: string, landedAt: Date): boolean {
+  if (key === SOON_KEY) return false;
+  const second = Number(key.slice(key.indexOf(':') + 1));
+  return landedAt.getTime() >= (second + 1) * 1000 - CLOCK_SKEW_MS;
+}
+
 /**
  * The partitions a scheduler replica sweeps: the live replicas in id order take turns, so
  * each partition has one owner; when one stops renewing its membership, the others' next

@@ -9,6 +9,7 @@ import {
 } from '@rs/contracts';
 import type { Logger } from '@rs/logging';
 import { consume, type AmqpClient, type ConsumerSpec } from '@rs/messaging';
+import { counter } from '@rs/telemetry/metrics';
 import { dueAfterRightEvent, dueAfterSubscriptionEvent, type DueAfter } from '../domain/due';
 import type { DueItem, DueStore } from '../store/due-store';
 
@@ -27,6 +28,12 @@ const SUBSCRIPTION_EVENTS = followed(
   Exchanges.subscriptionsEvents,
   'subscription.*',
   SubscriptionEvents,
+);
+
+const landedLate = counter(
+  'scheduler_due_items_landed_late_total',
+  'Due items whose recording finished after their second may have been swept (also recorded as soon)',
+  ['collection'],
 );
 
 /** Events handled together: a bulk renewal's events are recorded in few `insertMany` calls. */
@@ -56,7 +63,11 @@ export async function followEvents(
         const { id, dueAt } = dueOf(event);
         if (dueAt) items.push({ id, dueAt, sequence: event.data.sequence, connectId: event.data.connectId });
       }
-      await store.recordMany(items, clock());
+      const late = await store.recordMany(items, clock);
+      if (late > 0) {
+        landedLate.inc({ collection: store.collection }, late);
+        logger.warn({ collection: store.collection, items: late }, 'due items landed late: recorded as soon too');
+      }
     };
     await consume(
       broker,

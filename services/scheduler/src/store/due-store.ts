@@ -1,6 +1,7 @@
 import { isDuplicateKey, mapConcurrently, serverLimits, documentSchema } from '@rs/store';
+import type { Clock } from '@rs/time';
 import { type Connection, type Model } from 'mongoose';
-import { dueKeyOf, slotKey, SOON_KEY } from '../domain/due';
+import { dueKeyOf, landedLate, slotKey, SOON_KEY } from '../domain/due';
 
 /**
  * Something the scheduler must act on at `dueAt`: a right to expire, a subscription to
@@ -19,8 +20,16 @@ export interface DueItem {
  * does in bulk (docs/decisions/0011). A version made stale by a newer event stays until its
  * second is swept; its command then finds nothing to do in the owning service.
  */
+/** A due item as stored: `ref` names its document. */
+export interface StoredDueItem extends DueItem {
+  ref: string;
+}
+
 interface DueDocument {
-  /** `<id>@<sequence>`: the same event or rebuild page recorded twice is one document. */
+  /**
+   * `<id>@<sequence>`: the same event or rebuild page recorded twice is one document; its
+   * copy in the `soon` bucket when it landed late has `LATE_COPY` appended.
+   */
   _id: string;
   id: string;
   sequence: number;
@@ -30,7 +39,14 @@ interface DueDocument {
   connectId: string;
 }
 
-const toItem = ({ id, sequence, dueAt, connectId }: DueDocument): DueItem => ({ id, sequence, dueAt, connectId });
+const toItem = ({ _id, id, sequence, dueAt, connectId }: DueDocument): StoredDueItem => ({
+  id,
+  sequence,
+  dueAt,
+  connectId,
+  ref: _id,
+});
+const LATE_COPY = '~late';
 
 /** One collection of due items in the scheduler's own database (DESIGN.md 1). */
 export class DueStore {
@@ -58,14 +74,28 @@ export class DueStore {
     await this.model.createIndexes();
   }
 
-  /** Records due times in bulk; a version recorded before is left as it is. */
-  async recordMany(items: readonly DueItem[], now: Date): Promise<void> {
-    if (items.length === 0) return;
+  /**
+   * Records due times in bulk; a version recorded before is left as it is. Items whose write
+   * may have landed after a sweeper read their second are recorded in the `soon` bucket too
+   * (`landedLate`): a sweeper has them at its next sweep. Returns how many those were.
+   */
+  async recordMany(items: readonly DueItem[], clock: Clock): Promise<number> {
+    if (items.length === 0) return 0;
+    const recordedAt = clock();
     const docs = items.map((item) => ({
       _id: `${item.id}@${item.sequence}`,
       ...item,
-      due: dueKeyOf(item.id, item.dueAt, now),
+      due: dueKeyOf(item.id, item.dueAt, recordedAt),
     }));
+    await this.insertMany(docs);
+    const landedAt = clock();
+    const late = docs.filter((doc) => landedLate(doc.due, landedAt));
+    await this.insertMany(late.map((doc) => ({ ...doc, _id: `${doc._id}${LATE_COPY}`, due: SOON_KEY })));
+    return late.length;
+  }
+
+  private async insertMany(docs: readonly DueDocument[]): Promise<void> {
+    if (docs.length === 0) return;
     try {
       await this.model.collection.insertMany(docs as never[], { ordered: false });
     } catch (error) {
@@ -74,7 +104,7 @@ export class DueStore {
   }
 
   /** Every item stored under one second of a partition. */
-  async inSecond(partition: number, second: number): Promise<DueItem[]> {
+  async inSecond(partition: number, second: number): Promise<StoredDueItem[]> {
     return (await this.model.find({ due: slotKey(partition, second) }).lean<DueDocument[]>()).map(toItem);
   }
 
@@ -84,15 +114,15 @@ export class DueStore {
   }
 
   /** Items recorded already due, or nearly (the `soon` bucket, of every partition). */
-  async soon(): Promise<DueItem[]> {
+  async soon(): Promise<StoredDueItem[]> {
     return (await this.model.find({ due: SOON_KEY }).lean<DueDocument[]>()).map(toItem);
   }
 
   /** Removes these versions (from the `soon` bucket, which keeps receiving items). */
-  async remove(items: readonly DueItem[]): Promise<void> {
+  async remove(items: readonly StoredDueItem[]): Promise<void> {
     const { updateConcurrency } = await serverLimits(this.model.db.db!);
     await mapConcurrently(items, updateConcurrency, (item) =>
-      this.model.collection.deleteOne({ _id: `${item.id}@${item.sequence}` } as never),
+      this.model.collection.deleteOne({ _id: item.ref } as never),
     );
   }
 }
