@@ -22,11 +22,16 @@ export class WebhookReceiver {
   private server: http.Server | undefined;
   private port = 0;
   private readonly hanging = new Set<http.ServerResponse>();
+  private inFlight = 0;
+  /** The most requests this receiver has had open at once (received, not yet answered or dropped). */
+  maxInFlight = 0;
 
   constructor(public behaviour: ReceiverBehaviour = () => ({ status: 204 })) {}
 
   async start(): Promise<void> {
     const server = http.createServer((req, res) => {
+      this.maxInFlight = Math.max(this.maxInFlight, ++this.inFlight);
+      res.on('close', () => this.inFlight--);
       const chunks: Buffer[] = [];
       req.on('data', (chunk: Buffer) => chunks.push(chunk));
       req.on('end', () => {

@@ -1,0 +1,109 @@
+import { createLogger } from '@rs/logging';
+import { testDatabase, WebhookReceiver, type TestDatabase } from '@rs/testing';
+import { manualClock } from '@rs/time';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Dispatcher } from '../src/app/dispatcher';
+import { Sender } from '../src/net/sender';
+import { DeliveryStore, SweepCursor, type Delivery } from '../src/store/delivery-store';
+import type { Endpoint } from '../src/store/endpoint-store';
+
+// The middle tier: the dispatcher with its real delivery store on the real database, sending
+// to a real receiver, on a clock the test moves. Its sweeper never runs here, so a retry
+// made at all is made by the process that wrote the attempt's outcome.
+
+const clock = manualClock('2026-12-01T00:00:00Z');
+/** A database that may answer slowly: the clock moves on while an attempt's outcome is written. */
+class Outcomes extends DeliveryStore {
+  slowByMs = 0;
+  override async recordAttempt(...args: Parameters<DeliveryStore['recordAttempt']>): Promise<void> {
+    clock.advance(this.slowByMs);
+    await super.recordAttempt(...args);
+  }
+}
+
+/** Fails the first attempt of every event, takes the next. */
+const receiver = new WebhookReceiver((request) => {
+  const id = request.headers['webhook-id'];
+  const attempts = receiver.received.filter((earlier) => earlier.headers['webhook-id'] === id).length;
+  return { status: attempts === 1 ? 500 : 204 };
+});
+const endpoint: Endpoint = {
+  endpointId: 'E1',
+  grantorId: null,
+  url: '',
+  events: ['*'],
+  description: null,
+  secrets: [],
+  createdAt: clock(),
+  generation: 1,
+};
+const secret = `whsec_${Buffer.alloc(24, 7).toString('base64')}`;
+let database: TestDatabase;
+let store: Outcomes;
+let sender: Sender;
+let dispatcher: Dispatcher;
+
+beforeAll(async () => {
+  await receiver.start();
+  endpoint.url = receiver.url;
+  database = await testDatabase('webhook_dispatcher');
+  store = new Outcomes(database.db.db!);
+  await store.ensureIndexes();
+  sender = new Sender({ timeoutMs: 2_000, allowPrivate: true, maxSockets: 2 });
+  dispatcher = new Dispatcher(
+    store,
+    new SweepCursor(database.db.db!),
+    { withSecrets: async () => ({ endpoint, secrets: [secret] }), liveIds: async () => [endpoint.endpointId] },
+    sender,
+    { perEndpoint: 2, queueLimit: 100, timeoutMs: 2_000, schedule: [1_000, 1_000], sweepEveryMs: 3_600_000 },
+    createLogger('webhooks-test', 'silent'),
+    clock,
+  );
+});
+afterAll(async () => {
+  await dispatcher?.stop();
+  sender?.close();
+  await receiver.stop();
+  await database?.drop();
+});
+
+/** A delivery stored leased to this process, as the event consumer stores it, and handed to the dispatcher. */
+async function deliver(deliveryId: string): Promise<void> {
+  const delivery: Delivery = {
+    deliveryId,
+    endpointId: endpoint.endpointId,
+    eventId: `event-${deliveryId}`,
+    type: 'right.created',
+    body: '{}',
+    status: 'pending',
+    attempts: 0,
+    lastStatus: null,
+    nextAttemptAt: null,
+    createdAt: clock(),
+  };
+  const leasedUntil = dispatcher.ownLeaseUntil(clock());
+  await store.insertMany([delivery], leasedUntil);
+  dispatcher.enqueue([delivery], leasedUntil);
+}
+const idsReceived = () => receiver.received.map((request) => String(request.headers['webhook-id']));
+const stateOf = async (deliveryId: string) => {
+  const found = await store.find(endpoint.endpointId, deliveryId);
+  return found && { status: found.status, attempts: found.attempts };
+};
+
+describe('the outcome of a failed attempt', () => {
+  it('when it is written in time, then the retry is left to the sweeper at its second', async () => {
+    store.slowByMs = 0;
+    await deliver('D1');
+    await expect.poll(() => stateOf('D1')).toEqual({ status: 'pending', attempts: 1 });
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(idsReceived()).toEqual(['event-D1']);
+  });
+
+  it('when it lands after a sweeper may have passed its retry’s second, then this process makes the retry', async () => {
+    store.slowByMs = 10_000;
+    await deliver('D2');
+    await expect.poll(() => stateOf('D2'), { timeout: 5_000 }).toEqual({ status: 'delivered', attempts: 2 });
+    expect(idsReceived().filter((id) => id === 'event-D2')).toHaveLength(2);
+  });
+});
