@@ -10,7 +10,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // and every right exactly its events, and history exactly the changes they report.
 const SUBSCRIPTIONS = 1_000;
 const USERS = 10;
-const PERIOD_S = 8;
+// Longer than a restart of a service on a loaded machine: a period whose rights would already
+// have ended when its renewal runs is never issued (DESIGN.md 3), which is right, and not
+// what this test is about. With 8 s periods, a CI machine under load skipped some.
+const PERIOD_S = 12;
 const PERIODS = 4;
 const CREATORS = 16;
 
