@@ -167,13 +167,16 @@ describe('history of a right (DESIGN.md 8)', () => {
     // A right of another user is not found under this user's path.
     const { rightId } = await createRight();
     expect((await fx.call('GET', `/id/users/bob/rights/${rightId}/history`, A)).status).toBe(404);
-    // A token without the read scope is refused by the gateway.
+    // A token without the read scope is refused by the gateway: 401 with the scope it needs (DESIGN.md 3).
     const noScope = await fx.call(
       'GET',
       `/id/users/alice/rights/${rightId}/history`,
       await bearer('id.user.right.use'),
     );
-    expect([401, 403]).toContain(noScope.status);
+    expect(noScope.status).toBe(401);
+    expect(noScope.headers.get('www-authenticate')).toMatch(
+      /error="insufficient_scope", scope="id\.user\.right\.read"/,
+    );
   });
 });
 

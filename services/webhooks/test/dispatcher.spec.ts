@@ -22,7 +22,7 @@ class Outcomes extends DeliveryStore {
 }
 
 /** Fails the first attempt of every event, takes the next. */
-const receiver = new WebhookReceiver((request) => {
+const receiver: WebhookReceiver = new WebhookReceiver((request) => {
   const id = request.headers['webhook-id'];
   const attempts = receiver.received.filter((earlier) => earlier.headers['webhook-id'] === id).length;
   return { status: attempts === 1 ? 500 : 204 };
