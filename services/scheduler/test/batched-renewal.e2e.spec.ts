@@ -222,12 +222,14 @@ describe('expiry in bulk', () => {
     const expiredOf = () =>
       [...idsBySubject(rightEvents.messages, 'right.expired').keys()].filter((id) => rightIds.has(id));
     await sleep(Math.max(0, end - Date.now()));
-    await rightEvents.waitFor(() => expiredOf().length === 1_000, 15_000);
+    // Generous: beside two other test files on two cores, this took 12-14 s (session 8), and
+    // more in two CI runs; the rate is measured by `npm run bench:renewal`, not here.
+    await rightEvents.waitFor(() => expiredOf().length === 1_000, 60_000);
     expect((await ours()).every((right) => right.state === 'EXPIRED')).toBe(true);
     await sleep(1_500);
     const expired = idsBySubject(rightEvents.messages, 'right.expired');
     for (const id of rightIds) expect(expired.get(id)?.size, `right.expired of ${id}`).toBe(1);
-  }, 60_000);
+  }, 120_000);
 });
 
 describe('catch-up', () => {
