@@ -84,7 +84,7 @@ export class IdempotencyStore {
       kept = await this.model.findById(_id).lean<IdempotencyDocument>();
       if (!kept) return { kind: 'running' }; // claimed and forgotten meanwhile: the client retries
     }
-    const next = onRetry(kept, fingerprint, this.clock());
+    const next = onRetry(kept, fingerprint, new Date(now));
     if (next === 'replay') return { kind: 'replay', response: kept.response! };
     if (next === 'mismatch') return { kind: 'mismatch' };
     if (next === 'running') return { kind: 'running' };

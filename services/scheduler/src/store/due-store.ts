@@ -14,17 +14,17 @@ export interface DueItem {
   connectId: string;
 }
 
+/** A due item as stored: `ref` names its document. */
+export interface StoredDueItem extends DueItem {
+  ref: string;
+}
+
 /**
  * One version of an entity's due time. Versions are only ever inserted and deleted, never
  * updated: every write the scheduler makes is an `insertMany` or a delete, which FerretDB
  * does in bulk (docs/decisions/0011). A version made stale by a newer event stays until its
  * second is swept; its command then finds nothing to do in the owning service.
  */
-/** A due item as stored: `ref` names its document. */
-export interface StoredDueItem extends DueItem {
-  ref: string;
-}
-
 interface DueDocument {
   /**
    * `<id>@<sequence>`: the same event or rebuild page recorded twice is one document; its

@@ -59,6 +59,12 @@ function ipv4Mapped(address: string): string | null {
   return [high >> 8, high & 255, low >> 8, low & 255].join('.');
 }
 
+/** Whether `url` names its host by an address literal (no lookup) that is not public. */
+export function isPrivateLiteral(url: URL): boolean {
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  return isIP(host) !== 0 && !isPublicAddress(host);
+}
+
 /** The URL an endpoint may have, or why not (before its host is resolved). */
 export function checkTargetUrl(
   raw: string,
@@ -74,8 +80,6 @@ export function checkTargetUrl(
   if (url.protocol === 'http:' && !allowPrivate) return { ok: false, reason: 'url: must be https' };
   if (url.username || url.password) return { ok: false, reason: 'url: must not carry credentials' };
   if (raw.length > 2048) return { ok: false, reason: 'url: at most 2048 characters' };
-  const host = url.hostname.replace(/^\[|\]$/g, '');
-  if (isIP(host) && !allowPrivate && !isPublicAddress(host))
-    return { ok: false, reason: 'url: must be a public address' };
+  if (!allowPrivate && isPrivateLiteral(url)) return { ok: false, reason: 'url: must be a public address' };
   return { ok: true, url };
 }

@@ -1,8 +1,8 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
-import { isIP, type LookupFunction } from 'node:net';
-import { isPublicAddress } from '../domain/target';
+import type { LookupFunction } from 'node:net';
+import { isPrivateLiteral, isPublicAddress } from '../domain/target';
 
 /**
  * HTTP to webhook endpoints. Every connection resolves the host itself and refuses a
@@ -55,9 +55,8 @@ export class Sender {
   post(target: string, headers: Record<string, string>, body: string): Promise<SendResult> {
     const url = new URL(target);
     // A connection to an address literal skips the lookup: its check is made here.
-    const literal = url.hostname.replace(/^\[|\]$/g, '');
-    if (isIP(literal) && !this.options.allowPrivate && !isPublicAddress(literal))
-      return Promise.resolve({ status: null, error: `${literal} is not a public address` });
+    if (!this.options.allowPrivate && isPrivateLiteral(url))
+      return Promise.resolve({ status: null, error: `${url.hostname} is not a public address` });
     const client = url.protocol === 'https:' ? https : http;
     return new Promise((resolve) => {
       let settled = false;
