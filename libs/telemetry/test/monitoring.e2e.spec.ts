@@ -110,6 +110,7 @@ describe('issue 13: the dashboard and the alerts read metrics the services expor
     const where = (name: string) => [...(exported.get(name) ?? [])].sort();
     expect(where('renewal_lag_seconds_bucket')).toEqual(['rights']);
     expect(where('expiry_lag_seconds_bucket')).toEqual(['rights']);
+    expect(where('renewal_rights_missed_total')).toEqual(['subscriptions']);
     // Declared by the shared libraries, so exported by every service that uses them.
     const outboxes = expect.arrayContaining(['catalog', 'rights', 'subscriptions']);
     expect(where('outbox_oldest_pending_age_seconds')).toEqual(outboxes);
@@ -132,6 +133,7 @@ describe('issue 13: the dashboard and the alerts read metrics the services expor
     for (const name of [
       'renewal_lag_seconds_bucket',
       'expiry_lag_seconds_bucket',
+      'renewal_rights_missed_total',
       'outbox_oldest_pending_age_seconds',
       'outbox_pending_documents',
       'amqp_dead_letter_messages',
@@ -177,6 +179,44 @@ describe("issue 13: the operators' metrics measure what happens", () => {
     // The period began at midnight; the subscription was created now and renewed within seconds.
     expect(await sample('rights', 'renewal_lag_seconds_sum{service="rights"}')).toBeLessThan(30);
     expect(await sample('rights', 'renewal_lag_seconds_bucket{le="30",service="rights"}')).toBe(1);
+  });
+
+  it("when renewal comes after a subscription's rights would have ended, then those rights are counted as missed, none issued", async () => {
+    const missed = 'renewal_rights_missed_total{service="subscriptions"}';
+    expect(await sample('subscriptions', missed)).toBe(0);
+    const scheduler = fx.system.service('scheduler');
+    await scheduler.stop();
+    // Two periods of 2 s, starting in a second or two, both over before the scheduler is back.
+    const start = Math.ceil(Date.now() / 1000) * 1000 + 1_000;
+    const created = await fx.call('POST', '/id/users/erin/subs', TestSystem.clientAuthorization('grantor-a'), {
+      grantorId: 'A',
+      timeSpec: `R2/${new Date(start).toISOString().replace(/\.000Z$/, 'Z')}/PT2S`,
+      rightsSpec: [{ sku: 'news' }],
+    });
+    expect(created.status).toBe(201);
+    const { subscriptionId } = (await created.json()) as { subscriptionId: string };
+    await sleep(start + 4_500 - Date.now());
+    await scheduler.start();
+    expect(
+      await until(
+        () => sample('subscriptions', missed),
+        (value) => (value ?? 0) >= 2,
+        'rights missed',
+      ),
+    ).toBe(2);
+    const subscription = await fx.call(
+      'GET',
+      `/id/users/erin/subs/${subscriptionId}`,
+      TestSystem.clientAuthorization('grantor-a'),
+    );
+    expect(((await subscription.json()) as { state: string }).state).toBe('EXPIRED');
+    const rights = (await (
+      await fx.call('GET', '/id/users/erin/rights?grantorId=A&limit=1000', TestSystem.clientAuthorization('grantor-a'))
+    ).json()) as { right: Array<{ link: Array<{ rel: string; href: string }> }> };
+    const ofIt = rights.right.filter((right) =>
+      right.link.some((link) => link.href.endsWith(`/subs/${subscriptionId}`)),
+    );
+    expect(ofIt).toEqual([]);
   });
 
   it("when a command cannot be parsed, then it is counted in its queue's dead letters", async () => {

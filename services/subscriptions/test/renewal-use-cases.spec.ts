@@ -31,9 +31,16 @@ afterAll(async () => {
   await database?.drop();
 });
 
-/** What a renewal at the clock's time commands: each period issued, with the states of its rights. */
-async function renew(subscriptionId: string): Promise<{ issued: Array<[string, string[]]>; events: string[] }> {
-  const emitted: OutboxEntry[] = await subscriptions.renew([{ connectId: 'frank', subscriptionId }], clock(), false);
+/**
+ * What a renewal at the clock's time commands: each period issued, with the states of its
+ * rights; its events; how many rights it came too late to issue.
+ */
+async function renew(
+  subscriptionId: string,
+): Promise<{ issued: Array<[string, string[]]>; events: string[]; missed: number }> {
+  const renewed = await subscriptions.renew([{ connectId: 'frank', subscriptionId }], clock(), false);
+  const emitted: OutboxEntry[] = renewed.emitted;
+  expect(renewed.missed.every((one) => one.subscriptionId === subscriptionId && one.connectId === 'frank')).toBe(true);
   const issues = emitted.filter((entry) => entry.event.type === CommandTypes.rightsIssue);
   return {
     issued: issues.map((entry) => {
@@ -41,6 +48,7 @@ async function renew(subscriptionId: string): Promise<{ issued: Array<[string, s
       return [data.periodStart, data.rights.map((right) => `${right.sku}:${right.state}`)];
     }),
     events: emitted.filter((entry) => entry.exchange === 'subscriptions.events').map((entry) => entry.event.type),
+    missed: renewed.missed.reduce((sum, one) => sum + one.rights, 0),
   };
 }
 
@@ -55,6 +63,7 @@ describe('renewal (DESIGN.md 3 "Renewal"), on a pinned clock', () => {
     expect(await renew(subscription.subscriptionId)).toEqual({
       issued: [['2026-03-01T00:00:00Z', ['news:ACTIVE', 'video:ACTIVE']]],
       events: ['subscription.renewed'],
+      missed: 0,
     });
     // The same instant again, and later the same day: nothing more.
     expect((await renew(subscription.subscriptionId)).issued).toEqual([]);
@@ -80,13 +89,17 @@ describe('renewal (DESIGN.md 3 "Renewal"), on a pinned clock', () => {
     clock.set('2026-04-02T00:00:00Z');
     expect((await renew(subscription.subscriptionId)).issued).toEqual([['2026-04-02T00:00:00Z', ['news:SUSPENDED']]]);
     clock.set('2026-04-03T00:00:00Z');
-    expect(await renew(subscription.subscriptionId)).toEqual({ issued: [], events: ['subscription.expired'] });
+    expect(await renew(subscription.subscriptionId)).toEqual({
+      issued: [],
+      events: ['subscription.expired'],
+      missed: 0,
+    });
     expect(await subscriptions.get(A, 'frank', subscription.subscriptionId)).toMatchObject({
       state: 'EXPIRED',
       nextPeriod: null,
     });
     clock.set('2026-04-10T00:00:00Z');
-    expect(await renew(subscription.subscriptionId)).toEqual({ issued: [], events: [] });
+    expect(await renew(subscription.subscriptionId)).toEqual({ issued: [], events: [], missed: 0 });
   });
 
   it('when a subscription is created after its start, then the current period is issued at once, never an ended one', async () => {
@@ -109,10 +122,14 @@ describe('renewal (DESIGN.md 3 "Renewal"), on a pinned clock', () => {
     expect((await renew(subscription.subscriptionId)).issued).toHaveLength(1);
     clock.set('2026-06-04T12:00:00Z');
     // Periods 1 to 3 started while nobody renewed: only rights that have not ended yet.
-    expect((await renew(subscription.subscriptionId)).issued).toEqual([
+    const caughtUp = await renew(subscription.subscriptionId);
+    expect(caughtUp.issued).toEqual([
       ['2026-06-02T00:00:00Z', ['video:ACTIVE']],
       ['2026-06-03T00:00:00Z', ['video:ACTIVE']],
       ['2026-06-04T00:00:00Z', ['news:ACTIVE', 'video:ACTIVE']],
     ]);
+    // The one-day rights of periods 1 and 2 ended unissued: reported once, not again by a repeat.
+    expect(caughtUp.missed).toBe(2);
+    expect((await renew(subscription.subscriptionId)).missed).toBe(0);
   });
 });

@@ -60,6 +60,7 @@ describe('DESIGN.md 3 "Renewal": planRenewal', () => {
       ],
       nextPeriod: 1,
       expired: false,
+      missed: 0,
     });
   });
 
@@ -77,6 +78,7 @@ describe('DESIGN.md 3 "Renewal": planRenewal', () => {
       issues: [],
       nextPeriod: 1,
       expired: false,
+      missed: 0,
     });
   });
 
@@ -99,6 +101,24 @@ describe('DESIGN.md 3 "Renewal": planRenewal', () => {
       [1, ['news', 'short']],
     ]);
     expect(plan.nextPeriod).toBe(2);
+    // Period 0's two rights ended after the subscription was created: renewal was late, they are lost.
+    expect(plan.missed).toBe(2);
+  });
+
+  it('when a right had ended before the subscription was created, then it is not counted as missed', () => {
+    const s = subscription({
+      createdAt: new Date('2026-03-01T02:00:00+01:00'),
+      rightsSpec: [
+        { sku: 'news', serviceProviderId: null, timeSpec: null, grantorContext: null },
+        { sku: 'short', serviceProviderId: null, timeSpec: 'PT1H', grantorContext: null },
+      ],
+    });
+    // Created in period 0 after its one-hour right had ended; renewed late, an hour into period 1.
+    const plan = planRenewal(s, spec(s.timeSpec), at('2026-03-02T01:00:00+01:00'));
+    expect(plan.issues.map((issue) => [issue.period, issue.rights.map((right) => right.sku)])).toEqual([[1, ['news']]]);
+    // Period 0's long right ended after the creation (missed); its short one before (never due);
+    // period 1's short right ended before this renewal (missed).
+    expect(plan.missed).toBe(2);
   });
 
   it('when R<n> periods have passed, then the subscription expires and nothing more is issued', () => {
@@ -107,6 +127,7 @@ describe('DESIGN.md 3 "Renewal": planRenewal', () => {
       issues: [],
       nextPeriod: null,
       expired: true,
+      missed: 0,
     });
   });
 

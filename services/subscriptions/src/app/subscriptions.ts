@@ -38,6 +38,40 @@ import {
 
 export const EVENT_SOURCE = '/subscriptions';
 
+/** Rights of one subscription that renewal came too late to issue (DESIGN.md 3 "Renewal"). */
+export interface MissedRights {
+  subscriptionId: string;
+  connectId: string;
+  grantorId: string;
+  rights: number;
+}
+
+/** What a renewal command did: the events and commands to publish, and the rights it missed. */
+export interface RenewalOutcome {
+  emitted: OutboxEntry[];
+  missed: MissedRights[];
+}
+
+interface PlannedRenewal extends RenewalChange {
+  missedRights: number;
+}
+
+/** The outcome of one stored renewal. */
+function renewedBy({ current, outgoing, missedRights }: PlannedRenewal): RenewalOutcome {
+  const missed =
+    missedRights > 0
+      ? [
+          {
+            subscriptionId: current.subscriptionId,
+            connectId: current.userId,
+            grantorId: current.grantorId,
+            rights: missedRights,
+          },
+        ]
+      : [];
+  return { emitted: entriesOf(outgoing), missed };
+}
+
 /**
  * The subscription use cases (spec 4.1): who may (DESIGN.md 3), what happens (the pure
  * domain), stored with its events and the rights cascade in one write.
@@ -169,42 +203,44 @@ export class SubscriptionUseCases {
    * is renewed again on its own. Returns the events and commands of the renewals, which the
    * caller publishes before it acks the command (docs/decisions/0011); with `replay` (the
    * command was delivered before) also those of each subscription's last renewal, which may
-   * not have gone out. Idempotent: a repeated command changes nothing. `judgedAt` is when
+   * not have gone out. And the rights these renewals came too late to issue, each counted
+   * once: by the renewal that stored the subscription's move past them. Idempotent: a repeated command changes nothing. `judgedAt` is when
    * the scheduler found them due (its clock may be ahead of ours).
    */
   async renew(
     items: ReadonlyArray<{ connectId: string; subscriptionId: string }>,
     judgedAt: Date,
     replay: boolean,
-  ): Promise<OutboxEntry[]> {
+  ): Promise<RenewalOutcome> {
     const now = new Date(Math.max(this.clock().getTime(), judgedAt.getTime()));
     const keys = items.map((item) => ({ userId: item.connectId, id: item.subscriptionId }));
     const earlier = replay ? await this.store.lastEventsOf(keys) : [];
     const found = await this.store.findMany(keys);
     const changes = found.flatMap((subscription) => (subscription ? (this.renewal(subscription, now) ?? []) : []));
     const stored = await this.store.renewMany(changes);
-    const raced = await Promise.all(
+    const renewed = await Promise.all(
       changes.map((change, i) =>
-        stored[i]
-          ? entriesOf(change.outgoing)
-          : this.advance(change.current.userId, change.current.subscriptionId, now),
+        stored[i] ? renewedBy(change) : this.advance(change.current.userId, change.current.subscriptionId, now),
       ),
     );
-    return [...earlier, ...raced.flat()];
+    return {
+      emitted: [...earlier, ...renewed.flatMap((one) => one.emitted)],
+      missed: renewed.flatMap((one) => one.missed),
+    };
   }
 
-  /** Brings one subscription up to `now`, again while other writers win the race; what it emits. */
-  private advance(userId: string, subscriptionId: string, now: Date): Promise<OutboxEntry[]> {
+  /** Brings one subscription up to `now`, again while other writers win the race. */
+  private advance(userId: string, subscriptionId: string, now: Date): Promise<RenewalOutcome> {
     return untilStored(`subscription ${subscriptionId}`, async () => {
       const subscription = await this.store.find(userId, subscriptionId);
       const change = subscription && this.renewal(subscription, now);
-      if (!change) return [];
-      return (await this.store.renewMany([change]))[0] ? entriesOf(change.outgoing) : RACE_LOST;
+      if (!change) return { emitted: [], missed: [] };
+      return (await this.store.renewMany([change]))[0] ? renewedBy(change) : RACE_LOST;
     });
   }
 
   /** What renewing `subscription` at `now` changes, or null when it is up to date. */
-  private renewal(subscription: SubscriptionEntity, now: Date): RenewalChange | null {
+  private renewal(subscription: SubscriptionEntity, now: Date): PlannedRenewal | null {
     if (subscription.state === 'EXPIRED') return null;
     const plan = planRenewal(subscription, timeSpecOf(subscription), now);
     if (plan.nextPeriod === subscription.nextPeriod && !plan.expired && plan.issues.length === 0) return null;
@@ -238,7 +274,7 @@ export class SubscriptionUseCases {
         }),
       );
     }
-    return { current: subscription, next, outgoing };
+    return { current: subscription, next, outgoing, missedRights: plan.missed };
   }
 
   /** Returns false when there is no such subscription. */

@@ -23,6 +23,12 @@ export interface RenewalPlan {
   issues: PeriodIssue[];
   nextPeriod: number | null;
   expired: boolean;
+  /**
+   * Rights never issued because renewal came after they had ended, although they were still
+   * to come when the subscription was created: the platform was late, and its user lost
+   * them for good (DESIGN.md 3). Those that had ended before the creation are not counted.
+   */
+  missed: number;
 }
 
 /**
@@ -36,6 +42,7 @@ export function planRenewal(subscription: SubscriptionEntity, spec: TimeSpec, no
   const at = DateTime.fromJSDate(now);
   const current = periodIndexAt(spec, at);
   const issues: PeriodIssue[] = [];
+  let missed = 0;
   let k = subscription.nextPeriod;
   while (k !== null && k <= current && periodExists(spec, k)) {
     const start = periodStart(spec, k);
@@ -44,7 +51,10 @@ export function planRenewal(subscription: SubscriptionEntity, spec: TimeSpec, no
     subscription.rightsSpec.forEach((template, templateIndex) => {
       const length = template.timeSpec ? parseDuration(template.timeSpec) : null;
       const end = length?.ok ? start.plus(length.value) : periodEnd;
-      if (end.toMillis() <= now.getTime()) return;
+      if (end.toMillis() <= now.getTime()) {
+        if (end.toMillis() > subscription.createdAt.getTime()) missed += 1;
+        return;
+      }
       rights.push({
         templateIndex,
         sku: template.sku,
@@ -61,5 +71,5 @@ export function planRenewal(subscription: SubscriptionEntity, spec: TimeSpec, no
   }
   const nextPeriod = k !== null && periodExists(spec, k) ? k : null;
   const end = subscriptionEnd(spec);
-  return { issues, nextPeriod, expired: end !== null && end.toMillis() <= now.getTime() };
+  return { issues, nextPeriod, expired: end !== null && end.toMillis() <= now.getTime(), missed };
 }

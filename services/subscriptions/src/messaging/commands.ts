@@ -3,6 +3,7 @@ import type { Logger } from '@rs/logging';
 import { consume, type AmqpClient } from '@rs/messaging';
 import { recordAndPublish, type HistoryLog } from '@rs/store';
 import type { SubscriptionUseCases } from '../app/subscriptions';
+import { reportMissedRights } from './missed-rights';
 
 export const SUBSCRIPTIONS_COMMAND_QUEUE = 'subscriptions.commands';
 
@@ -19,6 +20,7 @@ export async function consumeSubscriptionCommands(
   logger: Logger,
   onStored: () => void,
 ): Promise<void> {
+  const log = logger.child({ component: 'commands' });
   await consume(
     broker,
     {
@@ -29,13 +31,14 @@ export async function consumeSubscriptionCommands(
       handle: async (command, delivery) => {
         if (command.type === CommandTypes.subscriptionsRenew) {
           const replay = delivery.redelivered || delivery.attempt > 1;
-          const emitted = await subscriptions.renew(itemsOf(command.data), new Date(command.time), replay);
+          const renewed = await subscriptions.renew(itemsOf(command.data), new Date(command.time), replay);
           // The durable command is the outbox of its renewals: recorded and published, with confirms, before it is acked.
-          await recordAndPublish(history, broker, emitted);
+          await recordAndPublish(history, broker, renewed.emitted);
+          reportMissedRights(renewed.missed, log);
         }
         onStored();
       },
     },
-    logger.child({ component: 'commands' }),
+    log,
   );
 }
