@@ -79,7 +79,7 @@ export const start = defineService(
         : null;
     const clients = new ClientStore(db, clock);
     const users = new UserStore(db, config.AUTH_CACHE_TTL_MS, clock);
-    const revocations = new RevocationStore(db, logger, undefined, clock);
+    const revocations = await runtime.migrated(new RevocationStore(db, logger, undefined, clock));
     await revocations.start();
     runtime.onStop(() => revocations.stop());
     if (config.ADMIN_CLIENT_ID && config.ADMIN_CLIENT_SECRET) {
@@ -89,7 +89,7 @@ export const start = defineService(
     }
     const forwarder = new Forwarder({ timeoutMs: config.UPSTREAM_TIMEOUT_MS });
     runtime.onStop(() => forwarder.close());
-    const idempotencyKeys = new IdempotencyStore(db, clock);
+    const idempotencyKeys = await runtime.migrated(new IdempotencyStore(db, clock));
     const purging = repeat(() => idempotencyKeys.purge(), {
       everyMs: 60_000,
       immediately: false,

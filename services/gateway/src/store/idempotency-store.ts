@@ -26,6 +26,8 @@ const schema = documentSchema<IdempotencyDocument>('idempotency_keys', {
   expiresAt: 'date',
   response: 'json?',
 });
+// The periodic purge's range on MongoDB (FerretDB, the local server, reads the collection anyway).
+schema.index({ expiresAt: 1 }, { name: 'by_expiry' });
 
 export type Begun =
   | { kind: 'run'; nonce: string }
@@ -120,6 +122,11 @@ export class IdempotencyStore {
     await this.model.collection.updateOne({ _id: idOf(clientId, key), fingerprint, state: 'running' } as never, {
       $set: { state: 'released' },
     });
+  }
+
+  /** A migration step (`services/gateway/dist/migrate.js`). */
+  async ensureIndexes(): Promise<void> {
+    await this.model.createIndexes();
   }
 
   /** Deletes what has expired (the periodic clean-up). */

@@ -12,6 +12,9 @@ interface RevokedTokenDocument {
 }
 
 const revokedSchema = documentSchema<RevokedTokenDocument>('revoked_tokens', { revokedAt: 'date', expiresAt: 'date' });
+// The two ranges every replica reads every few seconds: the recent revocations, the expired ones.
+revokedSchema.index({ revokedAt: 1 }, { name: 'by_revocation' });
+revokedSchema.index({ expiresAt: 1 }, { name: 'by_expiry' });
 
 /** How long a revocation is kept when the caller does not say when the token expires. */
 export const DEFAULT_REVOCATION_RETENTION_MS = 30 * 24 * 3600 * 1000;
@@ -34,6 +37,11 @@ export class RevocationStore {
     private readonly clock: Clock = systemClock,
   ) {
     this.model = db.model<RevokedTokenDocument>('RevokedToken', revokedSchema);
+  }
+
+  /** A migration step (`services/gateway/dist/migrate.js`). */
+  async ensureIndexes(): Promise<void> {
+    await this.model.createIndexes();
   }
 
   async start(): Promise<void> {
