@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { CloudEvent } from '@rs/contracts';
 import type { Logger } from '@rs/logging';
 import type { mongo } from 'mongoose';
-import { gauge } from '@rs/telemetry/metrics';
+import { gauge, SCRAPE_QUERY_MAX_TIME_MS } from '@rs/telemetry/metrics';
 import { Schema } from 'mongoose';
 import { currentTraceCarrier, type AmqpClient, type TraceCarrier } from '@rs/messaging';
 import { repeat, type Repeating } from '@rs/time';
@@ -203,7 +203,7 @@ export class OutboxRelay {
   }
 
   backlog(): Promise<number> {
-    return this.documents.countDocuments(PENDING);
+    return this.documents.countDocuments(PENDING, { maxTimeMS: SCRAPE_QUERY_MAX_TIME_MS });
   }
 
   /**
@@ -216,6 +216,7 @@ export class OutboxRelay {
     const batch = (await this.documents
       .find(PENDING, { projection: { _id: 0, outbox: 1 } })
       .limit(this.options.batchSize ?? 500)
+      .maxTimeMS(SCRAPE_QUERY_MAX_TIME_MS)
       .toArray()) as unknown as Array<Pick<OutboxDocument, 'outbox'>>;
     let oldest: number | null = null;
     for (const document of batch)

@@ -18,8 +18,18 @@ export function counter<L extends string = never>(name: string, help: string, la
 const COLLECT_TIMEOUT_MS = 2_000;
 
 /**
+ * `maxTimeMS` of a database query made for a gauge: the server gives it up after this long,
+ * so a query no scrape waits for any more does not keep loading a slow database.
+ */
+export const SCRAPE_QUERY_MAX_TIME_MS = 10_000;
+
+/**
  * A gauge; `collect` computes its value when /metrics is scraped. One that does not finish
  * within COLLECT_TIMEOUT_MS is reported without samples (not with stale ones) for that scrape.
+ * One computation at a time: a scrape that comes while the last one is still running (its
+ * database is slow) waits for that one instead of starting another. Otherwise every
+ * timed-out scrape would leave its query running, and they would pile up on the very
+ * database that is slow (seen: 40 outbox counts at once on FerretDB, none finishing).
  */
 export function gauge<L extends string = never>(
   name: string,
@@ -27,17 +37,20 @@ export function gauge<L extends string = never>(
   labels: readonly L[] = [],
   collect?: (this: Gauge<L>) => Promise<void> | void,
 ): Gauge<L> {
+  let running: Promise<void> | undefined;
   const bounded = collect
     ? async function (this: Gauge<L>) {
+        running ??= Promise.resolve()
+          .then(() => collect.call(this))
+          .catch(() => undefined)
+          .finally(() => {
+            running = undefined;
+          });
         let timer: NodeJS.Timeout | undefined;
         const timedOut = new Promise<boolean>((resolve) => {
           timer = setTimeout(() => resolve(true), COLLECT_TIMEOUT_MS);
         });
-        const finished = Promise.resolve(collect.call(this)).then(
-          () => false,
-          () => false,
-        );
-        if (await Promise.race([finished, timedOut])) this.reset();
+        if (await Promise.race([running.then(() => false), timedOut])) this.reset();
         clearTimeout(timer);
       }
     : undefined;

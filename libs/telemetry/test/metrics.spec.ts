@@ -20,4 +20,28 @@ describe('issue 13: gauges computed at scrape time', () => {
     expect(text).toContain('# TYPE test_stuck_gauge gauge');
     expect(text).not.toContain('test_stuck_gauge{source="stale"}');
   });
+
+  it('when scrapes come while a slow computation is still running, then they wait for it instead of starting another', async () => {
+    let started = 0;
+    let release: () => void = () => undefined;
+    gauge('test_slow_gauge', 'A gauge whose source is slow', ['source'], async function collect() {
+      started += 1;
+      await new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      this.set({ source: 'db' }, started);
+    });
+    // Three scrapes give up on it (each after its 2 s bound): one computation in all.
+    for (let scrape = 0; scrape < 3; scrape++)
+      expect(await client.register.metrics()).not.toMatch(/^test_slow_gauge\{/m);
+    expect(started).toBe(1);
+    release();
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    // Once it has finished, the next scrape computes afresh.
+    const next = client.register.metrics();
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    release();
+    expect(await next).toMatch(/^test_slow_gauge\{source="db"\} 2$/m);
+    expect(started).toBe(2);
+  }, 15_000);
 });

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { chunks, isDuplicateKey, serverLimits } from '@rs/store';
+import { SCRAPE_QUERY_MAX_TIME_MS } from '@rs/telemetry/metrics';
 import type { mongo } from 'mongoose';
 import type { DeliveryStatus } from '../domain/delivery';
 
@@ -173,7 +174,13 @@ export class DeliveryStore {
   async backlog(endpointIds: readonly string[]): Promise<Map<string, number>> {
     const counts = new Map<string, number>();
     for (const endpointId of endpointIds)
-      counts.set(endpointId, await this.deliveries.countDocuments({ endpointId, status: 'pending' }));
+      counts.set(
+        endpointId,
+        await this.deliveries.countDocuments(
+          { endpointId, status: 'pending' },
+          { maxTimeMS: SCRAPE_QUERY_MAX_TIME_MS },
+        ),
+      );
     return counts;
   }
 }
