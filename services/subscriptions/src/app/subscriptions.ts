@@ -58,18 +58,11 @@ interface PlannedRenewal extends RenewalChange {
 
 /** The outcome of one stored renewal. */
 function renewedBy({ current, outgoing, missedRights }: PlannedRenewal): RenewalOutcome {
-  const missed =
-    missedRights > 0
-      ? [
-          {
-            subscriptionId: current.subscriptionId,
-            connectId: current.userId,
-            grantorId: current.grantorId,
-            rights: missedRights,
-          },
-        ]
-      : [];
-  return { emitted: entriesOf(outgoing), missed };
+  const { subscriptionId, userId: connectId, grantorId } = current;
+  return {
+    emitted: entriesOf(outgoing),
+    missed: missedRights > 0 ? [{ subscriptionId, connectId, grantorId, rights: missedRights }] : [],
+  };
 }
 
 /**
@@ -204,8 +197,9 @@ export class SubscriptionUseCases {
    * caller publishes before it acks the command (docs/decisions/0011); with `replay` (the
    * command was delivered before) also those of each subscription's last renewal, which may
    * not have gone out. And the rights these renewals came too late to issue, each counted
-   * once: by the renewal that stored the subscription's move past them. Idempotent: a repeated command changes nothing. `judgedAt` is when
-   * the scheduler found them due (its clock may be ahead of ours).
+   * once: by the renewal that stored the subscription's move past them. Idempotent: a
+   * repeated command changes nothing. `judgedAt` is when the scheduler found them due (its
+   * clock may be ahead of ours).
    */
   async renew(
     items: ReadonlyArray<{ connectId: string; subscriptionId: string }>,
