@@ -17,6 +17,8 @@ CREATE OR REPLACE FUNCTION rs_ferretdb_index_fields(target text) RETURNS text[] 
     WHEN target LIKE '%history%' THEN ARRAY['subject']
     -- Webhook deliveries: claimed by `_id`, swept by `due`, listed by `endpointId` (0017).
     WHEN target LIKE '%deliveries%' THEN ARRAY['_id', 'due', 'endpointId']
+    -- Webhook endpoints: read by `_id`, and by `grantorId` for every event (DESIGN.md 9).
+    WHEN target LIKE '%endpoints%' THEN ARRAY['_id', 'grantorId']
     ELSE ARRAY['_id', 'outboxPending', 'due', 'bucket', 'userId']
   END
 $$;

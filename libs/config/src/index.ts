@@ -10,12 +10,32 @@ export class ConfigError extends Error {
 
 export function loadConfig<T extends z.ZodType>(schema: T, env: NodeJS.ProcessEnv = process.env): z.infer<T> {
   const result = schema.safeParse(env);
-  if (result.success) return result.data;
+  if (result.success) {
+    refuseShippedSecrets(env);
+    return result.data;
+  }
   const problems = result.error.issues.map((issue) => {
     const variable = issue.path.join('.') || '(environment)';
     return `${variable}: ${issue.message}`;
   });
   throw new ConfigError(`invalid configuration\n  ${problems.join('\n  ')}`);
+}
+
+/** Secrets shipped in this repository (README, compose, Kubernetes placeholders, development keys). */
+const SHIPPED_SECRET = /change-?me|replace[_-]?me|development-only/i;
+const SECRET_VARIABLE = /(?:_SECRET|_SECRET_KEY)(?:_PREVIOUS)?$/;
+
+/**
+ * In production, a secret variable set to a value this repository ships (a README example,
+ * a compose default, a Kubernetes placeholder) stops the service at start, naming the variable:
+ * such a value is public (DESIGN.md 9).
+ */
+export function refuseShippedSecrets(env: NodeJS.ProcessEnv): void {
+  if ((env.NODE_ENV ?? 'production') !== 'production') return;
+  const shipped = Object.entries(env)
+    .filter(([name, value]) => SECRET_VARIABLE.test(name) && value !== undefined && SHIPPED_SECRET.test(value))
+    .map(([name]) => `${name}: is a default or placeholder shipped with the platform; set a secret of your own`);
+  if (shipped.length > 0) throw new ConfigError(`invalid configuration\n  ${shipped.join('\n  ')}`);
 }
 
 export type ServiceName = 'gateway' | 'subscriptions' | 'rights' | 'catalog' | 'scheduler' | 'webhooks';

@@ -1,3 +1,5 @@
+import { z } from 'zod';
+
 /**
  * The formats of list cursors and `If-Match` (DESIGN.md 3 "Listing filters", "generation"),
  * shared by the services that parse them and the OpenAPI document that describes them.
@@ -22,3 +24,14 @@ export const TIME_INTERVAL_PATTERN = `^(${DATE_TIME}/(${DATE_TIME}|${DURATION})|
 
 /** A subscription's `timeSpec`: `R[n]/<start>/<period>` or `R[n]/<start>/<end>/<period>`. */
 export const TIME_SPEC_PATTERN = `^R([1-9][0-9]{0,6})?/${DATE_TIME}(/${DATE_TIME})?/${DURATION}$`;
+
+/**
+ * Free text a client sends to be stored (grantorContext, paymentAgreement, descriptions):
+ * any characters but NUL, which FerretDB's PostgreSQL cannot store in a string; refused
+ * with 400 naming the field rather than failing the write (DESIGN.md 9 "Payloads").
+ */
+export const storableText = (max: number) =>
+  z
+    .string()
+    .max(max)
+    .refine((text) => !text.includes('\u0000'), 'must not contain the NUL character (U+0000)');

@@ -1,3 +1,4 @@
+import { storableText } from './formats';
 import { z } from 'zod';
 import { PartyId } from './catalog';
 
@@ -30,7 +31,7 @@ export const ClientView = z.object({
 export const ClientList = z.object({ clients: z.array(ClientView) });
 
 /** The id (`jti`) of an access token to revoke. */
-export const Jti = z.string().min(1).max(256);
+export const Jti = storableText(256).min(1);
 
 /** Body of `PUT /admin/revoked-tokens/{jti}`: optionally when the token expires anyway. */
 export const RevocationBody = z.strictObject({ expiresAt: z.iso.datetime({ offset: true }).optional() });

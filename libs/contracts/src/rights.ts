@@ -1,4 +1,4 @@
-import { TIME_INTERVAL_PATTERN } from './formats';
+import { storableText, TIME_INTERVAL_PATTERN } from './formats';
 import { z } from 'zod';
 import { PartyId, SkuName } from './catalog';
 import { ConnectId } from './identity';
@@ -27,7 +27,7 @@ export const RightCreateBody = z.strictObject({
   grantorId: PartyId,
   // The pattern documents the syntax; libs/time parses it, with a precise reason when it fails.
   timeInterval: z.string().min(3).max(200).meta({ pattern: TIME_INTERVAL_PATTERN }),
-  grantorContext: z.string().max(1024).nullable().optional(),
+  grantorContext: storableText(1024).nullable().optional(),
   state: z.enum(['CREATED', 'ACTIVE', 'SUSPENDED'], { error: 'must be CREATED, ACTIVE or SUSPENDED' }).optional(),
   serviceProviderId: PartyId.nullable().optional(),
   // Any JSON: the body was parsed from JSON, so every value here is JSON.

@@ -1,4 +1,4 @@
-import { TIME_SPEC_PATTERN } from './formats';
+import { storableText, TIME_SPEC_PATTERN } from './formats';
 import { z } from 'zod';
 import { PartyId, SkuName } from './catalog';
 import { ConnectId } from './identity';
@@ -16,7 +16,7 @@ export const RightTemplate = z.strictObject({
   serviceProviderId: PartyId.nullable().optional(),
   /** An ISO 8601 duration: the length of the rights; without it a right lasts one period. */
   timeSpec: z.string().max(64).nullable().optional(),
-  grantorContext: z.string().max(1024).nullable().optional(),
+  grantorContext: storableText(1024).nullable().optional(),
 });
 export type RightTemplate = z.infer<typeof RightTemplate>;
 
@@ -28,8 +28,8 @@ export const SubscriptionCreateBody = z.strictObject({
   rightsSpec: z.array(RightTemplate).min(1, 'must hold at least one template').max(20),
   state: z.enum(['ACTIVE', 'SUSPENDED'], { error: 'must be ACTIVE or SUSPENDED' }).optional(),
   /** Accepted and stored as an opaque string (spec 4.1: meaning not shown). */
-  paymentAgreement: z.string().max(4096).optional(),
-  grantorContext: z.string().max(1024).nullable().optional(),
+  paymentAgreement: storableText(4096).optional(),
+  grantorContext: storableText(1024).nullable().optional(),
 });
 export type SubscriptionCreateBody = z.infer<typeof SubscriptionCreateBody>;
 

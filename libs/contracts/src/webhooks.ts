@@ -1,3 +1,4 @@
+import { storableText } from './formats';
 import { z } from 'zod';
 
 /** The webhooks API (DESIGN.md 8 "Webhooks"): bodies and answers. */
@@ -10,7 +11,7 @@ export const EndpointCreateBody = z.strictObject({
   url: z.string().min(1).max(2048),
   /** Patterns of event types: `right.*`, `subscription.renewed`, `*`; default all. */
   events: z.array(z.string().min(1).max(100)).min(1).max(50).optional(),
-  description: z.string().max(500).optional(),
+  description: storableText(500).optional(),
 });
 export type EndpointCreateBody = z.infer<typeof EndpointCreateBody>;
 

@@ -52,6 +52,10 @@ export function createHttpApp(options: HttpAppOptions): Express {
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('trust proxy', false);
+  // DESIGN.md 4 "Routes match exactly": a path in another letter case or with a trailing
+  // slash is another path, which no route serves (the gateway's edge refuses it first).
+  app.set('case sensitive routing', true);
+  app.set('strict routing', true);
 
   app.use(traceRequests(QUIET_PATHS));
   app.use((req, res, next) => {
@@ -132,6 +136,9 @@ export function jsonBody(limit: string): RequestHandler[] {
 export function hasBody(req: Request): boolean {
   return req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
 }
+
+/** The one kind of router of every service: case-sensitive and strict, as the app (DESIGN.md 4). */
+export const exactRouter = (): Router => express.Router({ caseSensitive: true, strict: true });
 
 type Method = 'get' | 'put' | 'post' | 'delete' | 'patch';
 

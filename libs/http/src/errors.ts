@@ -60,6 +60,8 @@ export const unauthorized = (message: string, challenge: string) =>
   new AppError(401, message, { 'WWW-Authenticate': challenge });
 /** DESIGN.md 3 "Challenges": missing or bad Basic credentials. */
 export const basicChallenge = (realm: string) => `Basic realm="${realm}", charset="UTF-8"`;
+/** DESIGN.md 4 "Routes match exactly": a path whose percent-encoding does not decode. */
+export const malformedPath = () => badRequest('the path has malformed percent-encoding');
 export const notFound = (message = 'not found') => new AppError(404, message);
 export const methodNotAllowed = (allowed: string[]) =>
   new AppError(405, `method not allowed; allowed: ${allowed.join(', ')}`, { Allow: allowed.join(', ') });
@@ -127,6 +129,8 @@ interface BodyParserError {
 export function toAppError(error: unknown, realm = 'rights'): AppError {
   if (error instanceof AppError) return error;
   if (error instanceof DomainError) return fromDomainError(error, realm);
+  // Express decodes path parameters once; malformed percent-encoding is the client's (DESIGN.md 4).
+  if (error instanceof URIError) return malformedPath();
   const parserError = error as BodyParserError;
   switch (parserError?.type) {
     case 'entity.parse.failed':

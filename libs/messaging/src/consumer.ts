@@ -2,7 +2,7 @@ import { context, SpanKind, SpanStatusCode, trace, type Attributes, type Context
 import type { Logger } from '@rs/logging';
 import type { Channel, ConfirmChannel, ConsumeMessage } from 'amqplib';
 import type { AmqpClient } from './amqp-client';
-import { messagesHandled, watchQueue } from './metrics';
+import { batchItemsFailed, messagesHandled, watchQueue } from './metrics';
 import { declareDurableQueue, deadLetterQueueOf, retryQueueOf } from './topology';
 import { contextFrom } from './trace-context';
 
@@ -18,6 +18,23 @@ export interface Delivery {
   attempt: number;
 }
 
+/**
+ * An item of a handled batch that failed on its own (DESIGN.md 9): dead-lettered as a
+ * one-item command of its own, so the rest of its message is acked and never retried with it.
+ */
+export interface FailedItem {
+  /** Which message of the batch it belongs to (0 for `handle`). */
+  message: number;
+  /** The one-item command's `data`. */
+  data: unknown;
+  /** The item's entity id, for the log and the dead-lettered copy's id. */
+  id: string;
+  error: unknown;
+}
+
+/** What a handler resolves to: nothing, or the items that failed alone. */
+export type Handled = void | readonly FailedItem[];
+
 export interface ConsumerSpec<T> {
   /**
    * A durable quorum queue shared by the replicas of a service, with `<queue>.retry` and
@@ -29,7 +46,7 @@ export interface ConsumerSpec<T> {
   /** Turns the JSON body into a message; throws on what does not parse (dead-lettered at once). */
   parse: (body: unknown) => T;
   /** The effect; resolves once it is durable. Must be idempotent: delivery is at least once. */
-  handle: (message: T, delivery: Delivery) => Promise<void>;
+  handle: (message: T, delivery: Delivery) => Promise<Handled>;
   prefetch?: number;
   /** Attempts before a failing message goes to the dead-letter queue. */
   maxAttempts?: number;
@@ -44,7 +61,7 @@ export interface ConsumerSpec<T> {
   batch?: {
     max: number;
     lingerMs: number;
-    handle: (messages: Array<{ message: T; delivery: Delivery }>) => Promise<void>;
+    handle: (messages: Array<{ message: T; delivery: Delivery }>) => Promise<Handled>;
   };
 }
 
@@ -127,9 +144,10 @@ export async function consume<T>(client: AmqpClient, spec: ConsumerSpec<T>, logg
     const contexts = batch.map(({ raw }) => contextFrom(raw.properties.headers ?? {}));
     const span = processSpan(queue, contexts[0]!, { 'messaging.batch.message_count': batch.length }, contexts);
     try {
-      await context.with(trace.setSpan(contexts[0]!, span), () =>
+      const failed = await context.with(trace.setSpan(contexts[0]!, span), () =>
         spec.batch!.handle(batch.map(({ message, delivery }) => ({ message, delivery }))),
       );
+      await deadLetterItems(channel, queue, batch, failed, log);
       for (const { raw } of batch) channel.ack(raw);
       messagesHandled.inc({ queue, outcome: 'ok' }, batch.length);
       log.info({ messages: batch.length }, 'batch handled');
@@ -151,7 +169,8 @@ export async function consume<T>(client: AmqpClient, spec: ConsumerSpec<T>, logg
     const parent = trace.getSpan(context.active()) ? context.active() : contextFrom(headers);
     const span = processSpan(queue, parent, { 'messaging.message.id': delivery.messageId ?? '' });
     try {
-      await context.with(trace.setSpan(parent, span), () => spec.handle(parsed.message, delivery));
+      const failed = await context.with(trace.setSpan(parent, span), () => spec.handle(parsed.message, delivery));
+      await deadLetterItems(channel, queue, [parsed], failed, log);
       channel.ack(message);
       messagesHandled.inc({ queue, outcome: 'ok' });
       log.info({ message_id: delivery.messageId, routing_key: delivery.routingKey, attempt }, 'message handled');
@@ -180,6 +199,41 @@ export async function consume<T>(client: AmqpClient, spec: ConsumerSpec<T>, logg
     } finally {
       span.end();
     }
+  }
+}
+
+/**
+ * DESIGN.md 9: each item that failed alone is logged with its id, counted, and dead-lettered
+ * as a one-item copy of its command (same type; an id derived from the command's and the
+ * item's, so a redelivered command dead-letters the same copy), confirmed before the command
+ * is acked. Throws when a copy is not confirmed: the command then stays unacked and comes back.
+ */
+async function deadLetterItems(
+  channel: ConfirmChannel,
+  queue: string,
+  batch: ReadonlyArray<{ raw: ConsumeMessage }>,
+  failed: Handled,
+  log: Logger,
+): Promise<void> {
+  for (const item of failed ?? []) {
+    const { raw } = batch[item.message]!;
+    const command = JSON.parse(raw.content.toString('utf8')) as { id: string; type: string };
+    const single = { ...command, id: `${command.id}.${item.id}`, data: item.data };
+    const reason = String((item.error as Error)?.message ?? item.error).slice(0, 500);
+    log.error(
+      { err: item.error, command: command.type, item: item.id, message_id: command.id },
+      'an item of a batch failed alone; dead-lettering it as a one-item command',
+    );
+    await republish(
+      channel,
+      deadLetterQueueOf(queue),
+      raw,
+      { [ERROR_HEADER]: reason, 'x-rs-original-routing-key': raw.fields.routingKey, 'x-rs-failed-item': item.id },
+      undefined,
+      Buffer.from(JSON.stringify(single)),
+      single.id,
+    );
+    batchItemsFailed.inc({ command: command.type });
   }
 }
 
@@ -230,13 +284,16 @@ function republish(
   message: ConsumeMessage,
   headers: Record<string, unknown>,
   expiration?: number,
+  content: Buffer = message.content,
+  messageId: string | undefined = message.properties.messageId as string | undefined,
 ) {
   return new Promise<void>((resolve, reject) => {
     channel.sendToQueue(
       queue,
-      message.content,
+      content,
       {
         ...message.properties,
+        messageId,
         headers: { ...message.properties.headers, ...headers },
         persistent: true,
         // A copy for the dead-letter queue must not expire there.

@@ -12,6 +12,12 @@ export const messagesPublished = counter(
   'Messages confirmed by the broker, by exchange',
   ['exchange'],
 );
+/** DESIGN.md 9 "One bad item fails alone": items of batch commands that failed on their own, dead-lettered alone. */
+export const batchItemsFailed = counter(
+  'batch_items_failed_total',
+  'Items of batch commands that failed on their own and were dead-lettered as one-item commands, by command',
+  ['command'],
+);
 export const brokerConnected = gauge('amqp_connected', '1 while the broker connection is open');
 
 /** The durable queues this process consumes, by the client that consumes them. */

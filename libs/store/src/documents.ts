@@ -1,6 +1,7 @@
 import type { Connection, Model, mongo, Schema } from 'mongoose';
 import { documentLock } from './document-lock';
 import { migrateOutbox, newOutbox, setWithOutbox, type OutboxEntry } from './outbox';
+import { isTransient, WriteFailed } from './items';
 import { chunks, serverLimits } from './server-limits';
 
 /**
@@ -128,10 +129,21 @@ export class OutboxCollection {
     return result.modifiedCount === 1;
   }
 
-  /** A batch of compare-and-sets (see `serverLimits`); for each, whether it was stored. */
-  async compareAndSetMany(changes: readonly StoredChange[]): Promise<boolean[]> {
+  /**
+   * A batch of compare-and-sets (see `serverLimits`); for each, whether it was stored, or why
+   * the store refused that one document (DESIGN.md 9: it fails alone). A transient failure
+   * (`isTransient`) fails the batch.
+   */
+  async compareAndSetMany(changes: readonly StoredChange[]): Promise<Array<boolean | WriteFailed>> {
     const { updateConcurrency } = await serverLimits(this.db);
-    return mapConcurrently(changes, updateConcurrency, (change) => this.compareAndSet(change));
+    return mapConcurrently(changes, updateConcurrency, async (change) => {
+      try {
+        return await this.compareAndSet(change);
+      } catch (error) {
+        if (isTransient(error)) throw error;
+        return new WriteFailed(error);
+      }
+    });
   }
 }
 

@@ -6,3 +6,4 @@ export * from './server-limits';
 export * from './schema';
 export * from './history';
 export * from './sealed';
+export * from './items';

@@ -24,6 +24,24 @@ export interface OutboxEntry {
   createdAt: Date;
 }
 
+/**
+ * An entry as stored: its event as JSON text, so that whatever the event carries (a right's
+ * payload with keys like `$gt`, `a.b` or `_bsontype`) round-trips on MongoDB and FerretDB
+ * (DESIGN.md 9 "Payloads"). Entries stored before hold the event as a document.
+ */
+export interface StoredOutboxEntry extends Omit<OutboxEntry, 'event'> {
+  event: string | CloudEvent;
+}
+
+export const storedEntries = (entries: readonly OutboxEntry[]): StoredOutboxEntry[] =>
+  entries.map((entry) => ({ ...entry, event: JSON.stringify(entry.event) }));
+
+export const loadedEntries = (entries: readonly StoredOutboxEntry[]): OutboxEntry[] =>
+  entries.map((entry) => ({
+    ...entry,
+    event: typeof entry.event === 'string' ? (JSON.parse(entry.event) as CloudEvent) : entry.event,
+  }));
+
 export function outboxEntry(exchange: string, event: CloudEvent): OutboxEntry {
   return { id: event.id, exchange, event, trace: currentTraceCarrier(), createdAt: new Date() };
 }
@@ -113,14 +131,14 @@ const PENDING = { outboxPending: true };
 const LEASES = 'outbox_leases';
 
 /** The outbox fields of a new document carrying `entries`. */
-export function newOutbox(entries: OutboxEntry[]): { outbox: OutboxEntry[]; outboxPending: boolean } {
-  return { outbox: entries, outboxPending: entries.length > 0 };
+export function newOutbox(entries: OutboxEntry[]): { outbox: StoredOutboxEntry[]; outboxPending: boolean } {
+  return { outbox: storedEntries(entries), outboxPending: entries.length > 0 };
 }
 
 /** An update that sets `fields` and appends `entries` to the document's outbox, in one write. */
 export function setWithOutbox(fields: object, entries: OutboxEntry[]): object {
   if (entries.length === 0) return { $set: fields };
-  return { $set: { ...fields, outboxPending: true }, $push: { outbox: { $each: entries } } };
+  return { $set: { ...fields, outboxPending: true }, $push: { outbox: { $each: storedEntries(entries) } } };
 }
 
 /**
@@ -239,10 +257,12 @@ export class OutboxRelay {
         // are in order in its array), and a sort would make FerretDB read the whole backlog
         // each round instead of stopping after a batch.
         const batchSize = this.options.batchSize ?? 500;
-        const batch = (await this.documents
-          .find(PENDING, { projection: { _id: 1, generation: 1, outbox: 1 } })
-          .limit(batchSize)
-          .toArray()) as unknown as OutboxDocument[];
+        const batch = (
+          (await this.documents
+            .find(PENDING, { projection: { _id: 1, generation: 1, outbox: 1 } })
+            .limit(batchSize)
+            .toArray()) as unknown as Array<OutboxDocument & { outbox: StoredOutboxEntry[] }>
+        ).map((document) => ({ ...document, outbox: loadedEntries(document.outbox) }));
         if (batch.length === 0) return;
         if (!(await this.publishBatch(batch))) return; // broker trouble: wait for the next kick or poll
         // A short batch was all there was; a write since then has kicked for another run.

@@ -168,6 +168,8 @@ export class TestSystem {
       RIGHTS_URL: urlOf('rights'),
       SUBSCRIPTIONS_URL: urlOf('subscriptions'),
       WEBHOOKS_URL: urlOf('webhooks'),
+      // Tests renew on periods of seconds (DESIGN.md 9: the floor of SUBSCRIPTION_MIN_PERIOD).
+      SUBSCRIPTION_MIN_PERIOD: 'PT1S',
       // Tests deliver webhooks to receivers on this machine (DESIGN.md 8).
       WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
       OTEL_METRICS_EXPORTER: 'none',

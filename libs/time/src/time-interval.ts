@@ -16,6 +16,27 @@ export type Parsed<T> = { ok: true; value: T } | { ok: false; reason: string };
 
 const OFFSET = /(Z|[+-]\d{2}(:?\d{2})?)$/;
 
+/** The instants the platform represents (DESIGN.md 9 "Time specs"): years 0001 to 9999, in UTC. */
+export const EARLIEST_INSTANT = Date.parse('0001-01-01T00:00:00Z');
+export const LATEST_INSTANT = Date.parse('9999-12-31T23:59:59Z');
+export const RANGE_REASON = 'is outside the representable range (years 0001 to 9999)';
+
+/** Whether a date-time is valid and within years 0001 to 9999 (DESIGN.md 9). */
+export function isRepresentable(value: DateTime): boolean {
+  const ms = value.isValid ? value.toMillis() : NaN;
+  return Number.isFinite(ms) && ms >= EARLIEST_INSTANT && ms <= LATEST_INSTANT;
+}
+
+/** `start + duration`, or null when luxon cannot represent it (a huge duration throws or is invalid). */
+export function plusOrNull(start: DateTime, duration: Duration): DateTime | null {
+  try {
+    const end = start.plus(duration);
+    return isRepresentable(end) ? end : null;
+  } catch {
+    return null;
+  }
+}
+
 /** An ISO 8601 date-time that carries its offset; luxon keeps that offset for formatting. */
 export function parseDateTime(text: string): Parsed<DateTime> {
   if (!/^\d{4}-\d{2}-\d{2}T/.test(text)) return { ok: false, reason: `${text} is not an ISO 8601 date-time` };
@@ -26,6 +47,7 @@ export function parseDateTime(text: string): Parsed<DateTime> {
       ok: false,
       reason: `${text} is not a valid date-time (${value.invalidExplanation ?? value.invalidReason})`,
     };
+  if (!isRepresentable(value)) return { ok: false, reason: `${text} ${RANGE_REASON}` };
   return { ok: true, value };
 }
 
@@ -59,7 +81,9 @@ export function parseTimeInterval(text: string): Parsed<TimeInterval> {
     if (!duration.ok) return duration;
     if (!until.ok) return until;
     end = until.value;
-    start = end.minus(duration.value);
+    const from = plusOrNull(end, duration.value.negate());
+    if (!from) return { ok: false, reason: `its start ${RANGE_REASON}` };
+    start = from;
   } else {
     const from = parseDateTime(first);
     if (!from.ok) return from;
@@ -67,7 +91,9 @@ export function parseTimeInterval(text: string): Parsed<TimeInterval> {
     if (second.startsWith('P')) {
       const duration = parseDuration(second);
       if (!duration.ok) return duration;
-      end = start.plus(duration.value);
+      const until = plusOrNull(start, duration.value);
+      if (!until) return { ok: false, reason: `its end ${RANGE_REASON}` };
+      end = until;
     } else {
       const until = parseDateTime(second);
       if (!until.ok) return until;

@@ -1,5 +1,13 @@
 import { DateTime, Duration, type DurationLikeObject } from 'luxon';
-import { formatDateTime, parseDateTime, parseDuration, type Parsed } from './time-interval';
+import {
+  formatDateTime,
+  isRepresentable,
+  parseDateTime,
+  parseDuration,
+  plusOrNull,
+  RANGE_REASON,
+  type Parsed,
+} from './time-interval';
 
 /**
  * A subscription's time spec (spec 2.1, DESIGN.md 3 "Subscription timeSpec"):
@@ -36,7 +44,9 @@ export function parseTimeSpec(text: string): Parsed<TimeSpec> {
   const periodText = rest.at(-1)!;
   const period = parseDuration(periodText);
   if (!period.ok) return period;
-  if (start.value.plus(period.value).toMillis() <= start.value.toMillis()) {
+  const firstEnd = plusOrNull(start.value, period.value);
+  if (!firstEnd) return { ok: false, reason: `its first period ${RANGE_REASON}` };
+  if (firstEnd.toMillis() <= start.value.toMillis()) {
     return { ok: false, reason: `the period ${periodText} must be positive` };
   }
   let end: DateTime | null = null;
@@ -46,16 +56,18 @@ export function parseTimeSpec(text: string): Parsed<TimeSpec> {
     if (parsedEnd.value.toMillis() <= start.value.toMillis()) return { ok: false, reason: 'end must be after start' };
     end = parsedEnd.value;
   }
-  return {
-    ok: true,
-    value: {
-      start: start.value,
-      period: period.value,
-      repetitions,
-      end,
-      origTimeSpec: `${recurrence}/${startText}/${periodText}`,
-    },
+  const value: TimeSpec = {
+    start: start.value,
+    period: period.value,
+    repetitions,
+    end,
+    origTimeSpec: `${recurrence}/${startText}/${periodText}`,
   };
+  // DESIGN.md 9: a count of periods whose last one would end past the range is refused; an
+  // unbounded subscription simply has no period past it (`periodExists`).
+  if (repetitions !== null && end === null && !periodStartOrNull(value, repetitions))
+    return { ok: false, reason: `its last period ${RANGE_REASON}` };
+  return { ok: true, value };
 }
 
 /** `period × k` component by component, so that months stay months. */
@@ -74,16 +86,27 @@ export function periodStart(spec: TimeSpec, k: number): DateTime {
   return spec.start.plus(times(spec.period, k));
 }
 
+/** Start of period k, or null when it lies past the representable range (DESIGN.md 9). */
+export function periodStartOrNull(spec: TimeSpec, k: number): DateTime | null {
+  try {
+    const start = periodStart(spec, k);
+    return isRepresentable(start) ? start : null;
+  } catch {
+    return null;
+  }
+}
+
 /** Whether period k starts before the subscription's end (its `<end>` and its `n`). */
 export function periodExists(spec: TimeSpec, k: number): boolean {
   if (k < 0) return false;
   if (spec.repetitions !== null && k >= spec.repetitions) return false;
-  return spec.end === null || periodStart(spec, k).toMillis() < spec.end.toMillis();
+  const start = periodStartOrNull(spec, k);
+  return start !== null && (spec.end === null || start.toMillis() < spec.end.toMillis());
 }
 
 /** When the subscription ends: its `<end>`, or the end of its n-th period; null if never. */
 export function subscriptionEnd(spec: TimeSpec): DateTime | null {
-  const afterLast = spec.repetitions === null ? null : periodStart(spec, spec.repetitions);
+  const afterLast = spec.repetitions === null ? null : periodStartOrNull(spec, spec.repetitions);
   if (spec.end && afterLast) return spec.end.toMillis() <= afterLast.toMillis() ? spec.end : afterLast;
   return spec.end ?? afterLast;
 }
@@ -98,7 +121,7 @@ export function periodIndexAt(spec: TimeSpec, instant: DateTime): number {
   // An estimate from the period's average length, corrected by stepping: periods of
   // calendar units (months, years) vary in length.
   const average = periodStart(spec, 1).toMillis() - spec.start.toMillis();
-  let k = Math.max(0, Math.floor((at - spec.start.toMillis()) / average) - 1);
+  let k = average > 0 ? Math.max(0, Math.floor((at - spec.start.toMillis()) / average) - 1) : 0;
   while (k > 0 && periodStart(spec, k).toMillis() > at) k -= 1;
   while (periodStart(spec, k + 1).toMillis() <= at) k += 1;
   return k;

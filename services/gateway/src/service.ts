@@ -3,6 +3,7 @@ import { DEFAULT_PORTS, env, serviceUrl } from '@rs/config';
 import { defineService, serveHttp } from '@rs/runtime';
 import { z } from 'zod';
 import { Authenticator } from './auth/authenticator';
+import { TrustedProxies } from './domain/source-address';
 import { BearerVerifier } from './auth/bearer';
 import { FailureThrottle } from './auth/failure-throttle';
 import { hashSecret, verifySecret } from './auth/secrets';
@@ -43,6 +44,21 @@ export const Config = z
     AUTH_CACHE_TTL_MS: z.coerce.number().int().min(0).max(60_000).default(5_000),
     RATE_LIMIT_PER_SECOND: z.coerce.number().min(0).default(200),
     RATE_LIMIT_BURST: z.coerce.number().int().min(1).default(400),
+    /** DESIGN.md 4 and 6: proxies whose X-Forwarded-For names the source address. */
+    TRUSTED_PROXIES: z
+      .string()
+      .optional()
+      .transform((spec, ctx) => {
+        try {
+          return new TrustedProxies(spec);
+        } catch (error) {
+          ctx.addIssue({
+            code: 'custom',
+            message: `must be comma-separated addresses or CIDRs: ${(error as Error).message}`,
+          });
+          return z.NEVER;
+        }
+      }),
     OPENAPI_PATH: z.string().default(path.resolve(__dirname, '../../../docs/openapi.json')),
   })
   .refine((cfg) => (cfg.ADMIN_CLIENT_ID === undefined) === (cfg.ADMIN_CLIENT_SECRET === undefined), {
@@ -115,6 +131,7 @@ export const start = defineService(
             realm: config.AUTH_REALM,
             publicBaseUrl,
             authenticator,
+            proxies: config.TRUSTED_PROXIES,
             clients,
             users,
             revocations,

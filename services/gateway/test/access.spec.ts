@@ -18,46 +18,79 @@ const bearer = (subject: string, scopes: string[]): Principal => ({
   scopes,
   subject,
 });
-const operation = (method: string, path: string) => {
+/** The operation a request is, or null when the edge answers it itself (404, 405, 400). */
+const op = (method: string, path: string) => {
   const found = classify(method, path);
+  return found.kind === 'operation' ? found.operation : null;
+};
+const operation = (method: string, path: string) => {
+  const found = op(method, path);
   if (!found) throw new Error(`${method} ${path} is no operation`);
   return found;
 };
 
 describe('spec 4 and 5: which route of the table a request is', () => {
   it('user paths go to their owning service with the connectId decoded, and the scope a Bearer token needs', () => {
-    expect(classify('GET', '/id/users/alice%40example.com/rights')).toMatchObject({
+    expect(op('GET', '/id/users/alice%40example.com/rights')).toMatchObject({
       owner: 'rights',
       connectId: 'alice@example.com',
       bearer: 'id.user.right.read',
       list: 'rights',
       caller: 'client',
     });
-    expect(classify('GET', '/id/users/alice/subs/S1')).toMatchObject({
+    expect(op('GET', '/id/users/alice/subs/S1')).toMatchObject({
       owner: 'subscriptions',
       bearer: 'id.user.sub.read',
       list: null,
     });
-    expect(classify('POST', '/id/users/alice/rights/R1/usage')).toMatchObject({ bearer: 'id.user.right.use' });
-    expect(classify('POST', '/id/users/alice/rights')).toMatchObject({ bearer: null, list: null });
-    expect(classify('GET', '/catalog/skus/news')).toMatchObject({ owner: 'catalog', caller: 'admin' });
-    expect(classify('GET', '/admin/clients')).toMatchObject({ owner: 'gateway', caller: 'admin' });
-    expect(classify('HEAD', '/id/users/alice/rights/R1/')?.route?.operationId).toBe('getRight');
-    expect(classify('GET', '/.well-known/jwks.json')).toMatchObject({ owner: 'rights', caller: 'none' });
-    // A dot in a template is a dot, not any character.
-    expect(classify('GET', '/openapiXjson')).toBeNull();
+    expect(op('POST', '/id/users/alice/rights/R1/usage')).toMatchObject({ bearer: 'id.user.right.use' });
+    expect(op('POST', '/id/users/alice/rights')).toMatchObject({ bearer: null, list: null });
+    expect(op('GET', '/catalog/skus/news')).toMatchObject({ owner: 'catalog', caller: 'admin' });
+    expect(op('GET', '/admin/clients')).toMatchObject({ owner: 'gateway', caller: 'admin' });
+    expect(op('HEAD', '/id/users/alice/rights/R1')?.route.operationId).toBe('getRight');
+    expect(op('GET', '/.well-known/jwks.json')).toMatchObject({ owner: 'rights', caller: 'none' });
   });
 
-  it('paths a service owns that no route names are still its own, Basic only (it answers 404 or 405)', () => {
-    expect(classify('PUT', '/id/users/alice/rights')).toMatchObject({ route: null, owner: 'rights', bearer: null });
-    expect(classify('GET', '/id/users/alice/subs/S1/extra/deep')).toMatchObject({ owner: 'subscriptions' });
-    expect(classify('GET', '/catalog/other')).toMatchObject({ route: null, owner: 'catalog', caller: 'admin' });
-    expect(classify('GET', '/elsewhere')).toBeNull();
-    expect(classify('POST', '/admin/clients')).toBeNull();
+  it('DESIGN.md 4: a path the table does not name is 404, a named path with another method 405, before anything else', () => {
+    expect(classify('GET', '/openapiXjson')).toEqual({ kind: 'not_found' }); // a dot in a template is a dot
+    expect(classify('GET', '/elsewhere')).toEqual({ kind: 'not_found' });
+    expect(classify('GET', '/id/users/alice/subs/S1/extra/deep')).toEqual({ kind: 'not_found' });
+    expect(classify('GET', '/catalog/other')).toEqual({ kind: 'not_found' });
+    expect(classify('PUT', '/id/users/alice/rights')).toEqual({
+      kind: 'method_not_allowed',
+      allow: ['GET', 'POST', 'HEAD'],
+    });
+    expect(classify('POST', '/admin/clients')).toEqual({ kind: 'method_not_allowed', allow: ['GET', 'HEAD'] });
+  });
+
+  it('DESIGN.md 4: literal segments match exactly: letter case, encoded letters, empty and dot segments make another path', () => {
+    for (const path of [
+      '/Admin/clients/pwn',
+      '/ADMIN/clients/pwn',
+      '/admin/Clients/pwn',
+      '/%61dmin/clients/pwn',
+      '/admin/clients/pwn/',
+      '/admin//clients/pwn',
+      '//admin/clients/pwn',
+      '/admin/./clients/pwn',
+      '/admin/x/../clients/pwn',
+      '/Id/users/x',
+      '/ID/users/x',
+    ])
+      expect(classify('PUT', path), path).toEqual({ kind: 'not_found' });
+    // A parameter is never a dot segment, encoded or not.
+    expect(classify('GET', '/id/users/alice/rights/..')).toEqual({ kind: 'not_found' });
+    expect(classify('GET', '/id/users/%2e%2E/rights')).toEqual({ kind: 'not_found' });
+  });
+
+  it('DESIGN.md 4: malformed percent-encoding is 400, wherever it is', () => {
+    expect(classify('GET', '/id/users/u/rights/%ZZ')).toEqual({ kind: 'malformed' });
+    expect(classify('GET', '/id/users/%C0/rights')).toEqual({ kind: 'malformed' });
+    expect(classify('GET', '/nowhere/%')).toEqual({ kind: 'malformed' });
   });
 
   it('DESIGN.md 3 "Challenges": Bearer is accepted only where spec 5 gives it a scope (and to read a user)', () => {
-    const bearerOf = (method: string, path: string) => classify(method, path)?.bearer ?? null;
+    const bearerOf = (method: string, path: string) => op(method, path)?.bearer ?? null;
     expect(bearerOf('GET', '/id/users/alice')).toBe('any');
     expect(bearerOf('PUT', '/id/users/alice')).toBeNull();
     expect(bearerOf('GET', '/id/users/alice/rights/R1')).toBe('id.user.right.read');
@@ -69,7 +102,7 @@ describe('spec 4 and 5: which route of the table a request is', () => {
   });
 
   it('DESIGN.md 3 "Content negotiation": operations that answer JSON, and every subscription operation', () => {
-    const json = (method: string, path: string) => classify(method, path)?.json ?? false;
+    const json = (method: string, path: string) => op(method, path)?.json ?? false;
     expect(json('GET', '/id/users/alice/rights')).toBe(true);
     expect(json('POST', '/id/users/alice/rights')).toBe(true);
     expect(json('POST', '/id/users/alice/rights/R1/suspend')).toBe(false);

@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { TrustedProxies } from '../src/domain/source-address';
+import { HashLanes } from '../src/auth/hash-lanes';
 import { FailureThrottle, PER_ADDRESS, PER_CLIENT_AND_ADDRESS } from '../src/auth/failure-throttle';
 import { RefreshingCache } from '../src/auth/refreshing-cache';
 import { manualClock, type ManualClock } from '@rs/time';
@@ -68,35 +70,125 @@ describe('RefreshingCache', () => {
   });
 });
 
-describe('FailureThrottle', () => {
-  it('when one address fails for a client, then that pair is throttled, but the client from another address is not', () => {
+describe('FailureThrottle (DESIGN.md 4 "No lock-out")', () => {
+  /** Attempts of `clientOf(i)` from `addressOf(i)`, for i from 0 while below `count`. */
+  const attempts = (
+    throttle: FailureThrottle,
+    count: number,
+    clientOf: (i: number) => string,
+    addressOf: (i: number) => string,
+  ) => Array.from({ length: count }, (_, i) => throttle.attempt(clientOf(i), addressOf(i)));
+
+  it('when one address tries a client past its free attempts, then that pair waits, but the client from another address does not', () => {
     const clock = manualClock(START);
     const throttle = new FailureThrottle(undefined, clock);
-    for (let i = 0; i <= PER_CLIENT_AND_ADDRESS.freeFailures; i++) throttle.recordFailure('victim', '203.0.113.9');
-    expect(throttle.retryAfterSeconds('victim', '203.0.113.9')).toBeGreaterThan(0);
-    expect(throttle.retryAfterSeconds('victim', '198.51.100.7')).toBe(0);
+    const free = PER_CLIENT_AND_ADDRESS.freeFailures;
+    expect(
+      attempts(
+        throttle,
+        free,
+        () => 'victim',
+        () => '203.0.113.9',
+      ),
+    ).toEqual(Array(free).fill(0));
+    expect(throttle.attempt('victim', '203.0.113.9')).toBeGreaterThan(0);
+    expect(throttle.attempt('victim', '198.51.100.7')).toBe(0);
     clock.advance(PER_CLIENT_AND_ADDRESS.baseBlockMs);
-    expect(throttle.retryAfterSeconds('victim', '203.0.113.9')).toBe(0);
+    expect(throttle.attempt('victim', '203.0.113.9')).toBe(0);
   });
 
-  it('when one address fails for many clients, then the address is throttled for all of them', () => {
+  it('when an attempt verifies its secret, then it is taken back: a client verifying often is never refused', () => {
     const throttle = new FailureThrottle();
-    for (let i = 0; i <= PER_ADDRESS.freeFailures; i++) throttle.recordFailure(`name-${i}`, '203.0.113.9');
-    expect(throttle.retryAfterSeconds('anyone', '203.0.113.9')).toBeGreaterThan(0);
-    expect(throttle.retryAfterSeconds('anyone', '203.0.113.10')).toBe(0);
+    for (let i = 0; i < 3 * PER_ADDRESS.freeFailures; i++) {
+      expect(throttle.attempt(`client-${i}`, '203.0.113.9')).toBe(0);
+      throttle.succeeded(`client-${i}`, '203.0.113.9');
+    }
+  });
+
+  it('when one address tries many clients, then the address waits for all of them', () => {
+    const throttle = new FailureThrottle();
+    attempts(
+      throttle,
+      PER_ADDRESS.freeFailures,
+      (i) => `name-${i}`,
+      () => '203.0.113.9',
+    );
+    expect(throttle.attempt('anyone', '203.0.113.9')).toBeGreaterThan(0);
+    expect(throttle.attempt('anyone', '203.0.113.10')).toBe(0);
   });
 
   it('when an IPv6 host moves within its /64, then it is still the same address', () => {
     const throttle = new FailureThrottle();
-    for (let i = 0; i <= PER_ADDRESS.freeFailures; i++) throttle.recordFailure(`name-${i}`, `2001:db8:0:1::${i + 1}`);
-    expect(throttle.retryAfterSeconds('anyone', '2001:db8:0:1:ffff::1')).toBeGreaterThan(0);
-    expect(throttle.retryAfterSeconds('anyone', '2001:db8:0:2::1')).toBe(0);
+    attempts(
+      throttle,
+      PER_ADDRESS.freeFailures,
+      (i) => `name-${i}`,
+      (i) => `2001:db8:0:1::${i + 1}`,
+    );
+    expect(throttle.attempt('anyone', '2001:db8:0:1:ffff::1')).toBeGreaterThan(0);
+    expect(throttle.attempt('anyone', '2001:db8:0:2::1')).toBe(0);
   });
 
   it('when an address floods names past the memory bound, then its own record stays and nothing is reset at once', () => {
     const throttle = new FailureThrottle(undefined, manualClock(START), 1_000);
-    for (let i = 0; i <= PER_ADDRESS.freeFailures; i++) throttle.recordFailure(`name-${i}`, '203.0.113.9');
-    for (let i = 0; i < 5_000; i++) throttle.recordFailure(`flood-${i}`, '203.0.113.9');
-    expect(throttle.retryAfterSeconds('victim', '203.0.113.9')).toBeGreaterThan(0);
+    attempts(
+      throttle,
+      PER_ADDRESS.freeFailures,
+      (i) => `name-${i}`,
+      () => '203.0.113.9',
+    );
+    attempts(
+      throttle,
+      5_000,
+      (i) => `flood-${i}`,
+      () => '203.0.113.9',
+    );
+    expect(throttle.attempt('victim', '203.0.113.9')).toBeGreaterThan(0);
+  });
+});
+
+describe('TrustedProxies (DESIGN.md 4): the source address', () => {
+  const proxies = new TrustedProxies('10.0.0.0/8, 192.0.2.1, 2001:db8::/32');
+
+  it('when the peer is not a trusted proxy, then it is the source, whatever X-Forwarded-For claims', () => {
+    expect(proxies.sourceOf('198.51.100.7', '203.0.113.1')).toBe('198.51.100.7');
+    expect(new TrustedProxies(undefined).sourceOf('::ffff:10.1.2.3', '203.0.113.1')).toBe('10.1.2.3');
+  });
+
+  it('when the peer is a trusted proxy, then the nearest untrusted address of X-Forwarded-For is the source', () => {
+    expect(proxies.sourceOf('10.1.2.3', '203.0.113.1')).toBe('203.0.113.1');
+    // The client wrote the first entry itself; the ingress appended what it saw.
+    expect(proxies.sourceOf('::ffff:10.1.2.3', 'forged, 198.51.100.9, 10.9.9.9')).toBe('198.51.100.9');
+    expect(proxies.sourceOf('2001:db8::1', '192.0.2.1, 203.0.113.5')).toBe('203.0.113.5');
+    // Garbage ends the walk at the last address that could be believed.
+    expect(proxies.sourceOf('10.1.2.3', '203.0.113.1, not-an-address')).toBe('10.1.2.3');
+    expect(proxies.sourceOf('10.1.2.3', undefined)).toBe('10.1.2.3');
+  });
+
+  it('when TRUSTED_PROXIES is not addresses or CIDRs, then it is refused', () => {
+    expect(() => new TrustedProxies('10.0.0.0/33')).toThrow(/prefix length/);
+    expect(() => new TrustedProxies('ingress.local')).toThrow(/not an address/);
+  });
+});
+
+describe('HashLanes (DESIGN.md 4): bounded hashing, shared between addresses in turn', () => {
+  it('when one lane floods, then another lane is served at the next free slot, and past the bound nothing is queued', async () => {
+    const lanes = new HashLanes(1, 9);
+    const order: string[] = [];
+    const gates: Array<() => void> = [];
+    const task = (name: string) => () =>
+      new Promise<void>((resolve) => {
+        order.push(name);
+        gates.push(resolve);
+      });
+    const runs = [0, 1, 2, 3, 4, 5, 6, 7, 8].map((i) => lanes.run('flood', task(`flood-${i}`)));
+    runs.push(lanes.run('other', task('other')));
+    expect(runs.every((run) => run !== null)).toBe(true);
+    expect(lanes.run('late', task('late'))).toBeNull();
+    for (let served = 0; served < 3; served++) {
+      gates.shift()!();
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    expect(order.slice(0, 3)).toEqual(['flood-0', 'flood-1', 'other']);
   });
 });

@@ -30,7 +30,11 @@ afterAll(async () => {
 
 const create = (state: 'CREATED' | 'ACTIVE' | 'SUSPENDED', timeInterval = '2026-03-01T00:00:00Z/PT1H') =>
   rights.create(A, 'alice', { sku: 'news', grantorId: 'A', timeInterval, state, serviceProviderId: 'SP' });
-const expire = (rightId: string) => rights.expireMany([{ connectId: 'alice', rightId }], clock());
+const expire = async (rightId: string) => {
+  const { expired, failed } = await rights.expireMany([{ connectId: 'alice', rightId }], clock());
+  expect(failed).toEqual([]);
+  return expired;
+};
 const codeOf = async (promise: Promise<unknown>) =>
   promise.then(
     () => 'done',

@@ -1,6 +1,8 @@
 import { publicApiShape, serviceEnvShape, serviceUrl } from '@rs/config';
 import { defineService, serveHttp, startRelay, startSkuDirectory } from '@rs/runtime';
+import { parseDuration } from '@rs/time';
 import { z } from 'zod';
+import { SHORTEST_PERIOD } from './domain/bounds';
 import { SubscriptionUseCases } from './app/subscriptions';
 import { subscriptionRoutes } from './http/routes';
 import { consumeSubscriptionCommands } from './messaging/commands';
@@ -11,6 +13,18 @@ export const Config = z.object({
   ...serviceEnvShape('subscriptions'),
   ...publicApiShape,
   CATALOG_URL: serviceUrl('catalog'),
+  /** DESIGN.md 6 and 9: the shortest period a subscription may have, at least PT1S. */
+  SUBSCRIPTION_MIN_PERIOD: z
+    .string()
+    .default('PT1M')
+    .transform((text, ctx) => {
+      const period = parseDuration(text);
+      if (!period.ok || period.value.toMillis() < SHORTEST_PERIOD.toMillis()) {
+        ctx.addIssue({ code: 'custom', message: 'must be an ISO 8601 duration of at least PT1S' });
+        return z.NEVER;
+      }
+      return period.value;
+    }),
 });
 
 /**
@@ -24,7 +38,14 @@ export const start = defineService('subscriptions', Config, async (runtime) => {
   const history = await runtime.migrated(subscriptionHistory(runtime.db.db!));
   const relay = startRelay(runtime, 'subscriptions', history);
   const skus = await startSkuDirectory(runtime, config.CATALOG_URL);
-  const subscriptions = new SubscriptionUseCases(store, history, skus, config.PUBLIC_BASE_URL, runtime.clock);
+  const subscriptions = new SubscriptionUseCases({
+    store,
+    changes: history,
+    skus,
+    publicBaseUrl: config.PUBLIC_BASE_URL,
+    minPeriod: config.SUBSCRIPTION_MIN_PERIOD,
+    clock: runtime.clock,
+  });
   await consumeSubscriptionCommands(runtime.broker, subscriptions, history, runtime.logger, () => relay.kick());
   const routes = subscriptionRoutes(subscriptions, config.PUBLIC_BASE_URL);
   return serveHttp(runtime, config.PORT, {

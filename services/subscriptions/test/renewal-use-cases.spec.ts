@@ -4,6 +4,7 @@ import { basicCaller, fixedCatalog, testDatabase, type TestDatabase } from '@rs/
 import { manualClock } from '@rs/time';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SubscriptionUseCases } from '../src/app/subscriptions';
+import { SHORTEST_PERIOD } from '../src/domain/bounds';
 import { SubscriptionStore } from '../src/store/subscription-store';
 import { subscriptionHistory } from '../src/store/subscription-history';
 
@@ -19,13 +20,14 @@ beforeAll(async () => {
   database = await testDatabase('renewal_use_cases');
   const store = new SubscriptionStore(database.db);
   await store.ensureIndexes();
-  subscriptions = new SubscriptionUseCases(
+  subscriptions = new SubscriptionUseCases({
     store,
-    subscriptionHistory(database.db.db!),
-    fixedCatalog({ news: {}, video: {} }),
-    'https://api.example.com',
+    changes: subscriptionHistory(database.db.db!),
+    skus: fixedCatalog({ news: {}, video: {} }),
+    publicBaseUrl: 'https://api.example.com',
+    minPeriod: SHORTEST_PERIOD,
     clock,
-  );
+  });
 });
 afterAll(async () => {
   await database?.drop();
@@ -131,5 +133,35 @@ describe('renewal (DESIGN.md 3 "Renewal"), on a pinned clock', () => {
     // The one-day rights of periods 1 and 2 ended unissued: reported once, not again by a repeat.
     expect(caughtUp.missed).toBe(2);
     expect((await renew(subscription.subscriptionId)).missed).toBe(0);
+  });
+});
+
+describe('one bad item fails alone (DESIGN.md 9), on a pinned clock', () => {
+  it('when a stored subscription cannot be renewed among good ones, then the others renew, it is reported failed and the schedule leaves it out', async () => {
+    clock.set('2026-04-01T00:00:00Z');
+    const make = () =>
+      subscriptions.create(A, 'frank', {
+        grantorId: 'A',
+        timeSpec: 'R/2026-04-01T00:00:00Z/P1D',
+        rightsSpec: [{ sku: 'news' }],
+      });
+    const [first, broken, last] = [await make(), await make(), await make()];
+    // Stored before the bounds existed: a period luxon cannot add up.
+    await database.db
+      .db!.collection('subscriptions')
+      .updateOne({ _id: broken!.subscriptionId } as never, { $set: { timeSpec: 'R/2026-04-01T00:00:00Z/P300000Y' } });
+    const items = [first!, broken!, last!].map(({ subscriptionId }) => ({ connectId: 'frank', subscriptionId }));
+    const renewed = await subscriptions.renew(items, clock(), false);
+    expect(renewed.failed.map(({ index }) => index)).toEqual([1]);
+    expect(String(renewed.failed[0]!.error)).toMatch(/representable range/);
+    const issuedFor = renewed.emitted
+      .filter((entry) => entry.event.type === CommandTypes.rightsIssue)
+      .map((entry) => (entry.event.data as RightsIssueData).subscriptionId);
+    expect(issuedFor.sort()).toEqual([first!.subscriptionId, last!.subscriptionId].sort());
+    const store = new SubscriptionStore(database.db);
+    const scheduled = (await Promise.all(Array.from({ length: 64 }, (_, bucket) => store.ofBucket(bucket)))).flat();
+    const ids = scheduled.map((subscription) => subscription.subscriptionId);
+    expect(ids).toContain(first!.subscriptionId);
+    expect(ids).not.toContain(broken!.subscriptionId);
   });
 });

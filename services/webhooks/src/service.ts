@@ -4,6 +4,7 @@ import { Sealer } from '@rs/store';
 import { z } from 'zod';
 import { Dispatcher } from './app/dispatcher';
 import { EndpointUseCases } from './app/endpoints';
+import { GrantorEndpoints } from './app/grantor-endpoints';
 import { parseRetrySchedule } from './domain/delivery';
 import { webhookRoutes } from './http/routes';
 import { consumeEventsForWebhooks } from './messaging/events';
@@ -36,6 +37,8 @@ export const Config = z.object({
   WEBHOOK_CONCURRENCY_PER_ENDPOINT: z.coerce.number().int().min(1).max(64).default(8),
   /** Encrypts the endpoints' secrets at rest (32+ characters); required outside development. */
   WEBHOOK_SECRET_KEY: env.secret.optional(),
+  /** DESIGN.md 6 and 9: endpoints one grantor may register. */
+  WEBHOOK_MAX_ENDPOINTS: z.coerce.number().int().min(1).max(10_000).default(50),
 });
 
 /**
@@ -46,7 +49,7 @@ export const start = defineService('webhooks', Config, async (runtime) => {
   const { config, clock } = runtime;
   const allowPrivateTargets = config.WEBHOOK_ALLOW_PRIVATE_TARGETS ?? config.NODE_ENV === 'development';
   const db = runtime.db.db!;
-  const endpointStore = new EndpointStore(db);
+  const endpointStore = await runtime.migrated(new EndpointStore(db));
   const deliveryStore = await runtime.migrated(new DeliveryStore(db));
   const sender = new Sender({
     timeoutMs: config.WEBHOOK_TIMEOUT_MS,
@@ -58,7 +61,11 @@ export const start = defineService('webhooks', Config, async (runtime) => {
     endpointStore,
     deliveryStore,
     new Sealer(requiredSecret(config, 'WEBHOOK_SECRET_KEY'), 'rs-webhook-endpoint-secrets'),
-    { allowPrivateTargets, retryNow: (delivery) => dispatcher.enqueue([delivery]) },
+    {
+      allowPrivateTargets,
+      retryNow: (delivery) => dispatcher.enqueue([delivery]),
+      maxPerGrantor: config.WEBHOOK_MAX_ENDPOINTS,
+    },
     clock,
   );
   const dispatcher = new Dispatcher(
@@ -81,7 +88,14 @@ export const start = defineService('webhooks', Config, async (runtime) => {
     await dispatcher.stop();
     sender.close();
   });
-  await consumeEventsForWebhooks(runtime.broker, endpointStore, deliveryStore, dispatcher, runtime.logger, clock);
+  await consumeEventsForWebhooks(
+    runtime.broker,
+    new GrantorEndpoints(endpointStore),
+    deliveryStore,
+    dispatcher,
+    runtime.logger,
+    clock,
+  );
   return serveHttp(runtime, config.PORT, {
     realm: config.AUTH_REALM,
     jsonLimit: '16kb',

@@ -1,12 +1,12 @@
 import { SkuName, SkuUpsertBody } from '@rs/contracts';
 import * as http from '@rs/http';
-import { Router, type Request } from 'express';
+import type { Request, Router } from 'express';
 import type { CatalogUseCases } from '../app/catalog';
 import { representation } from '../domain/sku';
 
 /** The admin catalog API of DESIGN.md 6: HTTP in and out; the rules are the use cases'. */
 export function catalogRoutes(catalog: CatalogUseCases, publicBaseUrl: string): Router {
-  const router = Router();
+  const router = http.exactRouter();
   const skuParam = (req: Request) => http.parseParam(SkuName, 'sku', req.params.sku);
 
   http.serveRoutes(router, 'catalog', {

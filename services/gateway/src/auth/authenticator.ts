@@ -1,5 +1,6 @@
 import type { Clock } from '@rs/time';
 import { createHash } from 'node:crypto';
+import { availableParallelism } from 'node:os';
 import { AppError, basicChallenge, tooManyRequests, unauthorized, type Principal } from '@rs/http';
 import { LRUCache } from 'lru-cache';
 import type { ApiClient, ClientStore } from '../store/client-store';
@@ -8,6 +9,7 @@ import { parseBasic } from './basic';
 import { BearerRejected, type BearerVerifier } from './bearer';
 import type { FailureThrottle } from './failure-throttle';
 import { directoryLookups, secretVerifications } from './metrics';
+import { HashLanes } from './hash-lanes';
 import { RefreshingCache } from './refreshing-cache';
 import { UNKNOWN_CLIENT_HASH, verifySecret } from './secrets';
 
@@ -30,27 +32,48 @@ export interface AuthenticatorOptions {
   realm: string;
   /** How long a looked-up client is used without asking the database again (then refreshed once, in the background). */
   cacheTtlMs: number;
+  /** Secret hashes computed at once (default: half the cores, at least one). */
+  hashConcurrency?: number;
   clock?: Clock;
 }
 
 /** Verified secrets remembered; each is valid while its client's stored hash is unchanged. */
 const VERIFIED_SECRETS = 10_000;
+/**
+ * Secret hashes computed at once: scrypt takes a core for about 100 ms, and the event loop
+ * serving verified clients needs the rest (DESIGN.md 4 "No lock-out").
+ */
+const HASH_CONCURRENCY = Math.max(1, Math.floor(availableParallelism() / 2));
+/** Attempts waiting for a hash, over all addresses; more are answered 429 at once. */
+const MAX_WAITING_HASHES = 256;
+
+const principalOf = (client: ApiClient): Principal => ({
+  clientId: client.clientId,
+  grantorId: client.grantorId,
+  admin: client.admin,
+  scheme: 'basic',
+  scopes: [],
+  subject: null,
+});
 
 /**
  * Establishes who calls (DESIGN.md 3 "Principals", 4): Basic credentials of a registered
  * API client, or a Bearer access token issued to a registered client for a user. Every
  * failure is a 401 with the challenge DESIGN.md 3 prescribes.
  *
- * Nothing runs once per request that can run once per key (issue 9): clients are cached and
- * refreshed with a single flight; a secret is verified (scrypt, tens of milliseconds) once
- * per client hash, however many requests present it at once. Guessing is throttled per
- * client and source address (429), but only for secrets not verified already, so failures
- * sent by someone else never lock a client out.
+ * Nothing runs once per request that can run once per key: clients are cached and refreshed
+ * with a single flight; a secret is verified (scrypt, about 100 ms) once per client hash,
+ * however many requests present it at once. Guessing is throttled per client and source
+ * address and per address (429), counted before the hash, and only for secrets not verified
+ * already, so failures sent by someone else never lock a client out; the hashes computed at
+ * once are bounded and shared between addresses in turn (DESIGN.md 4 "No lock-out").
  */
 export class Authenticator {
   private readonly clients: RefreshingCache<string, ApiClient | null>;
-  /** Keys: client id, fingerprint of the secret, the stored hash it was verified against. */
-  private readonly verified: LRUCache<string, true, { secret: string; secretHash: string }>;
+  /** Client id and fingerprint of a secret → the stored hash it was verified against. */
+  private readonly verified = new LRUCache<string, string>({ max: VERIFIED_SECRETS });
+  private readonly inFlight = new Map<string, Promise<ApiClient | null>>();
+  private readonly hashes: HashLanes;
 
   constructor(private readonly options: AuthenticatorOptions) {
     this.clients = new RefreshingCache({
@@ -63,14 +86,7 @@ export class Authenticator {
       max: 10_000,
       ...(options.clock ? { clock: options.clock } : {}),
     });
-    this.verified = new LRUCache({
-      max: VERIFIED_SECRETS,
-      fetchMethod: async (_key, _stale, { context }) => {
-        const valid = await verifySecret(context.secret, context.secretHash);
-        secretVerifications.inc({ outcome: valid ? 'valid' : 'invalid' });
-        return valid ? true : undefined;
-      },
-    });
+    this.hashes = new HashLanes(options.hashConcurrency ?? HASH_CONCURRENCY, MAX_WAITING_HASHES);
   }
 
   get realm(): string {
@@ -94,31 +110,40 @@ export class Authenticator {
     const credentials = parseBasic(authorization);
     if (!credentials) throw unauthorized('malformed Basic credentials', challenge);
     const { clientId, secret } = credentials;
+    const key = `${clientId}\u0000${createHash('sha256').update(secret).digest('base64')}`;
+    // A secret verified before is never throttled nor hashed again while its client's hash stays.
+    const verifiedAgainst = this.verified.get(key);
+    if (verifiedAgainst !== undefined) {
+      const client = await this.clients.get(clientId);
+      if (client?.secretHash === verifiedAgainst) return principalOf(client);
+    }
+    // Requests presenting the same credentials while they are being verified share that one
+    // attempt; any other attempt counts before anything is looked up or hashed (DESIGN.md 4).
+    let verifying = this.inFlight.get(key);
+    if (!verifying) {
+      const wait = this.options.throttle.attempt(clientId, address);
+      if (wait > 0) throw tooManyRequests('too many failed attempts; try again later', wait);
+      verifying = this.verify(key, clientId, secret, address);
+      this.inFlight.set(key, verifying);
+      void verifying.finally(() => this.inFlight.delete(key)).catch(() => undefined);
+    }
+    const client = await verifying;
+    if (!client) throw unauthorized('invalid credentials', challenge);
+    return principalOf(client);
+  }
+
+  /** Looks the client up and hashes the secret, in the address's lane; the client, or null when the secret is wrong. */
+  private async verify(key: string, clientId: string, secret: string, address: string): Promise<ApiClient | null> {
     const client = await this.clients.get(clientId);
     const secretHash = client?.secretHash ?? UNKNOWN_CLIENT_HASH;
-    const fingerprint = createHash('sha256').update(secret).digest('base64');
-    const key = `${clientId}\u0000${fingerprint}\u0000${secretHash}`;
-
-    if (!(client && this.verified.get(key))) {
-      const { throttle } = this.options;
-      const wait = throttle.retryAfterSeconds(clientId, address);
-      if (wait > 0) throw tooManyRequests('too many failed attempts; try again later', wait);
-      // One scrypt per key in flight; concurrent requests with the same credentials share it.
-      const valid = await this.verified.fetch(key, { context: { secret, secretHash } });
-      if (!client || !valid) {
-        throttle.recordFailure(clientId, address);
-        throw unauthorized('invalid credentials', challenge);
-      }
-      throttle.recordSuccess(clientId, address);
-    }
-    return {
-      clientId,
-      grantorId: client.grantorId,
-      admin: client.admin,
-      scheme: 'basic',
-      scopes: [],
-      subject: null,
-    };
+    const hashing = this.hashes.run(address, () => verifySecret(secret, secretHash));
+    if (!hashing) throw tooManyRequests('too many verifications under way; try again shortly', 1);
+    const valid = await hashing;
+    secretVerifications.inc({ outcome: valid ? 'valid' : 'invalid' });
+    if (!client || !valid) return null;
+    this.options.throttle.succeeded(clientId, address);
+    this.verified.set(key, secretHash);
+    return client;
   }
 
   private async bearer(token: string): Promise<Principal> {

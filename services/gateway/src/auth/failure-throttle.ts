@@ -33,13 +33,15 @@ export const PER_ADDRESS: ThrottlePolicy = {
 };
 
 /**
- * Slows down guessing of Basic secrets (DESIGN.md 4, issue 9 "No lock-out"): failures are
- * counted per (client, source address) and per source address, never per client alone, so
- * a client id, which is not secret, cannot be used to lock its owner out from elsewhere;
- * and the authenticator checks the throttle only for secrets it has not verified already.
- * Records live in a bounded LRU: a flood of names evicts the oldest records one by one
- * (the flooding address's own record, touched by every failure, stays), never all at once.
- * Per gateway process.
+ * Slows down guessing of Basic secrets (DESIGN.md 4 "No lock-out"): attempts to verify a
+ * secret are counted per (client, source address) and per source address, never per client
+ * alone, so a client id, which is not secret, cannot be used to lock its owner out from
+ * elsewhere; and the authenticator asks only for secrets it has not verified already.
+ * An attempt counts when it is admitted, before its hash is computed, so a flood of
+ * concurrent wrong secrets is refused after the free ones instead of all being hashed; one
+ * that turns out right is taken back. Records live in a bounded LRU: a flood of names evicts
+ * the oldest records one by one (the flooding address's own record, touched by every
+ * attempt, stays), never all at once. Per gateway process.
  */
 export class FailureThrottle {
   private readonly records: LRUCache<string, FailureRecord>;
@@ -52,35 +54,37 @@ export class FailureThrottle {
     this.records = new LRUCache({ max: maxRecords });
   }
 
-  /** Seconds this attempt must wait, or 0 when it may be verified. */
-  retryAfterSeconds(clientId: string, address: string): number {
+  /**
+   * Admits an attempt to verify `clientId`'s secret from `address` and counts it: 0 when it
+   * may go on, else the seconds it must wait (nothing counted).
+   */
+  attempt(clientId: string, address: string): number {
+    const now = this.clock().getTime();
     const until = Math.max(
       this.records.get(pairKey(clientId, address))?.blockedUntil ?? 0,
       this.records.get(addressKey(address))?.blockedUntil ?? 0,
     );
-    const wait = until - this.clock().getTime();
-    return wait > 0 ? Math.ceil(wait / 1000) : 0;
+    if (until > now) return Math.ceil((until - now) / 1000);
+    this.count(pairKey(clientId, address), this.policies.pair, now);
+    this.count(addressKey(address), this.policies.address, now);
+    return 0;
   }
 
-  recordFailure(clientId: string, address: string): void {
-    this.fail(pairKey(clientId, address), this.policies.pair);
-    this.fail(addressKey(address), this.policies.address);
-  }
-
-  /** A verified secret clears its (client, address) record; the address keeps its own. */
-  recordSuccess(clientId: string, address: string): void {
+  /** The attempt verified its secret: its (client, address) record goes, and the address gets its attempt back. */
+  succeeded(clientId: string, address: string): void {
     this.records.delete(pairKey(clientId, address));
+    const record = this.records.get(addressKey(address));
+    if (record && record.blockedUntil <= this.clock().getTime()) record.failures.pop();
   }
 
-  private fail(key: string, policy: ThrottlePolicy): void {
-    const now = this.clock().getTime();
+  private count(key: string, policy: ThrottlePolicy, now: number): void {
     const record = this.records.get(key) ?? { failures: [], blockedUntil: 0, excess: 0 };
     record.failures = record.failures.filter((at) => now - at < policy.windowMs);
     record.failures.push(now);
-    if (record.failures.length > policy.freeFailures) {
+    if (record.failures.length >= policy.freeFailures) {
       record.blockedUntil = now + Math.min(policy.maxBlockMs, policy.baseBlockMs * 2 ** record.excess);
       record.excess += 1;
-      record.failures = record.failures.slice(-policy.freeFailures - 1);
+      record.failures = record.failures.slice(-policy.freeFailures);
     }
     this.records.set(key, record);
   }

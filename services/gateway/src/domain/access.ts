@@ -1,4 +1,4 @@
-import { pathParameters, ROUTES, type Principal, type PublicRoute, type RouteOwner, type Scope } from '@rs/contracts';
+import { ROUTES, type Principal, type PublicRoute, type RouteOwner, type Scope } from '@rs/contracts';
 
 /**
  * Which route of the table a request is, and whether its caller may call it (spec 4 and 5,
@@ -6,10 +6,10 @@ import { pathParameters, ROUTES, type Principal, type PublicRoute, type RouteOwn
  * (@rs/contracts routes.ts), like the services' routes and the OpenAPI document.
  */
 export interface Operation {
-  /** The route of the table; null for a path a service owns that no route names (it answers 404 or 405). */
-  route: PublicRoute | null;
+  /** The route of the table. */
+  route: PublicRoute;
   owner: RouteOwner;
-  /** The user of a /id/users/{connectId}… path. */
+  /** The user of a /id/users/{connectId}… path, percent-decoded. */
   connectId: string | null;
   caller: PublicRoute['caller'];
   bearer: PublicRoute['bearer'];
@@ -17,42 +17,89 @@ export interface Operation {
   json: boolean;
 }
 
+/** What the edge makes of a request's method and path, before anything else is looked at (DESIGN.md 4). */
+export type Classified =
+  | { kind: 'operation'; operation: Operation }
+  | { kind: 'not_found' }
+  | { kind: 'method_not_allowed'; allow: string[] }
+  | { kind: 'malformed' };
+
+/** A template's segments: a literal to compare exactly, or a parameter (null). */
 const TABLE = ROUTES.map((route: PublicRoute) => ({
   route,
-  pattern: new RegExp(`^${route.path.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '([^/]+)')}/?$`),
-  connectIdAt: pathParameters(route.path).indexOf('connectId'),
+  segments: route.path.split('/').map((segment) => (/^\{[^}]+\}$/.test(segment) ? null : segment)),
+  connectIdAt: route.path.split('/').indexOf('{connectId}'),
 }));
-const UNDER_USER = /^\/id\/users\/([^/]+)\/(subs|rights)(?:\/|$)/;
 
-export function classify(method: string, path: string): Operation | null {
+/** A `%` not followed by two hex digits. */
+const BAD_ESCAPE = /%(?![0-9A-Fa-f]{2})/;
+
+/**
+ * DESIGN.md 4 "Routes match exactly": which route of the table a request is. `rawPath` is the
+ * path as sent (percent-encoded, before any normalization). Literal segments compare exactly:
+ * another letter case, an encoded letter, an empty segment (a trailing or doubled slash) or a
+ * dot segment is another path, which no route names (404; 405 when the path is named for
+ * other methods). A parameter is one non-empty segment, not a dot segment, decoded once;
+ * malformed percent-encoding anywhere is refused (400). Its pattern is checked where it is
+ * used. HEAD is GET without the body.
+ */
+export function classify(method: string, rawPath: string): Classified {
+  if (BAD_ESCAPE.test(rawPath)) return { kind: 'malformed' };
+  const segments = rawPath.split('/');
   const wanted = method === 'HEAD' ? 'GET' : method;
-  for (const { route, pattern, connectIdAt } of TABLE) {
-    if (route.method !== wanted) continue;
-    const match = pattern.exec(path);
-    if (!match) continue;
+  const allow = new Set<string>();
+  for (const { route, segments: template, connectIdAt } of TABLE) {
+    if (!matches(template, segments)) continue;
+    if (route.method !== wanted) {
+      allow.add(route.method);
+      continue;
+    }
+    let connectId: string | null = null;
+    if (connectIdAt >= 0) {
+      try {
+        connectId = decodeURIComponent(segments[connectIdAt]!);
+      } catch {
+        return { kind: 'malformed' };
+      }
+    }
+    if (!segments.every(decodes)) return { kind: 'malformed' };
     return {
-      route,
-      owner: route.owner,
-      connectId: connectIdAt < 0 ? null : decode(match[connectIdAt + 1]!),
-      caller: route.caller,
-      bearer: route.bearer,
-      list: 'list' in route ? (route.list ?? null) : null,
-      json: route.json,
+      kind: 'operation',
+      operation: {
+        route,
+        owner: route.owner,
+        connectId,
+        caller: route.caller,
+        bearer: route.bearer,
+        list: 'list' in route ? (route.list ?? null) : null,
+        json: route.json,
+      },
     };
   }
-  // Paths no route names, under what a service owns: forwarded for the service to answer
-  // 404 or 405, after the same authentication (Basic only; the catalog admins only).
-  const fallback = { route: null, bearer: null, list: null, json: false } as const;
-  if (path === '/catalog' || path.startsWith('/catalog/'))
-    return { ...fallback, owner: 'catalog', connectId: null, caller: 'admin' };
-  if (path === '/webhooks' || path.startsWith('/webhooks/'))
-    return { ...fallback, owner: 'webhooks', connectId: null, caller: 'client' };
-  const under = UNDER_USER.exec(path);
-  if (under) {
-    const owner = under[2] === 'subs' ? 'subscriptions' : 'rights';
-    return { ...fallback, owner, connectId: decode(under[1]!), caller: 'client' };
+  if (allow.size === 0) return { kind: 'not_found' };
+  if (allow.has('GET')) allow.add('HEAD');
+  return { kind: 'method_not_allowed', allow: [...allow] };
+}
+
+function matches(template: ReadonlyArray<string | null>, segments: readonly string[]): boolean {
+  if (template.length !== segments.length) return false;
+  return template.every((literal, i) => {
+    const segment = segments[i]!;
+    if (literal !== null) return segment === literal;
+    return segment !== '' && !DOT_SEGMENT.test(segment);
+  });
+}
+
+/** `.` and `..`, also encoded (`%2e`): never a parameter (RFC 3986 5.2.4 would remove them). */
+const DOT_SEGMENT = /^(?:\.|%2[eE]){1,2}$/;
+
+function decodes(segment: string): boolean {
+  try {
+    decodeURIComponent(segment);
+    return true;
+  } catch {
+    return false;
   }
-  return null;
 }
 
 /**
@@ -61,7 +108,8 @@ export function classify(method: string, path: string): Operation | null {
  * (DESIGN.md 3 "Challenges").
  */
 export function acceptsBearer(method: string, path: string): boolean {
-  return (classify(method, path)?.bearer ?? null) !== null;
+  const found = classify(method, path);
+  return found.kind === 'operation' && found.operation.bearer !== null;
 }
 
 /**
@@ -70,7 +118,8 @@ export function acceptsBearer(method: string, path: string): boolean {
  * negotiation").
  */
 export function answersJson(method: string, path: string): boolean {
-  return classify(method, path)?.json ?? false;
+  const found = classify(method, path);
+  return found.kind === 'operation' && found.operation.json;
 }
 
 /** Why a caller may not call an operation, and so which challenge it gets (DESIGN.md 3 "Challenges"). */
@@ -116,14 +165,6 @@ export function listRule(
   if (operation.list === 'rights' && principal.scheme === 'basic' && filter !== principal.grantorId)
     return { challenge: 'grantor_mismatch', reason: 'you may list only the rights of your own grantor' };
   return null;
-}
-
-function decode(segment: string): string {
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    return segment;
-  }
 }
 
 /** The query parameter that filters a list by grantor (DESIGN.md 3 "307"). */

@@ -108,15 +108,13 @@ export class Forwarder {
       };
       outgoing.on('timeout', () => {
         outgoing.destroy();
-        fail(new AppError(504, `${upstream.host} did not answer in time`));
+        // DESIGN.md 9: the answer names no internal host or port.
+        fail(new AppError(504, 'the service did not answer in time'));
       });
       outgoing.on('error', (error: NodeJS.ErrnoException) => {
         if (outgoing.destroyed && res.headersSent) return resolve(null);
-        fail(
-          serviceUnavailable(
-            `the service behind ${req.path.split('/').slice(0, 2).join('/') || '/'} is unavailable (${error.code ?? 'error'})`,
-          ),
-        );
+        res.locals.log?.warn({ err: error, upstream: upstream.origin }, 'service unavailable');
+        fail(serviceUnavailable('the service is unavailable; try again shortly'));
       });
       outgoing.on('response', (incoming) => {
         span.end(incoming.statusCode);

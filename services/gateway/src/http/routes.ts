@@ -1,20 +1,14 @@
 import type { Clock } from '@rs/time';
 import { readFileSync } from 'node:fs';
-import {
-  ClientBody,
-  ClientId,
-  ConnectId,
-  Jti,
-  RevocationBody,
-  ROUTES,
-  type Principal,
-  type RouteOwner,
-} from '@rs/contracts';
+import { ClientBody, ClientId, ConnectId, Jti, RevocationBody, type Principal, type RouteOwner } from '@rs/contracts';
 import {
   admitsJson,
   AppError,
   basicChallenge,
+  exactRouter,
   jsonBody,
+  malformedPath,
+  methodNotAllowed,
   notAcceptable,
   notFound,
   parseBody,
@@ -24,7 +18,7 @@ import {
   unauthorized,
   type InternalTokenSigner,
 } from '@rs/http';
-import { Router, type Request, type RequestHandler } from 'express';
+import type { Request, RequestHandler, Router } from 'express';
 import { type Authenticator, bearerChallenge, insufficientScopeChallenge, isBearer } from '../auth/authenticator';
 import { hashSecret } from '../auth/secrets';
 import {
@@ -36,6 +30,7 @@ import {
   type Operation,
   type Refusal,
 } from '../domain/access';
+import type { TrustedProxies } from '../domain/source-address';
 import type { ClientStore } from '../store/client-store';
 import type { RevocationStore } from '../store/revocation-store';
 import type { UserStore } from '../store/user-store';
@@ -48,15 +43,10 @@ declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace
   namespace Express {
     interface Locals {
-      operation: Operation | null;
+      operation: Operation;
     }
   }
 }
-
-/** Where callers authenticate: the first segment of every route of the table that needs a caller. */
-const AUTHENTICATED_PREFIXES = [
-  ...new Set(ROUTES.filter((route) => route.caller !== 'none').map((route) => `/${route.path.split('/')[1]}`)),
-];
 
 /** Who calls a service for a route that needs no caller. */
 const GATEWAY: Principal = {
@@ -75,6 +65,8 @@ export interface GatewayRoutesOptions {
   clients: ClientStore;
   users: UserStore;
   revocations: RevocationStore;
+  /** TRUSTED_PROXIES: whose X-Forwarded-For names the source address (DESIGN.md 4). */
+  proxies: TrustedProxies;
   upstreams: Record<Exclude<RouteOwner, 'gateway'>, URL>;
   forwarder: Forwarder;
   signer: InternalTokenSigner;
@@ -86,35 +78,54 @@ export interface GatewayRoutesOptions {
 
 export function gatewayRoutes(options: GatewayRoutesOptions): Router {
   const { realm, authenticator } = options;
-  const router = Router();
+  const router = exactRouter();
   const openApi = readFileSync(options.openApiPath, 'utf8');
   const idempotent = idempotentForwarder({ ...options.idempotency, forwarder: options.forwarder });
+  /** DESIGN.md 4: the socket's peer, or the client behind a trusted proxy. */
+  const sourceAddress = (req: Request) =>
+    options.proxies.sourceOf(req.socket.remoteAddress ?? '', req.get('x-forwarded-for'));
 
-  // Which route of the table the request is: once, for every step below.
+  // DESIGN.md 4 "Routes match exactly": which route of the table the request is, once, before
+  // any credential is checked, any body read or any handler run; what the table does not
+  // name ends here.
   router.use((req, res, next) => {
-    res.locals.operation = classify(req.method, req.path);
-    next();
+    const found = classify(req.method, req.path);
+    switch (found.kind) {
+      case 'not_found':
+        return next(notFound('no resource at this path'));
+      case 'method_not_allowed':
+        return next(methodNotAllowed(found.allow));
+      case 'malformed':
+        return next(malformedPath());
+      case 'operation':
+        res.locals.operation = found.operation;
+        return next();
+    }
   });
-  // Everything but the OpenAPI document needs a caller; each caller is rate limited.
+  // Every route but the open ones needs a caller; each caller is rate limited.
   const authenticate: RequestHandler = async (req, res, next) => {
+    const operation = res.locals.operation;
+    if (operation.caller === 'none') return next();
     const authorization = req.get('authorization');
     // DESIGN.md 3 "Challenges": a Bearer header on a Basic-only endpoint gets the Basic challenge.
-    if (isBearer(authorization) && (res.locals.operation?.bearer ?? null) === null)
+    if (isBearer(authorization) && operation.bearer === null)
       throw unauthorized('this operation needs Basic credentials', basicChallenge(realm));
-    res.locals.principal = await authenticator.authenticate(authorization, req.socket.remoteAddress ?? '');
+    res.locals.principal = await authenticator.authenticate(authorization, sourceAddress(req));
     next();
   };
-  router.use(AUTHENTICATED_PREFIXES, authenticate, rateLimit(options.rateLimit, options.clock));
+  const limit = rateLimit(options.rateLimit, options.clock);
+  router.use(authenticate, (req, res, next) =>
+    res.locals.operation.caller === 'none' ? next() : limit(req, res, next),
+  );
   // DESIGN.md 3 "Content negotiation": after authentication, before anything is done.
   router.use((req, res, next) => {
-    if (res.locals.operation?.json && !admitsJson(req))
+    if (res.locals.operation.json && !admitsJson(req))
       return next(notAcceptable('this operation answers application/json, which the Accept header excludes'));
     next();
   });
   // spec 5: the one decision of who may call what; then what a service owns is forwarded.
   router.use(async (req, res, next) => {
     const operation = res.locals.operation;
-    if (!operation) return next();
     // A route open to anyone (the JWKS) reaches its service as the gateway itself.
     const open = operation.caller === 'none';
     const principal = open ? GATEWAY : res.locals.principal;
@@ -144,6 +155,15 @@ export function gatewayRoutes(options: GatewayRoutesOptions): Router {
   // The gateway parses only its own bodies; forwarded ones stream through untouched.
   router.use('/admin', jsonBody('16kb'));
 
+  /** DESIGN.md 4: every admin handler checks the admin principal itself, a second lock behind `authorize`. */
+  const asAdmin =
+    (handler: RequestHandler): RequestHandler =>
+    (req, res, next) => {
+      const principal: Principal | undefined = res.locals.principal;
+      if (principal?.scheme !== 'basic' || !principal.admin)
+        throw unauthorized('this operation needs the Basic credentials of an admin client', basicChallenge(realm));
+      return handler(req, res, next);
+    };
   const clientParam = (req: Request) => parseParam(ClientId, 'clientId', req.params.clientId);
   const connectIdParam = (req: Request) => parseParam(ConnectId, 'connectId', req.params.connectId);
   // DESIGN.md 3 "Users": the user directory.
@@ -158,7 +178,7 @@ export function gatewayRoutes(options: GatewayRoutesOptions): Router {
     getOpenApi: (_req, res) => {
       res.type('application/json').send(openApi);
     },
-    listClients: async (_req, res) => {
+    listClients: asAdmin(async (_req, res) => {
       const clients = await options.clients.list();
       res.json({
         clients: clients.map(({ clientId, grantorId, admin, createdAt, updatedAt }) => ({
@@ -169,8 +189,8 @@ export function gatewayRoutes(options: GatewayRoutesOptions): Router {
           updatedAt: updatedAt.toISOString(),
         })),
       });
-    },
-    putClient: async (req, res) => {
+    }),
+    putClient: asAdmin(async (req, res) => {
       const clientId = clientParam(req);
       const body = parseBody(ClientBody, req.body);
       const created = await options.clients.put({
@@ -182,35 +202,35 @@ export function gatewayRoutes(options: GatewayRoutesOptions): Router {
       authenticator.invalidate(clientId);
       if (created) res.status(201).json({ clientId, grantorId: body.grantorId, admin: body.admin ?? false });
       else sendDone(res);
-    },
-    deleteClient: async (req, res) => {
+    }),
+    deleteClient: asAdmin(async (req, res) => {
       const clientId = clientParam(req);
       await options.clients.remove(clientId);
       authenticator.invalidate(clientId);
       sendDone(res);
-    },
-    revokeToken: async (req, res) => {
+    }),
+    revokeToken: asAdmin(async (req, res) => {
       const jti = parseParam(Jti, 'jti', req.params.jti);
       const body = parseBody(RevocationBody, req.body);
       const created = await options.revocations.revoke(jti, body.expiresAt ? new Date(body.expiresAt) : undefined);
       res.status(created ? 201 : 204).end();
-    },
+    }),
     getUser: async (req, res) => {
       const connectId = connectIdParam(req);
       const user = await options.users.find(connectId);
       if (!user) throw notFound(`no user ${connectId}`);
       res.json(userView(user.connectId, user.createdAt));
     },
-    putUser: async (req, res) => {
+    putUser: asAdmin(async (req, res) => {
       const connectId = connectIdParam(req);
       const created = await options.users.register(connectId);
       if (created) res.status(201).json(userView(connectId, options.clock()));
       else sendDone(res);
-    },
-    deleteUser: async (req, res) => {
+    }),
+    deleteUser: asAdmin(async (req, res) => {
       await options.users.unregister(connectIdParam(req));
       sendDone(res);
-    },
+    }),
   });
   return router;
 }

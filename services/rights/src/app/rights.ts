@@ -23,7 +23,15 @@ import {
   type RightCommand,
   type RightEntity,
 } from '../domain/right';
-import { RACE_LOST, untilStored, type HistoryLog } from '@rs/store';
+import {
+  eachItem,
+  isTransient,
+  RACE_LOST,
+  untilStored,
+  WriteFailed,
+  type HistoryLog,
+  type ItemFailure,
+} from '@rs/store';
 import { parseTimeInterval, systemClock, type Clock } from '@rs/time';
 import type { RightQuery, RightStore } from '../store/right-store';
 
@@ -34,6 +42,30 @@ import type { RightQuery, RightStore } from '../store/right-store';
 export function periodRightId(subscriptionId: string, periodStart: string, templateIndex: number): string {
   const instant = new Date(periodStart).toISOString();
   return createHash('sha256').update(`${subscriptionId}|${instant}|${templateIndex}`).digest('hex').slice(0, 32);
+}
+
+/** The right a template yields for a period (DESIGN.md 3 "Renewal"); throws when its interval does not parse. */
+function issuedRight(command: RightsIssueData, template: RightsIssueData['rights'][number], now: Date): RightEntity {
+  const interval = parseTimeInterval(template.timeInterval);
+  if (!interval.ok) throw new InvalidMessage(`rights[${template.templateIndex}].timeInterval: ${interval.reason}`);
+  return {
+    rightId: periodRightId(command.subscriptionId, command.periodStart, template.templateIndex),
+    userId: command.connectId,
+    state: template.state,
+    grantorId: command.grantorId,
+    grantorContext: template.grantorContext,
+    serviceProviderId: normalizedServiceProvider(command.grantorId, template.serviceProviderId),
+    sku: template.sku,
+    payload: null,
+    used: false,
+    start: interval.value.start,
+    end: interval.value.end,
+    timeInterval: interval.value.text,
+    subscriptionId: command.subscriptionId,
+    generation: 1,
+    createdAt: now,
+    updatedAt: now,
+  };
 }
 
 /**
@@ -156,22 +188,45 @@ export class RightsUseCases {
   async expireMany(
     items: ReadonlyArray<{ connectId: string; rightId: string }>,
     judgedAt: Date,
-  ): Promise<RightEntity[]> {
+  ): Promise<{ expired: RightEntity[]; failed: ItemFailure[] }> {
     const now = new Date(Math.max(this.clock().getTime(), judgedAt.getTime()));
     const found = await this.store.findMany(items.map((item) => ({ userId: item.connectId, id: item.rightId })));
     const expired: RightEntity[] = [];
-    const changes = found.flatMap((right) => {
-      if (right?.state === 'EXPIRED') expired.push(right);
-      const decision = right ? decide(right, 'expire', now) : null;
-      return right && decision?.kind === 'change' ? [{ current: right, next: decision.next }] : [];
-    });
+    // DESIGN.md 9: a right whose expiry fails (bad stored data, a bug) fails alone.
+    const failed: ItemFailure[] = [];
+    const changes = eachItem(
+      found,
+      (right) => {
+        if (right?.state === 'EXPIRED') expired.push(right);
+        const decision = right ? decide(right, 'expire', now) : null;
+        return right && decision?.kind === 'change' ? { current: right, next: decision.next } : null;
+      },
+      failed,
+    ).flatMap(({ index, value }) => (value ? [{ index, ...value }] : []));
     const stored = await this.store.updateManyWithoutEvents(changes);
     const raced = await Promise.all(
-      changes.map(async ({ current, next }, i) =>
-        stored[i] ? next : this.untilStoredWithoutEvents(current.userId, current.rightId, now),
-      ),
+      changes.map(async ({ index, current, next }, i) => {
+        const outcome = stored[i]!;
+        if (outcome instanceof WriteFailed) {
+          failed.push({ index, error: outcome.error });
+          return null;
+        }
+        if (outcome) return next;
+        return this.untilStoredWithoutEvents(current.userId, current.rightId, now).catch((error: unknown) => {
+          if (isTransient(error)) throw error;
+          failed.push({ index, error });
+          return null;
+        });
+      }),
     );
-    return [...expired, ...raced.filter((right) => right !== null)];
+    for (const { index, error } of failed) {
+      const right = found[index];
+      if (right)
+        await this.store
+          .setAside(right, String((error as Error)?.message ?? error).slice(0, 500))
+          .catch(() => undefined);
+    }
+    return { expired: [...expired, ...raced.filter((right) => right !== null)], failed };
   }
 
   /**
@@ -181,35 +236,20 @@ export class RightsUseCases {
    * right of the batch, new or found, whose `right.created` the caller publishes before it
    * acks the commands (docs/decisions/0011).
    */
-  async issueForPeriods(commands: readonly RightsIssueData[]): Promise<RightEntity[]> {
+  async issueForPeriods(
+    commands: readonly RightsIssueData[],
+  ): Promise<{ issued: RightEntity[]; failed: ItemFailure[] }> {
     const now = this.clock();
-    const rights = commands.flatMap((command) =>
-      command.rights.map((template): RightEntity => {
-        const interval = parseTimeInterval(template.timeInterval);
-        if (!interval.ok)
-          throw new InvalidMessage(`rights[${template.templateIndex}].timeInterval: ${interval.reason}`);
-        return {
-          rightId: periodRightId(command.subscriptionId, command.periodStart, template.templateIndex),
-          userId: command.connectId,
-          state: template.state,
-          grantorId: command.grantorId,
-          grantorContext: template.grantorContext,
-          serviceProviderId: normalizedServiceProvider(command.grantorId, template.serviceProviderId),
-          sku: template.sku,
-          payload: null,
-          used: false,
-          start: interval.value.start,
-          end: interval.value.end,
-          timeInterval: interval.value.text,
-          subscriptionId: command.subscriptionId,
-          generation: 1,
-          createdAt: now,
-          updatedAt: now,
-        };
-      }),
+    // DESIGN.md 9: a period whose rights cannot be made fails alone.
+    const failed: ItemFailure[] = [];
+    const built = eachItem(
+      commands,
+      (command) => command.rights.map((template) => issuedRight(command, template, now)),
+      failed,
     );
+    const rights = built.flatMap(({ value }) => value);
     await this.store.insertManyWithoutEvents(rights);
-    return rights;
+    return { issued: rights, failed };
   }
 
   /** Expires one right that another writer changed meanwhile; the expired right, or null. */
@@ -218,9 +258,9 @@ export class RightsUseCases {
       const right = await this.store.find(userId, rightId);
       const decision = right ? decide(right, 'expire', now) : null;
       if (!right || decision?.kind !== 'change') return null;
-      return (await this.store.updateManyWithoutEvents([{ current: right, next: decision.next }]))[0]
-        ? decision.next
-        : RACE_LOST;
+      const [outcome] = await this.store.updateManyWithoutEvents([{ current: right, next: decision.next }]);
+      if (outcome instanceof WriteFailed) throw outcome.error;
+      return outcome ? decision.next : RACE_LOST;
     });
   }
 

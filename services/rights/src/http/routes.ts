@@ -1,7 +1,7 @@
 import { BUCKETS } from '@rs/store';
 import { RightCreateBody, RightId } from '@rs/contracts';
 import * as http from '@rs/http';
-import { Router, type Request } from 'express';
+import type { Request, Router } from 'express';
 import { expiryEntry, representation, type RightCommand } from '../domain/right';
 import { parseDateTime, systemClock, type Clock } from '@rs/time';
 import type { RightsUseCases } from '../app/rights';
@@ -26,7 +26,7 @@ export function rightsRoutes(
   publicBaseUrl: string,
   clock: Clock = systemClock,
 ): Router {
-  const router = Router();
+  const router = http.exactRouter();
   const rightId = (req: Request) => http.parseParam(RightId, 'rightId', req.params.rightId);
   const change = (act: Parameters<typeof http.userResourceChange>[1]) =>
     http.userResourceChange({ name: 'rightId', schema: RightId }, act);

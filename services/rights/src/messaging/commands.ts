@@ -8,13 +8,11 @@ import {
   RightEventTypes,
   RightsCommands,
   type ParsedEvent,
-  type RightsExpireData,
-  type RightsIssueData,
   systemActor,
 } from '@rs/contracts';
 import type { Logger } from '@rs/logging';
-import { consume, type AmqpClient } from '@rs/messaging';
-import { outboxEntry, recordAndPublish, type HistoryLog } from '@rs/store';
+import { consume, type AmqpClient, type FailedItem } from '@rs/messaging';
+import { isTransient, outboxEntry, recordAndPublish, type HistoryLog } from '@rs/store';
 import { parseTimeInterval, type Clock } from '@rs/time';
 import type { RightEntity } from '../domain/right';
 import type { RightEventsOf } from './events';
@@ -46,18 +44,27 @@ export async function consumeRightsCommands(
    * The platform made these changes: rights issued for a period as the subscriptions service,
    * expiries as the scheduler (DESIGN.md 8 "History").
    */
-  const handleBatch = async (commands: RightsCommand[]) => {
-    const issues: RightsIssueData[] = [];
-    const expiries: Array<{ items: RightsExpireData[]; judgedAt: Date }> = [];
-    for (const command of commands) {
-      if (command.type === CommandTypes.rightsIssue) issues.push(command.data);
-      else if (command.type === CommandTypes.rightsExpire)
-        expiries.push({ items: itemsOf(command.data), judgedAt: new Date(command.time) });
+  const handleBatch = async (commands: RightsCommand[]): Promise<FailedItem[]> => {
+    // DESIGN.md 9: what fails alone is dead-lettered alone, as a one-item command.
+    const failedItems: FailedItem[] = [];
+    const issues = commands.flatMap((command, message) =>
+      command.type === CommandTypes.rightsIssue ? [{ message, data: command.data }] : [],
+    );
+    const { issued, failed: failedIssues } = await rights.issueForPeriods(issues.map(({ data }) => data));
+    for (const { index, error } of failedIssues) {
+      const { message, data } = issues[index]!;
+      failedItems.push({ message, data, id: `${data.subscriptionId}@${data.periodStart}`, error });
     }
-    const issued = await rights.issueForPeriods(issues);
     const expired: RightEntity[] = [];
     // One command after another: each already reads and writes its items concurrently.
-    for (const { items, judgedAt } of expiries) expired.push(...(await rights.expireMany(items, judgedAt)));
+    for (const [message, command] of commands.entries()) {
+      if (command.type !== CommandTypes.rightsExpire) continue;
+      const items = itemsOf(command.data);
+      const outcome = await rights.expireMany(items, new Date(command.time));
+      expired.push(...outcome.expired);
+      for (const { index, error } of outcome.failed)
+        failedItems.push({ message, data: items[index], id: items[index]!.rightId, error });
+    }
     const events = [
       ...issued.flatMap((right) => eventsFor(right, [RightEventTypes.created], systemActor('subscriptions'))),
       ...expired.flatMap((right) => eventsFor(right, [RightEventTypes.expired], systemActor('scheduler'))),
@@ -68,11 +75,18 @@ export async function consumeRightsCommands(
       events.map((event) => outboxEntry(Exchanges.rightsEvents, event)),
     );
     const publishedAt = clock();
-    for (const issue of issues) observeRenewalLag(issue.dueAt, publishedAt);
+    for (const { data } of issues) observeRenewalLag(data.dueAt, publishedAt);
     for (const right of expired) observeExpiryLag(right.end, publishedAt);
     // One by one: each cascade reads and changes every right of its subscription (through the outbox).
-    for (const command of commands) if (command.type === CommandTypes.rightsCascade) await rights.cascade(command.data);
+    for (const [message, command] of commands.entries()) {
+      if (command.type !== CommandTypes.rightsCascade) continue;
+      await rights.cascade(command.data).catch((error: unknown) => {
+        if (isTransient(error)) throw error;
+        failedItems.push({ message, data: command.data, id: command.data.subscriptionId, error });
+      });
+    }
     onStored();
+    return failedItems;
   };
   await consume(
     broker,

@@ -6,14 +6,25 @@ import {
   outboxEntry,
   outboxDocumentFields,
   UserOwnedStore,
+  mapConcurrently,
+  READ_CONCURRENCY,
   type OutboxEntry,
   documentSchema,
 } from '@rs/store';
 import { type Connection } from 'mongoose';
 import type { RightEntity } from '../domain/right';
 
-interface RightDocument extends Omit<RightEntity, 'rightId'> {
+interface RightDocument extends Omit<RightEntity, 'rightId' | 'payload'> {
   _id: string;
+  /**
+   * The payload as JSON text (DESIGN.md 9 "Payloads"): any JSON round-trips, whatever its keys
+   * (`$`, `.`, NUL, `_bsontype`), which neither MongoDB nor FerretDB stores as a document.
+   */
+  payloadJson: string | null;
+  /** The payload as a document: rights stored before payloadJson, until the migration converts them. */
+  payload?: unknown;
+  /** Its expiry failed on its own at this generation (DESIGN.md 9): the schedule leaves it out until it changes. */
+  setAside?: { generation: number; reason: string; at: Date };
   /** A removed right stays as a tombstone: its id is never reused, its events still go out. */
   removed: boolean;
 }
@@ -25,7 +36,7 @@ const rightSchema = documentSchema<RightDocument>('rights', {
   grantorContext: 'string?',
   serviceProviderId: 'string?',
   sku: 'string',
-  payload: 'json?',
+  payloadJson: 'string?',
   used: 'boolean',
   start: 'date',
   end: 'date',
@@ -45,17 +56,28 @@ rightSchema.index(OUTBOX_INDEX, OUTBOX_INDEX_OPTIONS);
 const PROJECTION = { outbox: 0 } as const;
 
 // Documents are read without their outbox (PROJECTION).
-const toEntity = ({ _id, removed: _removed, ...fields }: RightDocument): RightEntity => {
+const toEntity = ({
+  _id,
+  removed: _removed,
+  setAside: _setAside,
+  payloadJson,
+  payload,
+  ...fields
+}: RightDocument): RightEntity => {
   return {
     rightId: _id,
     ...fields,
+    payload: payloadJson == null ? (payload ?? null) : JSON.parse(payloadJson),
     grantorContext: fields.grantorContext ?? null,
     serviceProviderId: fields.serviceProviderId ?? null,
     subscriptionId: fields.subscriptionId ?? null,
   };
 };
 
-const toFields = ({ rightId: _id, ...fields }: RightEntity) => fields;
+const toFields = ({ rightId: _id, payload, ...fields }: RightEntity) => ({
+  ...fields,
+  payloadJson: payload === null ? null : JSON.stringify(payload),
+});
 
 export interface RightQuery {
   userId: string;
@@ -81,9 +103,49 @@ export class RightStore extends UserOwnedStore<RightDocument, RightEntity> {
     super(db, 'Right', rightSchema, { live: { removed: { $ne: true } }, hidden: PROJECTION, toEntity });
   }
 
-  /** The ACTIVE and SUSPENDED rights of one bucket (for the scheduler's rebuild). */
-  expirable(bucket: number): Promise<RightEntity[]> {
-    return this.inBucket(bucket, { state: { $in: ['ACTIVE', 'SUSPENDED'] } });
+  override async ensureIndexes(): Promise<void> {
+    await super.ensureIndexes();
+    await this.payloadsAsText();
+  }
+
+  /**
+   * Migration step: payloads stored as documents (before payloadJson) become JSON text, so
+   * every right reads and writes its payload one way (DESIGN.md 9 "Payloads"). A no-op after.
+   */
+  private async payloadsAsText(): Promise<void> {
+    const collection = this.model.collection;
+    for (;;) {
+      const stored = await collection
+        .find({ payload: { $ne: null } }, { projection: { _id: 1, payload: 1 } })
+        .limit(500)
+        .toArray();
+      if (stored.length === 0) return;
+      await mapConcurrently(stored, READ_CONCURRENCY, ({ _id, payload }) =>
+        collection.updateOne({ _id } as never, {
+          $set: { payloadJson: JSON.stringify(payload) },
+          $unset: { payload: '' },
+        }),
+      );
+    }
+  }
+
+  /**
+   * The ACTIVE and SUSPENDED rights of one bucket (for the scheduler's rebuild), but those set
+   * aside at their current generation (their expiry failed alone; DESIGN.md 9).
+   */
+  async expirable(bucket: number): Promise<RightEntity[]> {
+    const docs = await this.model
+      .find({ bucket, state: { $in: ['ACTIVE', 'SUSPENDED'] }, removed: { $ne: true } }, PROJECTION)
+      .lean<RightDocument[]>();
+    return docs.filter((doc) => doc.setAside?.generation !== doc.generation).map(toEntity);
+  }
+
+  /** Sets a right aside at the generation it was read at (see `expirable`). */
+  async setAside(right: RightEntity, reason: string): Promise<void> {
+    const { rightId: _id, generation } = right;
+    await this.model.collection.updateOne({ _id, generation } as never, {
+      $set: { setAside: { generation, reason, at: new Date() } },
+    });
   }
 
   /** The rights a subscription issued (for the suspend/activate cascade). */

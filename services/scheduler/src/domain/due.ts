@@ -6,7 +6,7 @@ import {
   type SubscriptionEventData,
 } from '@rs/contracts';
 import { hashOf } from '@rs/store';
-import { parseTimeSpec, periodExists, periodStart, subscriptionEnd } from '@rs/time';
+import { parseTimeSpec, periodExists, periodStartOrNull, subscriptionEnd } from '@rs/time';
 
 /**
  * Where due work is kept so that every query for it is an equality (docs/decisions/0011):
@@ -66,7 +66,8 @@ export function ownedPartitions(liveMembers: readonly string[], me: string): num
 /** A right is due to expire at the end of its interval while ACTIVE or SUSPENDED (DESIGN.md 3). */
 export function rightDueAt(right: Pick<RightEventData, 'state' | 'timeInterval'>): Date | null {
   if (right.state !== 'ACTIVE' && right.state !== 'SUSPENDED') return null;
-  return new Date(right.timeInterval.split('/')[1]!);
+  const end = new Date(right.timeInterval.split('/')[1] ?? '');
+  return Number.isNaN(end.getTime()) ? null : end;
 }
 
 /**
@@ -81,9 +82,8 @@ export function subscriptionDueAt(
   if (!parsed.ok) return null;
   const spec = parsed.value;
   const candidates: number[] = [];
-  if (subscription.nextPeriod !== null && periodExists(spec, subscription.nextPeriod)) {
-    candidates.push(periodStart(spec, subscription.nextPeriod).toMillis());
-  }
+  const next = subscription.nextPeriod === null ? null : periodStartOrNull(spec, subscription.nextPeriod);
+  if (next && periodExists(spec, subscription.nextPeriod!)) candidates.push(next.toMillis());
   const end = subscriptionEnd(spec);
   if (end) candidates.push(end.toMillis());
   return candidates.length > 0 ? new Date(Math.min(...candidates)) : null;

@@ -17,8 +17,19 @@ import {
 } from '@rs/contracts';
 import type { Principal } from '@rs/contracts';
 import { canManage, canReadHistory, canSee, canSubscribeFor, visibleGrantorOf } from '../domain/access';
-import { RACE_LOST, untilStored, type HistoryLog, type OutboxEntry } from '@rs/store';
-import { parseDuration, parseTimeSpec, systemClock, type Clock } from '@rs/time';
+import {
+  eachItem,
+  isTransient,
+  RACE_LOST,
+  untilStored,
+  WriteFailed,
+  type HistoryLog,
+  type ItemFailure,
+  type OutboxEntry,
+} from '@rs/store';
+import { parseTimeSpec, systemClock, type Clock } from '@rs/time';
+import type { Duration } from 'luxon';
+import { boundsViolation, SHORTEST_PERIOD } from '../domain/bounds';
 import { planRenewal } from '../domain/renewal';
 import {
   decide,
@@ -46,10 +57,11 @@ export interface MissedRights {
   rights: number;
 }
 
-/** What a renewal command did: the events and commands to publish, and the rights it missed. */
+/** What a renewal command did: the events and commands to publish, the rights it missed, and the items that failed alone. */
 export interface RenewalOutcome {
   emitted: OutboxEntry[];
   missed: MissedRights[];
+  failed: ItemFailure[];
 }
 
 interface PlannedRenewal extends RenewalChange {
@@ -57,7 +69,7 @@ interface PlannedRenewal extends RenewalChange {
 }
 
 /** The outcome of one stored renewal. */
-function renewedBy({ current, outgoing, missedRights }: PlannedRenewal): RenewalOutcome {
+function renewedBy({ current, outgoing, missedRights }: PlannedRenewal): Omit<RenewalOutcome, 'failed'> {
   const { subscriptionId, userId: connectId, grantorId } = current;
   return {
     emitted: entriesOf(outgoing),
@@ -69,14 +81,34 @@ function renewedBy({ current, outgoing, missedRights }: PlannedRenewal): Renewal
  * The subscription use cases (spec 4.1): who may (DESIGN.md 3), what happens (the pure
  * domain), stored with its events and the rights cascade in one write.
  */
+export interface SubscriptionUseCasesOptions {
+  store: SubscriptionStore;
+  changes: HistoryLog;
+  skus: SkuLookup;
+  publicBaseUrl: string;
+  /** SUBSCRIPTION_MIN_PERIOD (DESIGN.md 9). */
+  minPeriod: Duration;
+  clock?: Clock;
+}
+
 export class SubscriptionUseCases {
-  constructor(
-    private readonly store: SubscriptionStore,
-    private readonly changes: HistoryLog,
-    private readonly skus: SkuLookup,
-    private readonly publicBaseUrl: string,
-    private readonly clock: Clock = systemClock,
-  ) {}
+  private readonly store: SubscriptionStore;
+  private readonly changes: HistoryLog;
+  private readonly skus: SkuLookup;
+  private readonly publicBaseUrl: string;
+  private readonly minPeriod: Duration;
+  private readonly clock: Clock;
+
+  constructor(options: SubscriptionUseCasesOptions) {
+    ({
+      store: this.store,
+      changes: this.changes,
+      skus: this.skus,
+      publicBaseUrl: this.publicBaseUrl,
+      minPeriod: this.minPeriod,
+    } = options);
+    this.clock = options.clock ?? systemClock;
+  }
 
   /**
    * `id`: the id the gateway derived from an Idempotency-Key; when a subscription has it
@@ -93,13 +125,10 @@ export class SubscriptionUseCases {
     }
     const spec = parseTimeSpec(body.timeSpec);
     if (!spec.ok) throw DomainError.invalid(`timeSpec: ${spec.reason}`);
+    // DESIGN.md 9: the period, the dates and the rights one renewal may issue are bounded.
+    const violation = boundsViolation(spec.value, body.rightsSpec, this.minPeriod);
+    if (violation) throw DomainError.invalid(violation);
     for (const [index, template] of body.rightsSpec.entries()) {
-      if (template.timeSpec) {
-        const duration = parseDuration(template.timeSpec);
-        if (!duration.ok) throw DomainError.invalid(`rightsSpec[${index}].timeSpec: ${duration.reason}`);
-        if (duration.value.toMillis() <= 0)
-          throw DomainError.invalid(`rightsSpec[${index}].timeSpec: must be a positive duration`);
-      }
       if (!(await this.skuExists(template.sku)))
         throw DomainError.invalid(`rightsSpec[${index}].sku: ${template.sku} is not in the catalog`);
     }
@@ -210,33 +239,70 @@ export class SubscriptionUseCases {
     const keys = items.map((item) => ({ userId: item.connectId, id: item.subscriptionId }));
     const earlier = replay ? await this.store.lastEventsOf(keys) : [];
     const found = await this.store.findMany(keys);
-    const changes = found.flatMap((subscription) => (subscription ? (this.renewal(subscription, now) ?? []) : []));
-    const stored = await this.store.renewMany(changes);
-    const renewed = await Promise.all(
-      changes.map((change, i) =>
-        stored[i] ? renewedBy(change) : this.advance(change.current.userId, change.current.subscriptionId, now),
-      ),
+    // DESIGN.md 9: a subscription whose renewal fails (bad stored data, a bug) fails alone.
+    const failed: ItemFailure[] = [];
+    const planned = eachItem(found, (subscription) => subscription && this.renewal(subscription, now), failed).filter(
+      (one): one is { index: number; value: PlannedRenewal } => one.value !== null,
     );
+    const stored = await this.store.renewMany(planned.map(({ value }) => value));
+    const renewed = await Promise.all(
+      planned.map(async ({ index, value: change }, i) => {
+        const outcome = stored[i]!;
+        if (outcome instanceof WriteFailed) {
+          failed.push({ index, error: outcome.error });
+          return null;
+        }
+        if (outcome) return renewedBy(change);
+        return this.advance(change.current.userId, change.current.subscriptionId, now).catch((error: unknown) => {
+          if (isTransient(error)) throw error;
+          failed.push({ index, error });
+          return null;
+        });
+      }),
+    );
+    await this.setAside(failed.map(({ index, error }) => ({ subscription: found[index]!, error })));
+    const done = renewed.filter((one) => one !== null);
     return {
-      emitted: [...earlier, ...renewed.flatMap((one) => one.emitted)],
-      missed: renewed.flatMap((one) => one.missed),
+      emitted: [...earlier, ...done.flatMap((one) => one.emitted)],
+      missed: done.flatMap((one) => one.missed),
+      failed,
     };
   }
 
+  /**
+   * Subscriptions whose renewal failed on their own are set aside at their generation: the
+   * scheduler's rebuild leaves them out, so they never join a batch with others again, until
+   * a change (or a renewal replayed by an operator) moves them past it (DESIGN.md 9).
+   */
+  private async setAside(failures: ReadonlyArray<{ subscription: SubscriptionEntity | null; error: unknown }>) {
+    for (const { subscription, error } of failures) {
+      if (!subscription) continue;
+      await this.store
+        .setAside(subscription, String((error as Error)?.message ?? error).slice(0, 500), this.clock())
+        .catch(() => undefined); // the dead-lettered command is what matters; this only spares the rebuild
+    }
+  }
+
   /** Brings one subscription up to `now`, again while other writers win the race. */
-  private advance(userId: string, subscriptionId: string, now: Date): Promise<RenewalOutcome> {
+  private advance(userId: string, subscriptionId: string, now: Date): Promise<Omit<RenewalOutcome, 'failed'>> {
     return untilStored(`subscription ${subscriptionId}`, async () => {
       const subscription = await this.store.find(userId, subscriptionId);
       const change = subscription && this.renewal(subscription, now);
       if (!change) return { emitted: [], missed: [] };
-      return (await this.store.renewMany([change]))[0] ? renewedBy(change) : RACE_LOST;
+      const [outcome] = await this.store.renewMany([change]);
+      if (outcome instanceof WriteFailed) throw outcome.error;
+      return outcome ? renewedBy(change) : RACE_LOST;
     });
   }
 
   /** What renewing `subscription` at `now` changes, or null when it is up to date. */
   private renewal(subscription: SubscriptionEntity, now: Date): PlannedRenewal | null {
     if (subscription.state === 'EXPIRED') return null;
-    const plan = planRenewal(subscription, timeSpecOf(subscription), now);
+    // Stored before the bounds existed, it is held to them here (DESIGN.md 9).
+    const spec = timeSpecOf(subscription);
+    const violation = boundsViolation(spec, subscription.rightsSpec, SHORTEST_PERIOD);
+    if (violation) throw new Error(`stored subscription exceeds the bounds: ${violation}`);
+    const plan = planRenewal(subscription, spec, now);
     if (plan.nextPeriod === subscription.nextPeriod && !plan.expired && plan.issues.length === 0) return null;
     const next: SubscriptionEntity = {
       ...subscription,

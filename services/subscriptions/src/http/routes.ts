@@ -1,13 +1,13 @@
 import { BUCKETS } from '@rs/store';
 import { SubscriptionCreateBody, SubscriptionId } from '@rs/contracts';
 import * as http from '@rs/http';
-import { Router, type Request } from 'express';
+import type { Request, Router } from 'express';
 import { representation, scheduleEntry, type SubscriptionCommand } from '../domain/subscription';
 import type { SubscriptionUseCases } from '../app/subscriptions';
 
 /** The subscriptions API of spec 4.1, behind the gateway: HTTP in and out; the rules are the use cases'. */
 export function subscriptionRoutes(subscriptions: SubscriptionUseCases, publicBaseUrl: string): Router {
-  const router = Router();
+  const router = http.exactRouter();
   const id = (req: Request) => http.parseParam(SubscriptionId, 'subscriptionId', req.params.subscriptionId);
   const change = (act: Parameters<typeof http.userResourceChange>[1]) =>
     http.userResourceChange({ name: 'subscriptionId', schema: SubscriptionId }, act);

@@ -29,14 +29,21 @@ export async function consumeSubscriptionCommands(
       prefetch: 4,
       parse: (body) => parseEvent(SubscriptionsCommands, body),
       handle: async (command, delivery) => {
-        if (command.type === CommandTypes.subscriptionsRenew) {
-          const replay = delivery.redelivered || delivery.attempt > 1;
-          const renewed = await subscriptions.renew(itemsOf(command.data), new Date(command.time), replay);
-          // The durable command is the outbox of its renewals: recorded and published, with confirms, before it is acked.
-          await recordAndPublish(history, broker, renewed.emitted);
-          reportMissedRights(renewed.missed, log);
-        }
+        if (command.type !== CommandTypes.subscriptionsRenew) return;
+        const replay = delivery.redelivered || delivery.attempt > 1;
+        const items = itemsOf(command.data);
+        const renewed = await subscriptions.renew(items, new Date(command.time), replay);
+        // The durable command is the outbox of its renewals: recorded and published, with confirms, before it is acked.
+        await recordAndPublish(history, broker, renewed.emitted);
+        reportMissedRights(renewed.missed, log);
         onStored();
+        // DESIGN.md 9: a subscription that failed alone is dead-lettered alone.
+        return renewed.failed.map(({ index, error }) => ({
+          message: 0,
+          data: items[index],
+          id: items[index]!.subscriptionId,
+          error,
+        }));
       },
     },
     log,

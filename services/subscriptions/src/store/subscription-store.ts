@@ -8,7 +8,10 @@ import {
   outboxDocumentFields,
   UserOwnedStore,
   READ_CONCURRENCY,
+  loadedEntries,
+  storedEntries,
   type OutboxEntry,
+  type StoredOutboxEntry,
   documentSchema,
 } from '@rs/store';
 import { type Connection } from 'mongoose';
@@ -18,6 +21,8 @@ interface SubscriptionDocument extends Omit<SubscriptionEntity, 'subscriptionId'
   _id: string;
   deleted: boolean;
   lastEvents: OutboxEntry[];
+  /** Its renewal failed on its own at this generation (DESIGN.md 9): the schedule leaves it out until it changes. */
+  setAside?: { generation: number; reason: string; at: Date };
 }
 
 const schema = documentSchema<SubscriptionDocument>('subscriptions', {
@@ -48,6 +53,7 @@ function toEntity(doc: SubscriptionDocument): SubscriptionEntity {
   const { _id, deleted: _deleted, ...fields } = doc as SubscriptionDocument & { outbox?: unknown };
   delete (fields as { outbox?: unknown }).outbox;
   delete (fields as { lastEvents?: unknown }).lastEvents;
+  delete (fields as { setAside?: unknown }).setAside;
   return { subscriptionId: _id, ...fields };
 }
 
@@ -89,9 +95,21 @@ export class SubscriptionStore extends UserOwnedStore<SubscriptionDocument, Subs
     super(db, 'Subscription', schema, { live: { deleted: { $ne: true } }, hidden: PROJECTION, toEntity });
   }
 
-  /** Every live subscription of one bucket (for the scheduler's rebuild). */
-  ofBucket(bucket: number): Promise<SubscriptionEntity[]> {
-    return this.inBucket(bucket);
+  /**
+   * Every live subscription of one bucket (for the scheduler's rebuild), but those set aside
+   * at their current generation (their renewal failed alone; DESIGN.md 9).
+   */
+  async ofBucket(bucket: number): Promise<SubscriptionEntity[]> {
+    const docs = await this.model.find({ bucket, deleted: { $ne: true } }, PROJECTION).lean<SubscriptionDocument[]>();
+    return docs.filter((doc) => doc.setAside?.generation !== doc.generation).map(toEntity);
+  }
+
+  /** Sets a subscription aside at the generation it was read at (see `ofBucket`). */
+  async setAside(subscription: SubscriptionEntity, reason: string, at: Date): Promise<void> {
+    const { subscriptionId: _id, generation } = subscription;
+    await this.model.collection.updateOne({ _id, generation } as never, {
+      $set: { setAside: { generation, reason, at } },
+    });
   }
 
   list(query: SubscriptionQuery): Promise<SubscriptionEntity[]> {
@@ -117,12 +135,12 @@ export class SubscriptionStore extends UserOwnedStore<SubscriptionDocument, Subs
    * and commands are kept as `lastEvents`, not pending: the renewal command's handler
    * publishes them before it acks (docs/decisions/0011).
    */
-  renewMany(changes: readonly RenewalChange[]): Promise<boolean[]> {
+  renewMany(changes: readonly RenewalChange[]) {
     return this.documents.compareAndSetMany(
       changes.map(({ current, next, outgoing }) => ({
         id: current.subscriptionId,
         generation: current.generation,
-        set: { ...toFields(next), lastEvents: entriesOf(outgoing) },
+        set: { ...toFields(next), lastEvents: storedEntries(entriesOf(outgoing)) },
         outbox: [],
       })),
     );
@@ -133,7 +151,7 @@ export class SubscriptionStore extends UserOwnedStore<SubscriptionDocument, Subs
     const found = await mapConcurrently(keys, READ_CONCURRENCY, ({ userId, id }) =>
       this.model.collection.findOne({ _id: id, userId } as never, { projection: { lastEvents: 1 } }),
     );
-    return found.flatMap((doc) => (doc?.lastEvents as OutboxEntry[] | undefined) ?? []);
+    return found.flatMap((doc) => loadedEntries((doc?.lastEvents as StoredOutboxEntry[] | undefined) ?? []));
   }
 }
 

@@ -22,7 +22,12 @@ export class EndpointUseCases implements EndpointDirectory {
     private readonly endpoints: EndpointStore,
     private readonly deliveries: DeliveryStore,
     private readonly sealer: Sealer,
-    private readonly options: { allowPrivateTargets: boolean; retryNow: (delivery: Delivery) => void },
+    private readonly options: {
+      allowPrivateTargets: boolean;
+      retryNow: (delivery: Delivery) => void;
+      /** WEBHOOK_MAX_ENDPOINTS: endpoints one grantor may have (DESIGN.md 9). */
+      maxPerGrantor: number;
+    },
     private readonly clock: Clock = systemClock,
   ) {}
 
@@ -41,11 +46,17 @@ export class EndpointUseCases implements EndpointDirectory {
       if (error instanceof TargetRefused) throw DomainError.invalid(`url: ${error.message}`);
       throw error;
     }
+    const grantorId = principal.admin ? null : principal.grantorId;
+    // DESIGN.md 9 "Per-grantor limits" (two creates at once may both pass: one over, never more).
+    if ((await this.endpoints.countOfGrantor(grantorId)) >= this.options.maxPerGrantor)
+      throw DomainError.conflict(
+        `a grantor may have at most ${this.options.maxPerGrantor} webhook endpoints; delete one to register another`,
+      );
     const now = this.clock();
     const secret = newSecret();
     const endpoint: Endpoint = {
       endpointId: newId(now.getTime()),
-      grantorId: principal.admin ? null : principal.grantorId,
+      grantorId,
       url: target.url.toString(),
       events,
       description: body.description ?? null,
@@ -58,8 +69,8 @@ export class EndpointUseCases implements EndpointDirectory {
   }
 
   async list(principal: Principal): Promise<Endpoint[]> {
-    const all = await this.endpoints.live();
-    return all
+    const mine = principal.admin ? await this.endpoints.live() : await this.endpoints.ofGrantor(principal.grantorId);
+    return mine
       .filter((endpoint) => this.mayManage(principal, endpoint))
       .sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime());
   }

@@ -1,6 +1,6 @@
 import { DeliveryId, EndpointCreateBody, EndpointId } from '@rs/contracts';
 import * as http from '@rs/http';
-import { Router, type Request } from 'express';
+import type { Request, Router } from 'express';
 import type { EndpointUseCases } from '../app/endpoints';
 import type { Delivery } from '../store/delivery-store';
 import type { Endpoint } from '../store/endpoint-store';
@@ -27,7 +27,7 @@ const deliveryView = (delivery: Delivery) => ({
 
 /** The webhooks API of DESIGN.md 8, behind the gateway: HTTP in and out; the rules are the use cases'. */
 export function webhookRoutes(endpoints: EndpointUseCases, publicBaseUrl: string): Router {
-  const router = Router();
+  const router = http.exactRouter();
   const endpointId = (req: Request) => http.parseParam(EndpointId, 'endpointId', req.params.endpointId);
 
   http.serveRoutes(router, 'webhooks', {

@@ -4,7 +4,7 @@ import { consume, type AmqpClient } from '@rs/messaging';
 import { z } from 'zod';
 import { mayReceive, matchesPatterns } from '../domain/endpoint';
 import { deliveryIdOf, type Delivery, type DeliveryStore } from '../store/delivery-store';
-import type { EndpointStore } from '../store/endpoint-store';
+import type { GrantorEndpoints } from '../app/grantor-endpoints';
 import type { Clock } from '@rs/time';
 import type { Dispatcher } from '../app/dispatcher';
 
@@ -19,31 +19,31 @@ export const WEBHOOKS_EVENT_QUEUE = 'webhooks.events';
  */
 export async function consumeEventsForWebhooks(
   broker: AmqpClient,
-  endpoints: EndpointStore,
+  endpoints: GrantorEndpoints,
   deliveries: DeliveryStore,
   dispatcher: Pick<Dispatcher, 'enqueue' | 'ownLeaseUntil'>,
   logger: Logger,
   clock: Clock,
 ): Promise<void> {
   const handleBatch = async (events: CloudEvent[]) => {
-    const live = await endpoints.live();
     const now = clock();
-    const found = events.flatMap((event) => {
+    const candidates = await Promise.all(events.map((event) => endpoints.mayReceive(event.data, now)));
+    const found = events.flatMap((event, i) => {
       const body = JSON.stringify(event);
-      return live
-        .filter((endpoint) => matchesPatterns(endpoint.events, event.type) && mayReceive(endpoint, event.data))
-        .map((endpoint): Delivery => ({
-          deliveryId: deliveryIdOf(endpoint.endpointId, event.id),
-          endpointId: endpoint.endpointId,
-          eventId: event.id,
-          type: event.type,
-          body,
-          status: 'pending',
-          attempts: 0,
-          lastStatus: null,
-          nextAttemptAt: now,
-          createdAt: now,
-        }));
+      return candidates[i]!.filter(
+        (endpoint) => matchesPatterns(endpoint.events, event.type) && mayReceive(endpoint, event.data),
+      ).map((endpoint): Delivery => ({
+        deliveryId: deliveryIdOf(endpoint.endpointId, event.id),
+        endpointId: endpoint.endpointId,
+        eventId: event.id,
+        type: event.type,
+        body,
+        status: 'pending',
+        attempts: 0,
+        lastStatus: null,
+        nextAttemptAt: now,
+        createdAt: now,
+      }));
     });
     const leasedUntil = dispatcher.ownLeaseUntil(now);
     const stored = await deliveries.insertMany(found, leasedUntil);

@@ -42,12 +42,27 @@ export class EndpointStore {
     this.endpoints = db.collection<EndpointDocument>('endpoints');
   }
 
+  /** DESIGN.md 9: events are matched against their grantors' endpoints only, found by this index. */
+  async ensureIndexes(): Promise<void> {
+    await this.endpoints.createIndex({ grantorId: 1, deleted: 1 }, { name: 'by_grantor' });
+  }
+
+  /** The live endpoints of one grantor (null: the admins' endpoints, which receive every event). */
+  async ofGrantor(grantorId: string | null): Promise<Endpoint[]> {
+    return (await this.endpoints.find({ grantorId, deleted: false }).toArray()).map(toEndpoint);
+  }
+
+  /** How many live endpoints a grantor has (null: the admins'). */
+  countOfGrantor(grantorId: string | null): Promise<number> {
+    return this.endpoints.countDocuments({ grantorId, deleted: false });
+  }
+
   async insert(endpoint: Endpoint): Promise<void> {
     const { endpointId, ...fields } = endpoint;
     await this.endpoints.insertOne({ _id: endpointId, ...fields, deleted: false });
   }
 
-  /** Every live endpoint (few: they are registered by hand), for matching events. */
+  /** Every live endpoint (the admins' view, and the backlog gauge). */
   async live(): Promise<Endpoint[]> {
     return (await this.endpoints.find({ deleted: false }).toArray()).map(toEndpoint);
   }

@@ -1,0 +1,66 @@
+/**
+ * One bad item fails alone (DESIGN.md 9): a batch handler processes its items one by one and
+ * reports those that failed for a reason of their own (bad data, a bug), so that its
+ * neighbours complete; a failure of what every item needs (the database unreachable, a
+ * timeout) is transient and fails the whole batch, which the broker then retries.
+ */
+
+/** An item of a batch that failed on its own: its position in the batch, and why. */
+export interface ItemFailure {
+  index: number;
+  error: unknown;
+}
+
+const TRANSIENT_NAMES = new Set([
+  'MongoNetworkError',
+  'MongoNetworkTimeoutError',
+  'MongoServerSelectionError',
+  'MongoNotConnectedError',
+  'MongoTopologyClosedError',
+  'MongoPoolClearedError',
+  'MongoWaitQueueTimeoutError',
+  'MongoOperationTimeoutError',
+  'PoolClearedOnNetworkError',
+  'ConcurrentChanges',
+]);
+
+/**
+ * Whether an error says nothing about the item it happened on: the store or the network
+ * failed, or other writers kept winning. Such an error fails the batch (retried whole); any
+ * other fails only its item.
+ */
+export function isTransient(error: unknown): boolean {
+  const { name, errorLabels } = (error ?? {}) as { name?: string; errorLabels?: unknown };
+  if (name && TRANSIENT_NAMES.has(name)) return true;
+  if (error instanceof Error && 'errorLabelSet' in error) {
+    const labels = (error as { errorLabelSet?: Set<string> }).errorLabelSet;
+    if (labels?.has('RetryableWriteError') || labels?.has('TransientTransactionError')) return true;
+  }
+  return Array.isArray(errorLabels) && errorLabels.includes('RetryableWriteError');
+}
+
+/**
+ * Runs `each` for every item; an item whose `each` throws a non-transient error is recorded
+ * as failed and left out, a transient error is thrown. Results of the others, in order.
+ */
+export function eachItem<T, R>(
+  items: readonly T[],
+  each: (item: T, index: number) => R,
+  failed: ItemFailure[],
+): Array<{ index: number; value: R }> {
+  const done: Array<{ index: number; value: R }> = [];
+  items.forEach((item, index) => {
+    try {
+      done.push({ index, value: each(item, index) });
+    } catch (error) {
+      if (isTransient(error)) throw error;
+      failed.push({ index, error });
+    }
+  });
+  return done;
+}
+
+/** A write of a batch that failed on its own (see `OutboxCollection.compareAndSetMany`). */
+export class WriteFailed {
+  constructor(readonly error: unknown) {}
+}

@@ -1,0 +1,247 @@
+import { createServer, type Server } from 'node:net';
+import { Exchanges } from '@rs/contracts';
+import {
+  freePort,
+  ServiceProcess,
+  systemFixture,
+  TEST_INTERNAL_SECRET,
+  TestSystem,
+  type CollectedMessage,
+} from '@rs/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+/**
+ * The edge holds (DESIGN.md 4 and 9), each finding of a hostile client's review tried again
+ * through the gateway of a running system.
+ */
+const fx = systemFixture({
+  name: 'gateway_edge',
+  backends: ['catalog', 'rights', 'subscriptions', 'webhooks'],
+  env: { WEBHOOK_MAX_ENDPOINTS: '3' },
+  seed: {
+    clients: [
+      { clientId: 'acme', grantorId: 'A' },
+      { clientId: 'globex', grantorId: 'B' },
+    ],
+    users: ['alice', 'u'],
+    skus: { news: { name: 'News' } },
+  },
+  collect: { [Exchanges.rightsEvents]: 'right.created' },
+});
+beforeAll(fx.start);
+afterAll(fx.stop);
+
+const acme = TestSystem.clientAuthorization('acme');
+const globex = TestSystem.clientAuthorization('globex');
+const admin = () => fx.system.adminHeaders().authorization!;
+const inAMinute = () => new Date(Math.ceil(Date.now() / 1000) * 1000 + 60_000).toISOString().replace('.000Z', 'Z');
+
+describe('exact routes: another letter case, a trailing slash or an encoded letter reaches nothing', () => {
+  it('when a non-admin client calls admin operations by paths in other letter cases, then 404 and nothing changes', async () => {
+    const attempts: Array<[string, string, unknown?]> = [
+      ['PUT', '/Admin/clients/pwn', { secret: 'pwned-secret-0123', grantorId: 'X', admin: true }],
+      ['PUT', '/admin/clients/pwn/', { secret: 'pwned-secret-0123', grantorId: 'X', admin: true }],
+      ['PUT', '/%61dmin/clients/pwn', { secret: 'pwned-secret-0123', grantorId: 'X', admin: true }],
+      ['GET', '/ADMIN/clients'],
+      ['GET', '/admin/Clients'],
+      ['DELETE', '/Admin/clients/globex'],
+      ['PUT', '/Id/users/x'],
+      ['DELETE', '/ID/users/alice'],
+      ['DELETE', '/id/users//alice'],
+      ['GET', '/Catalog/skus'],
+      ['POST', '/Admin/right-token-keys'],
+    ];
+    for (const [method, path, body] of attempts) {
+      const response = await fx.call(method, path, acme, body);
+      expect(response.status, `${method} ${path}`).toBe(404);
+      expect(response.headers.get('content-type')).toMatch(/^text\/html/);
+    }
+    const clients = (await (await fx.call('GET', '/admin/clients', admin())).json()) as {
+      clients: Array<{ clientId: string; admin: boolean }>;
+    };
+    expect(clients.clients.map((client) => client.clientId).sort()).toEqual(['acme', 'globex', 'test-admin']);
+    expect((await fx.call('GET', '/id/users/alice', admin())).status).toBe(200);
+    expect((await fx.call('GET', '/id/users/x', admin())).status).toBe(404);
+  });
+
+  it('when a path is unknown, then 404 before any credential is asked; a known path with another method is 405', async () => {
+    const anonymous = await fetch(`${fx.system.gatewayUrl}/Admin/clients`);
+    expect(anonymous.status).toBe(404);
+    expect(anonymous.headers.get('www-authenticate')).toBeNull();
+    const other = await fetch(`${fx.system.gatewayUrl}/admin/clients`, { method: 'POST' });
+    expect(other.status).toBe(405);
+    expect(other.headers.get('allow')).toBe('GET, HEAD');
+  });
+
+  it('when a path has malformed percent-encoding, then 400 text/plain, with credentials or without', async () => {
+    for (const authorization of [acme, '']) {
+      const response = await fx.call('GET', '/id/users/u/rights/%ZZ', authorization);
+      expect(response.status).toBe(400);
+      expect(response.headers.get('content-type')).toMatch(/^text\/plain/);
+      expect(await response.text()).toMatch(/percent-encoding/);
+    }
+  });
+});
+
+describe('bounds: one request never makes unbounded work', () => {
+  const subscribe = (timeSpec: string, rightsSpec: object[] = [{ sku: 'news' }]) =>
+    fx.call('POST', '/id/users/alice/subs', acme, { grantorId: 'A', timeSpec, rightsSpec });
+
+  it('when a time spec leaves the years 0001-9999, has a period under SUBSCRIPTION_MIN_PERIOD or needs over 1,000 rights a renewal, then 400 naming the field, and nothing is stored', async () => {
+    const refused: Array<[string, object[] | undefined, RegExp]> = [
+      [`R/${inAMinute()}/P300000Y`, undefined, /^timeSpec: .*representable range/],
+      [`R/${inAMinute()}/PT0.001S`, undefined, /^timeSpec: the period must be at least PT1S/],
+      [`R1000000/${inAMinute()}/P1Y`, undefined, /^timeSpec: its last period .*representable range/],
+      ['R/9999-12-31T23:59:00Z/P1D', undefined, /^timeSpec: its first period .*representable range/],
+      [
+        `R/${inAMinute()}/PT1S`,
+        [{ sku: 'news', timeSpec: 'P1D' }],
+        /^rightsSpec: one renewal could issue 86400 rights/,
+      ],
+      [
+        `R/${inAMinute()}/P1D`,
+        [{ sku: 'news', timeSpec: 'P30000Y' }],
+        /^rightsSpec\[0\]\.timeSpec: .*representable range/,
+      ],
+    ];
+    for (const [timeSpec, rightsSpec, message] of refused) {
+      const response = await subscribe(timeSpec, rightsSpec);
+      expect(response.status, timeSpec).toBe(400);
+      expect(response.headers.get('content-type')).toMatch(/^text\/plain/);
+      expect(await response.text()).toMatch(message);
+    }
+    const listed = await fx.call('GET', '/id/users/alice/subs?grantorid=A', acme);
+    expect(((await listed.json()) as { subscription: unknown[] }).subscription).toEqual([]);
+    // The same bounds hold for a right's interval.
+    const right = await fx.call('POST', '/id/users/alice/rights', acme, {
+      sku: 'news',
+      grantorId: 'A',
+      timeInterval: `${inAMinute()}/P300000Y`,
+    });
+    expect(right.status).toBe(400);
+    expect(await right.text()).toMatch(/^timeInterval: its end .*representable range/);
+  });
+
+  it('when a subscription keeps within the bounds at their edge, then it is created', async () => {
+    expect((await subscribe(`R/${inAMinute()}/PT1S`, [{ sku: 'news', timeSpec: 'PT1000S' }])).status).toBe(201);
+    expect((await subscribe(`R7000/${inAMinute()}/P1Y`)).status).toBe(201);
+  });
+});
+
+describe('payloads round-trip any JSON (DESIGN.md 9)', () => {
+  it('when a payload has keys a database treats specially, then it is stored and returned exactly, in the answer, on reads and in its event', async () => {
+    const payloads: unknown[] = [
+      { $gt: 1 },
+      { 'a.b': 1 },
+      { _bsontype: 'Code', code: 'x' },
+      { 'a\u0000b': 'nul in a key', text: 'nul \u0000 in a value' },
+      [1, { $in: [] }],
+      JSON.parse('{"__proto__": {"admin": true}, "nested": {"$set": {"x.y": null}}}') as unknown,
+      'a plain string',
+      42,
+    ];
+    for (const payload of payloads) {
+      const created = await fx.call('POST', '/id/users/alice/rights', acme, {
+        sku: 'news',
+        grantorId: 'A',
+        timeInterval: `${inAMinute()}/P1D`,
+        payload,
+      });
+      expect(created.status, JSON.stringify(payload)).toBe(201);
+      const right = (await created.json()) as { rightId: string; payload: unknown };
+      expect(right.payload).toStrictEqual(payload);
+      const read = await fx.call('GET', `/id/users/alice/rights/${right.rightId}`, acme);
+      expect(((await read.json()) as { payload: unknown }).payload).toStrictEqual(payload);
+      const ofRight = (messages: CollectedMessage[]) => messages.find((one) => one.body.subject === right.rightId);
+      const event = ofRight(await fx.events(Exchanges.rightsEvents).waitFor((messages) => !!ofRight(messages)));
+      expect(event!.body.data!.payload).toStrictEqual(payload);
+    }
+  });
+
+  it('when free text holds a NUL character, which the database cannot store, then 400 naming the field', async () => {
+    const response = await fx.call('POST', '/id/users/alice/rights', acme, {
+      sku: 'news',
+      grantorId: 'A',
+      timeInterval: `${inAMinute()}/P1D`,
+      grantorContext: 'ctx\u0000',
+    });
+    expect(response.status).toBe(400);
+    expect(await response.text()).toMatch(/^grantorContext: must not contain the NUL character/);
+  });
+});
+
+describe('per-grantor limits (DESIGN.md 9)', () => {
+  it('when a grantor has WEBHOOK_MAX_ENDPOINTS endpoints, then another is 409, and other grantors are not affected', async () => {
+    const register = (authorization: string) =>
+      fx.call('POST', '/webhooks/endpoints', authorization, { url: 'http://127.0.0.1:9/hook' });
+    for (let i = 0; i < 3; i++) expect((await register(acme)).status).toBe(201);
+    const over = await register(acme);
+    expect(over.status).toBe(409);
+    expect(over.headers.get('content-type')).toMatch(/^text\/plain/);
+    expect(await over.text()).toMatch(/at most 3 webhook endpoints/);
+    expect((await register(globex)).status).toBe(201);
+  });
+});
+
+describe('nothing internal in error bodies', () => {
+  let blackhole: Server;
+  let blackholePort: number;
+  let closedPort: number;
+
+  beforeAll(async () => {
+    // A "service" that accepts connections and never answers, and a port nothing listens on.
+    blackhole = createServer(() => undefined);
+    blackholePort = await freePort();
+    await new Promise<void>((resolve) => blackhole.listen(blackholePort, '127.0.0.1', resolve));
+    closedPort = await freePort();
+  });
+  afterAll(() => {
+    blackhole?.close();
+  });
+
+  it('when a service does not answer in time or at all, then 504 or 503 without its host or port', async () => {
+    const system = await TestSystem.start({
+      name: 'gateway_edge_upstreams',
+      backends: [],
+      env: {
+        RIGHTS_URL: `http://127.0.0.1:${blackholePort}`,
+        CATALOG_URL: `http://127.0.0.1:${closedPort}`,
+        UPSTREAM_TIMEOUT_MS: '300',
+      },
+    });
+    try {
+      const slow = await fetch(`${system.gatewayUrl}/.well-known/jwks.json`);
+      expect(slow.status).toBe(504);
+      const down = await fetch(`${system.gatewayUrl}/catalog/skus`, { headers: system.adminHeaders() });
+      expect(down.status).toBe(503);
+      expect(down.headers.get('retry-after')).toBe('5');
+      for (const body of [await slow.text(), await down.text()]) {
+        expect(body).not.toMatch(/127\.0\.0\.1|localhost/);
+        expect(body).not.toContain(String(blackholePort));
+        expect(body).not.toContain(String(closedPort));
+        expect(body).not.toMatch(/ECONN|at .*\.js/);
+      }
+    } finally {
+      await system.stop();
+    }
+  });
+});
+
+describe('shipped secrets never run in production', () => {
+  it('when the gateway starts in production with a secret this repository ships, then it stops at once naming the variable', async () => {
+    const port = await freePort();
+    const gateway = new ServiceProcess('gateway', port, {
+      NODE_ENV: 'production',
+      GATEWAY_PORT: String(port),
+      GATEWAY_MONGODB_URL: fx.system.mongoUrlFor('gateway_shipped'),
+      INTERNAL_TOKEN_SECRET: TEST_INTERNAL_SECRET,
+      ADMIN_CLIENT_ID: 'admin',
+      ADMIN_CLIENT_SECRET: 'admin-secret-change-me',
+      OTEL_TRACES_EXPORTER: 'none',
+      OTEL_METRICS_EXPORTER: 'none',
+    });
+    await expect(gateway.start(15_000)).rejects.toThrow(
+      /exit code 1[\s\S]*ADMIN_CLIENT_SECRET: is a default or placeholder/,
+    );
+  });
+});
