@@ -1,0 +1,93 @@
+import { Exchanges } from '@rs/contracts';
+import { systemFixture, TestSystem, type CollectedMessage } from '@rs/testing';
+import amqp from 'amqplib';
+import mongoose from 'mongoose';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+/**
+ * DESIGN.md 9 "One bad item fails alone": a subscription whose stored data cannot be renewed
+ * (written before the bounds existed) falls due in the same second as 40 good ones of other
+ * grantors, so it shares their `subscriptions.renew` batches.
+ */
+const GRANTORS = ['g1', 'g2', 'g3', 'g4', 'g5', 'g6', 'g7', 'g8'];
+const fx = systemFixture({
+  name: 'batch_isolation',
+  backends: ['catalog', 'rights', 'subscriptions', 'scheduler'],
+  // The rebuild runs every few seconds here, so the test sees whether it brings the bad one back.
+  env: { SCHEDULER_TICK_MS: '200', SCHEDULER_REBUILD_MS: '2000', LOG_LEVEL: 'warn' },
+  seed: {
+    clients: [...GRANTORS, 'bad'].map((grantor) => ({ clientId: grantor, grantorId: grantor.toUpperCase() })),
+    users: ['alice'],
+    skus: { news: {} },
+  },
+  collect: { [Exchanges.rightsEvents]: 'right.created' },
+});
+beforeAll(fx.start);
+afterAll(fx.stop);
+
+const iso = (ms: number) => new Date(ms).toISOString().replace('.000Z', 'Z');
+const subscriptionOf = (message: CollectedMessage) =>
+  (message.body.data as { link: Array<{ rel: string; href: string }> }).link
+    .find((link) => link.rel === 'subscription')
+    ?.href.split('/subs/')[1];
+
+async function subscribe(clientId: string, due: number): Promise<string> {
+  const response = await fx.call('POST', '/id/users/alice/subs', TestSystem.clientAuthorization(clientId), {
+    grantorId: clientId.toUpperCase(),
+    timeSpec: `R/${iso(due)}/P1D`,
+    rightsSpec: [{ sku: 'news' }],
+  });
+  expect(response.status, await response.clone().text()).toBe(201);
+  return ((await response.json()) as { subscriptionId: string }).subscriptionId;
+}
+
+describe('one bad item fails alone (DESIGN.md 9)', () => {
+  it('when a broken stored subscription is due in the same second as 40 good ones, then all 40 get their rights within 5 s, and it is dead-lettered alone, counted, and not batched again', async () => {
+    const due = Math.ceil(Date.now() / 1000) * 1000 + 8_000;
+    const good = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => subscribe(GRANTORS[i % GRANTORS.length]!, due)),
+    );
+    const broken = await subscribe('bad', due);
+    // As stored before the bounds existed: a period no date arithmetic can add.
+    const db = mongoose.createConnection(fx.system.mongoUrlFor('subscriptions'));
+    try {
+      await db.asPromise();
+      const changed = await db
+        .collection('subscriptions')
+        .updateOne({ _id: broken } as never, { $set: { timeSpec: `R/${iso(due)}/P300000Y` } });
+      expect(changed.modifiedCount).toBe(1);
+    } finally {
+      await db.close();
+    }
+    expect(Date.now()).toBeLessThan(due);
+
+    const rights = fx.events(Exchanges.rightsEvents);
+    const renewed = () => new Set(rights.messages.map(subscriptionOf));
+    await rights.waitFor(() => good.every((id) => renewed().has(id)), due + 5_000 - Date.now());
+    expect(renewed().has(broken)).toBe(false);
+
+    const subscriptions = fx.system.service('subscriptions');
+    const metrics = await (await fetch(`${subscriptions.url}/metrics`)).text();
+    expect(metrics).toMatch(/^batch_items_failed_total\{[^}]*command="subscriptions\.renew"[^}]*\} 1$/m);
+
+    // Several rebuilds later, the dead-letter queue still holds the one item, alone.
+    await new Promise((resolve) => setTimeout(resolve, 5_000));
+    const connection = await amqp.connect(fx.system.amqpUrl);
+    try {
+      const channel = await connection.createChannel();
+      const dead = await channel.get('subscriptions.commands.dlq', { noAck: true });
+      expect(dead).not.toBe(false);
+      const command = JSON.parse((dead as amqp.GetMessage).content.toString('utf8')) as {
+        type: string;
+        data: { items?: unknown[]; subscriptionId?: string };
+      };
+      expect(command.type).toBe('subscriptions.renew');
+      const items = command.data.items ?? [command.data];
+      expect(items).toEqual([{ connectId: 'alice', subscriptionId: broken }]);
+      expect((dead as amqp.GetMessage).properties.headers?.['x-rs-failed-item']).toBe(broken);
+      expect(await channel.get('subscriptions.commands.dlq', { noAck: true })).toBe(false);
+    } finally {
+      await connection.close();
+    }
+  });
+});
