@@ -27,7 +27,7 @@ export async function consumeEventsForWebhooks(
 ): Promise<void> {
   const handleBatch = async (events: CloudEvent[]) => {
     const now = clock();
-    const candidates = await Promise.all(events.map((event) => endpoints.mayReceive(event.data, now)));
+    const candidates = await endpoints.forEvents(events.map((event) => event.data));
     const found = events.flatMap((event, i) => {
       const body = JSON.stringify(event);
       return candidates[i]!.filter(
