@@ -147,6 +147,12 @@ export class OutboxCollection {
   }
 }
 
+/** Where a document is set aside (see `OutboxStore.setAside`); entities leave it out. */
+export interface SetAsideField {
+  generation?: number;
+  setAside?: { generation: number; reason: string; at: Date };
+}
+
 /**
  * The base of every service's store over documents with an outbox: the mongoose model, the
  * one write mechanism (`documents`), the migration, and reads of live documents (not
@@ -192,12 +198,26 @@ export abstract class OutboxStore<Doc extends { _id: string }, Entity> {
     await this.model.createIndexes();
   }
 
-  /** Live documents of one bucket matching `conditions`, unsorted (see BUCKETS). */
+  /**
+   * Live documents of one bucket matching `conditions`, unsorted (see BUCKETS), for another
+   * service's rebuild: but those set aside at their current generation (`setAside`).
+   */
   protected async inBucket(bucket: number, conditions: Record<string, unknown> = {}): Promise<Entity[]> {
     const docs = await this.model
       .find({ ...conditions, bucket, ...this.options.live } as never, this.options.hidden)
-      .lean<Doc[]>();
-    return docs.map(this.options.toEntity);
+      .lean<Array<Doc & SetAsideField>>();
+    return docs.filter((doc) => doc.setAside?.generation !== doc.generation).map(this.options.toEntity);
+  }
+
+  /**
+   * DESIGN.md 9: a document whose batch command failed on its own is set aside at the
+   * generation it was read at: `inBucket` (the scheduler's rebuild) leaves it out, so it never
+   * joins a batch with others again, until a change moves it past that generation.
+   */
+  async setAside(id: string, generation: number, reason: string): Promise<void> {
+    await this.model.collection.updateOne({ _id: id, generation } as never, {
+      $set: { setAside: { generation, reason, at: new Date() } },
+    });
   }
 
   /** Documents stored before buckets existed get theirs (a migration step; a no-op after). */

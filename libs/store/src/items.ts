@@ -60,6 +60,9 @@ export function eachItem<T, R>(
   return done;
 }
 
+/** Why an item failed, short enough to keep beside it. */
+export const reasonOf = (error: unknown): string => String((error as Error)?.message ?? error).slice(0, 500);
+
 /** A write of a batch that failed on its own (see `OutboxCollection.compareAndSetMany`). */
 export class WriteFailed {
   constructor(readonly error: unknown) {}

@@ -102,26 +102,6 @@ function decodes(segment: string): boolean {
   }
 }
 
-/**
- * Whether a Bearer token may call the endpoint at all (spec 5). On Basic-only endpoints any
- * Bearer header, even an empty or invalid one, is answered with the Basic challenge
- * (DESIGN.md 3 "Challenges").
- */
-export function acceptsBearer(method: string, path: string): boolean {
-  const found = classify(method, path);
-  return found.kind === 'operation' && found.operation.bearer !== null;
-}
-
-/**
- * Operations that answer JSON, and every subscription operation (spec 4 "Accept:
- * application/json"): those an `Accept` without JSON makes 406 (DESIGN.md 3 "Content
- * negotiation").
- */
-export function answersJson(method: string, path: string): boolean {
-  const found = classify(method, path);
-  return found.kind === 'operation' && found.operation.json;
-}
-
 /** Why a caller may not call an operation, and so which challenge it gets (DESIGN.md 3 "Challenges"). */
 export type Refusal =
   | { challenge: 'basic'; reason: string }

@@ -27,6 +27,7 @@ import {
   eachItem,
   isTransient,
   RACE_LOST,
+  reasonOf,
   untilStored,
   WriteFailed,
   type HistoryLog,
@@ -221,10 +222,7 @@ export class RightsUseCases {
     );
     for (const { index, error } of failed) {
       const right = found[index];
-      if (right)
-        await this.store
-          .setAside(right, String((error as Error)?.message ?? error).slice(0, 500))
-          .catch(() => undefined);
+      if (right) await this.store.setAside(right.rightId, right.generation, reasonOf(error)).catch(() => undefined);
     }
     return { expired: [...expired, ...raced.filter((right) => right !== null)], failed };
   }

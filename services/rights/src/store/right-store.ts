@@ -9,6 +9,7 @@ import {
   mapConcurrently,
   READ_CONCURRENCY,
   type OutboxEntry,
+  type SetAsideField,
   documentSchema,
 } from '@rs/store';
 import { type Connection } from 'mongoose';
@@ -23,8 +24,8 @@ interface RightDocument extends Omit<RightEntity, 'rightId' | 'payload'> {
   payloadJson: string | null;
   /** The payload as a document: rights stored before payloadJson, until the migration converts them. */
   payload?: unknown;
-  /** Its expiry failed on its own at this generation (DESIGN.md 9): the schedule leaves it out until it changes. */
-  setAside?: { generation: number; reason: string; at: Date };
+  /** See `OutboxStore.setAside`. */
+  setAside?: SetAsideField['setAside'];
   /** A removed right stays as a tombstone: its id is never reused, its events still go out. */
   removed: boolean;
 }
@@ -133,19 +134,8 @@ export class RightStore extends UserOwnedStore<RightDocument, RightEntity> {
    * The ACTIVE and SUSPENDED rights of one bucket (for the scheduler's rebuild), but those set
    * aside at their current generation (their expiry failed alone; DESIGN.md 9).
    */
-  async expirable(bucket: number): Promise<RightEntity[]> {
-    const docs = await this.model
-      .find({ bucket, state: { $in: ['ACTIVE', 'SUSPENDED'] }, removed: { $ne: true } }, PROJECTION)
-      .lean<RightDocument[]>();
-    return docs.filter((doc) => doc.setAside?.generation !== doc.generation).map(toEntity);
-  }
-
-  /** Sets a right aside at the generation it was read at (see `expirable`). */
-  async setAside(right: RightEntity, reason: string): Promise<void> {
-    const { rightId: _id, generation } = right;
-    await this.model.collection.updateOne({ _id, generation } as never, {
-      $set: { setAside: { generation, reason, at: new Date() } },
-    });
+  expirable(bucket: number): Promise<RightEntity[]> {
+    return this.inBucket(bucket, { state: { $in: ['ACTIVE', 'SUSPENDED'] } });
   }
 
   /** The rights a subscription issued (for the suspend/activate cascade). */

@@ -21,6 +21,7 @@ import {
   eachItem,
   isTransient,
   RACE_LOST,
+  reasonOf,
   untilStored,
   WriteFailed,
   type HistoryLog,
@@ -278,7 +279,7 @@ export class SubscriptionUseCases {
     for (const { subscription, error } of failures) {
       if (!subscription) continue;
       await this.store
-        .setAside(subscription, String((error as Error)?.message ?? error).slice(0, 500), this.clock())
+        .setAside(subscription.subscriptionId, subscription.generation, reasonOf(error))
         .catch(() => undefined); // the dead-lettered command is what matters; this only spares the rebuild
     }
   }

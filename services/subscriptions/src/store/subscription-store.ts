@@ -11,6 +11,7 @@ import {
   loadedEntries,
   storedEntries,
   type OutboxEntry,
+  type SetAsideField,
   type StoredOutboxEntry,
   documentSchema,
 } from '@rs/store';
@@ -21,8 +22,8 @@ interface SubscriptionDocument extends Omit<SubscriptionEntity, 'subscriptionId'
   _id: string;
   deleted: boolean;
   lastEvents: OutboxEntry[];
-  /** Its renewal failed on its own at this generation (DESIGN.md 9): the schedule leaves it out until it changes. */
-  setAside?: { generation: number; reason: string; at: Date };
+  /** See `OutboxStore.setAside`. */
+  setAside?: SetAsideField['setAside'];
 }
 
 const schema = documentSchema<SubscriptionDocument>('subscriptions', {
@@ -99,17 +100,8 @@ export class SubscriptionStore extends UserOwnedStore<SubscriptionDocument, Subs
    * Every live subscription of one bucket (for the scheduler's rebuild), but those set aside
    * at their current generation (their renewal failed alone; DESIGN.md 9).
    */
-  async ofBucket(bucket: number): Promise<SubscriptionEntity[]> {
-    const docs = await this.model.find({ bucket, deleted: { $ne: true } }, PROJECTION).lean<SubscriptionDocument[]>();
-    return docs.filter((doc) => doc.setAside?.generation !== doc.generation).map(toEntity);
-  }
-
-  /** Sets a subscription aside at the generation it was read at (see `ofBucket`). */
-  async setAside(subscription: SubscriptionEntity, reason: string, at: Date): Promise<void> {
-    const { subscriptionId: _id, generation } = subscription;
-    await this.model.collection.updateOne({ _id, generation } as never, {
-      $set: { setAside: { generation, reason, at } },
-    });
+  ofBucket(bucket: number): Promise<SubscriptionEntity[]> {
+    return this.inBucket(bucket);
   }
 
   list(query: SubscriptionQuery): Promise<SubscriptionEntity[]> {
