@@ -3,9 +3,13 @@
 // fails on any 5xx, any status the document does not list for the operation, any response
 // whose content type or body the document does not describe, and any schema-valid request
 // that is rejected. FUZZ_EXAMPLES bounds the examples per operation (CI runs a few).
+// scripts/fuzz_hooks.py gives each request its own client address behind a trusted proxy and
+// keeps the fuzzer's own admin client alive, so that the answers come from the logic, not the
+// failure throttle: the run fails when 5 % or more of the answers are 429, and prints the share.
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,6 +24,8 @@ if (!existsSync(schemathesis)) {
   process.exit(1);
 }
 const EXAMPLES = process.env.FUZZ_EXAMPLES ?? '25';
+const SEED = process.env.FUZZ_SEED ?? '20261122';
+const MOST_THROTTLED_SHARE = 0.05;
 
 const servers = await provideTestServers();
 process.env.MONGODB_URL = servers.mongoUrl;
@@ -29,12 +35,18 @@ const system = await TestSystem.start({
   name: 'fuzz',
   backends: ['catalog', 'rights', 'subscriptions'],
   // The fuzzer is one client sending as fast as it can: no rate limit, quiet logs.
-  env: { LOG_LEVEL: 'warn', RATE_LIMIT_PER_SECOND: '0' },
+  // The hooks send each request from its own address through X-Forwarded-For.
+  env: { LOG_LEVEL: 'warn', RATE_LIMIT_PER_SECOND: '0', TRUSTED_PROXIES: '127.0.0.1' },
 });
+const reports = mkdtempSync(path.join(tmpdir(), 'rs-fuzz-'));
 let status;
 try {
   // Something for the generated requests to find: a user, a SKU, a client.
-  await system.seed({ users: ['fuzz-user'], skus: { news: {} }, clients: [{ clientId: 'fuzz-app', grantorId: 'G' }] });
+  await system.seed({
+    users: ['fuzz-user', 'fuzz-payloads'],
+    skus: { news: {} },
+    clients: [{ clientId: 'fuzz-app', grantorId: 'G' }],
+  });
   status = await new Promise((resolve, reject) => {
     const child = spawn(
       schemathesis,
@@ -50,7 +62,11 @@ try {
         '--max-examples',
         EXAMPLES,
         '--seed',
-        process.env.FUZZ_SEED ?? '20261122',
+        SEED,
+        '--report',
+        'har',
+        '--report-dir',
+        reports,
         '--no-color',
         // Not the webhooks API: an endpoint at a generated address would have the platform send
         // events there, and tests send traffic only to this machine. Its bad input is covered by
@@ -59,7 +75,18 @@ try {
         '^/webhooks',
         ...(process.env.FUZZ_ARGS ?? '').split(' ').filter(Boolean),
       ],
-      { stdio: ['ignore', 'pipe', 'inherit'], cwd: root },
+      {
+        stdio: ['ignore', 'pipe', 'inherit'],
+        cwd: root,
+        env: {
+          ...process.env,
+          PYTHONPATH: path.join(root, 'scripts'),
+          SCHEMATHESIS_HOOKS: 'fuzz_hooks',
+          FUZZ_ADMIN_ID: TEST_ADMIN.clientId,
+          FUZZ_RIGHT_OWNER: 'fuzz-payloads:news:G',
+          FUZZ_SEED: SEED,
+        },
+      },
     );
     // schemathesis closes on a pytest-style banner ("=== 3 warnings in 21.66s ===") that CI
     // would read as a test runner's summary with no test run: its banners lose their rules.
@@ -70,8 +97,23 @@ try {
     child.on('error', reject);
     child.on('close', (code) => resolve(code ?? 1));
   });
+  if (status === 0 && throttledShare(reports) >= MOST_THROTTLED_SHARE) status = 1;
 } finally {
+  rmSync(reports, { recursive: true, force: true });
   await system.stop();
   await servers.stop();
 }
 process.exit(status);
+
+/** The share of the run's answers that were 429, read from schemathesis's HAR report, printed. */
+function throttledShare(directory) {
+  const entries = readdirSync(directory)
+    .filter((name) => name.endsWith('.json'))
+    .flatMap((name) => JSON.parse(readFileSync(path.join(directory, name), 'utf8')).log.entries);
+  const throttled = entries.filter((entry) => entry.response.status === 429).length;
+  const share = entries.length === 0 ? 1 : throttled / entries.length;
+  const percent = (100 * share).toFixed(1);
+  const verdict = share < MOST_THROTTLED_SHARE ? 'under' : 'NOT under';
+  console.log(`[fuzz] ${throttled} of ${entries.length} answers were 429 (${percent} %, ${verdict} 5 %)`);
+  return share;
+}
