@@ -7,14 +7,18 @@
 //    been published on rights.events (so it is stored) and every subscription.renewed too.
 // 3. N rights (issued with `rights.issue` commands, as renewal issues them) whose intervals
 //    end at the same second: from that second until every one has its right.expired.
-// It prints seconds, renewals/s, the ratio renewals/s ÷ raw docs/s, expiries/s, and the peak
-// resident memory of each service. N defaults to 10,000 (BENCH_RENEWALS). BENCH_NODE_OPTIONS
+// 4. the floor (bench/floor.mjs): each write a renewal cannot avoid, measured alone on the same
+//    servers in the same run, summed as the renewals/s a renewal making only those would reach.
+// It prints seconds, renewals/s, its ratios to raw docs/s and to the floor, when the last
+// subscription.renewed and the last right.created arrived, expiries/s, and the peak resident
+// memory and peak V8 heap of each service. N defaults to 10,000 (BENCH_RENEWALS). BENCH_NODE_OPTIONS
 // is handed to the services (e.g. a heap limit like a container's).
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { floorTable, measureFloor } from './floor.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(import.meta.url);
@@ -94,6 +98,8 @@ async function rawInsertRate() {
 
 const raw = await rawInsertRate();
 console.log(`raw insertMany: ${raw.toFixed(0)} docs/s`);
+const floor = await measureFloor({ mongoUrl: servers.mongoUrl, amqpUrl: servers.amqpUrl, n: N });
+console.log(`the floor of one renewal (bench/floor.mjs), N = ${N}:\n${floorTable(floor)}`);
 
 const system = await TestSystem.start({
   name: 'bench_renewal',
@@ -155,8 +161,14 @@ try {
     `created ${N} subscriptions of ${USERS} users in ${creating.toFixed(1)} s (${(N / creating).toFixed(0)}/s, ${PARALLEL} in flight); due at ${due.toISOString()}`,
   );
 
-  await rights.waitFor((messages) => messages.length >= N && renewed.messages.length >= N, 3_600_000);
+  // When each kind of event was complete: where the time goes between the two services.
+  const completeAt = (collector) =>
+    collector.waitFor((messages) => messages.length >= N, 3_600_000).then(() => (Date.now() - due.getTime()) / 1000);
+  const [renewedAt, createdAt2] = await Promise.all([completeAt(renewed), completeAt(rights)]);
   const seconds = (Date.now() - due.getTime()) / 1000;
+  console.log(
+    `last subscription.renewed at ${renewedAt.toFixed(1)} s, last right.created at ${createdAt2.toFixed(1)} s`,
+  );
   const rate = N / seconds;
   console.log(`renewed ${N} in ${seconds.toFixed(1)} s`);
   await rights.close();
@@ -184,11 +196,11 @@ try {
 
   console.log(`peak resident memory (MB): ${JSON.stringify(peakMemory())}`);
   console.log(
-    `\n| N | raw insertMany docs/s | from due to last right and event | renewals/s | ratio | from end to last right.expired | expiries/s |`,
+    `\n| N | raw insertMany docs/s | floor renewals/s | from due to last right and event | renewals/s | ÷ insertMany | ÷ floor | from end to last right.expired | expiries/s |`,
   );
-  console.log(`|---:|---:|---:|---:|---:|---:|---:|`);
+  console.log(`|---:|---:|---:|---:|---:|---:|---:|---:|---:|`);
   console.log(
-    `| ${N} | ${raw.toFixed(0)} | ${seconds.toFixed(1)} s | ${rate.toFixed(1)} | ${(rate / raw).toFixed(3)} | ${expirySeconds.toFixed(1)} s | ${(N / expirySeconds).toFixed(0)} |`,
+    `| ${N} | ${raw.toFixed(0)} | ${floor.floorRate.toFixed(0)} | ${seconds.toFixed(1)} s | ${rate.toFixed(1)} | ${(rate / raw).toFixed(3)} | ${(rate / floor.floorRate).toFixed(3)} | ${expirySeconds.toFixed(1)} s | ${(N / expirySeconds).toFixed(0)} |`,
   );
 } finally {
   await system.stop();
