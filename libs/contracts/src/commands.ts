@@ -76,6 +76,18 @@ export type SubscriptionsRenewBatch = z.infer<typeof SubscriptionsRenewBatch>;
 export const RightsExpireBatch = batchOf(RightsExpireData);
 export type RightsExpireBatch = z.infer<typeof RightsExpireBatch>;
 
+/**
+ * The rights of many periods in one message (docs/decisions/0020): a renewal command's
+ * periods travel together instead of one message each. Bounded by the rights it carries as
+ * well, so that a consumer's batch of them stays within a small heap.
+ */
+export const MAX_ISSUE_BATCH_RIGHTS = 1_000;
+export const RightsIssueBatch = batchOf(RightsIssueData).refine(
+  (batch) => batch.items.reduce((sum, item) => sum + item.rights.length, 0) <= MAX_ISSUE_BATCH_RIGHTS,
+  { message: `at most ${MAX_ISSUE_BATCH_RIGHTS} rights in one batch`, path: ['items'] },
+);
+export type RightsIssueBatch = z.infer<typeof RightsIssueBatch>;
+
 /** The items of a command in either shape. */
 export const itemsOf = <T>(data: T | { items: T[] }): T[] =>
   typeof data === 'object' && data !== null && 'items' in data ? data.items : [data as T];
@@ -88,6 +100,6 @@ export const SubscriptionsCommands = {
 /** The commands the rights service consumes. */
 export const RightsCommands = {
   [CommandTypes.rightsExpire]: z.union([RightsExpireBatch, RightsExpireData]),
-  [CommandTypes.rightsIssue]: RightsIssueData,
+  [CommandTypes.rightsIssue]: z.union([RightsIssueBatch, RightsIssueData]),
   [CommandTypes.rightsCascade]: RightsCascadeData,
 };

@@ -114,6 +114,27 @@ describe('rights.issue', () => {
   });
 });
 
+describe('rights.issue in batches (docs/decisions/0020)', () => {
+  it('when a batch of periods holds one whose interval does not parse, then the others are issued and that one alone is dead-lettered', async () => {
+    const dead = () => fx.system.rabbit.queueMessageCount(fx.system.vhost, 'rights.commands.dlq');
+    const before = await dead();
+    const [first, broken, last] = ['a', 'b', 'c'].map((tag) => `S${tag}${randomBytes(4).toString('hex')}`);
+    await send('rights.issue', first!, {
+      items: [
+        issue(first!, '2026-06-01T00:00:00Z', 'ACTIVE'),
+        issue(broken!, '2026-06-01T00:00:00Z', 'ACTIVE', 'garbage-interval'),
+        issue(last!, '2026-06-01T00:00:00Z', 'SUSPENDED'),
+      ],
+    });
+    const statesOf = async (subscriptionId: string) =>
+      (await rightsOf('carol')).filter((r) => r.link.some((l) => l.href.endsWith(subscriptionId))).map((r) => r.state);
+    await expect.poll(() => statesOf(first!), { timeout: 10_000 }).toEqual(['ACTIVE', 'ACTIVE']);
+    await expect.poll(() => statesOf(last!), { timeout: 10_000 }).toEqual(['SUSPENDED', 'SUSPENDED']);
+    await expect.poll(dead, { timeout: 10_000 }).toBe(before + 1);
+    expect(await statesOf(broken!)).toEqual([]);
+  });
+});
+
 describe('rights.cascade', () => {
   it('when a subscription is suspended and reactivated, then its ACTIVE rights follow, and ended ones stay suspended', async () => {
     const subscriptionId = `S${randomBytes(4).toString('hex')}`;

@@ -2,7 +2,6 @@ import {
   commandBindings,
   CommandTypes,
   Exchanges,
-  InvalidMessage,
   itemsOf,
   parseEvent,
   RightEventTypes,
@@ -13,7 +12,7 @@ import {
 import type { Logger } from '@rs/logging';
 import { consume, type AmqpClient, type FailedItem } from '@rs/messaging';
 import { isTransient, outboxEntry, recordAndPublish, type HistoryLog } from '@rs/store';
-import { parseTimeInterval, type Clock } from '@rs/time';
+import type { Clock } from '@rs/time';
 import type { RightEntity } from '../domain/right';
 import type { RightEventsOf } from './events';
 import { observeExpiryLag, observeRenewalLag } from './lag';
@@ -47,8 +46,9 @@ export async function consumeRightsCommands(
   const handleBatch = async (commands: RightsCommand[]): Promise<FailedItem[]> => {
     // DESIGN.md 9: what fails alone is dead-lettered alone, as a one-item command.
     const failedItems: FailedItem[] = [];
+    // Periods arrive one a command or many (docs/decisions/0020); each fails alone.
     const issues = commands.flatMap((command, message) =>
-      command.type === CommandTypes.rightsIssue ? [{ message, data: command.data }] : [],
+      command.type === CommandTypes.rightsIssue ? itemsOf(command.data).map((data) => ({ message, data })) : [],
     );
     const { issued, failed: failedIssues } = await rights.issueForPeriods(issues.map(({ data }) => data));
     for (const { index, error } of failedIssues) {
@@ -93,24 +93,16 @@ export async function consumeRightsCommands(
     {
       queue: RIGHTS_COMMAND_QUEUE,
       bindings: commandBindings(RIGHTS_COMMAND_QUEUE),
-      parse: (body) => {
-        const command = parseEvent(RightsCommands, body);
-        // A command whose intervals do not parse can never succeed: dead-letter it at once.
-        if (command.type === CommandTypes.rightsIssue) {
-          for (const right of command.data.rights) {
-            const interval = parseTimeInterval(right.timeInterval);
-            if (!interval.ok)
-              throw new InvalidMessage(`rights[${right.templateIndex}].timeInterval: ${interval.reason}`);
-          }
-        }
-        return command;
-      },
+      // A period whose intervals do not parse fails alone when its rights are built: dead-lettered
+      // at once as a one-item command, the other periods of its batch issued.
+      parse: (body) => parseEvent(RightsCommands, body),
       handle: (command) => handleBatch([command]),
       // Many `rights.issue` arrive at once in a renewal: their rights go into few insertMany
-      // calls. Bounded: a command carries up to 100 rights (or 500 expiries), so a batch holds
-      // at most 5,000 rights (250 messages of 100 rights exhausted a 256 MB heap).
-      prefetch: 100,
-      batch: { max: 50, lingerMs: 20, handle: (messages) => handleBatch(messages.map(({ message }) => message)) },
+      // calls. Bounded: a command carries up to 1,000 rights (MAX_ISSUE_BATCH_RIGHTS; or 500
+      // expiries), so a batch holds at most 8,000 rights (250 messages of 100 rights exhausted
+      // a 256 MB heap).
+      prefetch: 16,
+      batch: { max: 8, lingerMs: 20, handle: (messages) => handleBatch(messages.map(({ message }) => message)) },
     },
     logger.child({ component: 'commands' }),
   );

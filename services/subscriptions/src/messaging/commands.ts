@@ -3,6 +3,7 @@ import type { Logger } from '@rs/logging';
 import { consume, type AmqpClient } from '@rs/messaging';
 import { recordAndPublish, type HistoryLog } from '@rs/store';
 import type { SubscriptionUseCases } from '../app/subscriptions';
+import { batchedIssues } from './issue-batches';
 import { reportMissedRights } from './missed-rights';
 
 export const SUBSCRIPTIONS_COMMAND_QUEUE = 'subscriptions.commands';
@@ -34,7 +35,7 @@ export async function consumeSubscriptionCommands(
         const items = itemsOf(command.data);
         const renewed = await subscriptions.renew(items, new Date(command.time), replay);
         // The durable command is the outbox of its renewals: recorded and published, with confirms, before it is acked.
-        await recordAndPublish(history, broker, renewed.emitted);
+        await recordAndPublish(history, broker, batchedIssues(renewed.emitted));
         reportMissedRights(renewed.missed, log);
         onStored();
         // DESIGN.md 9: a subscription that failed alone is dead-lettered alone.
