@@ -33,7 +33,8 @@ const POINT_OPS_IN_FLIGHT = 16;
 const subscriptionId = (i) => `S${String(i).padStart(25, '0')}`;
 const eventData = 'x'.repeat(900);
 
-const right = (i) => ({
+/** A stored right as renewal inserts it (the raw insertMany of bench/renewal.mjs adds its pending event). */
+export const rightDocument = (i) => ({
   _id: `R${String(i).padStart(31, '0')}`,
   userId: `bench-user-${i % 100}`,
   state: 'ACTIVE',
@@ -56,7 +57,7 @@ const right = (i) => ({
 
 const historyRecord = (i, kind) => ({
   _id: `${kind}-${i}`,
-  subject: kind === 'right' ? right(i)._id : subscriptionId(i),
+  subject: kind === 'right' ? rightDocument(i)._id : subscriptionId(i),
   generation: 2,
   order: 0,
   type: kind === 'right' ? 'right.created' : 'subscription.renewed',
@@ -123,7 +124,7 @@ async function databaseCosts(mongoUrl, n) {
     await inserted(subscriptions, n, subscription); // the documents renewal reads and updates
 
     const costs = {};
-    costs.right = await inserted(rights, n, right);
+    costs.right = await inserted(rights, n, rightDocument);
     costs.rightHistory = await inserted(rightHistory, n, (i) => historyRecord(i, 'right'));
     costs.subscriptionHistory = await inserted(subscriptionHistory, n, (i) => historyRecord(i, 'subscription'));
     costs.read = await perItem(n, POINT_OPS_IN_FLIGHT, (i) => subscriptions.findOne({ _id: subscriptionId(i) }));

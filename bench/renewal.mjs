@@ -18,7 +18,7 @@ import { performance } from 'node:perf_hooks';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { floorTable, measureFloor } from './floor.mjs';
+import { floorTable, measureFloor, rightDocument } from './floor.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(import.meta.url);
@@ -47,23 +47,7 @@ async function rawInsertRate() {
     await collection.insertOne({ _id: 'warm-up' });
     const total = 20_000;
     const doc = (i) => ({
-      _id: `r${String(i).padStart(31, '0')}`,
-      userId: `bench-user-${i % 100}`,
-      state: 'ACTIVE',
-      grantorId: 'B',
-      grantorContext: null,
-      serviceProviderId: null,
-      sku: 'monthly',
-      payload: null,
-      used: false,
-      start: new Date(),
-      end: new Date(),
-      timeInterval: '2026-12-01T00:00:00Z/2027-01-01T00:00:00Z',
-      subscriptionId: 'S'.padEnd(26, 'X'),
-      generation: 1,
-      createdAt: new Date(),
-      updatedAt: new Date(),
-      removed: false,
+      ...rightDocument(i),
       outboxPending: true,
       outbox: [
         {

@@ -1,4 +1,12 @@
-import { CatalogEvents, CatalogEventTypes, Exchanges, parseEvent, Sku, type ParsedEvent } from '@rs/contracts';
+import {
+  CatalogEvents,
+  CatalogEventTypes,
+  DomainError,
+  Exchanges,
+  parseEvent,
+  Sku,
+  type ParsedEvent,
+} from '@rs/contracts';
 import { LRUCache } from 'lru-cache';
 import { getFromService, type InternalTokenSigner, type Principal } from '@rs/http';
 import type { Logger } from '@rs/logging';
@@ -11,8 +19,7 @@ export class CatalogUnavailable extends Error {
 
 export interface SkuDirectoryOptions {
   broker: AmqpClient;
-  /** Base URL of the catalog service, e.g. http://catalog:8083 */
-  /** The catalog's base URL, without a trailing slash (`env.baseUrl`). */
+  /** The catalog's base URL, without a trailing slash, e.g. http://catalog:8083. */
   catalogUrl: string;
   signer: InternalTokenSigner;
   /** Service name, for the internal token and logs. */
@@ -26,6 +33,19 @@ export interface SkuDirectoryOptions {
 /** What a use case asks of the catalog: a SKU's entry, or null when there is none (SkuDirectory answers it). */
 export interface SkuLookup {
   find(sku: string): Promise<Sku | null>;
+}
+
+/**
+ * A SKU's entry for a use case, or null when there is none; a catalog that cannot be asked
+ * is the use case's 503 with Retry-After, the same in every service.
+ */
+export async function skuForUseCase(skus: SkuLookup, sku: string): Promise<Sku | null> {
+  try {
+    return await skus.find(sku);
+  } catch (error) {
+    if (error instanceof CatalogUnavailable) throw DomainError.unavailable('the catalog is unavailable', 5);
+    throw error;
+  }
 }
 
 type CacheEntry = { sku: Sku | null; sequence: number; expiresAt: number };

@@ -7,6 +7,7 @@ export * from './events-doc';
 export * from './identity';
 export * from './rights';
 export * from './commands';
+export * from './idempotency';
 export * from './subscriptions';
 export * from './ids';
 export * from './errors';

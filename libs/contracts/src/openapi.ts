@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { IF_MATCH_PATTERN, KEYSET_CURSOR_PATTERN } from './formats';
+import { IdempotencyKey, takesIdempotencyKey } from './idempotency';
 import { Sku, SkuList, SkuName, SkuUpsertBody } from './catalog';
 import { ClientBody, ClientId, ClientList, ClientView, ConnectId, Jti, RevocationBody, UserView } from './identity';
 import { pathParameters, ROUTES, type PublicRoute } from './routes';
@@ -125,7 +126,7 @@ export function buildOpenApiDocument(): Record<string, unknown> {
           description:
             'Makes a retry safe (DESIGN.md 8): the first request with a key runs, the same request again gets its ' +
             'kept answer with `Idempotent-Replayed: true`; keys belong to the API client and are kept IDEMPOTENCY_TTL_S',
-          schema: { type: 'string', pattern: '^[\\x21-\\x7e]{1,255}$' },
+          schema: schemaOf(IdempotencyKey),
         },
         ifMatch: {
           name: 'If-Match',
@@ -242,7 +243,7 @@ function pathsOf(routes: readonly PublicRoute[]) {
       ...pathParameters(route.path).map(param),
       ...(route.query ?? []),
       ...(route.ifMatch ? [param('ifMatch')] : []),
-      ...(takesIdempotencyKey(route) ? [param('idempotencyKey')] : []),
+      ...(acceptsIdempotencyKey(route) ? [param('idempotencyKey')] : []),
     ];
     const responses: Record<string, unknown> = { ...route.responses };
     const add = (status: string, response: string) => {
@@ -262,7 +263,7 @@ function pathsOf(routes: readonly PublicRoute[]) {
     }
     if (parameters.length > 0) add('400', 'BadRequest');
     if (route.ifMatch) add('412', 'PreconditionFailed');
-    if (takesIdempotencyKey(route)) {
+    if (acceptsIdempotencyKey(route)) {
       add('409', 'Conflict');
       add('422', 'IdempotencyKeyReused');
     }
@@ -289,11 +290,8 @@ function pathsOf(routes: readonly PublicRoute[]) {
   return paths;
 }
 
-/** DESIGN.md 8: every POST and DELETE under /id/users/… that a service answers. */
-const takesIdempotencyKey = (route: PublicRoute) =>
-  (route.method === 'POST' || route.method === 'DELETE') &&
-  route.owner !== 'gateway' &&
-  route.path.startsWith('/id/users/');
+const acceptsIdempotencyKey = (route: PublicRoute) =>
+  route.owner !== 'gateway' && takesIdempotencyKey(route.method, route.path);
 
 /** spec 5: Basic for every caller the route admits, Bearer with its scope where it may call. */
 function securityOf(route: PublicRoute): unknown[] {

@@ -1,3 +1,4 @@
+import { takesIdempotencyKey } from '@rs/contracts';
 import { describe, expect, it } from 'vitest';
 import {
   fingerprintOf,
@@ -5,7 +6,6 @@ import {
   keepsResponse,
   onRetry,
   resourceIdOf,
-  takesIdempotencyKey,
   type KeptRequest,
 } from '../src/domain/idempotency';
 

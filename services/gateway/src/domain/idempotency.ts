@@ -1,18 +1,12 @@
 import { createHash } from 'node:crypto';
+import { IdempotencyKey } from '@rs/contracts';
 
 /**
  * Idempotency-Key (DESIGN.md 8): which requests may carry one, what makes two requests the
  * same, and what a kept record means for a new request with its key. Pure: no I/O.
  */
 
-/** 1–255 visible ASCII characters. */
-const KEY = /^[\x21-\x7e]{1,255}$/;
-
-export const isValidIdempotencyKey = (key: string): boolean => KEY.test(key);
-
-/** POST and DELETE under /id/users/… (the operations a service owns). */
-export const takesIdempotencyKey = (method: string, path: string): boolean =>
-  (method === 'POST' || method === 'DELETE') && path.startsWith('/id/users/');
+export const isValidIdempotencyKey = (key: string): boolean => IdempotencyKey.safeParse(key).success;
 
 /** What makes a retry the same request: its method, its path and query, and its body. */
 export function fingerprintOf(method: string, url: string, body: Buffer): string {

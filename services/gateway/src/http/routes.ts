@@ -1,6 +1,15 @@
 import type { Clock } from '@rs/time';
 import { readFileSync } from 'node:fs';
-import { ClientBody, ClientId, ConnectId, Jti, RevocationBody, type Principal, type RouteOwner } from '@rs/contracts';
+import {
+  ClientBody,
+  ClientId,
+  ConnectId,
+  Jti,
+  RevocationBody,
+  takesIdempotencyKey,
+  type Principal,
+  type RouteOwner,
+} from '@rs/contracts';
 import {
   admitsJson,
   AppError,
@@ -36,7 +45,6 @@ import type { RevocationStore } from '../store/revocation-store';
 import type { UserStore } from '../store/user-store';
 import type { Forwarder } from './forward';
 import { idempotentForwarder, type IdempotencyOptions } from './idempotent';
-import { takesIdempotencyKey } from '../domain/idempotency';
 import { rateLimit, type RateLimitOptions } from './rate-limit';
 
 declare global {

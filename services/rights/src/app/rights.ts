@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { CatalogUnavailable, type SkuLookup } from '@rs/catalog-client';
+import { skuForUseCase, type SkuLookup } from '@rs/catalog-client';
 import {
   actorOf,
   historyOf,
@@ -325,13 +325,8 @@ export class RightsUseCases {
     });
   }
 
-  private async sku(sku: string) {
-    try {
-      return await this.skus.find(sku);
-    } catch (error) {
-      if (error instanceof CatalogUnavailable) throw DomainError.unavailable('the catalog is unavailable', 5);
-      throw error;
-    }
+  private sku(sku: string) {
+    return skuForUseCase(this.skus, sku);
   }
 
   private async skuExists(sku: string): Promise<boolean> {

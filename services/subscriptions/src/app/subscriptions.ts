@@ -1,4 +1,4 @@
-import { CatalogUnavailable, type SkuLookup } from '@rs/catalog-client';
+import { skuForUseCase, type SkuLookup } from '@rs/catalog-client';
 import {
   actorOf,
   historyOf,
@@ -400,11 +400,6 @@ export class SubscriptionUseCases {
   }
 
   private async skuExists(sku: string): Promise<boolean> {
-    try {
-      return (await this.skus.find(sku)) !== null;
-    } catch (error) {
-      if (error instanceof CatalogUnavailable) throw DomainError.unavailable('the catalog is unavailable', 5);
-      throw error;
-    }
+    return (await skuForUseCase(this.skus, sku)) !== null;
   }
 }
