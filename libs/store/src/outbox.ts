@@ -49,11 +49,12 @@ export function outboxEntry(exchange: string, event: CloudEvent): OutboxEntry {
 /** Fields a document needs to carry an outbox. */
 export const outboxFields = {
   /**
-   * True while `outbox` may hold entries: the relay finds pending documents by this equality,
-   * which every store can answer from an index (FerretDB cannot push `$exists` on an array
-   * element down to its backend and would read every document; docs/decisions/0010).
+   * A `PendingKey` while `outbox` may hold entries, false when it holds none: the relay finds
+   * pending documents by equality on it, which every store can answer from an index (FerretDB
+   * cannot push `$exists` on an array element down to its backend and would read every
+   * document; docs/decisions/0010, 0021).
    */
-  outboxPending: { type: Boolean, default: false },
+  outboxPending: { type: Schema.Types.Mixed, default: false },
   outbox: {
     type: [
       new Schema(
@@ -115,8 +116,10 @@ export interface OutboxRelayOptions {
   collection: string;
   client: AmqpClient;
   logger: Logger;
-  /** Backstop polling; writes call `kick()` so events normally go out at once. */
+  /** Backstop polling of the recent seconds' keys; writes call `kick()` so events normally go out at once. */
   pollIntervalMs?: number;
+  /** How often every key is read, for what the recent ones miss: a relay that fell behind, a broker outage. */
+  fullPassMs?: number;
   /** How long a relay holds the collection's relay lease without renewing it. */
   leaseMs?: number;
   /** Documents read and published per round (default 500). */
@@ -125,20 +128,38 @@ export interface OutboxRelayOptions {
   history?: HistoryLog;
 }
 
-type OutboxDocument = { _id: unknown; generation?: number; outbox: OutboxEntry[] };
+type OutboxDocument = { _id: unknown; generation?: number; outboxPending: PendingKey; outbox: OutboxEntry[] };
 
-const PENDING = { outboxPending: true };
+/**
+ * What `outboxPending` holds: false when nothing is pending, else the key of the second the
+ * pending events were written in (1–64, the second modulo 64), or `true` for documents made
+ * pending before keys existed (docs/decisions/0021). The relay reads one key at a time by
+ * equality, so a read returns the documents of that second, not the whole backlog: FerretDB
+ * applies a limit only after reading every row a filter matches, and with one `true` for all
+ * of them a relay round at 100,000 pending documents read all 100,000.
+ */
+type PendingKey = number | boolean;
+export const PENDING_KEYS = 64;
+/** The key of documents made pending at `at` (ms since the epoch). */
+export const pendingKeyAt = (at: number): number => 1 + (Math.floor(at / 1000) % PENDING_KEYS);
+/** Every key a pending document may carry, the keys of old documents first. */
+const ALL_PENDING_KEYS: readonly PendingKey[] = [true, ...Array.from({ length: PENDING_KEYS }, (_, i) => i + 1)];
+/** Clocks of replicas may differ by this much: a relay reads the keys of the seconds around its own. */
+const RECENT_SKEW_MS = 1_000;
 const LEASES = 'outbox_leases';
 
 /** The outbox fields of a new document carrying `entries`. */
-export function newOutbox(entries: OutboxEntry[]): { outbox: StoredOutboxEntry[]; outboxPending: boolean } {
-  return { outbox: storedEntries(entries), outboxPending: entries.length > 0 };
+export function newOutbox(entries: OutboxEntry[]): { outbox: StoredOutboxEntry[]; outboxPending: PendingKey } {
+  return { outbox: storedEntries(entries), outboxPending: entries.length > 0 ? pendingKeyAt(Date.now()) : false };
 }
 
 /** An update that sets `fields` and appends `entries` to the document's outbox, in one write. */
 export function setWithOutbox(fields: object, entries: OutboxEntry[]): object {
   if (entries.length === 0) return { $set: fields };
-  return { $set: { ...fields, outboxPending: true }, $push: { outbox: { $each: storedEntries(entries) } } };
+  return {
+    $set: { ...fields, outboxPending: pendingKeyAt(Date.now()) },
+    $push: { outbox: { $each: storedEntries(entries) } },
+  };
 }
 
 /**
@@ -146,7 +167,7 @@ export function setWithOutbox(fields: object, entries: OutboxEntry[]): object {
  * the index that query used before. Part of each outbox-carrying service's migration.
  */
 export async function migrateOutbox(collection: mongo.Collection): Promise<void> {
-  await collection.updateMany({ 'outbox.0.id': { $exists: true }, outboxPending: { $ne: true } }, {
+  await collection.updateMany({ 'outbox.0.id': { $exists: true }, outboxPending: { $exists: false } }, {
     $set: { outboxPending: true },
   } as never);
   await collection.dropIndex('outbox_pending').catch(() => undefined); // absent: nothing to drop
@@ -166,8 +187,10 @@ export async function migrateOutbox(collection: mongo.Collection): Promise<void>
 export class OutboxRelay {
   private readonly owner = randomUUID();
   private polling: Repeating | undefined;
+  private fullPass: Repeating | undefined;
   private running: Promise<void> | undefined;
-  private again = false;
+  /** What the next run reads, when a kick came during a run: the recent keys, or every key. */
+  private again: 'recent' | 'all' | undefined;
   private stopped = true;
   /** Until when this relay holds the lease, as far as it knows (ms since the epoch). */
   private leaseUntil = 0;
@@ -179,7 +202,7 @@ export class OutboxRelay {
     this.log = options.logger.child({ component: 'outbox', collection: options.collection });
     this.documents = options.db.collection(options.collection);
     this.leases = options.db.collection(LEASES);
-    options.client.on('connected', () => this.kick());
+    options.client.on('connected', () => this.kick('all'));
   }
 
   get collectionName(): string {
@@ -190,13 +213,21 @@ export class OutboxRelay {
     this.stopped = false;
     relays.add(this);
     // The poll catches what no kick announced (a write of another replica, a broker outage).
-    this.polling = repeat(() => this.kick(), { everyMs: this.options.pollIntervalMs ?? 500, onError: () => undefined });
+    this.polling = repeat(() => this.kick(), {
+      everyMs: this.options.pollIntervalMs ?? 500,
+      immediately: false,
+      onError: () => undefined,
+    });
+    this.fullPass = repeat(() => this.kick('all'), {
+      everyMs: this.options.fullPassMs ?? 5_000,
+      onError: () => undefined,
+    });
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
     relays.delete(this);
-    await this.polling?.stop();
+    await Promise.all([this.polling?.stop(), this.fullPass?.stop()]);
     await this.running;
     this.leaseUntil = 0;
     await this.leases
@@ -204,24 +235,29 @@ export class OutboxRelay {
       .catch(() => undefined);
   }
 
-  /** Publish now (coalesced with a run already under way). */
-  kick(): void {
+  /**
+   * Publish now what the recent seconds made pending, or everything pending (coalesced with a
+   * run already under way).
+   */
+  kick(keys: 'recent' | 'all' = 'recent'): void {
     if (this.stopped) return;
     if (this.running) {
-      this.again = true;
+      if (this.again !== 'all') this.again = keys;
       return;
     }
-    this.running = this.drain().finally(() => {
+    this.running = this.drain(keys === 'all' ? ALL_PENDING_KEYS : recentPendingKeys(Date.now())).finally(() => {
       this.running = undefined;
-      if (this.again) {
-        this.again = false;
-        this.kick();
-      }
+      const again = this.again;
+      this.again = undefined;
+      if (again) this.kick(again);
     });
   }
 
-  backlog(): Promise<number> {
-    return this.documents.countDocuments(PENDING, { maxTimeMS: SCRAPE_QUERY_MAX_TIME_MS });
+  async backlog(): Promise<number> {
+    let count = 0;
+    for (const key of ALL_PENDING_KEYS)
+      count += await this.documents.countDocuments({ outboxPending: key }, { maxTimeMS: SCRAPE_QUERY_MAX_TIME_MS });
+    return count;
   }
 
   /**
@@ -231,11 +267,18 @@ export class OutboxRelay {
    * and a stuck relay re-reads the same documents, so the age it shows keeps growing.
    */
   async oldestPendingAt(): Promise<Date | null> {
-    const batch = (await this.documents
-      .find(PENDING, { projection: { _id: 0, outbox: 1 } })
-      .limit(this.options.batchSize ?? 500)
-      .maxTimeMS(SCRAPE_QUERY_MAX_TIME_MS)
-      .toArray()) as unknown as Array<Pick<OutboxDocument, 'outbox'>>;
+    const batchSize = this.options.batchSize ?? 500;
+    const batch: Array<Pick<OutboxDocument, 'outbox'>> = [];
+    for (const key of ALL_PENDING_KEYS) {
+      if (batch.length >= batchSize) break;
+      batch.push(
+        ...((await this.documents
+          .find({ outboxPending: key }, { projection: { _id: 0, outbox: 1 } })
+          .limit(batchSize - batch.length)
+          .maxTimeMS(SCRAPE_QUERY_MAX_TIME_MS)
+          .toArray()) as unknown as Array<Pick<OutboxDocument, 'outbox'>>),
+      );
+    }
     let oldest: number | null = null;
     for (const document of batch)
       for (const entry of document.outbox) {
@@ -249,24 +292,28 @@ export class OutboxRelay {
     return `outbox:${this.options.collection}`;
   }
 
-  private async drain(): Promise<void> {
+  /** Publishes what is pending under `keys`, a key at a time, a batch at a time. */
+  private async drain(keys: readonly PendingKey[]): Promise<void> {
     if (!this.options.client.connected) return;
     try {
-      while (!this.stopped && (await this.holdLease())) {
-        // Unsorted: events of different documents have no order to keep (each document's
-        // are in order in its array), and a sort would make FerretDB read the whole backlog
-        // each round instead of stopping after a batch.
-        const batchSize = this.options.batchSize ?? 500;
-        const batch = (
-          (await this.documents
-            .find(PENDING, { projection: { _id: 1, generation: 1, outbox: 1 } })
-            .limit(batchSize)
-            .toArray()) as unknown as Array<OutboxDocument & { outbox: StoredOutboxEntry[] }>
-        ).map((document) => ({ ...document, outbox: loadedEntries(document.outbox) }));
-        if (batch.length === 0) return;
-        if (!(await this.publishBatch(batch))) return; // broker trouble: wait for the next kick or poll
-        // A short batch was all there was; a write since then has kicked for another run.
-        if (batch.length < batchSize) return;
+      for (const key of keys) {
+        for (;;) {
+          if (this.stopped || !(await this.holdLease())) return;
+          // Unsorted: events of different documents have no order to keep (each document's
+          // are in order in its array), and a sort would make FerretDB read the whole key's
+          // documents each round instead of stopping after a batch.
+          const batchSize = this.options.batchSize ?? 500;
+          const batch = (
+            (await this.documents
+              .find({ outboxPending: key }, { projection: { _id: 1, generation: 1, outboxPending: 1, outbox: 1 } })
+              .limit(batchSize)
+              .toArray()) as unknown as Array<OutboxDocument & { outbox: StoredOutboxEntry[] }>
+          ).map((document) => ({ ...document, outbox: loadedEntries(document.outbox) }));
+          if (batch.length === 0) break;
+          if (!(await this.publishBatch(batch))) return; // broker trouble: wait for the next kick or pass
+          // A short batch was all this key had; a write since then has kicked for another run.
+          if (batch.length < batchSize) break;
+        }
       }
     } catch (error) {
       this.log.warn({ err: error }, 'outbox relay run failed; will retry');
@@ -335,10 +382,18 @@ export class OutboxRelay {
 
   /** Removes the first `confirmed` entries of the document's outbox, as read. */
   private async clear(document: OutboxDocument, confirmed: number): Promise<void> {
+    if (document.outbox.length === 0) {
+      // Flagged with nothing to publish (written so before OUTBOX_PROJECTION): unflag it.
+      await this.documents.updateOne(
+        { _id: document._id, outbox: { $size: 0 }, outboxPending: document.outboxPending } as never,
+        { $set: { outboxPending: false } },
+      );
+      return;
+    }
     if (confirmed === 0) return;
     if (confirmed === document.outbox.length && typeof document.generation === 'number') {
       const cleared = await this.documents.updateOne(
-        { _id: document._id, generation: document.generation, outboxPending: true } as never,
+        { _id: document._id, generation: document.generation, outboxPending: document.outboxPending } as never,
         { $set: { outbox: [], outboxPending: false } },
       );
       if (cleared.modifiedCount === 1) return;
@@ -351,6 +406,18 @@ export class OutboxRelay {
     });
   }
 }
+
+/** The keys of the seconds around `now`: what writes of any replica made pending just now. */
+function recentPendingKeys(now: number): PendingKey[] {
+  return [...new Set([now - RECENT_SKEW_MS, now, now + RECENT_SKEW_MS].map(pendingKeyAt))];
+}
+
+/**
+ * What reads of entities leave out: the outbox, and its flag. An entity that carried the flag
+ * would write it back with its next change, and a flag read while events were pending, written
+ * back after the relay had cleared them, left the document pending with nothing to publish.
+ */
+export const OUTBOX_PROJECTION = { outbox: 0, outboxPending: 0 } as const;
 
 /** The index the relay's query uses, to add to each model that carries an outbox. */
 export const OUTBOX_INDEX = { outboxPending: 1 } as const;

@@ -5,6 +5,7 @@ import {
   OutboxStore,
   type OutboxEntry,
   documentSchema,
+  OUTBOX_PROJECTION,
 } from '@rs/store';
 import { type Connection } from 'mongoose';
 import type { SkuEntry } from '../domain/sku';
@@ -43,7 +44,7 @@ const toFields = (entry: SkuEntry) => ({
   deleted: entry.deleted,
 });
 
-const PROJECTION = { outbox: 0 } as const;
+const PROJECTION = OUTBOX_PROJECTION;
 const LIVE = { deleted: { $ne: true } };
 
 /**

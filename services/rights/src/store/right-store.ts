@@ -11,6 +11,7 @@ import {
   type OutboxEntry,
   type SetAsideField,
   documentSchema,
+  OUTBOX_PROJECTION,
 } from '@rs/store';
 import { type Connection } from 'mongoose';
 import type { RightEntity } from '../domain/right';
@@ -54,7 +55,7 @@ rightSchema.index({ state: 1, end: 1 }, { name: 'by_interval_end' });
 rightSchema.index({ subscriptionId: 1 }, { name: 'by_subscription', sparse: true });
 rightSchema.index(OUTBOX_INDEX, OUTBOX_INDEX_OPTIONS);
 
-const PROJECTION = { outbox: 0 } as const;
+const PROJECTION = OUTBOX_PROJECTION;
 
 // Documents are read without their outbox (PROJECTION).
 const toEntity = ({

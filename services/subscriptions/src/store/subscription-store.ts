@@ -14,6 +14,7 @@ import {
   type SetAsideField,
   type StoredOutboxEntry,
   documentSchema,
+  OUTBOX_PROJECTION,
 } from '@rs/store';
 import { type Connection } from 'mongoose';
 import type { SubscriptionEntity } from '../domain/subscription';
@@ -48,7 +49,7 @@ schema.index({ userId: 1, grantorId: 1, createdAt: -1 }, { name: 'by_user_and_gr
 schema.index({ userId: 1, createdAt: -1, _id: -1 }, { name: 'by_user' });
 schema.index(OUTBOX_INDEX, OUTBOX_INDEX_OPTIONS);
 
-const PROJECTION = { outbox: 0, lastEvents: 0 } as const;
+const PROJECTION = { ...OUTBOX_PROJECTION, lastEvents: 0 } as const;
 
 function toEntity(doc: SubscriptionDocument): SubscriptionEntity {
   const { _id, deleted: _deleted, ...fields } = doc as SubscriptionDocument & { outbox?: unknown };

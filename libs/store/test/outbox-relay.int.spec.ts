@@ -1,0 +1,119 @@
+import { randomBytes } from 'node:crypto';
+import { createCloudEvent } from '@rs/contracts';
+import { createLogger } from '@rs/logging';
+import { AmqpClient } from '@rs/messaging';
+import { EventCollector, RabbitAdmin, testDatabase, type TestDatabase } from '@rs/testing';
+import type { mongo } from 'mongoose';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { newOutbox, outboxEntry, OutboxRelay, PENDING_KEYS, pendingKeyAt, storedEntries } from '../src/index';
+
+// The outbox relay (DESIGN.md 2) against the real database and broker, in this process
+// (docs/decisions/0021): pending documents are read a key at a time.
+
+const EXCHANGE = 'rights.events';
+const vhost = `t_relay_${randomBytes(3).toString('hex')}`;
+const rabbit = new RabbitAdmin(process.env.RABBITMQ_MANAGEMENT_URL!);
+const logger = createLogger('relay-test', 'silent');
+let database: TestDatabase;
+let documents: mongo.Collection;
+let client: AmqpClient;
+let published: EventCollector;
+let relay: OutboxRelay | undefined;
+
+beforeAll(async () => {
+  await rabbit.createVhost(vhost);
+  const url = new URL(process.env.AMQP_URL!);
+  url.pathname = `/${vhost}`;
+  client = new AmqpClient({ url: url.toString(), connectionName: 'relay-test', logger });
+  client.start();
+  await client.waitUntilConnected(10_000);
+  published = await EventCollector.start(url.toString(), EXCHANGE, '#');
+  database = await testDatabase('outbox_relay');
+  documents = database.db.db!.collection('things');
+});
+afterEach(async () => {
+  await relay?.stop();
+  relay = undefined;
+});
+afterAll(async () => {
+  await published?.close();
+  await client?.close();
+  await database?.drop();
+  await rabbit.deleteVhost(vhost);
+});
+
+const event = (subject: string) =>
+  outboxEntry(EXCHANGE, createCloudEvent({ source: '/test', type: 'right.created', subject, data: { subject } }));
+
+/** A document with one pending event, marked with `key` (a write at `at` marks it `pendingKeyAt(at)`). */
+async function pendingDocument(id: string, key: number): Promise<void> {
+  const { outbox } = newOutbox([event(id)]);
+  await documents.insertOne({ _id: id, generation: 1, outbox, outboxPending: key } as never);
+}
+
+/** Two keys, in the order a full pass reads them, that no write of the next half minute makes. */
+function keysFarFromNow(): [number, number] {
+  const soon = new Set(Array.from({ length: 40 }, (_, s) => pendingKeyAt(Date.now() + (s - 5) * 1000)));
+  const far = Array.from({ length: PENDING_KEYS }, (_, i) => i + 1).filter((key) => !soon.has(key));
+  return [far[0]!, far[1]!];
+}
+
+const startRelay = (fullPassMs: number) => {
+  relay = new OutboxRelay({
+    db: database.db.db!,
+    collection: 'things',
+    client,
+    logger,
+    pollIntervalMs: 100,
+    fullPassMs,
+  });
+  relay.start();
+  return relay;
+};
+const publishedSubjects = () => new Set(published.messages.map((message) => message.body.subject as string));
+const pendingLeft = (ids: string[]) =>
+  documents.countDocuments({ _id: { $in: ids }, outboxPending: { $ne: false } } as never);
+
+describe('the outbox relay reads pending documents a key at a time', () => {
+  it('when documents were made pending now, a minute ago and before keys existed, then every event is published once and every document cleared', async () => {
+    const now = Date.now();
+    const ids = ['recent', 'a-minute-ago', 'half-a-minute-ago'].map(
+      (name) => `${name}-${randomBytes(3).toString('hex')}`,
+    );
+    await pendingDocument(ids[0]!, pendingKeyAt(now));
+    await pendingDocument(ids[1]!, pendingKeyAt(now - 60_000));
+    await pendingDocument(ids[2]!, pendingKeyAt(now - 30_000));
+    const legacy = `legacy-${randomBytes(3).toString('hex')}`;
+    await documents.insertOne({ _id: legacy, outbox: storedEntries([event(legacy)]), outboxPending: true } as never);
+    startRelay(500);
+    const all = [...ids, legacy];
+    await published.waitFor(() => all.every((id) => publishedSubjects().has(id)), 10_000);
+    await expect.poll(() => pendingLeft(all), { timeout: 5_000 }).toBe(0);
+    expect(published.messages.filter((message) => all.includes(message.body.subject as string))).toHaveLength(4);
+  });
+
+  it('when a write kicks the relay, then its event goes out at once, while an older key waits for the next full pass', async () => {
+    const [earlier, later] = keysFarFromNow();
+    const [seen, old, fresh] = ['seen', 'old', 'fresh'].map((name) => `${name}-${randomBytes(3).toString('hex')}`);
+    await pendingDocument(seen!, later);
+    startRelay(60_000);
+    // The pass at start has published `seen`, so it has read `earlier` already.
+    await published.waitFor(() => publishedSubjects().has(seen!), 5_000);
+    await pendingDocument(old!, earlier);
+    await pendingDocument(fresh!, pendingKeyAt(Date.now()));
+    relay!.kick();
+    await published.waitFor(() => publishedSubjects().has(fresh!), 5_000);
+    expect(publishedSubjects().has(old!)).toBe(false);
+    relay!.kick('all');
+    await published.waitFor(() => publishedSubjects().has(old!), 5_000);
+    await expect.poll(() => pendingLeft([seen!, old!, fresh!]), { timeout: 5_000 }).toBe(0);
+  });
+
+  it('when a document is flagged pending with nothing to publish, then the relay unflags it', async () => {
+    const id = `empty-${randomBytes(3).toString('hex')}`;
+    await documents.insertOne({ _id: id, generation: 3, outbox: [], outboxPending: pendingKeyAt(Date.now()) } as never);
+    startRelay(500);
+    await expect.poll(() => pendingLeft([id]), { timeout: 5_000 }).toBe(0);
+    expect(publishedSubjects().has(id)).toBe(false);
+  });
+});
