@@ -1,4 +1,4 @@
-// The bare baseline of `npm run bench` (issue 9): a `node:http` server doing one driver
+// The bare baseline of `npm run bench`: a `node:http` server doing one driver
 // `findOne` by `_id` on the same MongoDB-wire server, in its own process. What a request
 // path costs beyond this is the platform's own overhead.
 // Usage: node bench/bare-findone.mjs <mongodb url with database> <collection>; prints its port.

@@ -1,4 +1,4 @@
-// The floor of renewal (issue 21): the raw cost, on the servers the benchmark runs against and
+// The floor of renewal: the raw cost, on the servers the benchmark runs against and
 // in the same run, of each write one renewal must make and cannot avoid (DESIGN.md 3):
 //
 // - the right, inserted (in batches: `insertMany`, as renewal issues rights);

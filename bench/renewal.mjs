@@ -1,5 +1,5 @@
 // `npm run bench:renewal`: how fast N subscriptions that fall due at the same instant are
-// renewed (issue 8, docs/performance.md). In one run:
+// renewed (docs/performance.md). In one run:
 // 1. the MongoDB-wire server's raw `insertMany` rate of right-sized documents (batches of
 //    500, 4 in flight, a scratch database dropped afterwards): the yardstick;
 // 2. N monthly subscriptions of many users whose first period starts at the same second,

@@ -6,7 +6,7 @@
 // - the rights API (create, retrieve, list of 1,000, usage), and retrieving a right three
 //   ways: through the gateway, directly against the rights service, and from a bare
 //   `node:http` server doing one driver `findOne` by `_id` (bench/bare-findone.mjs), plus 16
-//   clients reading at once, each with its own credentials (issue 9).
+//   clients reading at once, each with its own credentials.
 // Rounds alternate between targets so all see the same machine conditions.
 import { spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -161,7 +161,7 @@ try {
     if (/outbox_pending_documents\{collection="rights"[^}]*\} 0\b/.test(metrics)) break;
     await new Promise((resolve) => setTimeout(resolve, 1000));
   }
-  // 16 API clients of the same grantor, one per connection (the herd of issue 9).
+  // 16 API clients of the same grantor, one per connection (the herd).
   const readers = [];
   for (let i = 0; i < 16; i++) {
     const created = await fetch(`${system.gatewayUrl}/admin/clients/bench-reader-${i}`, {
@@ -183,13 +183,13 @@ try {
     `${system.gatewayUrl}/id/users/bench-user/rights/${rightId}`,
     { authorization: appBasic },
   ];
-  // DESIGN.md 8: a signed right token of the same right (issue 11: ≥ 0.8× the retrieve rate).
+  // DESIGN.md 8: a signed right token of the same right (≥ 0.8× the retrieve rate).
   targets['GET right token (signed, through the gateway)'] = [
     `${system.gatewayUrl}/id/users/bench-user/rights/${rightId}/token`,
     { authorization: appBasic },
   ];
   // DESIGN.md 8: a create retried with its Idempotency-Key, answered from the kept response
-  // (issue 11: ≥ 0.9× the retrieve rate). The first request with the key runs below.
+  // (≥ 0.9× the retrieve rate). The first request with the key runs below.
   const replayHeaders = { ...rightsHeaders, 'idempotency-key': 'bench-replay' };
   await fetch(`${system.gatewayUrl}/id/users/bench-user/rights`, {
     method: 'POST',

@@ -1,5 +1,5 @@
 // `npm run bench:webhooks` (also the last part of `npm run bench`): N events (default 10,000)
-// delivered to one local endpoint that answers at once (issue 12, docs/performance.md).
+// delivered to one local endpoint that answers at once (docs/performance.md).
 // The events are right.created of rights issued with `rights.issue` commands, as renewal
 // issues them, so rights.events carries them as fast as the platform can make them. In one
 // run it measures:

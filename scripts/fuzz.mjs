@@ -1,5 +1,5 @@
 // `npm run fuzz`: a property-based fuzzer (schemathesis, installed from PyPI by the setup
-// script) runs against /openapi.json through the gateway of a running system (issue 9). It
+// script) runs against /openapi.json through the gateway of a running system. It
 // fails on any 5xx, any status the document does not list for the operation, any response
 // whose content type or body the document does not describe, and any schema-valid request
 // that is rejected. FUZZ_EXAMPLES bounds the examples per operation (CI runs a few).

@@ -3,9 +3,9 @@
 // AMQP_URL; when those are not set and nothing answers locally, the local servers that
 // deploy/local/setup.sh installed are started first. Outside production, with no identity
 // provider configured, a development token issuer runs beside them so that Bearer can be
-// tried (issue 13). Flags:
+// tried. Flags:
 //   --traces  also start Zipkin's server (installed by the setup) and export every span to
-//             it: traces at http://localhost:9411/zipkin/ (issue 13);
+//             it: traces at http://localhost:9411/zipkin/;
 //   --plan    print what would run, as JSON, and start nothing.
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';

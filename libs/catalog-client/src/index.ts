@@ -48,6 +48,17 @@ export async function skuForUseCase(skus: SkuLookup, sku: string): Promise<Sku |
   }
 }
 
+/** Starts a service's SKU directory with its runtime's broker, signer and logger, following catalog.events. */
+export async function startSkuDirectory(
+  runtime: Pick<SkuDirectoryOptions, 'broker' | 'signer' | 'service' | 'logger'>,
+  catalogUrl: string,
+): Promise<SkuDirectory> {
+  const { broker, signer, service, logger } = runtime;
+  const skus = new SkuDirectory({ broker, signer, service, logger, catalogUrl });
+  await skus.start();
+  return skus;
+}
+
 type CacheEntry = { sku: Sku | null; sequence: number; expiresAt: number };
 
 /**

@@ -39,7 +39,7 @@ export const RightsIssueData = z.object({
   periodStart: z.iso.datetime({ offset: true }),
   /**
    * When the period fell due: its start, or the subscription's creation when that came later.
-   * The rights service measures renewal lag from it (issue 13). Optional: commands queued
+   * The rights service measures renewal lag from it. Optional: commands queued
    * by an earlier version carry none.
    */
   dueAt: z.iso.datetime({ offset: true }).optional(),

@@ -1,5 +1,5 @@
 /**
- * What can go wrong in a use case, as the domain says it (issue 10): the one error use
+ * What can go wrong in a use case, as the domain says it: the one error use
  * cases raise. Only libs/http turns it into a status, a challenge and a body; `code` is
  * machine-readable and appears in RFC 9457 bodies (`code`).
  */

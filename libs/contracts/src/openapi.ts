@@ -230,7 +230,7 @@ export function buildOpenApiDocument(): Record<string, unknown> {
 
 /**
  * The paths of the route table (routes.ts), each operation completed with every status the
- * gateway can answer on it (issue 9): a caller past authentication may be rate limited or
+ * gateway can answer on it: a caller past authentication may be rate limited or
  * throttled (429) and find a dependency unavailable (503); a forwarded operation may time out
  * (504); a JSON operation may be refused for its Accept header (406); a body may be
  * malformed, too large or not JSON (400, 413, 415); a parameter may be malformed (400); an

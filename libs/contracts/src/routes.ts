@@ -1,5 +1,5 @@
 /**
- * The route table: every public route of the gateway, once (issue 10). The gateway's
+ * The route table: every public route of the gateway, once. The gateway's
  * forwarding and authorization (services/gateway/src/domain/access.ts), each service's
  * routes (`serveRoutes` in @rs/http) and the OpenAPI document (openapi.ts) are all derived
  * from it, so they cannot disagree. What a route says about who may call it is spec 5 and

@@ -2,7 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 
-// docs/behaviours.md (issue 10): every row leads to a function that exists and to a test
+// docs/behaviours.md: every row leads to a function that exists and to a test
 // whose name starts as quoted. A renamed function or test fails here, not in a reader's hands.
 
 const ROOT = path.resolve(__dirname, '../../..');

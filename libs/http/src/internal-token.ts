@@ -98,7 +98,7 @@ export function requireServiceCaller(principal: Principal): void {
  * Refuses every request that did not come through the gateway (or another service).
  * A verified token is remembered until it expires (the gateway reuses one per principal for
  * half its life), so the hot path verifies a signature once per principal and token, not
- * once per request (issue 9).
+ * once per request.
  */
 export function requireInternalToken(secret: string): RequestHandler {
   const key = keyOf(secret);

@@ -1,5 +1,4 @@
 import { internalTokenSecret, loadConfig, mongoTarget, redactUrl, type ServiceName } from '@rs/config';
-import { SkuDirectory } from '@rs/catalog-client';
 import {
   createHttpApp,
   InternalTokenSigner,
@@ -42,7 +41,8 @@ interface BaseConfig {
   INTERNAL_TOKEN_SECRET?: string | undefined;
 }
 
-const STARTUP_TIMEOUT_MS = Number(process.env.RS_STARTUP_TIMEOUT_MS ?? 20_000);
+/** RS_STARTUP_TIMEOUT_MS: how long a service waits for its database and broker at start (read when it starts). */
+const startupTimeoutMs = () => Number(process.env.RS_STARTUP_TIMEOUT_MS ?? 20_000);
 
 /** Connects to the service's own database (DESIGN.md 6) and fails with a clear message when it cannot. */
 export async function connectDatabase(
@@ -53,7 +53,7 @@ export async function connectDatabase(
   const target = mongoTarget(service, config);
   const db = mongoose.createConnection(target.url, {
     dbName: target.dbName,
-    serverSelectionTimeoutMS: STARTUP_TIMEOUT_MS,
+    serverSelectionTimeoutMS: startupTimeoutMs(),
     autoIndex: false,
     autoCreate: true,
   });
@@ -82,7 +82,7 @@ export interface ServiceOptions {
 }
 
 /**
- * Starts one service in this process, the same way for every service (issue 10): parses its
+ * Starts one service in this process, the same way for every service: parses its
  * configuration from `env`, connects to its own database and to RabbitMQ (a clear error when
  * either is unreachable), and lets `build` wire the service, ending with its HTTP server.
  * Whatever `build` registers with `runtime.onStop` is stopped after the server, in reverse
@@ -112,7 +112,7 @@ export async function startService<S extends z.ZodType<BaseConfig>>(
   };
   try {
     db = await connectDatabase(service, config as unknown as Record<string, unknown>, logger);
-    await broker?.waitUntilConnected(STARTUP_TIMEOUT_MS);
+    await broker?.waitUntilConnected(startupTimeoutMs());
     const server = await build({
       service,
       config,
@@ -169,19 +169,6 @@ export function startRelay(runtime: Runtime<unknown>, collection: string, histor
   relay.start();
   runtime.onStop(() => relay.stop());
   return relay;
-}
-
-/** The catalog's SKUs as a service needs them (libs/catalog-client), following catalog.events. */
-export async function startSkuDirectory(runtime: Runtime<unknown>, catalogUrl: string): Promise<SkuDirectory> {
-  const skus = new SkuDirectory({
-    broker: runtime.broker,
-    catalogUrl,
-    signer: runtime.signer,
-    service: runtime.service,
-    logger: runtime.logger,
-  });
-  await skus.start();
-  return skus;
 }
 
 /**

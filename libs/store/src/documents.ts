@@ -244,7 +244,7 @@ export abstract class OutboxStore<Doc extends { _id: string }, Entity> {
    * A page of live documents with the `owner` fields (top-level equalities, e.g. the user)
    * that meet every further condition, newest first (DESIGN.md 3 "Listing filters"), after
    * the keyset `after` (the last of the previous page). The equalities stay at the top of the
-   * filter so that FerretDB reads only the owner's documents through its index (issue 9);
+   * filter so that FerretDB reads only the owner's documents through its index;
    * the conditions, the order and the page are then applied to those (on MongoDB the compound
    * index on the owner and creation time serves all of it).
    */

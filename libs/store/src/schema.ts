@@ -2,7 +2,7 @@ import { Schema, type SchemaDefinitionProperty } from 'mongoose';
 
 /**
  * The kinds of field a stored document has, a word each, so that every collection of every
- * service is declared the same way (issue 10). Without `?`, a field is required; with it,
+ * service is declared the same way. Without `?`, a field is required; with it,
  * it is null until set. `flag` is a boolean that is false until set; `json` is any JSON.
  */
 export type FieldKind =

@@ -32,7 +32,7 @@ const tracesExportDisabled = () =>
  * default, so a trace sampled at the gateway is kept whole downstream) and endpoints come
  * from the standard OTEL_* variables.
  *
- * What is traced costs little (issue 9): HTTP requests are traced by libs/http (one SERVER
+ * What is traced costs little: HTTP requests are traced by libs/http (one SERVER
  * span per request, one CLIENT span per call to another service), not by OpenTelemetry's
  * HTTP and Express instrumentations, which wrapped every request, response and middleware
  * layer; one span per database command, from the driver only.

@@ -1,7 +1,7 @@
 import client, { type Counter, type Gauge, type Histogram } from 'prom-client';
 
 /**
- * One way to declare a metric (issue 10): on prom-client's process registry, which every
+ * One way to declare a metric: on prom-client's process registry, which every
  * service serves at /metrics (DESIGN.md 5) with its `service` label. Names follow
  * Prometheus' conventions: a unit suffix, `_total` for counters.
  */

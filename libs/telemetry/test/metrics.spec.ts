@@ -2,7 +2,7 @@ import client from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { gauge } from '../src/metrics';
 
-describe('issue 13: gauges computed at scrape time', () => {
+describe('gauges computed at scrape time', () => {
   it('when a gauge cannot compute its value (its server is gone), then the scrape still answers in time, without that gauge’s samples', async () => {
     let answered = false;
     gauge('test_stuck_gauge', 'A gauge whose source never answers', ['source'], async function collect() {

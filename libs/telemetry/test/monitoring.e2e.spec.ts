@@ -56,7 +56,7 @@ function declaredNames(exposition: string): Set<string> {
   return names;
 }
 
-describe('issue 13: PromQL metric names', () => {
+describe('PromQL metric names', () => {
   it('when an expression has functions, matchers, ranges, grouping and binary operators, then only its metrics are named', () => {
     expect(
       metricNamesOf(
@@ -78,7 +78,7 @@ const fx = systemFixture({
 beforeAll(fx.start);
 afterAll(fx.stop);
 
-describe('issue 13: the dashboard and the alerts read metrics the services export', () => {
+describe('the dashboard and the alerts read metrics the services export', () => {
   let exported: Map<string, Set<string>>;
   beforeAll(async () => {
     exported = new Map();
@@ -106,7 +106,7 @@ describe('issue 13: the dashboard and the alerts read metrics the services expor
     expect(unknown).toEqual([]);
   });
 
-  it('when the metrics an operator asks for (issue 13) are looked for, then each is exported where it is made and shown on the dashboard', () => {
+  it('when the metrics an operator asks for are looked for, then each is exported where it is made and shown on the dashboard', () => {
     const where = (name: string) => [...(exported.get(name) ?? [])].sort();
     expect(where('renewal_lag_seconds_bucket')).toEqual(['rights']);
     expect(where('expiry_lag_seconds_bucket')).toEqual(['rights']);
@@ -162,7 +162,7 @@ async function until<T>(read: () => Promise<T>, ok: (value: T) => boolean, what:
   return value;
 }
 
-describe("issue 13: the operators' metrics measure what happens", () => {
+describe("the operators' metrics measure what happens", () => {
   it('when a subscription created after its period began is renewed, then the renewal lag is measured from its creation, not from the period start', async () => {
     const created = await fx.call('POST', '/id/users/erin/subs', TestSystem.clientAuthorization('grantor-a'), {
       grantorId: 'A',

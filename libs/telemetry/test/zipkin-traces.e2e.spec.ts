@@ -27,7 +27,7 @@ afterAll(async () => {
 
 const serviceOf = (span: ZipkinSpan) => span.localEndpoint?.serviceName ?? '';
 
-describe('issue 13: a request traced in Zipkin', () => {
+describe('a request traced in Zipkin', () => {
   it('when a right is created through the gateway, then its trace holds the gateway, the rights service, its database and the consumers of its event', async () => {
     const response = await fetch(`${system.gatewayUrl}/id/users/erin/rights`, {
       method: 'POST',

@@ -3,7 +3,7 @@ import mongoose, { type Connection } from 'mongoose';
 
 /**
  * A database of its own on the test server (MONGODB_URL, from the global setup), for tests
- * that run use cases and their real stores in-process (the middle tier of issue 10).
+ * that run use cases and their real stores in-process (the middle tier).
  */
 export interface TestDatabase {
   db: Connection;

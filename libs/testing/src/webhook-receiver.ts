@@ -14,7 +14,7 @@ export type ReceiverBehaviour = (
 ) => { status: number; delayMs?: number } | 'hang';
 
 /**
- * A webhook endpoint for tests (issue 12): a real HTTP server on this machine that records
+ * A webhook endpoint for tests: a real HTTP server on this machine that records
  * every request it gets and answers as told; it can go down and come back on the same port.
  */
 export class WebhookReceiver {

@@ -21,7 +21,7 @@ export interface ZipkinSpan {
 }
 
 /**
- * Zipkin's server, as `npm start -- --traces` runs it (issue 13): in-memory storage, its UI
+ * Zipkin's server, as `npm start -- --traces` runs it: in-memory storage, its UI
  * and HTTP API on a port of its own. Services export to `spansEndpoint` with
  * OTEL_TRACES_EXPORTER=zipkin and OTEL_EXPORTER_ZIPKIN_ENDPOINT.
  */

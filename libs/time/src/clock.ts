@@ -1,5 +1,5 @@
 /**
- * The one clock abstraction (issue 10): what time it is now. Every use case, consumer, loop
+ * The one clock abstraction: what time it is now. Every use case, consumer, loop
  * and cache takes one, so that tests pin time instead of sleeping; production uses the
  * system clock.
  */

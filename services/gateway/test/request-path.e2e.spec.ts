@@ -203,7 +203,7 @@ describe('content negotiation (DESIGN.md 3)', () => {
   });
 });
 
-describe('no lock-out (issue 9 item 7)', () => {
+describe('no lock-out', () => {
   it('when wrong secrets are sent for a client, then they are throttled, while its correct secret keeps working', async () => {
     await putClient('victim', 'the-victims-secret');
     const right = basic('victim', 'the-victims-secret');
@@ -231,7 +231,7 @@ describe('no lock-out (issue 9 item 7)', () => {
   });
 });
 
-describe('single flight (issue 9 item 1)', () => {
+describe('single flight', () => {
   it('when 16 requests of a client arrive at once, before and after its cache entry expired, then its secret is verified once and the client looked up once per refresh', async () => {
     await putClient('burst', 'the-burst-secret');
     const authorization = basic('burst', 'the-burst-secret');

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { systemFixture } from '@rs/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-// Sampling by the standard variables (issue 9 item 3): with a ratio of 0 nothing starts a
+// Sampling by the standard variables: with a ratio of 0 nothing starts a
 // trace here, while a caller's sampled traceparent is honoured across the gateway, the
 // owning service and the broker's consumers (parent-based sampling).
 

@@ -35,7 +35,7 @@ describe('one trace end to end', () => {
     expect(services).toContain(`gateway:${SERVER}`);
     expect(services).toContain(`catalog:${SERVER}`);
     expect(services).toContain(`rights:${CONSUMER}`);
-    // Tracing costs little (issue 9): no span per Express middleware or router layer, and
+    // Tracing costs little: no span per Express middleware or router layer, and
     // one span per database command (the driver's), none from mongoose around it.
     const names = fx.receiver.spans.filter((s) => s.traceId === traceId).map((s) => s.name);
     expect(names.filter((name) => /^(middleware|router) - /.test(name))).toEqual([]);

@@ -1,5 +1,6 @@
 import { env, publicApiShape, requiredSecret, serviceEnvShape, serviceUrl } from '@rs/config';
-import { defineService, serveHttp, startRelay, startSkuDirectory } from '@rs/runtime';
+import { startSkuDirectory } from '@rs/catalog-client';
+import { defineService, serveHttp, startRelay } from '@rs/runtime';
 import { z } from 'zod';
 import { RightsUseCases } from './app/rights';
 import { RightTokens } from './app/right-tokens';

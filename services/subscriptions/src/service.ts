@@ -1,5 +1,6 @@
 import { publicApiShape, serviceEnvShape, serviceUrl } from '@rs/config';
-import { defineService, serveHttp, startRelay, startSkuDirectory } from '@rs/runtime';
+import { startSkuDirectory } from '@rs/catalog-client';
+import { defineService, serveHttp, startRelay } from '@rs/runtime';
 import { parseDuration } from '@rs/time';
 import { z } from 'zod';
 import { SHORTEST_PERIOD } from './domain/bounds';

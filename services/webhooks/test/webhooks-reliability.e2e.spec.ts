@@ -42,7 +42,7 @@ async function register(authorization: string, url: string): Promise<void> {
   expect(response.status).toBe(201);
 }
 
-describe('webhooks through crashes and outages (issue 12)', () => {
+describe('webhooks through crashes and outages', () => {
   it('when the service is killed mid-delivery, its broker connection cut and an endpoint down for a while, then afterwards every matching event was delivered, and none elsewhere', async () => {
     await register(A, ofA.url);
     await register(B, ofB.url);

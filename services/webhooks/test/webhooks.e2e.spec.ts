@@ -3,7 +3,7 @@ import mongoose from 'mongoose';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-// Webhooks through the gateway, to real receivers on this machine (DESIGN.md 8, issue 12).
+// Webhooks through the gateway, to real receivers on this machine (DESIGN.md 8).
 
 const A = TestSystem.clientAuthorization('grantor-a');
 const B = TestSystem.clientAuthorization('grantor-b');

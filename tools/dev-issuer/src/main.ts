@@ -1,4 +1,4 @@
-// The development token issuer (issue 13), as `npm start` runs it. Refuses to start in
+// The development token issuer, as `npm start` runs it. Refuses to start in
 // production (issuerRefusal): it signs whatever it is asked for.
 import { once } from 'node:events';
 import { DevTokenIssuer } from './issuer';

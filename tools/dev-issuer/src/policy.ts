@@ -1,5 +1,5 @@
 /**
- * When the development token issuer may run (issue 13): `npm start` runs it so that Bearer
+ * When the development token issuer may run: `npm start` runs it so that Bearer
  * can be tried on a laptop, and it must never be part of a production system, where tokens
  * come from the operator's identity provider.
  */

@@ -7,7 +7,7 @@ const MAX_BODY_BYTES = 16 * 1024;
 type Answer = { status: number; body: unknown; headers?: Record<string, string> };
 
 /**
- * The development issuer over HTTP (issue 13):
+ * The development issuer over HTTP:
  * - `GET /.well-known/jwks.json`: its public key, which the gateway reads as `JWT_JWKS_URL`;
  * - `POST /token` (form or JSON: `user`, `client`, `scope`, `expires_in`): an access token,
  *   answered in the shape of an OAuth 2.0 token response (RFC 6749 5.1 and 5.2);

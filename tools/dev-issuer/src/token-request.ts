@@ -11,7 +11,7 @@ const Scopes = z
   );
 
 /**
- * What the development issuer is asked for (issue 13): a token for `user` (its `sub`), used
+ * What the development issuer is asked for: a token for `user` (its `sub`), used
  * by the API client `client` (its `client_id`, which must be registered in the gateway),
  * with the scopes of spec 5, space- or comma-separated, for `expires_in` seconds.
  */

@@ -1,4 +1,4 @@
-// `npm run -s token -- --user alice --client acme --scope id.user.right.read` (issue 13):
+// `npm run -s token -- --user alice --client acme --scope id.user.right.read`:
 // asks the development issuer that `npm start` runs for an access token and prints it alone,
 // so that `TOKEN=$(npm run -s token -- …)` works.
 import { parseArgs } from 'node:util';

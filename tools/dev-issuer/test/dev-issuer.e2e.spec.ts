@@ -40,7 +40,7 @@ function planOf(env: Record<string, string>) {
   return JSON.parse(result.stdout) as { nodeEnv: string; devIssuer: { url: string } | null; services: string[] };
 }
 
-describe('issue 13: the development token issuer is absent in production', () => {
+describe('the development token issuer is absent in production', () => {
   it('when NODE_ENV is production, then the issuer refuses to start and nothing listens on its port', async () => {
     const issuer = await startIssuer({ NODE_ENV: 'production' });
     const [code] = await once(issuer.child, 'exit');
@@ -72,7 +72,7 @@ describe('issue 13: the development token issuer is absent in production', () =>
   });
 });
 
-describe('issue 13: Bearer tried with the development issuer', () => {
+describe('Bearer tried with the development issuer', () => {
   let issuer: Awaited<ReturnType<typeof startIssuer>>;
   let issuerUrl: string;
   let system: TestSystem;

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { devIssuerWanted, issuerRefusal } from '../src/policy';
 import { parseTokenRequest } from '../src/token-request';
 
-describe('issue 13: when the development token issuer may run', () => {
+describe('when the development token issuer may run', () => {
   it('when NODE_ENV is production, or unset (the platform reads unset as production), then it refuses', () => {
     expect(issuerRefusal({ NODE_ENV: 'production' })).toMatch(/never runs when NODE_ENV is production/);
     expect(issuerRefusal({})).toMatch(/unset \(production\)/);
@@ -22,7 +22,7 @@ describe('issue 13: when the development token issuer may run', () => {
   });
 });
 
-describe('issue 13: what the development issuer is asked for', () => {
+describe('what the development issuer is asked for', () => {
   it('when user, client and scopes are valid, then they parse, scopes split on spaces or commas', () => {
     expect(parseTokenRequest({ user: 'alice', client: 'acme', scope: 'id.user.right.read,id.user.right.use' })).toEqual(
       {

@@ -23,7 +23,7 @@ interface Entry<V> {
 
 /**
  * A cache of what the gateway looks up on every request (clients, users), refreshed with a
- * single flight per key (issue 9): however many requests need a key whose value is old, one
+ * single flight per key: however many requests need a key whose value is old, one
  * load runs; the others get the previous value or wait for that load. A change made through
  * another gateway replica is seen within `freshMs` plus one load.
  */

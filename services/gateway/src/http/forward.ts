@@ -123,7 +123,7 @@ export class Forwarder {
           if (value !== undefined) res.setHeader(name, value);
         }
         // pipe, not stream.pipeline: pipeline builds a DOMException for its AbortSignal on
-        // every call, measured at 3-4 % of the gateway's CPU (issue 9).
+        // every call, measured at 3-4 % of the gateway's CPU.
         incoming.on('error', () => res.destroy());
         if (!tap) {
           incoming.pipe(res);

@@ -73,7 +73,7 @@ export class IdempotencyStore {
       expiresAt: new Date(now + times.ttlS * 1000),
       response: null,
     });
-    // A read first: a retry (the case worth being fast, issue 11) costs one lookup by id.
+    // A read first: a retry (the case worth being fast) costs one lookup by id.
     let kept = await this.model.findById(_id).lean<IdempotencyDocument>();
     if (!kept) {
       const claim = fresh();

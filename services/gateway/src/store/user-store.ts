@@ -28,7 +28,7 @@ const userSchema = documentSchema<UserDocument>('users', { createdAt: 'date' });
 
 /**
  * The gateway's user directory in its `identity` database, behind a cache refreshed with a
- * single flight per user (issue 9): a user registered or removed through another gateway
+ * single flight per user: a user registered or removed through another gateway
  * replica is seen within `cacheTtlMs` plus one lookup.
  */
 export class UserStore implements UserDirectory {

@@ -4,7 +4,7 @@ import { histogram } from '@rs/telemetry/metrics';
 const LAG_BUCKETS = [0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600];
 
 /**
- * Renewal lag (issue 13): from a period falling due (its start, or the subscription's
+ * Renewal lag: from a period falling due (its start, or the subscription's
  * creation if later) to its rights stored and their `right.created` published. One
  * observation per period; a redelivered command is observed again.
  */
@@ -15,7 +15,7 @@ const renewalLag = histogram(
   LAG_BUCKETS,
 );
 
-/** Expiry lag (issue 13): from a right's end to its `right.expired` published. */
+/** Expiry lag: from a right's end to its `right.expired` published. */
 const expiryLag = histogram(
   'expiry_lag_seconds',
   "From a right's end to its right.expired published, per right",

@@ -5,7 +5,7 @@ import { manualClock } from '@rs/time';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { start } from '../src/service';
 
-// A service started in this process with start(env, options) (issue 10), on a pinned clock:
+// A service started in this process with start(env, options), on a pinned clock:
 // the clock reaches the use cases through the runtime, and stop() releases everything.
 
 const clock = manualClock('2030-01-02T03:04:05Z');

@@ -8,7 +8,7 @@ import { SHORTEST_PERIOD } from '../src/domain/bounds';
 import { SubscriptionStore } from '../src/store/subscription-store';
 import { subscriptionHistory } from '../src/store/subscription-history';
 
-// The middle tier (issue 10): the renewal use case with its real store on the real database,
+// The middle tier: the renewal use case with its real store on the real database,
 // in this process, on a clock the test moves instead of waiting for periods to pass.
 
 const A = basicCaller('A');

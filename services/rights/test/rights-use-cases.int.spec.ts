@@ -7,7 +7,7 @@ import { rightEvents } from '../src/messaging/events';
 import { RightStore } from '../src/store/right-store';
 import { rightHistory } from '../src/store/right-history';
 
-// The middle tier (issue 10): the rights use cases with their real store on the real
+// The middle tier: the rights use cases with their real store on the real
 // database, in this process, on a clock the test moves instead of waiting for intervals.
 
 const A = basicCaller('A');
