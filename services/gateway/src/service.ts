@@ -8,6 +8,7 @@ import { BearerVerifier } from './auth/bearer';
 import { FailureThrottle } from './auth/failure-throttle';
 import { hashSecret, verifySecret } from './auth/secrets';
 import { Forwarder } from './http/forward';
+import { Administration } from './app/administration';
 import { gatewayRoutes } from './http/routes';
 import { ClientStore } from './store/client-store';
 import { RevocationStore } from './store/revocation-store';
@@ -125,6 +126,7 @@ export const start = defineService(
     logger.info({ public_base_url: publicBaseUrl, bearer: bearer !== null }, 'gateway configured');
     return serveHttp(runtime, config.GATEWAY_PORT, {
       public: true,
+      realm: config.AUTH_REALM,
       routes: (app) =>
         app.use(
           gatewayRoutes({
@@ -132,9 +134,8 @@ export const start = defineService(
             publicBaseUrl,
             authenticator,
             proxies: config.TRUSTED_PROXIES,
-            clients,
+            administration: new Administration({ clients, users, revocations, authenticator, clock }),
             users,
-            revocations,
             upstreams: {
               catalog: new URL(config.CATALOG_URL),
               rights: new URL(config.RIGHTS_URL),

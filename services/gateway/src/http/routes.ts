@@ -27,9 +27,9 @@ import {
   unauthorized,
   type InternalTokenSigner,
 } from '@rs/http';
-import type { Request, RequestHandler, Router } from 'express';
+import type { Request, RequestHandler, Response, Router } from 'express';
 import { type Authenticator, bearerChallenge, insufficientScopeChallenge, isBearer } from '../auth/authenticator';
-import { hashSecret } from '../auth/secrets';
+import type { Administration } from '../app/administration';
 import {
   authorize,
   classify,
@@ -40,9 +40,7 @@ import {
   type Refusal,
 } from '../domain/access';
 import type { TrustedProxies } from '../domain/source-address';
-import type { ClientStore } from '../store/client-store';
-import type { RevocationStore } from '../store/revocation-store';
-import type { UserStore } from '../store/user-store';
+import type { KnownUser, UserStore } from '../store/user-store';
 import type { Forwarder } from './forward';
 import { idempotentForwarder, type IdempotencyOptions } from './idempotent';
 import { rateLimit, type RateLimitOptions } from './rate-limit';
@@ -70,9 +68,10 @@ export interface GatewayRoutesOptions {
   realm: string;
   publicBaseUrl: string;
   authenticator: Authenticator;
-  clients: ClientStore;
-  users: UserStore;
-  revocations: RevocationStore;
+  /** The gateway's own use cases. */
+  administration: Administration;
+  /** Requests under /id/users/{connectId} are for a known user (DESIGN.md 3 "Users"). */
+  users: Pick<UserStore, 'find'>;
   /** TRUSTED_PROXIES: whose X-Forwarded-For names the source address (DESIGN.md 4). */
   proxies: TrustedProxies;
   upstreams: Record<Exclude<RouteOwner, 'gateway'>, URL>;
@@ -163,31 +162,25 @@ export function gatewayRoutes(options: GatewayRoutesOptions): Router {
   // The gateway parses only its own bodies; forwarded ones stream through untouched.
   router.use('/admin', jsonBody('16kb'));
 
-  /** DESIGN.md 4: every admin handler checks the admin principal itself, a second lock behind `authorize`. */
-  const asAdmin =
-    (handler: RequestHandler): RequestHandler =>
-    (req, res, next) => {
-      const principal: Principal | undefined = res.locals.principal;
-      if (principal?.scheme !== 'basic' || !principal.admin)
-        throw unauthorized('this operation needs the Basic credentials of an admin client', basicChallenge(realm));
-      return handler(req, res, next);
-    };
+  const principalOf = (res: Response): Principal | undefined => res.locals.principal;
   const clientParam = (req: Request) => parseParam(ClientId, 'clientId', req.params.clientId);
   const connectIdParam = (req: Request) => parseParam(ConnectId, 'connectId', req.params.connectId);
   // DESIGN.md 3 "Users": the user directory.
-  const userView = (connectId: string, createdAt: Date) => ({
+  const userView = ({ connectId, createdAt }: KnownUser) => ({
     connectId,
     href: `${options.publicBaseUrl}/id/users/${encodeURIComponent(connectId)}`,
     createdAt: createdAt.toISOString(),
   });
+  const { administration } = options;
 
-  // The gateway's own routes (DESIGN.md 6); who may call them was decided above.
+  // The gateway's own routes (DESIGN.md 6); who may call them was decided above, and each
+  // admin use case checks it again (DESIGN.md 4).
   serveRoutes(router, 'gateway', {
     getOpenApi: (_req, res) => {
       res.type('application/json').send(openApi);
     },
-    listClients: asAdmin(async (_req, res) => {
-      const clients = await options.clients.list();
+    listClients: async (_req, res) => {
+      const clients = await administration.listClients(principalOf(res));
       res.json({
         clients: clients.map(({ clientId, grantorId, admin, createdAt, updatedAt }) => ({
           clientId,
@@ -197,48 +190,40 @@ export function gatewayRoutes(options: GatewayRoutesOptions): Router {
           updatedAt: updatedAt.toISOString(),
         })),
       });
-    }),
-    putClient: asAdmin(async (req, res) => {
+    },
+    putClient: async (req, res) => {
       const clientId = clientParam(req);
       const body = parseBody(ClientBody, req.body);
-      const created = await options.clients.put({
-        clientId,
-        grantorId: body.grantorId,
-        admin: body.admin ?? false,
-        secretHash: await hashSecret(body.secret),
-      });
-      authenticator.invalidate(clientId);
-      if (created) res.status(201).json({ clientId, grantorId: body.grantorId, admin: body.admin ?? false });
+      if (await administration.putClient(principalOf(res), clientId, body))
+        res.status(201).json({ clientId, grantorId: body.grantorId, admin: body.admin ?? false });
       else sendDone(res);
-    }),
-    deleteClient: asAdmin(async (req, res) => {
-      const clientId = clientParam(req);
-      await options.clients.remove(clientId);
-      authenticator.invalidate(clientId);
+    },
+    deleteClient: async (req, res) => {
+      await administration.deleteClient(principalOf(res), clientParam(req));
       sendDone(res);
-    }),
-    revokeToken: asAdmin(async (req, res) => {
+    },
+    revokeToken: async (req, res) => {
       const jti = parseParam(Jti, 'jti', req.params.jti);
       const body = parseBody(RevocationBody, req.body);
-      const created = await options.revocations.revoke(jti, body.expiresAt ? new Date(body.expiresAt) : undefined);
+      const created = await administration.revokeToken(
+        principalOf(res),
+        jti,
+        body.expiresAt ? new Date(body.expiresAt) : undefined,
+      );
       res.status(created ? 201 : 204).end();
-    }),
-    getUser: async (req, res) => {
-      const connectId = connectIdParam(req);
-      const user = await options.users.find(connectId);
-      if (!user) throw notFound(`no user ${connectId}`);
-      res.json(userView(user.connectId, user.createdAt));
     },
-    putUser: asAdmin(async (req, res) => {
-      const connectId = connectIdParam(req);
-      const created = await options.users.register(connectId);
-      if (created) res.status(201).json(userView(connectId, options.clock()));
+    getUser: async (req, res) => {
+      res.json(userView(await administration.user(connectIdParam(req))));
+    },
+    putUser: async (req, res) => {
+      const created = await administration.registerUser(principalOf(res), connectIdParam(req));
+      if (created) res.status(201).json(userView(created));
       else sendDone(res);
-    }),
-    deleteUser: asAdmin(async (req, res) => {
-      await options.users.unregister(connectIdParam(req));
+    },
+    deleteUser: async (req, res) => {
+      await administration.unregisterUser(principalOf(res), connectIdParam(req));
       sendDone(res);
-    }),
+    },
   });
   return router;
 }
