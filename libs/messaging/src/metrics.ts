@@ -1,5 +1,4 @@
 import { counter, gauge } from '@rs/telemetry/metrics';
-import type { AmqpClient } from './amqp-client';
 import { deadLetterQueueOf } from './topology';
 
 export const messagesHandled = counter(
@@ -20,10 +19,15 @@ export const batchItemsFailed = counter(
 );
 export const brokerConnected = gauge('amqp_connected', '1 while the broker connection is open');
 
-/** The durable queues this process consumes, by the client that consumes them. */
-const consumed = new Map<AmqpClient, Set<string>>();
+/** What the queue gauges ask of a broker client (an `AmqpClient`). */
+interface QueueCounter {
+  messageCounts(queues: string[]): Promise<Map<string, number>>;
+}
 
-export function watchQueue(client: AmqpClient, queue: string): void {
+/** The durable queues this process consumes, by the client that consumes them. */
+const consumed = new Map<QueueCounter, Set<string>>();
+
+export function watchQueue(client: QueueCounter, queue: string): void {
   const queues = consumed.get(client) ?? new Set<string>();
   consumed.set(client, queues.add(queue));
 }

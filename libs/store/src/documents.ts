@@ -1,7 +1,8 @@
 import type { Connection, Model, mongo, Schema } from 'mongoose';
 import { documentLock } from './document-lock';
-import { migrateOutbox, newOutbox, setWithOutbox, type OutboxEntry } from './outbox';
-import { isTransient, WriteFailed } from './items';
+import { migrateOutbox, newOutbox, setWithOutbox } from './outbox';
+import type { OutboxEntry } from './outbox-entry';
+import { isDuplicateKey, isTransient, WriteFailed } from './items';
 import { chunks, serverLimits } from './server-limits';
 
 /**
@@ -23,13 +24,6 @@ export function hashOf(id: string): number {
 }
 
 export const bucketOf = (id: string): number => hashOf(id) % BUCKETS;
-
-/** MongoDB's duplicate key error: an insert found its `_id` (or a unique key) taken. */
-export function isDuplicateKey(error: unknown): boolean {
-  const { code, writeErrors } = error as { code?: number; writeErrors?: Array<{ code?: number }> };
-  if (code === 11000) return true;
-  return Array.isArray(writeErrors) && writeErrors.length > 0 && writeErrors.every((e) => e.code === 11000);
-}
 
 /** A change decided from the document at `generation`, to store only if it is still there. */
 export interface StoredChange {

@@ -1,8 +1,8 @@
 import { actorOfEvent, type Actor, type CloudEvent, type HistoryRecord } from '@rs/contracts';
 import type { AmqpClient } from '@rs/messaging';
 import type { mongo } from 'mongoose';
-import { isDuplicateKey } from './documents';
-import type { OutboxEntry } from './outbox';
+import { isDuplicateKey } from './items';
+import type { OutboxEntry } from './outbox-entry';
 import { chunks, serverLimits } from './server-limits';
 
 /**

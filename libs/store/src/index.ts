@@ -1,6 +1,7 @@
 export * from './document-lock';
 export * from './documents';
 export * from './outbox';
+export * from './outbox-entry';
 export * from './retry';
 export * from './server-limits';
 export * from './schema';

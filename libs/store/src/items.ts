@@ -67,3 +67,10 @@ export const reasonOf = (error: unknown): string => String((error as Error)?.mes
 export class WriteFailed {
   constructor(readonly error: unknown) {}
 }
+
+/** MongoDB's duplicate key error: an insert found its `_id` (or a unique key) taken. */
+export function isDuplicateKey(error: unknown): boolean {
+  const { code, writeErrors } = error as { code?: number; writeErrors?: Array<{ code?: number }> };
+  if (code === 11000) return true;
+  return Array.isArray(writeErrors) && writeErrors.length > 0 && writeErrors.every((e) => e.code === 11000);
+}

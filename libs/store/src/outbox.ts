@@ -1,50 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import type { CloudEvent } from '@rs/contracts';
 import type { Logger } from '@rs/logging';
 import type { mongo } from 'mongoose';
 import { gauge, SCRAPE_QUERY_MAX_TIME_MS } from '@rs/telemetry/metrics';
 import { Schema } from 'mongoose';
-import { currentTraceCarrier, type AmqpClient, type TraceCarrier } from '@rs/messaging';
+import type { AmqpClient } from '@rs/messaging';
 import { repeat, type Repeating } from '@rs/time';
 import { documentLock } from './document-lock';
-import { isDuplicateKey } from './documents';
+import { isDuplicateKey } from './items';
+import { loadedEntries, storedEntries, type OutboxEntry, type StoredOutboxEntry } from './outbox-entry';
 import type { HistoryLog } from './history';
-
-/**
- * An event waiting to be published, stored inside the document whose change it reports,
- * in the same single-document write (DESIGN.md 2): no dual write, no transaction needed,
- * so it works on a standalone MongoDB and on FerretDB.
- */
-export interface OutboxEntry {
-  id: string;
-  exchange: string;
-  event: CloudEvent;
-  /** Trace context of the request that made the change, so its trace continues through the broker. */
-  trace: TraceCarrier;
-  createdAt: Date;
-}
-
-/**
- * An entry as stored: its event as JSON text, so that whatever the event carries (a right's
- * payload with keys like `$gt`, `a.b` or `_bsontype`) round-trips on MongoDB and FerretDB
- * (DESIGN.md 9 "Payloads"). Entries stored before hold the event as a document.
- */
-export interface StoredOutboxEntry extends Omit<OutboxEntry, 'event'> {
-  event: string | CloudEvent;
-}
-
-export const storedEntries = (entries: readonly OutboxEntry[]): StoredOutboxEntry[] =>
-  entries.map((entry) => ({ ...entry, event: JSON.stringify(entry.event) }));
-
-export const loadedEntries = (entries: readonly StoredOutboxEntry[]): OutboxEntry[] =>
-  entries.map((entry) => ({
-    ...entry,
-    event: typeof entry.event === 'string' ? (JSON.parse(entry.event) as CloudEvent) : entry.event,
-  }));
-
-export function outboxEntry(exchange: string, event: CloudEvent): OutboxEntry {
-  return { id: event.id, exchange, event, trace: currentTraceCarrier(), createdAt: new Date() };
-}
 
 /** Fields a document needs to carry an outbox. */
 export const outboxFields = {

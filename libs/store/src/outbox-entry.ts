@@ -1,0 +1,38 @@
+import type { CloudEvent } from '@rs/contracts';
+import { currentTraceCarrier, type TraceCarrier } from '@rs/messaging';
+
+/**
+ * An event waiting to be published, stored inside the document whose change it reports,
+ * in the same single-document write (DESIGN.md 2): no dual write, no transaction needed,
+ * so it works on a standalone MongoDB and on FerretDB.
+ */
+export interface OutboxEntry {
+  id: string;
+  exchange: string;
+  event: CloudEvent;
+  /** Trace context of the request that made the change, so its trace continues through the broker. */
+  trace: TraceCarrier;
+  createdAt: Date;
+}
+
+/**
+ * An entry as stored: its event as JSON text, so that whatever the event carries (a right's
+ * payload with keys like `$gt`, `a.b` or `_bsontype`) round-trips on MongoDB and FerretDB
+ * (DESIGN.md 9 "Payloads"). Entries stored before hold the event as a document.
+ */
+export interface StoredOutboxEntry extends Omit<OutboxEntry, 'event'> {
+  event: string | CloudEvent;
+}
+
+export const storedEntries = (entries: readonly OutboxEntry[]): StoredOutboxEntry[] =>
+  entries.map((entry) => ({ ...entry, event: JSON.stringify(entry.event) }));
+
+export const loadedEntries = (entries: readonly StoredOutboxEntry[]): OutboxEntry[] =>
+  entries.map((entry) => ({
+    ...entry,
+    event: typeof entry.event === 'string' ? (JSON.parse(entry.event) as CloudEvent) : entry.event,
+  }));
+
+export function outboxEntry(exchange: string, event: CloudEvent): OutboxEntry {
+  return { id: event.id, exchange, event, trace: currentTraceCarrier(), createdAt: new Date() };
+}
