@@ -14,7 +14,7 @@ const fx = systemFixture({
   name: 'batch_isolation',
   backends: ['catalog', 'rights', 'subscriptions', 'scheduler'],
   // The rebuild runs every few seconds here, so the test sees whether it brings the bad one back.
-  env: { SCHEDULER_TICK_MS: '200', SCHEDULER_REBUILD_MS: '2000', LOG_LEVEL: 'warn' },
+  env: { SCHEDULER_TICK_MS: '200', SCHEDULER_REBUILD_MS: '2000', LOG_LEVEL: 'info' },
   seed: {
     clients: [...GRANTORS, 'bad'].map((grantor) => ({ clientId: grantor, grantorId: grantor.toUpperCase() })),
     users: ['alice'],
@@ -70,8 +70,10 @@ describe('one bad item fails alone (DESIGN.md 9)', () => {
     const metrics = await (await fetch(`${subscriptions.url}/metrics`)).text();
     expect(metrics).toMatch(/^batch_items_failed_total\{[^}]*command="subscriptions\.renew"[^}]*\} 1$/m);
 
-    // Several rebuilds later, the dead-letter queue still holds the one item, alone.
-    await new Promise((resolve) => setTimeout(resolve, 5_000));
+    // Two rebuilds later (each logs `schedules rebuilt`), the dead-letter queue still holds the one item, alone.
+    const rebuilds = () => fx.system.service('scheduler').logs.join('').split('schedules rebuilt').length - 1;
+    const seen = rebuilds();
+    await expect.poll(rebuilds, { timeout: 15_000 }).toBeGreaterThanOrEqual(seen + 2);
     const connection = await amqp.connect(fx.system.amqpUrl);
     try {
       const channel = await connection.createChannel();
