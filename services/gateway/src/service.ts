@@ -135,7 +135,6 @@ export const start = defineService(
             authenticator,
             proxies: config.TRUSTED_PROXIES,
             administration: new Administration({ clients, users, revocations, authenticator, clock }),
-            users,
             upstreams: {
               catalog: new URL(config.CATALOG_URL),
               rights: new URL(config.RIGHTS_URL),

@@ -40,7 +40,7 @@ import {
   type Refusal,
 } from '../domain/access';
 import type { TrustedProxies } from '../domain/source-address';
-import type { KnownUser, UserStore } from '../store/user-store';
+import type { KnownUser } from '../store/user-store';
 import type { Forwarder } from './forward';
 import { idempotentForwarder, type IdempotencyOptions } from './idempotent';
 import { rateLimit, type RateLimitOptions } from './rate-limit';
@@ -70,8 +70,6 @@ export interface GatewayRoutesOptions {
   authenticator: Authenticator;
   /** The gateway's own use cases. */
   administration: Administration;
-  /** Requests under /id/users/{connectId} are for a known user (DESIGN.md 3 "Users"). */
-  users: Pick<UserStore, 'find'>;
   /** TRUSTED_PROXIES: whose X-Forwarded-For names the source address (DESIGN.md 4). */
   proxies: TrustedProxies;
   upstreams: Record<Exclude<RouteOwner, 'gateway'>, URL>;
@@ -144,7 +142,7 @@ export function gatewayRoutes(options: GatewayRoutesOptions): Router {
     res.locals.routeLabel = `forward:${operation.owner}`;
     if (operation.connectId !== null) {
       const connectId = parseParam(ConnectId, 'connectId', operation.connectId);
-      if (!(await options.users.find(connectId))) throw notFound(`no user ${connectId}`);
+      await options.administration.user(connectId); // DESIGN.md 3 "Users": 404 for an unknown user
     }
     const rule = listRule(operation, principal, grantorFilter(new URL(req.originalUrl, 'http://gateway').searchParams));
     if (rule && 'redirectWith' in rule) {
