@@ -61,7 +61,7 @@ const fx = systemFixture({
   name: 'rights_api',
   backends: ['catalog', 'rights'],
   bearer: true,
-  collect: { 'rights.events': '#' },
+  collect: { 'rights.events': '#', 'catalog.events': 'sku.upserted' },
   seed: {
     clients: clientsOf({ 'grantor-a': 'A', 'grantor-b': 'B', 'provider-sp': 'SP', 'app-a': 'A' }),
     users: ['alice', 'bob'],
@@ -319,6 +319,9 @@ describe('list and remove', () => {
 describe('when the catalog is unreachable', () => {
   it('then creating a right with a SKU not known locally is 503 with Retry-After, not 400', async () => {
     expect((await call('PUT', '/catalog/skus/fresh-sku', admin(), {})).status).toBe(201);
+    // The catalog publishes sku.upserted after it answers; stopped before that, the event would
+    // wait in its outbox until it comes back, and the rights service would never hear of fresh-sku.
+    await fx.events('catalog.events').waitFor((m) => m.some((e) => e.body.subject === 'fresh-sku'));
     await fx.system.service('catalog').stop();
     try {
       // The SKU directory heard of fresh-sku from its event, so it is known without the catalog.
@@ -332,6 +335,7 @@ describe('when the catalog is unreachable', () => {
                 timeInterval: CURRENT,
               })
             ).status,
+          { timeout: 10_000 },
         )
         .toBe(201);
       const response = await call('POST', '/id/users/alice/rights', A, {
