@@ -19,12 +19,19 @@ export const REDACTED_PATHS = [
   '*.ADMIN_CLIENT_SECRET',
 ];
 
+/** Where log lines go when not to stdout (a test that runs services in its own process keeps them). */
+export type LogDestination = pino.DestinationStream;
+
 /**
  * One JSON line per record with the service name, and the trace and span ids of the
  * active OpenTelemetry span, so a log line leads to its trace.
  */
-export function createLogger(service: string, level: string = process.env.LOG_LEVEL ?? 'info'): Logger {
-  return pino({
+export function createLogger(
+  service: string,
+  level: string = process.env.LOG_LEVEL ?? 'info',
+  destination?: LogDestination,
+): Logger {
+  const options: pino.LoggerOptions = {
     level,
     base: { service },
     timestamp: pino.stdTimeFunctions.isoTime,
@@ -36,5 +43,6 @@ export function createLogger(service: string, level: string = process.env.LOG_LE
       const { traceId, spanId } = span.spanContext();
       return { trace_id: traceId, span_id: spanId };
     },
-  });
+  };
+  return destination ? pino(options, destination) : pino(options);
 }

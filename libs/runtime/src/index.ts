@@ -9,7 +9,7 @@ import {
   type RunningServer,
   type Stoppable,
 } from '@rs/http';
-import { createLogger, type Logger } from '@rs/logging';
+import { createLogger, type LogDestination, type Logger } from '@rs/logging';
 import { AmqpClient } from '@rs/messaging';
 import { OutboxRelay, type HistoryLog } from '@rs/store';
 import { shutdownTelemetry } from '@rs/telemetry';
@@ -79,6 +79,8 @@ export interface ServiceOptions {
   broker?: boolean;
   /** The clock of every use case, consumer and loop of the service (tests pin it). */
   clock?: Clock;
+  /** Where its log lines go; stdout by default (a test running it in-process keeps them). */
+  logTo?: LogDestination;
 }
 
 /**
@@ -96,7 +98,7 @@ export async function startService<S extends z.ZodType<BaseConfig>>(
   build: (runtime: Runtime<z.infer<S>>) => Promise<RunningServer>,
   options: ServiceOptions = {},
 ): Promise<RunningService> {
-  const logger = createLogger(service, env.LOG_LEVEL ?? 'info');
+  const logger = createLogger(service, env.LOG_LEVEL ?? 'info', options.logTo);
   const config = loadConfig(schema, env);
   logger.level = config.LOG_LEVEL;
   const internalSecret = internalTokenSecret(config);

@@ -71,6 +71,7 @@ describe('PromQL metric names', () => {
 });
 
 const fx = systemFixture({
+  processes: true,
   name: 'monitoring',
   backends: ['catalog', 'rights', 'subscriptions', 'scheduler', 'webhooks'],
   seed: { clients: clientsOf({ 'grantor-a': 'A' }), users: ['erin'], skus: { news: {} } },

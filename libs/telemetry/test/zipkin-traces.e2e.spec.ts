@@ -14,6 +14,7 @@ let system: TestSystem;
 beforeAll(async () => {
   await zipkin.start();
   system = await TestSystem.start({
+    processes: true,
     name: 'zipkin',
     backends: ['catalog', 'rights', 'scheduler', 'webhooks'],
     env: zipkin.env,

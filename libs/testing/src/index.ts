@@ -1,6 +1,7 @@
 export * from './event-collector';
 export * from './otlp-receiver';
 export * from './processes';
+export * from './in-process';
 export * from './rabbit-admin';
 export * from './servers';
 export * from './system';

@@ -3,6 +3,7 @@ import { once } from 'node:events';
 import net from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { TestService } from './in-process';
 import { REPO_ROOT } from './servers';
 
 const PORTS_PER_WORKER = 500;
@@ -40,7 +41,7 @@ async function canListen(port: number): Promise<boolean> {
 }
 
 /** A service running as its own process, exactly as `npm start` and the images run it. */
-export class ServiceProcess {
+export class ServiceProcess implements TestService {
   private child: ChildProcess | undefined;
   private readonly output: string[] = [];
 

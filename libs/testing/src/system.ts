@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import mongoose from 'mongoose';
+import { InProcessService, type TestService } from './in-process';
 import { freePort, ServiceProcess } from './processes';
 import { RabbitAdmin } from './rabbit-admin';
 
@@ -15,6 +16,12 @@ export interface TestSystemOptions {
   env?: Record<string, string>;
   /** Extra replicas of a backend or the gateway, named `<name>#2`, `#3`…, sharing its database and vhost. */
   replicas?: Partial<Record<BackendName | 'gateway', number>>;
+  /**
+   * Run each service as its own process, as `npm start` and the images do: for the tests of
+   * process faults (kills, replicas, exported traces; `*.e2e.spec.ts`). Without it every
+   * service starts in the test's process (`*.int.spec.ts`).
+   */
+  processes?: boolean;
 }
 
 export const TEST_ADMIN = { clientId: 'test-admin', secret: 'test-admin-secret-0123' } as const;
@@ -27,17 +34,20 @@ function required(name: string): string {
 }
 
 /**
- * The platform as separate processes, against the real servers, isolated from other test
- * files by its own RabbitMQ vhost and its own databases (DESIGN.md 7), so files run in parallel.
+ * The platform, in the test's process or as separate processes, against the real servers,
+ * isolated from other test files by its own RabbitMQ vhost and its own databases
+ * (DESIGN.md 7), so files run in parallel.
  */
 export class TestSystem {
-  readonly processes = new Map<string, ServiceProcess>();
+  readonly processes = new Map<string, TestService>();
   readonly rabbit: RabbitAdmin;
   readonly prefix: string;
   readonly vhost: string;
   readonly amqpUrl: string;
 
   private constructor(private readonly options: TestSystemOptions) {
+    if (!options.processes && (options.otlpEndpoint || Object.keys(options.replicas ?? {}).length > 0))
+      throw new Error('replicas and exported traces need a test system with processes');
     this.prefix = `t_${options.name.replace(/[^A-Za-z0-9]/g, '_')}_${randomBytes(3).toString('hex')}`;
     this.vhost = this.prefix;
     this.rabbit = new RabbitAdmin(required('RABBITMQ_MANAGEMENT_URL'));
@@ -64,7 +74,7 @@ export class TestSystem {
     return url.toString();
   }
 
-  service(name: string): ServiceProcess {
+  service(name: string): TestService {
     const found = this.processes.get(name);
     if (!found) throw new Error(`${name} is not running in this test system`);
     return found;
@@ -144,6 +154,12 @@ export class TestSystem {
     }
   }
 
+  private serviceOf(label: string, port: number, env: Record<string, string>, service: string): TestService {
+    return this.options.processes
+      ? new ServiceProcess(label, port, env, service)
+      : new InProcessService(label, port, env, service);
+  }
+
   private async launch(): Promise<void> {
     const ports = new Map<string, number>();
     // Every service gets a port; one not started here is simply unreachable.
@@ -183,7 +199,7 @@ export class TestSystem {
       for (let replica = 1; replica <= (this.options.replicas?.[name] ?? 1); replica++) {
         const label = replica === 1 ? name : `${name}#${replica}`;
         const port = replica === 1 ? ports.get(name)! : await freePort();
-        const process = new ServiceProcess(
+        const process = this.serviceOf(
           label,
           port,
           {
@@ -202,7 +218,7 @@ export class TestSystem {
       for (let replica = 1; replica <= (this.options.replicas?.gateway ?? 1); replica++) {
         const label = replica === 1 ? 'gateway' : `gateway#${replica}`;
         const port = replica === 1 ? ports.get('gateway')! : await freePort();
-        const gateway = new ServiceProcess(
+        const gateway = this.serviceOf(
           label,
           port,
           {

@@ -3,7 +3,12 @@ import { systemFixture } from '@rs/testing';
 import mongoose from 'mongoose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-const fx = systemFixture({ name: 'catalog_outbox', backends: ['catalog'], collect: { 'catalog.events': '#' } });
+const fx = systemFixture({
+  processes: true,
+  name: 'catalog_outbox',
+  backends: ['catalog'],
+  collect: { 'catalog.events': '#' },
+});
 beforeAll(fx.start);
 afterAll(fx.stop);
 

@@ -1,4 +1,4 @@
-import { freePort, ServiceProcess, TEST_INTERNAL_SECRET } from '@rs/testing';
+import { freePort, ServiceProcess, TEST_INTERNAL_SECRET, TestSystem } from '@rs/testing';
 import { describe, expect, it } from 'vitest';
 
 /** Starts the catalog with `env` and returns what it said when it failed to start. */
@@ -47,5 +47,17 @@ describe('a service that cannot start', () => {
   it('when NODE_ENV is production and INTERNAL_TOKEN_SECRET is missing, then it refuses to start', async () => {
     const said = await failedStart({ NODE_ENV: 'production', INTERNAL_TOKEN_SECRET: '' });
     expect(said).toMatch(/INTERNAL_TOKEN_SECRET/);
+  });
+});
+
+describe('a service told to stop', () => {
+  it('when it is sent SIGTERM, then it stops gracefully with exit code 0 and says so', async () => {
+    const system = await TestSystem.start({ name: 'sigterm', backends: ['catalog'], gateway: false, processes: true });
+    try {
+      expect(await system.service('catalog').stop()).toBe(0);
+      expect(system.service('catalog').logs.some((line) => line.includes('"msg":"stopped"'))).toBe(true);
+    } finally {
+      await system.stop();
+    }
   });
 });

@@ -8,6 +8,7 @@ const UPSTREAM_TIMEOUT_MS = 2_000;
 const A = TestSystem.clientAuthorization('grantor-a');
 const A2 = TestSystem.clientAuthorization('app-a');
 const fx = systemFixture({
+  processes: true,
   name: 'idempotency',
   backends: ['catalog', 'rights', 'subscriptions'],
   replicas: { gateway: 2 },

@@ -93,6 +93,7 @@ async function within(limitMs: number, check: () => Promise<boolean>): Promise<n
 }
 
 const fx = systemFixture({
+  processes: true,
   name: 'request_path',
   backends: ['catalog', 'rights', 'subscriptions'],
   replicas: { gateway: 2 },

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { systemFixture } from '@rs/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -6,7 +7,13 @@ const SERVER = 2;
 const CLIENT = 3;
 const CONSUMER = 5;
 
-const fx = systemFixture({ name: 'tracing', backends: ['catalog', 'rights'], traces: true });
+const fx = systemFixture({
+  processes: true,
+  name: 'tracing',
+  backends: ['catalog', 'rights'],
+  traces: true,
+  collect: { 'catalog.events': 'sku.upserted' },
+});
 beforeAll(fx.start);
 afterAll(fx.stop);
 
@@ -50,9 +57,51 @@ describe('one trace end to end', () => {
       (s) => s.traceId === traceId && s.service === 'gateway' && s.kind === CLIENT && s.name === 'PUT',
     );
     expect(catalogServer?.parentSpanId).toBe(gatewayClient?.spanId);
+    // The event the write published carries the trace to its consumers (DESIGN.md 5).
+    const [event] = await fx.events('catalog.events').waitFor((m) => m.some((e) => e.body.subject === 'traced-sku'));
+    expect(String(event!.properties.headers?.traceparent)).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-0[01]$`));
     // The catalog's MongoDB write is in the trace too.
     expect(
       fx.receiver.spans.some((s) => s.traceId === traceId && s.service === 'catalog' && /mongo|skus/i.test(s.name)),
     ).toBe(true);
+  });
+});
+
+// Sampling by the standard variables: with a ratio of 0 nothing starts a trace here, while a
+// caller's sampled traceparent is honoured across the gateway, the owning service and the
+// broker's consumers (parent-based sampling).
+describe('OTEL_TRACES_SAMPLER', () => {
+  const sampled = systemFixture({
+    processes: true,
+    name: 'sampling',
+    backends: ['catalog', 'rights'],
+    traces: true,
+    env: { OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0' },
+  });
+  beforeAll(sampled.start);
+  afterAll(sampled.stop);
+
+  const putSku = (sku: string, headers: Record<string, string> = {}) =>
+    fetch(`${sampled.system.gatewayUrl}/catalog/skus/${sku}`, {
+      method: 'PUT',
+      headers: sampled.system.adminHeaders({ 'content-type': 'application/json', ...headers }),
+      body: '{}',
+    });
+
+  it('when the ratio is 0, then requests start no trace, but a sampled traceparent from the caller is kept end to end', async () => {
+    expect((await putSku('unsampled-sku')).status).toBe(201);
+
+    const traceId = randomBytes(16).toString('hex');
+    const traceparent = `00-${traceId}-${randomBytes(8).toString('hex')}-01`;
+    expect((await putSku('sampled-sku', { traceparent })).status).toBe(201);
+
+    // Each service exports on its own schedule: the rights consumer's span may come before the
+    // gateway's, so wait for the whole set rather than for the last hop.
+    const services = () => [
+      ...new Set(sampled.receiver.spans.filter((s) => s.traceId === traceId).map((s) => s.service)),
+    ];
+    await expect.poll(() => services().sort(), { timeout: 15_000 }).toEqual(['catalog', 'gateway', 'rights']);
+    await sleep(500); // the export interval is 100 ms: the other request's spans would be here by now
+    expect(sampled.receiver.spans.filter((s) => s.traceId !== traceId)).toEqual([]);
   });
 });

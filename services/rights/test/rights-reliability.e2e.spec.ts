@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 const A = TestSystem.clientAuthorization('grantor-a');
 
 const fx = systemFixture({
+  processes: true,
   name: 'rights_reliability',
   backends: ['catalog', 'rights'],
   collect: { 'rights.events': '#' },

@@ -57,6 +57,7 @@ const subscriptionOf = (right: RightView) =>
 
 beforeAll(async () => {
   system = await TestSystem.start({
+    processes: true,
     name: 'batched_renewal',
     backends: ['catalog', 'rights', 'subscriptions', 'scheduler'],
     env: { SCHEDULER_TICK_MS: '200', LOG_LEVEL: 'warn' },

