@@ -1,3 +1,4 @@
+import pLimit from 'p-limit';
 import type { Connection, Model, mongo, Schema } from 'mongoose';
 import { documentLock } from './document-lock';
 import { migrateOutbox, newOutbox, setWithOutbox } from './outbox';
@@ -42,24 +43,6 @@ export interface StoredChange {
  * concurrently (measured: 16 in flight, 2.3x one at a time).
  */
 export const READ_CONCURRENCY = 16;
-
-/** Runs `task` for every item with at most `limit` under way at once; results in input order. */
-export async function mapConcurrently<T, R>(
-  items: readonly T[],
-  limit: number,
-  task: (item: T) => Promise<R>,
-): Promise<R[]> {
-  const results = new Array<R>(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const index = next++;
-      results[index] = await task(items[index]!);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return results;
-}
 
 /**
  * The one store mechanism of every service (DESIGN.md 2; docs/decisions/0003, 0008, 0011):
@@ -130,7 +113,7 @@ export class OutboxCollection {
    */
   async compareAndSetMany(changes: readonly StoredChange[]): Promise<Array<boolean | WriteFailed>> {
     const { updateConcurrency } = await serverLimits(this.db);
-    return mapConcurrently(changes, updateConcurrency, async (change) => {
+    return pLimit(updateConcurrency).map(changes, async (change) => {
       try {
         return await this.compareAndSet(change);
       } catch (error) {
@@ -222,7 +205,7 @@ export abstract class OutboxStore<Doc extends { _id: string }, Entity> {
         .limit(500)
         .toArray();
       if (missing.length === 0) return;
-      await mapConcurrently(missing, READ_CONCURRENCY, ({ _id }) =>
+      await pLimit(READ_CONCURRENCY).map(missing, ({ _id }) =>
         this.model.collection.updateOne({ _id } as never, { $set: { bucket: bucketOf(String(_id)) } }),
       );
     }
@@ -265,7 +248,7 @@ export abstract class OutboxStore<Doc extends { _id: string }, Entity> {
 
   /** Several, read concurrently (an `$in` of ids would read the whole collection on FerretDB). */
   protected findManyLive(filters: ReadonlyArray<Record<string, unknown>>): Promise<Array<Entity | null>> {
-    return mapConcurrently(filters, READ_CONCURRENCY, (filter) => this.findLive(filter));
+    return pLimit(READ_CONCURRENCY).map(filters, (filter) => this.findLive(filter));
   }
 }
 

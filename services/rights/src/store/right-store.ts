@@ -1,3 +1,4 @@
+import pLimit from 'p-limit';
 import type { Keyset } from '@rs/http';
 import { Exchanges, type Actor, type CloudEvent } from '@rs/contracts';
 import {
@@ -6,7 +7,6 @@ import {
   outboxEntry,
   outboxDocumentFields,
   UserOwnedStore,
-  mapConcurrently,
   READ_CONCURRENCY,
   type OutboxEntry,
   type SetAsideField,
@@ -122,7 +122,7 @@ export class RightStore extends UserOwnedStore<RightDocument, RightEntity> {
         .limit(500)
         .toArray();
       if (stored.length === 0) return;
-      await mapConcurrently(stored, READ_CONCURRENCY, ({ _id, payload }) =>
+      await pLimit(READ_CONCURRENCY).map(stored, ({ _id, payload }) =>
         collection.updateOne({ _id } as never, {
           $set: { payloadJson: JSON.stringify(payload) },
           $unset: { payload: '' },

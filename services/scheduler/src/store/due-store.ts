@@ -1,4 +1,5 @@
-import { isDuplicateKey, mapConcurrently, serverLimits, documentSchema } from '@rs/store';
+import pLimit from 'p-limit';
+import { isDuplicateKey, serverLimits, documentSchema } from '@rs/store';
 import type { Clock } from '@rs/time';
 import { type Connection, type Model } from 'mongoose';
 import { dueKeyOf, landedLate, slotKey, SOON_KEY } from '../domain/due';
@@ -121,8 +122,6 @@ export class DueStore {
   /** Removes these versions (from the `soon` bucket, which keeps receiving items). */
   async remove(items: readonly StoredDueItem[]): Promise<void> {
     const { updateConcurrency } = await serverLimits(this.model.db.db!);
-    await mapConcurrently(items, updateConcurrency, (item) =>
-      this.model.collection.deleteOne({ _id: item.ref } as never),
-    );
+    await pLimit(updateConcurrency).map(items, (item) => this.model.collection.deleteOne({ _id: item.ref } as never));
   }
 }

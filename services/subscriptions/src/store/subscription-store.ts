@@ -1,7 +1,7 @@
+import pLimit from 'p-limit';
 import type { Keyset } from '@rs/http';
 import { Exchanges, type CloudEvent } from '@rs/contracts';
 import {
-  mapConcurrently,
   OUTBOX_INDEX,
   OUTBOX_INDEX_OPTIONS,
   outboxEntry,
@@ -141,7 +141,7 @@ export class SubscriptionStore extends UserOwnedStore<SubscriptionDocument, Subs
 
   /** The events and commands of each subscription's last renewal (to publish again). */
   async lastEventsOf(keys: ReadonlyArray<{ userId: string; id: string }>): Promise<OutboxEntry[]> {
-    const found = await mapConcurrently(keys, READ_CONCURRENCY, ({ userId, id }) =>
+    const found = await pLimit(READ_CONCURRENCY).map(keys, ({ userId, id }) =>
       this.model.collection.findOne({ _id: id, userId } as never, { projection: { lastEvents: 1 } }),
     );
     return found.flatMap((doc) => loadedEntries((doc?.lastEvents as StoredOutboxEntry[] | undefined) ?? []));

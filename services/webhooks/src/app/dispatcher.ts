@@ -1,3 +1,4 @@
+import pLimit from 'p-limit';
 import type { Logger } from '@rs/logging';
 import { counter, gauge, histogram } from '@rs/telemetry/metrics';
 import { repeat, systemClock, type Clock, type Repeating } from '@rs/time';
@@ -84,7 +85,7 @@ export class Dispatcher {
   /** Ids stored leased to this process, with the lease's end: attempted without a claim while it lasts. */
   private readonly owned = new Map<string, Date>();
   /** Writes of attempts' outcomes under way at once (FerretDB: 16 concurrent updates is its best rate). */
-  private readonly recordings = new Limiter(16);
+  private readonly recordings = pLimit(16);
   private sweptTo = 0;
   private sweeping: Repeating | undefined;
   private stopped = false;
@@ -184,7 +185,7 @@ export class Dispatcher {
       const attempt = this.send(delivery)
         .then(async (record) => {
           release();
-          if (record) retry = await this.recordings.run(record);
+          if (record) retry = await this.recordings(record);
         })
         .catch((error: unknown) =>
           this.logger.warn({ err: error, delivery_id: delivery.deliveryId }, 'delivery attempt failed; will retry'),
@@ -288,24 +289,5 @@ export class Dispatcher {
     let safe = this.sweptTo;
     for (const slot of this.queued.values()) safe = Math.min(safe, Number(slot) - 1);
     await this.cursor.save(safe);
-  }
-}
-
-/** Runs at most `max` tasks at once; the others wait their turn, in order. */
-class Limiter {
-  private running = 0;
-  private readonly waiting: Array<() => void> = [];
-
-  constructor(private readonly max: number) {}
-
-  async run<T>(task: () => Promise<T>): Promise<T> {
-    if (this.running >= this.max) await new Promise<void>((resolve) => this.waiting.push(resolve));
-    this.running += 1;
-    try {
-      return await task();
-    } finally {
-      this.running -= 1;
-      this.waiting.shift()?.();
-    }
   }
 }
