@@ -1,25 +1,7 @@
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { REPO_ROOT } from './servers';
-
-/** A service a test system runs: as its own process (`ServiceProcess`) or in the test's (`InProcessService`). */
-export interface TestService {
-  /** Its label in the system: the service's name, or `<name>#2`… for a replica. */
-  readonly name: string;
-  /** The service it runs. */
-  readonly service: string;
-  readonly port: number;
-  readonly url: string;
-  /** Everything it logged, one JSON line per entry. */
-  readonly logs: string[];
-  /** Its process id, when it runs as its own process. */
-  readonly pid?: number | undefined;
-  start(): Promise<void>;
-  /** Graceful stop, as an orchestrator does it. */
-  stop(): Promise<number | null>;
-  /** A crash; only a process can crash without cleaning up. */
-  kill(): Promise<number | null>;
-}
+import { LocalService } from './test-service';
 
 interface Running {
   port: number;
@@ -34,24 +16,8 @@ type Start = (env: NodeJS.ProcessEnv, options?: { logTo?: NodeJS.WritableStream 
  * are kept (and echoed with RS_TEST_SERVICE_LOGS). Process faults (kills, replicas, traces
  * exported by the telemetry preload) need `ServiceProcess`.
  */
-export class InProcessService implements TestService {
+export class InProcessService extends LocalService {
   private running: Running | undefined;
-  private readonly output: string[] = [];
-
-  constructor(
-    readonly name: string,
-    readonly port: number,
-    private readonly env: Record<string, string>,
-    readonly service: string = name,
-  ) {}
-
-  get url(): string {
-    return `http://127.0.0.1:${this.port}`;
-  }
-
-  get logs(): string[] {
-    return this.output;
-  }
 
   async start(): Promise<void> {
     const entry = path.join(REPO_ROOT, 'services', this.service, 'dist/service.js');

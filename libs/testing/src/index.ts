@@ -2,6 +2,7 @@ export * from './event-collector';
 export * from './otlp-receiver';
 export * from './processes';
 export * from './in-process';
+export * from './test-service';
 export * from './rabbit-admin';
 export * from './servers';
 export * from './system';

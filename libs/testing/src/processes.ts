@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import net from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { TestService } from './in-process';
+import { LocalService } from './test-service';
 import { REPO_ROOT } from './servers';
 
 const PORTS_PER_WORKER = 500;
@@ -41,30 +41,12 @@ async function canListen(port: number): Promise<boolean> {
 }
 
 /** A service running as its own process, exactly as `npm start` and the images run it. */
-export class ServiceProcess implements TestService {
+export class ServiceProcess extends LocalService {
   private child: ChildProcess | undefined;
-  private readonly output: string[] = [];
-
-  constructor(
-    readonly name: string,
-    readonly port: number,
-    private readonly env: Record<string, string>,
-    /** The service this process runs (several replicas run one service under different names). */
-    readonly service: string = name,
-  ) {}
 
   /** The running process's id (undefined before start). */
   get pid(): number | undefined {
     return this.child?.pid;
-  }
-
-  get url(): string {
-    return `http://127.0.0.1:${this.port}`;
-  }
-
-  /** Everything the process wrote, one JSON log line per entry. */
-  get logs(): string[] {
-    return this.output;
   }
 
   async start(timeoutMs = 30_000): Promise<void> {

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import mongoose from 'mongoose';
-import { InProcessService, type TestService } from './in-process';
+import { InProcessService } from './in-process';
+import type { TestService } from './test-service';
 import { freePort, ServiceProcess } from './processes';
 import { RabbitAdmin } from './rabbit-admin';
 

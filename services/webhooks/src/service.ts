@@ -9,7 +9,7 @@ import { parseRetrySchedule } from './domain/delivery';
 import { webhookRoutes } from './http/routes';
 import { consumeEventsForWebhooks } from './messaging/events';
 import { Sender } from './net/sender';
-import { DeliveryStore, SweepCursor } from './store/delivery-store';
+import { DeliveryStore, DeliverySweepCursor } from './store/delivery-store';
 import { EndpointStore } from './store/endpoint-store';
 
 const flag = z
@@ -70,7 +70,7 @@ export const start = defineService('webhooks', Config, async (runtime) => {
   );
   const dispatcher = new Dispatcher(
     deliveryStore,
-    new SweepCursor(db),
+    new DeliverySweepCursor(db),
     endpoints,
     sender,
     {

@@ -4,7 +4,7 @@ import { manualClock } from '@rs/time';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Dispatcher } from '../src/app/dispatcher';
 import { Sender } from '../src/net/sender';
-import { DeliveryStore, SweepCursor, type Delivery } from '../src/store/delivery-store';
+import { DeliveryStore, DeliverySweepCursor, type Delivery } from '../src/store/delivery-store';
 import type { Endpoint } from '../src/store/endpoint-store';
 
 // The middle tier: the dispatcher with its real delivery store on the real database, sending
@@ -52,7 +52,7 @@ beforeAll(async () => {
   sender = new Sender({ timeoutMs: 2_000, allowPrivate: true, maxSockets: 2 });
   dispatcher = new Dispatcher(
     store,
-    new SweepCursor(database.db.db!),
+    new DeliverySweepCursor(database.db.db!),
     { withSecrets: async () => ({ endpoint, secrets: [secret] }), liveIds: async () => [endpoint.endpointId] },
     sender,
     { perEndpoint: 2, queueLimit: 100, timeoutMs: 2_000, schedule: [1_000, 1_000], sweepEveryMs: 3_600_000 },

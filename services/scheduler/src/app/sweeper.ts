@@ -1,9 +1,10 @@
 import { Exchanges, MAX_BATCH_ITEMS, type CloudEvent } from '@rs/contracts';
+import { SecondSweeper } from '@rs/due';
 import type { Logger } from '@rs/logging';
 import type { AmqpClient } from '@rs/messaging';
 import { chunks } from '@rs/store';
 import { counter, gauge } from '@rs/telemetry/metrics';
-import { partitionOf, SECOND_LOOK_S, secondOf } from '../domain/due';
+import { partitionOf, SECOND_LOOK_S } from '../domain/due';
 import type { DueItem, DueStore } from '../store/due-store';
 import type { PartitionStore } from '../store/partition-store';
 
@@ -28,16 +29,6 @@ export interface SweeperOptions {
   logger: Logger;
 }
 
-interface Position {
-  /** Last second swept. */
-  second: number;
-  /** Last second looked at a second time. */
-  secondLook: number;
-  savedAt: number;
-  /** The second last saved as this partition's cursor. */
-  savedSecond: number;
-}
-
 /** Seconds looked back when a partition has no saved position yet (its first sweep ever). */
 const FIRST_LOOK_BACK_S = 60;
 /** A position is saved at least this often while nothing is due, so a new owner goes on from near it. */
@@ -53,15 +44,15 @@ const SECONDS_PER_SWEEP = 600;
 
 /**
  * Finds due work of one collection and commands it in batches (DESIGN.md 1 and 2 "Scale";
- * docs/decisions/0011). For each partition this replica owns, every second that has fully
- * passed is read by its key, its items commanded in batches of MAX_BATCH_ITEMS with
- * publisher confirms, then the second is deleted and the position saved; a second is read
- * once more SECOND_LOOK_S later for items written late, and the `soon` bucket (the items of
- * this replica's partitions in it) every sweep.
- * A publish that fails leaves the second in place for the next sweep.
+ * docs/decisions/0011). For each partition this replica owns, a `SecondSweeper` (@rs/due)
+ * reads every second that has fully passed by its key, and its items are commanded in
+ * batches of MAX_BATCH_ITEMS with publisher confirms, then the second is deleted; a second
+ * is read once more SECOND_LOOK_S later for items written late, and the `soon` bucket (the
+ * items of this replica's partitions in it) every sweep. A publish that fails leaves the
+ * second in place for the next sweep.
  */
 export class DueSweeper {
-  private readonly positions = new Map<number, Position>();
+  private readonly sweepers = new Map<number, SecondSweeper<DueItem>>();
   private stopping = false;
 
   constructor(private readonly options: SweeperOptions) {}
@@ -69,13 +60,14 @@ export class DueSweeper {
   /** Ends the sweep under way after the second it is on (positions saved), and sweeps no more. */
   stop(): void {
     this.stopping = true;
+    for (const sweeper of this.sweepers.values()) sweeper.stop();
   }
 
   async sweep(owned: readonly number[], now: Date): Promise<void> {
     if (this.stopping || !this.options.broker.connected) return;
-    for (const partition of this.positions.keys()) if (!owned.includes(partition)) this.positions.delete(partition);
+    for (const partition of this.sweepers.keys()) if (!owned.includes(partition)) this.sweepers.delete(partition);
     if (owned.length === 0) return;
-    await Promise.all(owned.map((partition) => this.sweepPartition(partition, now)));
+    await Promise.all(owned.map((partition) => this.sweeperOf(partition).sweep(now)));
     const soon = (await this.options.store.soon()).filter(
       (item) => item.dueAt <= now && owned.includes(partitionOf(item.id)),
     );
@@ -85,51 +77,35 @@ export class DueSweeper {
     }
   }
 
-  private async sweepPartition(partition: number, now: Date): Promise<void> {
-    const { store } = this.options;
-    const position = this.positions.get(partition) ?? (await this.load(partition, now));
-    this.positions.set(partition, position);
-    const lastPassed = secondOf(now) - 1;
-    let commandedNow = 0;
-    const until = Math.min(lastPassed, position.second + SECONDS_PER_SWEEP);
-    while (!this.stopping && position.second < until && commandedNow < ITEMS_PER_SWEEP) {
-      const second = position.second + 1;
-      const items = await store.inSecond(partition, second);
-      if (items.length > 0) {
-        await this.command(items, now);
-        await store.removeSecond(partition, second);
-        commandedNow += items.length;
-      }
-      position.second = second;
-      if (items.length > 0 || now.getTime() - position.savedAt >= SAVE_EVERY_MS)
-        await this.save(partition, position, now);
+  private sweeperOf(partition: number): SecondSweeper<DueItem> {
+    const { store, partitions, logger } = this.options;
+    let sweeper = this.sweepers.get(partition);
+    if (!sweeper) {
+      sweeper = new SecondSweeper<DueItem>({
+        read: (second) => store.inSecond(partition, second),
+        handle: async (items, second, now) => {
+          await this.command(items, now);
+          await store.removeSecond(partition, second);
+        },
+        cursor: {
+          read: () => partitions.cursor(store.collection, partition),
+          save: (second) => partitions.saveCursor(store.collection, partition, second),
+        },
+        lagS: 0,
+        firstLookBackS: FIRST_LOOK_BACK_S,
+        restartMarginS: 0,
+        secondLook: {
+          afterS: SECOND_LOOK_S,
+          onLate: (second, items) => logger.warn({ partition, second, items }, 'due items were written late'),
+        },
+        maxSecondsPerSweep: SECONDS_PER_SWEEP,
+        maxItemsPerSweep: ITEMS_PER_SWEEP,
+        saveEveryMs: SAVE_EVERY_MS,
+      });
+      if (this.stopping) sweeper.stop();
+      this.sweepers.set(partition, sweeper);
     }
-    // Catching up, or stopping: a successor goes on from here rather than from the last save.
-    if (position.second > position.savedSecond && (position.second < lastPassed || this.stopping))
-      await this.save(partition, position, now);
-    const lookUntil = Math.min(position.second - SECOND_LOOK_S, position.secondLook + SECONDS_PER_SWEEP);
-    while (!this.stopping && position.secondLook < lookUntil) {
-      const second = position.secondLook + 1;
-      const late = await store.inSecond(partition, second);
-      if (late.length > 0) {
-        this.options.logger.warn({ partition, second, items: late.length }, 'due items were written late');
-        await this.command(late, now);
-        await store.removeSecond(partition, second);
-      }
-      position.secondLook = second;
-    }
-  }
-
-  private async load(partition: number, now: Date): Promise<Position> {
-    const saved = await this.options.partitions.cursor(this.options.store.collection, partition);
-    const second = saved ?? secondOf(now) - FIRST_LOOK_BACK_S;
-    return { second, secondLook: second - SECOND_LOOK_S, savedAt: now.getTime(), savedSecond: second };
-  }
-
-  private async save(partition: number, position: Position, now: Date): Promise<void> {
-    await this.options.partitions.saveCursor(this.options.store.collection, partition, position.second);
-    position.savedAt = now.getTime();
-    position.savedSecond = position.second;
+    return sweeper;
   }
 
   /** Publishes the items' commands with confirms, all batches at once; throws if any is not confirmed. */

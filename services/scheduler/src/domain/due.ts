@@ -5,6 +5,7 @@ import {
   type RightEventData,
   type SubscriptionEventData,
 } from '@rs/contracts';
+import { landedLate as landedLateFor, secondOf, type SweepTiming } from '@rs/due';
 import { hashOf } from '@rs/store';
 import { parseTimeSpec, periodExists, periodStartOrNull, subscriptionEnd } from '@rs/time';
 
@@ -25,7 +26,7 @@ export const SECOND_LOOK_S = 30;
 /** A stable, evenly spread partition for an entity id. */
 export const partitionOf = (id: string): number => hashOf(id) % PARTITIONS;
 
-export const secondOf = (at: Date | number) => Math.floor(new Date(at).getTime() / 1000);
+export { secondOf };
 export const slotKey = (partition: number, second: number) => `${partition}:${second}`;
 /** One `soon` bucket for all partitions: it stays small, and is read once a sweep. */
 export const SOON_KEY = 'soon';
@@ -38,17 +39,18 @@ export function dueKeyOf(id: string, dueAt: Date, now: Date): string {
 
 /** How far apart the clocks of scheduler replicas may be (the sweeper's, the recorder's). */
 export const CLOCK_SKEW_MS = 1_000;
+/** The scheduler's sweepers read a second as soon as it has passed (`SecondSweeper`, lag 0). */
+const SWEEP_TIMING: SweepTiming = { lagS: 0, clockSkewMs: CLOCK_SKEW_MS };
 
 /**
  * Whether a recording under `key` that finished at `landedAt` may have landed after a sweeper
- * read its second (a sweeper reads a second once it has fully passed, on its own clock, and
- * then deletes it by key). Such items are recorded in the `soon` bucket too, so they are
- * commanded at the next sweep instead of lost or left for the second look.
+ * read its second (the late-write rule of @rs/due; a sweeper deletes a second by key once it
+ * has read it). Such items are recorded in the `soon` bucket too, so they are commanded at
+ * the next sweep instead of lost or left for the second look.
  */
 export function landedLate(key: string, landedAt: Date): boolean {
   if (key === SOON_KEY) return false;
-  const second = Number(key.slice(key.indexOf(':') + 1));
-  return landedAt.getTime() >= (second + 1) * 1000 - CLOCK_SKEW_MS;
+  return landedLateFor(Number(key.slice(key.indexOf(':') + 1)), landedAt, SWEEP_TIMING);
 }
 
 /**

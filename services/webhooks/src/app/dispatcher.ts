@@ -1,11 +1,12 @@
 import pLimit from 'p-limit';
+import { landedLate, SecondSweeper, secondOf, type SweepCursor, type SweepTiming } from '@rs/due';
 import type { Logger } from '@rs/logging';
 import { counter, gauge, histogram } from '@rs/telemetry/metrics';
 import { repeat, systemClock, type Clock, type Repeating } from '@rs/time';
 import { afterAttempt } from '../domain/delivery';
 import { signatureHeader } from '../domain/signature';
 import type { Sender } from '../net/sender';
-import { slotOf, type Delivery, type DeliveryStore, type SweepCursor } from '../store/delivery-store';
+import { slotOf, type Delivery, type DeliveryStore } from '../store/delivery-store';
 import type { Endpoint } from '../store/endpoint-store';
 
 const deliveries = counter('webhook_deliveries_total', 'Delivery attempts by outcome', ['outcome']);
@@ -53,8 +54,14 @@ interface Lane {
   active: number;
 }
 
-/** Seconds the sweeper stays behind the clock: new deliveries are the fast path's first. */
-const SWEEP_LAG_S = 2;
+/**
+ * The sweeper stays a second behind the last second that has passed (new deliveries are the
+ * fast path's first); replicas' clocks are within a second.
+ */
+const SWEEP_TIMING: SweepTiming = { lagS: 1, clockSkewMs: 1_000 };
+/** Seconds read per sweep, and deliveries taken into lanes per sweep (the rest wait for the next). */
+const SECONDS_PER_SWEEP = 600;
+const DELIVERIES_PER_SWEEP = 20_000;
 /**
  * How long the deliveries this process's event consumer stores stay leased to it beyond one
  * attempt's time: their first attempt needs no claim if it starts within about this long,
@@ -86,7 +93,7 @@ export class Dispatcher {
   private readonly owned = new Map<string, Date>();
   /** Writes of attempts' outcomes under way at once (FerretDB: 16 concurrent updates is its best rate). */
   private readonly recordings = pLimit(16);
-  private sweptTo = 0;
+  private readonly sweeper: SecondSweeper<Delivery>;
   private sweeping: Repeating | undefined;
   private stopped = false;
   private readonly inFlight = new Set<Promise<unknown>>();
@@ -99,19 +106,37 @@ export class Dispatcher {
     private readonly options: DispatcherOptions,
     private readonly logger: Logger,
     private readonly clock: Clock = systemClock,
-  ) {}
+  ) {
+    this.sweeper = new SecondSweeper<Delivery>({
+      // A pending delivery in a second that has passed is due: its next attempt was due then, or
+      // the lease of an attempt under way ended then (the process making it died).
+      read: (second) => this.store.pendingIn(String(second)),
+      handle: async (found) => this.enqueue(found),
+      cursor,
+      lagS: SWEEP_TIMING.lagS,
+      firstLookBackS: SWEEP_MARGIN_S,
+      restartMarginS: SWEEP_MARGIN_S,
+      maxSecondsPerSweep: SECONDS_PER_SWEEP,
+      maxItemsPerSweep: DELIVERIES_PER_SWEEP,
+      saveEveryMs: 0,
+      // Saved no further than the oldest delivery still waiting here (not yet claimed), so a
+      // crash sweeps it again.
+      safePosition: (swept) => {
+        let safe = swept;
+        for (const slot of this.queued.values()) safe = Math.min(safe, Number(slot) - 1);
+        return safe;
+      },
+    });
+  }
 
   /** Pending deliveries of each live endpoint (the backlog gauge). */
   async backlog(): Promise<Map<string, number>> {
     return this.store.backlog(await this.endpoints.liveIds());
   }
 
-  async start(): Promise<void> {
+  start(): void {
     dispatchers.add(this);
-    const saved = await this.cursor.read();
-    const now = Math.floor(this.clock().getTime() / 1000);
-    this.sweptTo = (saved ?? now) - SWEEP_MARGIN_S;
-    this.sweeping = repeat(() => this.sweep(), {
+    this.sweeping = repeat(() => this.sweeper.sweep(this.clock()), {
       everyMs: this.options.sweepEveryMs,
       onError: (error) => this.logger.warn({ err: error }, 'sweeping deliveries failed; will retry'),
     });
@@ -119,6 +144,7 @@ export class Dispatcher {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.sweeper.stop();
     dispatchers.delete(this);
     await this.sweeping?.stop();
     await Promise.allSettled([...this.inFlight]);
@@ -259,9 +285,9 @@ export class Dispatcher {
     };
   }
 
-  /** Whether a sweeper, here or on another replica (clocks within a second), may have read `at`'s second. */
+  /** Whether a sweeper, here or on another replica, may have read `at`'s second (@rs/due's late-write rule). */
   private mayHaveSwept(at: Date): boolean {
-    return Number(slotOf(at)) <= Math.floor(this.clock().getTime() / 1000) - SWEEP_LAG_S + 1;
+    return landedLate(secondOf(at), this.clock(), SWEEP_TIMING);
   }
 
   /** A full lane: the delivery waits in the database a few seconds and is swept again. */
@@ -272,22 +298,5 @@ export class Dispatcher {
       .catch((error: unknown) =>
         this.logger.warn({ err: error }, 'cannot put a delivery off; the sweeper will find it'),
       );
-  }
-
-  /** Every second that has passed since the last sweep: its deliveries into their lanes. */
-  private async sweep(): Promise<void> {
-    const until = Math.floor(this.clock().getTime() / 1000) - SWEEP_LAG_S;
-    while (!this.stopped && this.sweptTo < until) {
-      const second = this.sweptTo + 1;
-      // A pending delivery in a second that has passed is due: its next attempt was due then, or
-      // the lease of an attempt under way ended then (the process making it died).
-      this.enqueue(await this.store.pendingIn(String(second)));
-      this.sweptTo = second;
-    }
-    // Saved no further than the oldest delivery still waiting here (not yet claimed), so a
-    // crash sweeps it again.
-    let safe = this.sweptTo;
-    for (const slot of this.queued.values()) safe = Math.min(safe, Number(slot) - 1);
-    await this.cursor.save(safe);
   }
 }

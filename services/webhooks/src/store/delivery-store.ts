@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { SweepCursor } from '@rs/due';
 import { chunks, isDuplicateKey, serverLimits } from '@rs/store';
 import { SCRAPE_QUERY_MAX_TIME_MS } from '@rs/telemetry/metrics';
 import type { mongo } from 'mongoose';
@@ -186,7 +187,7 @@ export class DeliveryStore {
 }
 
 /** Where the sweeper of deliveries has looked up to (shared by the replicas: any of them may go on). */
-export class SweepCursor {
+export class DeliverySweepCursor implements SweepCursor {
   private readonly cursors: mongo.Collection<{ _id: string; second: number }>;
 
   constructor(db: mongo.Db) {

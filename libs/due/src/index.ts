@@ -1,0 +1,2 @@
+export * from './seconds';
+export * from './second-sweeper';

@@ -1,0 +1,127 @@
+import { secondOf } from './seconds';
+
+/** Where a sweeper's position is kept between sweeps and across restarts and owners. */
+export interface SweepCursor {
+  /** The last second saved as swept, or null before the first save. */
+  read(): Promise<number | null>;
+  save(second: number): Promise<void>;
+}
+
+export interface SecondSweeperOptions<T> {
+  /** The items due in one second (one equality query). */
+  read(second: number): Promise<T[]>;
+  /**
+   * Hands on the items of one second, in the sweep at `now`. A rejection leaves the second
+   * unswept: the sweep ends there, and the next one reads it again.
+   */
+  handle(items: T[], second: number, now: Date): Promise<void>;
+  cursor: SweepCursor;
+  /** Seconds to stay behind the last second that has fully passed (see `SweepTiming`). */
+  lagS: number;
+  /** Where the first sweep ever starts: this many seconds back. */
+  firstLookBackS: number;
+  /** Seconds before the saved cursor a (re)started sweeper starts from (clocks of other owners). */
+  restartMarginS: number;
+  /**
+   * Read every second again this long after it was swept, for writes that landed after the
+   * first read; `onLate` hears of what that second look finds. Without it, writers keep the
+   * late-write rule (`landedLate`) themselves.
+   */
+  secondLook?: { afterS: number; onLate(second: number, items: number): void };
+  /** Seconds read per sweep, so a sweeper catching up after hours still ends its sweep soon. */
+  maxSecondsPerSweep: number;
+  /** Items handed on per sweep (memory and time bound); the rest wait for the next sweep. */
+  maxItemsPerSweep: number;
+  /** While nothing is due, the position is saved at least this often. */
+  saveEveryMs: number;
+  /**
+   * The position that may be saved when `swept` seconds are swept: less when items handed on
+   * are not yet safe elsewhere (a crash must sweep them again). Default: `swept`.
+   */
+  safePosition?(swept: number): number;
+}
+
+interface Position {
+  /** Last second swept. */
+  second: number;
+  /** Last second looked at a second time. */
+  secondLook: number;
+  savedAt: number;
+  /** The second last saved. */
+  savedSecond: number;
+}
+
+/**
+ * Sweeps due work one whole second at a time (the scheduler's due items, the webhooks'
+ * deliveries): every second that has passed, `lagS` behind the clock, is read by its key in
+ * order and its items handed on; the position is saved after each second that held items,
+ * at least every `saveEveryMs`, and when a sweep ends behind (catching up) or stops; a
+ * restarted or new owner goes on from the saved position. One sweep at a time per instance.
+ */
+export class SecondSweeper<T> {
+  private position: Position | undefined;
+  private stopping = false;
+
+  constructor(private readonly options: SecondSweeperOptions<T>) {}
+
+  /** Ends the sweep under way after the second it is on (position saved), and sweeps no more. */
+  stop(): void {
+    this.stopping = true;
+  }
+
+  /** The last second swept (undefined before the first sweep). */
+  get swept(): number | undefined {
+    return this.position?.second;
+  }
+
+  async sweep(now: Date): Promise<void> {
+    if (this.stopping) return;
+    const { options } = this;
+    const position = this.position ?? (await this.load(now));
+    this.position = position;
+    const lastPassed = secondOf(now) - 1 - options.lagS;
+    const until = Math.min(lastPassed, position.second + options.maxSecondsPerSweep);
+    let handed = 0;
+    while (!this.stopping && position.second < until && handed < options.maxItemsPerSweep) {
+      const second = position.second + 1;
+      const items = await options.read(second);
+      if (items.length > 0) {
+        await options.handle(items, second, now);
+        handed += items.length;
+      }
+      position.second = second;
+      if (items.length > 0 || now.getTime() - position.savedAt >= options.saveEveryMs) await this.save(now);
+    }
+    // Catching up, or stopping: a successor goes on from here rather than from the last save.
+    if (position.second > position.savedSecond && (position.second < lastPassed || this.stopping)) await this.save(now);
+    if (options.secondLook) await this.lookAgain(position, options.secondLook, now);
+  }
+
+  private async lookAgain(position: Position, look: NonNullable<SecondSweeperOptions<T>['secondLook']>, now: Date) {
+    const until = Math.min(position.second - look.afterS, position.secondLook + this.options.maxSecondsPerSweep);
+    while (!this.stopping && position.secondLook < until) {
+      const second = position.secondLook + 1;
+      const late = await this.options.read(second);
+      if (late.length > 0) {
+        look.onLate(second, late.length);
+        await this.options.handle(late, second, now);
+      }
+      position.secondLook = second;
+    }
+  }
+
+  private async load(now: Date): Promise<Position> {
+    const saved = await this.options.cursor.read();
+    const second = saved === null ? secondOf(now) - this.options.firstLookBackS : saved - this.options.restartMarginS;
+    const secondLook = second - (this.options.secondLook?.afterS ?? 0);
+    return { second, secondLook, savedAt: now.getTime(), savedSecond: second };
+  }
+
+  private async save(now: Date): Promise<void> {
+    const position = this.position!;
+    const safe = this.options.safePosition?.(position.second) ?? position.second;
+    await this.options.cursor.save(Math.min(safe, position.second));
+    position.savedAt = now.getTime();
+    position.savedSecond = position.second;
+  }
+}

@@ -1,0 +1,46 @@
+/** A service a test system runs: as its own process (`ServiceProcess`) or in the test's (`InProcessService`). */
+export interface TestService {
+  /** Its label in the system: the service's name, or `<name>#2`… for a replica. */
+  readonly name: string;
+  /** The service it runs. */
+  readonly service: string;
+  readonly port: number;
+  readonly url: string;
+  /** Everything it logged, one JSON line per entry. */
+  readonly logs: string[];
+  /** Its process id, when it runs as its own process. */
+  readonly pid?: number | undefined;
+  start(): Promise<void>;
+  /** Graceful stop, as an orchestrator does it. */
+  stop(): Promise<number | null>;
+  /** A crash; only a process can crash without cleaning up. */
+  kill(): Promise<number | null>;
+}
+
+/**
+ * What both kinds share: a name, the port it was given (where it must listen) and its
+ * environment, and the log lines it wrote.
+ */
+export abstract class LocalService implements TestService {
+  protected readonly output: string[] = [];
+
+  constructor(
+    readonly name: string,
+    readonly port: number,
+    protected readonly env: Record<string, string>,
+    /** The service it runs (several replicas run one service under different names). */
+    readonly service: string = name,
+  ) {}
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  get logs(): string[] {
+    return this.output;
+  }
+
+  abstract start(): Promise<void>;
+  abstract stop(): Promise<number | null>;
+  abstract kill(): Promise<number | null>;
+}
