@@ -3,6 +3,7 @@ export * from './documents';
 export * from './outbox';
 export * from './outbox-entry';
 export * from './retry';
+export * from './change';
 export * from './server-limits';
 export * from './schema';
 export * from './history';

@@ -1,7 +1,7 @@
 import { systemClock, type Clock } from '@rs/time';
 import { DomainError, type SkuUpsertBody } from '@rs/contracts';
 import type { Principal } from '@rs/contracts';
-import { RACE_LOST, untilStored } from '@rs/store';
+import { changeOne, RACE_LOST, untilStored } from '@rs/store';
 import { canReadCatalog, canWriteCatalog } from '../domain/access';
 import { deleted, isUnchanged, upserted, type SkuEntry } from '../domain/sku';
 import { outboxOf } from '../messaging/events';
@@ -48,15 +48,16 @@ export class CatalogUseCases {
     });
   }
 
-  remove(principal: Principal, sku: string, expectedGeneration?: number): Promise<void> {
+  async remove(principal: Principal, sku: string, expectedGeneration?: number): Promise<void> {
     requireWriter(principal);
-    return untilStored(`SKU ${sku}`, async () => {
-      const current = await this.store.find(sku);
-      if (!current) throw DomainError.notFound(`no SKU ${sku}`);
-      if (expectedGeneration !== undefined && current.generation !== expectedGeneration) throw mismatch(sku);
-      const next = deleted(current, this.clock());
-      return (await this.store.write(current, next, outboxOf(next))) ? undefined : RACE_LOST;
+    const done = await changeOne({
+      what: `SKU ${sku}`,
+      load: () => this.store.find(sku),
+      expectedGeneration,
+      decide: (current) => ({ kind: 'change', next: deleted(current, this.clock()) }),
+      write: (current, { next }) => this.store.write(current, next, outboxOf(next)),
     });
+    if (done.outcome === 'missing') throw DomainError.notFound(`no SKU ${sku}`);
   }
 }
 

@@ -19,16 +19,17 @@ import {
   hasEnded,
   normalizedServiceProvider,
   recordUsage,
+  removal,
   type Decision,
   type RightCommand,
   type RightEntity,
 } from '../domain/right';
 import {
+  changeOne,
   eachItem,
   isTransient,
-  RACE_LOST,
   reasonOf,
-  untilStored,
+  UNCHANGED,
   WriteFailed,
   type HistoryLog,
   type ItemFailure,
@@ -144,18 +145,8 @@ export class RightsUseCases {
   }
 
   async remove(principal: Principal, userId: string, rightId: string, expectedGeneration?: number): Promise<void> {
-    await this.change(
-      principal,
-      userId,
-      rightId,
-      expectedGeneration,
-      'manage',
-      (right) => ({
-        kind: 'change',
-        next: { ...right, generation: right.generation + 1, updatedAt: this.clock() },
-        events: [RightEventTypes.removed],
-      }),
-      true,
+    await this.change(principal, { userId, rightId, expectedGeneration }, 'manage', (right) =>
+      removal(right, this.clock()),
     );
   }
 
@@ -166,13 +157,13 @@ export class RightsUseCases {
     command: RightCommand,
     expectedGeneration?: number,
   ): Promise<void> {
-    await this.change(principal, userId, rightId, expectedGeneration, 'manage', (right) =>
+    await this.change(principal, { userId, rightId, expectedGeneration }, 'manage', (right) =>
       decide(right, command, this.clock()),
     );
   }
 
   async use(principal: Principal, userId: string, rightId: string, expectedGeneration?: number): Promise<void> {
-    await this.change(principal, userId, rightId, expectedGeneration, 'use', async (right) =>
+    await this.change(principal, { userId, rightId, expectedGeneration }, 'use', async (right) =>
       recordUsage(right, this.clock(), (await this.sku(right.sku))?.announceOnUsage ?? false),
     );
   }
@@ -213,7 +204,7 @@ export class RightsUseCases {
           return null;
         }
         if (outcome) return next;
-        return this.untilStoredWithoutEvents(current.userId, current.rightId, now).catch((error: unknown) => {
+        return this.expireAgain(current.userId, current.rightId, now).catch((error: unknown) => {
           if (isTransient(error)) throw error;
           failed.push({ index, error });
           return null;
@@ -251,15 +242,18 @@ export class RightsUseCases {
   }
 
   /** Expires one right that another writer changed meanwhile; the expired right, or null. */
-  private untilStoredWithoutEvents(userId: string, rightId: string, now: Date): Promise<RightEntity | null> {
-    return untilStored(`right ${rightId}`, async () => {
-      const right = await this.store.find(userId, rightId);
-      const decision = right ? decide(right, 'expire', now) : null;
-      if (!right || decision?.kind !== 'change') return null;
-      const [outcome] = await this.store.updateManyWithoutEvents([{ current: right, next: decision.next }]);
-      if (outcome instanceof WriteFailed) throw outcome.error;
-      return outcome ? decision.next : RACE_LOST;
+  private async expireAgain(userId: string, rightId: string, now: Date): Promise<RightEntity | null> {
+    const done = await changeOne({
+      what: `right ${rightId}`,
+      load: () => this.store.find(userId, rightId),
+      decide: (right) => orUnchanged(decide(right, 'expire', now)),
+      write: async (right, { next }) => {
+        const [outcome] = await this.store.updateManyWithoutEvents([{ current: right, next }]);
+        if (outcome instanceof WriteFailed) throw outcome.error;
+        return outcome!;
+      },
     });
+    return done.outcome === 'changed' ? done.change.next : null;
   }
 
   /**
@@ -268,61 +262,47 @@ export class RightsUseCases {
    */
   async cascade(command: RightsCascadeData): Promise<void> {
     for (const right of await this.store.ofSubscription(command.connectId, command.subscriptionId)) {
-      await this.applyUntilStored(right.userId, right.rightId, (current) => {
-        const now = this.clock();
-        if (command.action === 'activate' && (current.state !== 'SUSPENDED' || hasEnded(current, now)))
-          return { kind: 'unchanged' };
-        if (command.action === 'suspend' && current.state !== 'ACTIVE') return { kind: 'unchanged' };
-        return decide(current, command.action, now);
+      await changeOne({
+        what: `right ${right.rightId}`,
+        load: () => this.store.find(right.userId, right.rightId),
+        decide: (current) => {
+          const now = this.clock();
+          if (command.action === 'activate' && (current.state !== 'SUSPENDED' || hasEnded(current, now)))
+            return UNCHANGED;
+          if (command.action === 'suspend' && current.state !== 'ACTIVE') return UNCHANGED;
+          return orUnchanged(decide(current, command.action, now));
+        },
+        write: (current, { next, events }) => this.store.update(current, next, events, systemActor('subscriptions')),
       });
     }
   }
 
-  /** For commands: no caller to authorize; a conflict or a missing right changes nothing. */
-  private applyUntilStored(
-    userId: string,
-    rightId: string,
-    decideChange: (right: RightEntity) => Decision,
-  ): Promise<void> {
-    return untilStored(`right ${rightId}`, async () => {
-      const right = await this.store.find(userId, rightId);
-      const decision = right ? decideChange(right) : null;
-      if (!right || decision?.kind !== 'change') return undefined;
-      return (await this.store.update(right, decision.next, decision.events, systemActor('subscriptions')))
-        ? undefined
-        : RACE_LOST;
-    });
-  }
-
-  /** Read, authorize, decide, compare-and-set; again when another writer won the race. */
-  private change(
+  /** A change a caller asks for through the API (spec 4.2): the change pipeline, with its access rules. */
+  private async change(
     principal: Principal,
-    userId: string,
-    rightId: string,
-    expectedGeneration: number | undefined,
+    target: { userId: string; rightId: string; expectedGeneration: number | undefined },
     permission: 'manage' | 'use',
     decideChange: (right: RightEntity) => Decision | Promise<Decision>,
-    removed = false,
   ): Promise<void> {
-    return untilStored(`right ${rightId}`, async () => {
-      const right = await this.store.find(userId, rightId);
-      if (!right) throw DomainError.notFound(`no right ${rightId} for user ${userId}`);
-      const allowed = permission === 'use' ? canUse(principal, right) : canManage(principal, right);
-      // DESIGN.md 3 (spec 5 rules 3, 4): remove, activate and suspend of another grantor's right
-      // are 401 whether or not the caller could read it; usage of a right it cannot see is 404.
-      if (!allowed && permission === 'use' && !canSee(principal, right))
-        throw DomainError.notFound(`no right ${rightId} for user ${userId}`);
-      if (!allowed) throw DomainError.notPermitted(`you may not ${permission === 'use' ? 'use' : 'change'} this right`);
-      if (expectedGeneration !== undefined && right.generation !== expectedGeneration) {
-        throw DomainError.preconditionFailed(`If-Match does not match the generation of right ${rightId}`);
-      }
-      const decision = await decideChange(right);
-      if (decision.kind === 'conflict') throw DomainError.conflict(decision.reason);
-      if (decision.kind === 'unchanged') return undefined;
-      return (await this.store.update(right, decision.next, decision.events, actorOf(principal), removed))
-        ? undefined
-        : RACE_LOST;
+    const { userId, rightId, expectedGeneration } = target;
+    const done = await changeOne({
+      what: `right ${rightId}`,
+      load: () => this.store.find(userId, rightId),
+      authorize: (right) => {
+        const allowed = permission === 'use' ? canUse(principal, right) : canManage(principal, right);
+        // DESIGN.md 3 (spec 5 rules 3, 4): remove, activate and suspend of another grantor's right
+        // are 401 whether or not the caller could read it; usage of a right it cannot see is 404.
+        if (!allowed && permission === 'use' && !canSee(principal, right))
+          throw DomainError.notFound(`no right ${rightId} for user ${userId}`);
+        if (!allowed)
+          throw DomainError.notPermitted(`you may not ${permission === 'use' ? 'use' : 'change'} this right`);
+      },
+      expectedGeneration,
+      decide: decideChange,
+      write: (right, { next, events, removes }) =>
+        this.store.update(right, next, events, actorOf(principal), removes ?? false),
     });
+    if (done.outcome === 'missing') throw DomainError.notFound(`no right ${rightId} for user ${userId}`);
   }
 
   private sku(sku: string) {
@@ -333,3 +313,6 @@ export class RightsUseCases {
     return (await this.sku(sku)) !== null;
   }
 }
+
+/** Commands change only what they may: a transition that does not apply leaves the right as it is. */
+const orUnchanged = (decision: Decision): Decision => (decision.kind === 'conflict' ? UNCHANGED : decision);

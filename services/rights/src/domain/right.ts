@@ -47,7 +47,7 @@ const EVENT_OF: Record<RightCommand, RightEventType> = {
 };
 
 export type Decision =
-  | { kind: 'change'; next: RightEntity; events: RightEventType[] }
+  | { kind: 'change'; next: RightEntity; events: RightEventType[]; removes?: true }
   | { kind: 'unchanged' }
   | { kind: 'conflict'; reason: string };
 
@@ -80,6 +80,12 @@ export function decide(right: RightEntity, command: RightCommand, now: Date): De
   }
   if (target === 'same') return { kind: 'unchanged' };
   return changed(right, { state: target }, [EVENT_OF[command]], now);
+}
+
+/** spec 4.2 "Remove a right": its grantor removes it whatever its state; right.removed. */
+export function removal(right: RightEntity, now: Date): Decision {
+  const next = { ...right, generation: right.generation + 1, updatedAt: now };
+  return { kind: 'change', next, events: [RightEventTypes.removed], removes: true };
 }
 
 /**

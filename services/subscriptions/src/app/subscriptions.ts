@@ -18,11 +18,11 @@ import {
 import type { Principal } from '@rs/contracts';
 import { canManage, canReadHistory, canSee, canSubscribeFor, visibleGrantorOf } from '../domain/access';
 import {
+  changeOne,
   eachItem,
   isTransient,
-  RACE_LOST,
   reasonOf,
-  untilStored,
+  UNCHANGED,
   WriteFailed,
   type HistoryLog,
   type ItemFailure,
@@ -34,9 +34,11 @@ import { boundsViolation, SHORTEST_PERIOD } from '../domain/bounds';
 import { planRenewal } from '../domain/renewal';
 import {
   decide,
+  removal,
   firstPeriodToIssue,
   representation,
   timeSpecOf,
+  type Decision,
   type SubscriptionCommand,
   type SubscriptionEntity,
 } from '../domain/subscription';
@@ -196,11 +198,9 @@ export class SubscriptionUseCases {
     subscriptionId: string,
     expectedGeneration?: number,
   ): Promise<void> {
-    await this.change(principal, userId, subscriptionId, expectedGeneration, true, (subscription) => ({
-      next: { ...subscription, generation: subscription.generation + 1, updatedAt: this.clock() },
-      events: [SubscriptionEventTypes.deleted],
-      cascade: null,
-    }));
+    await this.change(principal, { userId, subscriptionId, expectedGeneration }, (subscription) =>
+      removal(subscription, this.clock()),
+    );
   }
 
   async transition(
@@ -210,12 +210,10 @@ export class SubscriptionUseCases {
     command: SubscriptionCommand,
     expectedGeneration?: number,
   ): Promise<void> {
-    const found = await this.change(principal, userId, subscriptionId, expectedGeneration, false, (subscription) => {
-      const decision = decide(subscription, command, this.clock());
-      if (decision.kind === 'conflict') throw DomainError.conflict(decision.reason);
-      return decision;
-    });
-    if (!found) throw DomainError.notFound(`no subscription ${subscriptionId} for user ${userId}`);
+    const done = await this.change(principal, { userId, subscriptionId, expectedGeneration }, (subscription) =>
+      decide(subscription, command, this.clock()),
+    );
+    if (done.outcome === 'missing') throw DomainError.notFound(`no subscription ${subscriptionId} for user ${userId}`);
   }
 
   /**
@@ -284,16 +282,22 @@ export class SubscriptionUseCases {
     }
   }
 
-  /** Brings one subscription up to `now`, again while other writers win the race. */
-  private advance(userId: string, subscriptionId: string, now: Date): Promise<Omit<RenewalOutcome, 'failed'>> {
-    return untilStored(`subscription ${subscriptionId}`, async () => {
-      const subscription = await this.store.find(userId, subscriptionId);
-      const change = subscription && this.renewal(subscription, now);
-      if (!change) return { emitted: [], missed: [] };
-      const [outcome] = await this.store.renewMany([change]);
-      if (outcome instanceof WriteFailed) throw outcome.error;
-      return outcome ? renewedBy(change) : RACE_LOST;
+  /** Brings one subscription up to `now` through the change pipeline, again while other writers win the race. */
+  private async advance(userId: string, subscriptionId: string, now: Date): Promise<Omit<RenewalOutcome, 'failed'>> {
+    const done = await changeOne<SubscriptionEntity, PlannedRenewal>({
+      what: `subscription ${subscriptionId}`,
+      load: () => this.store.find(userId, subscriptionId),
+      decide: (subscription) => {
+        const planned = this.renewal(subscription, now);
+        return planned ? { kind: 'change', ...planned } : UNCHANGED;
+      },
+      write: async (_, change) => {
+        const [outcome] = await this.store.renewMany([change]);
+        if (outcome instanceof WriteFailed) throw outcome.error;
+        return outcome!;
+      },
     });
+    return done.outcome === 'changed' ? renewedBy(done.change) : { emitted: [], missed: [] };
   }
 
   /** What renewing `subscription` at `now` changes, or null when it is up to date. */
@@ -338,32 +342,30 @@ export class SubscriptionUseCases {
     return { current: subscription, next, outgoing, missedRights: plan.missed };
   }
 
-  /** Returns false when there is no such subscription. */
-  private async change(
+  /** A change a caller asks for through the API (spec 4.1): the change pipeline, with its access rule. */
+  private change(
     principal: Principal,
-    userId: string,
-    subscriptionId: string,
-    expectedGeneration: number | undefined,
-    deleting: boolean,
-    decideChange: (
-      subscription: SubscriptionEntity,
-    ) => Omit<Extract<ReturnType<typeof decide>, { kind: 'change' }>, 'kind'>,
-  ): Promise<boolean> {
-    return untilStored(`subscription ${subscriptionId}`, async () => {
-      const subscription = await this.store.find(userId, subscriptionId);
-      if (!subscription) return false;
+    target: { userId: string; subscriptionId: string; expectedGeneration: number | undefined },
+    decideChange: (subscription: SubscriptionEntity) => Decision,
+  ) {
+    const { userId, subscriptionId, expectedGeneration } = target;
+    return changeOne({
+      what: `subscription ${subscriptionId}`,
+      load: () => this.store.find(userId, subscriptionId),
       // spec 5 rule 3: another grantor's subscription is 401 for delete, activate, suspend.
-      if (!canManage(principal, subscription)) {
-        throw DomainError.notPermitted('only its grantor or an admin may change this subscription');
-      }
-      if (expectedGeneration !== undefined && subscription.generation !== expectedGeneration) {
-        throw DomainError.preconditionFailed(
-          `If-Match does not match the generation of subscription ${subscriptionId}`,
-        );
-      }
-      const { next, events, cascade } = decideChange(subscription);
-      const outgoing = this.outgoing(next, events, cascade, actorOf(principal));
-      return (await this.store.update(subscription, next, outgoing, deleting)) ? true : RACE_LOST;
+      authorize: (subscription) => {
+        if (!canManage(principal, subscription))
+          throw DomainError.notPermitted('only its grantor or an admin may change this subscription');
+      },
+      expectedGeneration,
+      decide: decideChange,
+      write: (subscription, { next, events, cascade, removes }) =>
+        this.store.update(
+          subscription,
+          next,
+          this.outgoing(next, events, cascade, actorOf(principal)),
+          removes ?? false,
+        ),
     });
   }
 

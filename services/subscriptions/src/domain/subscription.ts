@@ -50,8 +50,20 @@ const EVENT_OF: Record<SubscriptionCommand, SubscriptionEventType> = {
 };
 
 export type Decision =
-  | { kind: 'change'; next: SubscriptionEntity; events: SubscriptionEventType[]; cascade: SubscriptionCommand | null }
+  | {
+      kind: 'change';
+      next: SubscriptionEntity;
+      events: SubscriptionEventType[];
+      cascade: SubscriptionCommand | null;
+      removes?: true;
+    }
   | { kind: 'conflict'; reason: string };
+
+/** spec 4.1 "Delete a subscription": subscription.deleted; its rights stay (DESIGN.md 3). */
+export function removal(subscription: SubscriptionEntity, now: Date): Decision {
+  const next = { ...subscription, generation: subscription.generation + 1, updatedAt: now };
+  return { kind: 'change', next, events: [SubscriptionEventTypes.deleted], cascade: null, removes: true };
+}
 
 /** Activate or suspend; the subscription's rights follow (DESIGN.md 3, the cascade). */
 export function decide(subscription: SubscriptionEntity, command: SubscriptionCommand, now: Date): Decision {
