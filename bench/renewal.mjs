@@ -86,6 +86,8 @@ const floor = await measureFloor({ mongoUrl: servers.mongoUrl, amqpUrl: servers.
 console.log(`the floor of one renewal (bench/floor.mjs), N = ${N}:\n${floorTable(floor)}`);
 
 const system = await TestSystem.start({
+  // As the images run them: one process per service (the figures are of processes).
+  processes: true,
   name: 'bench_renewal',
   backends: ['catalog', 'rights', 'subscriptions', 'scheduler'],
   env: {

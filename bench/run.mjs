@@ -64,6 +64,8 @@ process.env.RABBITMQ_MANAGEMENT_URL = servers.managementUrl;
 const issuer = new TokenIssuer();
 await issuer.start();
 const system = await TestSystem.start({
+  // As the images run them: one process per service (the figures are of processes).
+  processes: true,
   name: 'bench',
   backends: ['catalog', 'rights'],
   // No rate limit: the benchmark is one client.

@@ -43,6 +43,8 @@ await new Promise((resolve) => receiver.listen(0, '127.0.0.1', resolve));
 const receiverUrl = `http://127.0.0.1:${receiver.address().port}/hook`;
 
 const system = await TestSystem.start({
+  // As the images run them: one process per service (the figures are of processes).
+  processes: true,
   name: 'bench_webhooks',
   backends: ['catalog', 'rights', 'webhooks'],
   env: { LOG_LEVEL: 'warn', RATE_LIMIT_PER_SECOND: '0' },

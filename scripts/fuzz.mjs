@@ -32,6 +32,8 @@ process.env.MONGODB_URL = servers.mongoUrl;
 process.env.AMQP_URL = servers.amqpUrl;
 process.env.RABBITMQ_MANAGEMENT_URL = servers.managementUrl;
 const system = await TestSystem.start({
+  // As the images run them: one process per service.
+  processes: true,
   name: 'fuzz',
   backends: ['catalog', 'rights', 'subscriptions'],
   // The fuzzer is one client sending as fast as it can: no rate limit, quiet logs.
