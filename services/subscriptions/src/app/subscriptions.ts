@@ -3,16 +3,9 @@ import {
   actorOf,
   historyOf,
   systemActor,
-  type Actor,
-  CommandTypes,
-  createCloudEvent,
   newId,
   SubscriptionEventTypes,
-  type RightsCascadeData,
-  type RightsIssueData,
   type SubscriptionCreateBody,
-  type SubscriptionEventData,
-  type SubscriptionEventType,
   DomainError,
 } from '@rs/contracts';
 import type { Principal } from '@rs/contracts';
@@ -31,12 +24,12 @@ import {
 import { parseTimeSpec, systemClock, type Clock } from '@rs/time';
 import type { Duration } from 'luxon';
 import { boundsViolation, SHORTEST_PERIOD } from '../domain/bounds';
-import { planRenewal } from '../domain/renewal';
+import { planRenewal, renewedState } from '../domain/renewal';
+import { SubscriptionMessages } from '../messaging/events';
 import {
   decide,
   removal,
   firstPeriodToIssue,
-  representation,
   timeSpecOf,
   type Decision,
   type SubscriptionCommand,
@@ -44,13 +37,10 @@ import {
 } from '../domain/subscription';
 import {
   entriesOf,
-  type Outgoing,
   type RenewalChange,
   type SubscriptionQuery,
   type SubscriptionStore,
 } from '../store/subscription-store';
-
-export const EVENT_SOURCE = '/subscriptions';
 
 /** Rights of one subscription that renewal came too late to issue (DESIGN.md 3 "Renewal"). */
 export interface MissedRights {
@@ -98,18 +88,13 @@ export class SubscriptionUseCases {
   private readonly store: SubscriptionStore;
   private readonly changes: HistoryLog;
   private readonly skus: SkuLookup;
-  private readonly publicBaseUrl: string;
+  private readonly messages: SubscriptionMessages;
   private readonly minPeriod: Duration;
   private readonly clock: Clock;
 
   constructor(options: SubscriptionUseCasesOptions) {
-    ({
-      store: this.store,
-      changes: this.changes,
-      skus: this.skus,
-      publicBaseUrl: this.publicBaseUrl,
-      minPeriod: this.minPeriod,
-    } = options);
+    ({ store: this.store, changes: this.changes, skus: this.skus, minPeriod: this.minPeriod } = options);
+    this.messages = new SubscriptionMessages(options.publicBaseUrl);
     this.clock = options.clock ?? systemClock;
   }
 
@@ -157,7 +142,7 @@ export class SubscriptionUseCases {
       createdAt: now,
       updatedAt: now,
     };
-    const created = this.outgoing(subscription, [SubscriptionEventTypes.created], null, actorOf(principal));
+    const created = this.messages.outgoing(subscription, [SubscriptionEventTypes.created], null, actorOf(principal));
     if (await this.store.insert(subscription, created)) return subscription;
     const earlier = id === undefined ? null : await this.store.find(userId, id);
     if (!earlier)
@@ -308,37 +293,12 @@ export class SubscriptionUseCases {
     const violation = boundsViolation(spec, subscription.rightsSpec, SHORTEST_PERIOD);
     if (violation) throw new Error(`stored subscription exceeds the bounds: ${violation}`);
     const plan = planRenewal(subscription, spec, now);
-    if (plan.nextPeriod === subscription.nextPeriod && !plan.expired && plan.issues.length === 0) return null;
-    const next: SubscriptionEntity = {
-      ...subscription,
-      nextPeriod: plan.nextPeriod,
-      state: plan.expired ? 'EXPIRED' : subscription.state,
-      generation: subscription.generation + 1,
-      updatedAt: now,
-    };
-    const types: SubscriptionEventType[] = [];
-    if (plan.issues.length > 0) types.push(SubscriptionEventTypes.renewed);
-    if (plan.expired) types.push(SubscriptionEventTypes.expired);
+    const renewed = renewedState(subscription, plan, now);
+    if (!renewed) return null;
+    const { next, events } = renewed;
     // The platform renews, as the scheduler commanded (DESIGN.md 8 "History").
-    const outgoing = this.outgoing(next, types, null, systemActor('scheduler'));
-    for (const issue of plan.issues) {
-      outgoing.commands.push(
-        createCloudEvent<RightsIssueData>({
-          source: EVENT_SOURCE,
-          type: CommandTypes.rightsIssue,
-          subject: subscription.subscriptionId,
-          data: {
-            subscriptionId: subscription.subscriptionId,
-            connectId: subscription.userId,
-            grantorId: subscription.grantorId,
-            periodStart: issue.periodStart,
-            dueAt: issue.dueAt,
-            rights: issue.rights,
-          },
-          time: now,
-        }),
-      );
-    }
+    const outgoing = this.messages.outgoing(next, events, null, systemActor('scheduler'));
+    for (const issue of plan.issues) outgoing.commands.push(this.messages.issueCommand(subscription, issue, now));
     return { current: subscription, next, outgoing, missedRights: plan.missed };
   }
 
@@ -363,42 +323,10 @@ export class SubscriptionUseCases {
         this.store.update(
           subscription,
           next,
-          this.outgoing(next, events, cascade, actorOf(principal)),
+          this.messages.outgoing(next, events, cascade, actorOf(principal)),
           removes ?? false,
         ),
     });
-  }
-
-  /** The events of a change made by `actor` and, for suspend/activate, the rights cascade command. */
-  private outgoing(
-    subscription: SubscriptionEntity,
-    types: SubscriptionEventType[],
-    cascade: SubscriptionCommand | null,
-    actor: Actor,
-  ): Outgoing {
-    const data: SubscriptionEventData = {
-      ...representation(subscription, this.publicBaseUrl),
-      connectId: subscription.userId,
-      sequence: subscription.generation,
-      timeSpec: subscription.timeSpec,
-      nextPeriod: subscription.nextPeriod,
-    };
-    const time = subscription.updatedAt;
-    const subject = subscription.subscriptionId;
-    return {
-      events: types.map((type) => createCloudEvent({ source: EVENT_SOURCE, type, subject, data, time, actor })),
-      commands: cascade
-        ? [
-            createCloudEvent<RightsCascadeData>({
-              source: EVENT_SOURCE,
-              type: CommandTypes.rightsCascade,
-              subject,
-              data: { subscriptionId: subject, connectId: subscription.userId, action: cascade },
-              time,
-            }),
-          ]
-        : [],
-    };
   }
 
   private async skuExists(sku: string): Promise<boolean> {

@@ -1,4 +1,4 @@
-import type { IssuedRight } from '@rs/contracts';
+import { SubscriptionEventTypes, type IssuedRight, type SubscriptionEventType } from '@rs/contracts';
 import {
   formatDateTime,
   parseDuration,
@@ -72,4 +72,29 @@ export function planRenewal(subscription: SubscriptionEntity, spec: TimeSpec, no
   const nextPeriod = k !== null && periodExists(spec, k) ? k : null;
   const end = subscriptionEnd(spec);
   return { issues, nextPeriod, expired: end !== null && end.toMillis() <= now.getTime(), missed };
+}
+
+/**
+ * What renewing by `plan` makes of the subscription (DESIGN.md 3 "Renewal"): its next period,
+ * EXPIRED when the spec has ended, the next generation, and the events that say so
+ * (`subscription.renewed` when it issues rights, `subscription.expired`); null when it is up
+ * to date.
+ */
+export function renewedState(
+  subscription: SubscriptionEntity,
+  plan: RenewalPlan,
+  now: Date,
+): { next: SubscriptionEntity; events: SubscriptionEventType[] } | null {
+  if (plan.nextPeriod === subscription.nextPeriod && !plan.expired && plan.issues.length === 0) return null;
+  const next: SubscriptionEntity = {
+    ...subscription,
+    nextPeriod: plan.nextPeriod,
+    state: plan.expired ? 'EXPIRED' : subscription.state,
+    generation: subscription.generation + 1,
+    updatedAt: now,
+  };
+  const events: SubscriptionEventType[] = [];
+  if (plan.issues.length > 0) events.push(SubscriptionEventTypes.renewed);
+  if (plan.expired) events.push(SubscriptionEventTypes.expired);
+  return { next, events };
 }

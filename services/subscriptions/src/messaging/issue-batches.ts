@@ -7,7 +7,7 @@ import {
   type RightsIssueData,
 } from '@rs/contracts';
 import type { OutboxEntry } from '@rs/store';
-import { EVENT_SOURCE as SOURCE } from '../app/subscriptions';
+import { EVENT_SOURCE as SOURCE } from './events';
 
 /**
  * The `rights.issue` commands of one renewal command's subscriptions, one a period as renewal
