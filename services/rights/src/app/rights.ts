@@ -272,7 +272,8 @@ export class RightsUseCases {
           if (command.action === 'suspend' && current.state !== 'ACTIVE') return UNCHANGED;
           return orUnchanged(decide(current, command.action, now));
         },
-        write: (current, { next, events }) => this.store.update(current, next, events, systemActor('subscriptions')),
+        write: (current, { next, events }) =>
+          this.store.update({ current, next, events, actor: systemActor('subscriptions') }),
       });
     }
   }
@@ -299,8 +300,8 @@ export class RightsUseCases {
       },
       expectedGeneration,
       decide: decideChange,
-      write: (right, { next, events, removes }) =>
-        this.store.update(right, next, events, actorOf(principal), removes ?? false),
+      write: (current, { next, events, removes }) =>
+        this.store.update({ current, next, events, actor: actorOf(principal), removes }),
     });
     if (done.outcome === 'missing') throw DomainError.notFound(`no right ${rightId} for user ${userId}`);
   }

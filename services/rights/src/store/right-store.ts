@@ -176,12 +176,13 @@ export class RightStore extends UserOwnedStore<RightDocument, RightEntity> {
 
   /**
    * Compare-and-set: stores `next` and its events (made by `actor`) only if the right is
-   * still at `current`'s generation.
+   * still at `current`'s generation; a change that `removes` it leaves a tombstone.
    */
-  update(current: RightEntity, next: RightEntity, eventTypes: string[], actor: Actor, removed = false) {
+  update(change: { current: RightEntity; next: RightEntity; events: string[]; actor: Actor; removes?: true }) {
+    const { current, next, events, actor, removes } = change;
     return this.documents.compareAndSet({
-      ...this.changeOf(current, next, removed),
-      outbox: this.outboxOf(next, eventTypes, actor),
+      ...this.changeOf(current, next, removes ?? false),
+      outbox: this.outboxOf(next, events, actor),
     });
   }
 

@@ -319,13 +319,13 @@ export class SubscriptionUseCases {
       },
       expectedGeneration,
       decide: decideChange,
-      write: (subscription, { next, events, cascade, removes }) =>
-        this.store.update(
-          subscription,
+      write: (current, { next, events, cascade, removes }) =>
+        this.store.update({
+          current,
           next,
-          this.messages.outgoing(next, events, cascade, actorOf(principal)),
-          removes ?? false,
-        ),
+          outgoing: this.messages.outgoing(next, events, cascade, actorOf(principal)),
+          removes,
+        }),
     });
   }
 

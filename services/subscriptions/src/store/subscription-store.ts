@@ -118,9 +118,15 @@ export class SubscriptionStore extends UserOwnedStore<SubscriptionDocument, Subs
     return this.documents.insert(doc, entriesOf(outgoing));
   }
 
-  /** Compare-and-set on `generation`; `deleted` makes the document a tombstone. */
-  update(current: SubscriptionEntity, next: SubscriptionEntity, outgoing: Outgoing, deleted = false): Promise<boolean> {
-    return this.documents.compareAndSet(changeOf(current, next, outgoing, deleted));
+  /** Compare-and-set on `generation`, with the change's messages; a change that `removes` it leaves a tombstone. */
+  update(change: {
+    current: SubscriptionEntity;
+    next: SubscriptionEntity;
+    outgoing: Outgoing;
+    removes?: true;
+  }): Promise<boolean> {
+    const { current, next, outgoing, removes } = change;
+    return this.documents.compareAndSet(changeOf(current, next, outgoing, removes ?? false));
   }
 
   /**
