@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { InternalTokenSigner } from '@rs/http';
 import { basicCaller, freePort, RabbitAdmin, TEST_INTERNAL_SECRET } from '@rs/testing';
 import { manualClock } from '@rs/time';
+import mongoose from 'mongoose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { start } from '../src/service';
 
@@ -12,6 +13,7 @@ const clock = manualClock('2030-01-02T03:04:05Z');
 const vhost = `t_catalog_in_process_${randomBytes(3).toString('hex')}`;
 const rabbit = new RabbitAdmin(process.env.RABBITMQ_MANAGEMENT_URL!);
 let service: Awaited<ReturnType<typeof start>>;
+let mongoUrl: string;
 
 beforeAll(async () => {
   await rabbit.createVhost(vhost);
@@ -19,13 +21,14 @@ beforeAll(async () => {
   amqp.pathname = `/${vhost}`;
   const mongo = new URL(process.env.MONGODB_URL!);
   mongo.pathname = `/${vhost}`;
+  mongoUrl = mongo.toString();
   service = await start(
     {
       NODE_ENV: 'test',
       LOG_LEVEL: 'silent',
       PORT: String(await freePort()),
       AMQP_URL: amqp.toString(),
-      CATALOG_MONGODB_URL: mongo.toString(),
+      CATALOG_MONGODB_URL: mongoUrl,
       INTERNAL_TOKEN_SECRET: TEST_INTERNAL_SECRET,
     },
     { clock },
@@ -34,6 +37,10 @@ beforeAll(async () => {
 afterAll(async () => {
   await service?.stop();
   await rabbit.deleteVhost(vhost);
+  const db = mongoose.createConnection(mongoUrl);
+  await db.asPromise();
+  await db.dropDatabase();
+  await db.close();
 });
 
 describe('a service in-process (start/stop)', () => {
