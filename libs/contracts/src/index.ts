@@ -1,17 +1,21 @@
-export * from './catalog';
-export * from './cloud-event';
-export * from './topology';
-export * from './openapi';
-export * from './formats';
-export * from './events-doc';
-export * from './identity';
-export * from './rights';
-export * from './commands';
-export * from './idempotency';
-export * from './subscriptions';
-export * from './ids';
+// The public contract (DESIGN.md 6), in three parts:
+// - schemas/: the zod schemas of every body, event and command, and their names;
+// - routes/: the route table, the one description of every public route;
+// - docs/: the generators of the OpenAPI document and the events document, from the two above.
 export * from './errors';
-export * from './routes';
-export * from './principal';
-export * from './history';
-export * from './webhooks';
+export * from './schemas/catalog';
+export * from './schemas/cloud-event';
+export * from './schemas/commands';
+export * from './schemas/formats';
+export * from './schemas/history';
+export * from './schemas/idempotency';
+export * from './schemas/identity';
+export * from './schemas/ids';
+export * from './schemas/principal';
+export * from './schemas/rights';
+export * from './schemas/subscriptions';
+export * from './schemas/topology';
+export * from './schemas/webhooks';
+export * from './routes/routes';
+export * from './docs/events-doc';
+export * from './docs/openapi';

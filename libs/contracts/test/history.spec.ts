@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { actorOf, historyOf, type HistoryRecord } from '../src/history';
-import type { Principal } from '../src/principal';
+import { actorOf, historyOf, type HistoryRecord } from '../src/schemas/history';
+import type { Principal } from '../src/schemas/principal';
 
 // DESIGN.md 8 "History": the entries a resource's records make, and who the actor of a call is.
 

@@ -3,7 +3,7 @@ import { ROUTES, type Principal, type PublicRoute, type RouteOwner, type Scope }
 /**
  * Which route of the table a request is, and whether its caller may call it (spec 4 and 5,
  * DESIGN.md 3 "Principals and authorization"). Pure: no I/O. Derived from the route table
- * (@rs/contracts routes.ts), like the services' routes and the OpenAPI document.
+ * (@rs/contracts `routes/routes.ts`), like the services' routes and the OpenAPI document.
  */
 export interface Operation {
   /** The route of the table. */

@@ -1,7 +1,7 @@
 /**
  * The route table: every public route of the gateway, once. The gateway's
  * forwarding and authorization (services/gateway/src/domain/access.ts), each service's
- * routes (`serveRoutes` in @rs/http) and the OpenAPI document (openapi.ts) are all derived
+ * routes (`serveRoutes` in @rs/http) and the OpenAPI document (docs/openapi.ts) are all derived
  * from it, so they cannot disagree. What a route says about who may call it is spec 5 and
  * DESIGN.md 3 "Principals and authorization"; its statuses are spec 4 and 7.
  */
@@ -12,7 +12,7 @@ export type Scope = (typeof SCOPES)[number];
 export type RouteOwner = 'gateway' | 'subscriptions' | 'rights' | 'catalog' | 'webhooks';
 export type RouteMethod = 'GET' | 'PUT' | 'POST' | 'DELETE';
 
-/** OpenAPI fragments the table keeps with its routes (see openapi.ts for how they are completed). */
+/** OpenAPI fragments the table keeps with its routes (see docs/openapi.ts for how they are completed). */
 type Responses = Readonly<Record<string, unknown>>;
 
 export interface PublicRoute {

@@ -1,10 +1,19 @@
 import { z } from 'zod';
-import { IF_MATCH_PATTERN, KEYSET_CURSOR_PATTERN } from './formats';
-import { IdempotencyKey, takesIdempotencyKey } from './idempotency';
-import { Sku, SkuList, SkuName, SkuUpsertBody } from './catalog';
-import { ClientBody, ClientId, ClientList, ClientView, ConnectId, Jti, RevocationBody, UserView } from './identity';
-import { pathParameters, ROUTES, type PublicRoute } from './routes';
-import { HISTORY_CURSOR_PATTERN, HistoryPage } from './history';
+import { IF_MATCH_PATTERN, KEYSET_CURSOR_PATTERN } from '../schemas/formats';
+import { IdempotencyKey, takesIdempotencyKey } from '../schemas/idempotency';
+import { Sku, SkuList, SkuName, SkuUpsertBody } from '../schemas/catalog';
+import {
+  ClientBody,
+  ClientId,
+  ClientList,
+  ClientView,
+  ConnectId,
+  Jti,
+  RevocationBody,
+  UserView,
+} from '../schemas/identity';
+import { pathParameters, ROUTES, type PublicRoute } from '../routes/routes';
+import { HISTORY_CURSOR_PATTERN, HistoryPage } from '../schemas/history';
 import {
   DeliveryId,
   EndpointCreateBody,
@@ -13,9 +22,9 @@ import {
   WebhookEndpoint,
   WebhookEndpointList,
   WebhookEndpointWithSecret,
-} from './webhooks';
-import { Right, RightCreateBody, RightId, RightList } from './rights';
-import { Subscription, SubscriptionCreateBody, SubscriptionId, SubscriptionList } from './subscriptions';
+} from '../schemas/webhooks';
+import { Right, RightCreateBody, RightId, RightList } from '../schemas/rights';
+import { Subscription, SubscriptionCreateBody, SubscriptionId, SubscriptionList } from '../schemas/subscriptions';
 
 /** JSON Schema 2020-12 (OpenAPI 3.1's own dialect) of a zod contract. */
 const schemaOf = (schema: z.ZodType) => {
@@ -229,7 +238,7 @@ export function buildOpenApiDocument(): Record<string, unknown> {
 }
 
 /**
- * The paths of the route table (routes.ts), each operation completed with every status the
+ * The paths of the route table (routes/routes.ts), each operation completed with every status the
  * gateway can answer on it: a caller past authentication may be rate limited or
  * throttled (429) and find a dependency unavailable (503); a forwarded operation may time out
  * (504); a JSON operation may be refused for its Accept header (406); a body may be

@@ -1,10 +1,10 @@
 import { z } from 'zod';
-import { CatalogEvents } from './catalog';
-import { RightsCommands, SubscriptionsCommands } from './commands';
-import { RightEvents } from './rights';
-import { SubscriptionEvents } from './subscriptions';
-import type { EventSchemas } from './cloud-event';
-import { Exchanges } from './topology';
+import { CatalogEvents } from '../schemas/catalog';
+import { RightsCommands, SubscriptionsCommands } from '../schemas/commands';
+import { RightEvents } from '../schemas/rights';
+import { SubscriptionEvents } from '../schemas/subscriptions';
+import type { EventSchemas } from '../schemas/cloud-event';
+import { Exchanges } from '../schemas/topology';
 
 interface EventFamily {
   exchange: string;
