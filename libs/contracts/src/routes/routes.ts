@@ -79,98 +79,69 @@ const grantorQuery = (name: string) => ({
   schema: { type: 'string' },
 });
 
+type Named<W extends RouteOwner, O extends string> = { owner: W; operationId: O; path: string; summary: string };
+
 /** A GET anyone may call, without credentials, answering JSON. */
 const openRoute = <const W extends RouteOwner, const O extends string>(
-  owner: W,
-  tag: PublicRoute['tag'],
-  operationId: O,
-  path: string,
-  summary: string,
-  responses: Responses,
-) =>
-  ({
-    operationId,
-    method: 'GET',
-    path,
-    owner,
-    caller: 'none',
-    bearer: null,
-    json: true,
-    tag,
-    summary,
-    responses,
-  }) as const;
+  route: Named<W, O> & { tag: PublicRoute['tag']; responses: Responses },
+) => ({ ...route, method: 'GET', caller: 'none', bearer: null, json: true }) as const;
 
 /** A route only admin clients may call, with their Basic credentials (DESIGN.md 6). */
 const adminRoute = <const W extends Exclude<RouteOwner, 'subscriptions'>, const O extends string>(
-  owner: W,
-  tag: PublicRoute['tag'],
-  operationId: O,
-  method: RouteMethod,
-  path: string,
-  summary: string,
-  fields: Pick<PublicRoute, 'json' | 'ifMatch' | 'body' | 'query' | 'responses'>,
-) => ({ ...fields, operationId, method, path, owner, caller: 'admin', bearer: null, tag, summary }) as const;
+  route: Named<W, O> & { tag: PublicRoute['tag']; method: RouteMethod } & Pick<
+      PublicRoute,
+      'json' | 'ifMatch' | 'body' | 'query' | 'responses'
+    >,
+) => ({ ...route, caller: 'admin', bearer: null }) as const;
 
 /** A route under a user's rights or subscriptions (spec 4): any client may call it, Bearer only with a scope (spec 5). */
 const userRoute = <const W extends 'rights' | 'subscriptions', const O extends string>(
-  owner: W,
-  operationId: O,
-  method: RouteMethod,
-  path: string,
-  summary: string,
-  fields: Pick<PublicRoute, 'list' | 'ifMatch' | 'body' | 'query' | 'responses'> & { bearer?: Scope; json?: boolean },
+  route: Named<W, O> & { method: RouteMethod } & Pick<
+      PublicRoute,
+      'list' | 'ifMatch' | 'body' | 'query' | 'responses'
+    > & {
+      bearer?: Scope;
+      json?: boolean;
+    },
 ) =>
   ({
-    ...fields,
-    operationId,
-    method,
-    path,
-    owner,
+    ...route,
     caller: 'client',
-    bearer: fields.bearer ?? null,
-    json: fields.json ?? owner === 'subscriptions',
-    tag: owner,
-    summary,
+    bearer: route.bearer ?? null,
+    json: route.json ?? route.owner === 'subscriptions',
+    tag: route.owner,
   }) as const;
 
 /** A change of a user's right or subscription, guarded by If-Match and answering 204 (spec 4). */
 const change = <const W extends 'rights' | 'subscriptions', const O extends string>(
-  owner: W,
-  operationId: O,
-  method: 'POST' | 'DELETE',
-  path: string,
-  summary: string,
-  options: { conflict?: boolean; bearer?: Scope } = {},
-) =>
-  userRoute(owner, operationId, method, path, summary, {
+  route: Named<W, O> & { method: 'POST' | 'DELETE'; conflict?: boolean; bearer?: Scope },
+) => {
+  const { conflict, bearer, ...named } = route;
+  return userRoute({
+    ...named,
     ifMatch: true,
-    ...(options.bearer ? { bearer: options.bearer } : {}),
-    responses: { '204': { description: 'Done' }, ...(options.conflict ? { '409': ref('Conflict') } : {}) },
+    ...(bearer ? { bearer } : {}),
+    responses: { '204': { description: 'Done' }, ...(conflict ? { '409': ref('Conflict') } : {}) },
   });
+};
 
 /**
  * DESIGN.md 8 "Webhooks": Basic only; a client manages the endpoints of its own grantor, an
  * admin any (the webhooks service decides; another grantor's endpoint is 404).
  */
 const webhookRoute = <const O extends string>(
-  operationId: O,
-  method: RouteMethod,
-  path: string,
-  summary: string,
-  fields: Pick<PublicRoute, 'body' | 'query' | 'responses'> & { json?: boolean },
+  route: Omit<Named<'webhooks', O>, 'owner'> & { method: RouteMethod } & Pick<
+      PublicRoute,
+      'body' | 'query' | 'responses'
+    > & { json?: boolean },
 ) =>
   ({
-    ...fields,
-    operationId,
-    method,
-    path,
+    ...route,
     owner: 'webhooks',
     caller: 'client',
     bearer: null,
-    json: fields.json ?? true,
+    json: route.json ?? true,
     tag: 'webhooks',
-    summary,
   }) as const;
 const ENDPOINTS = '/webhooks/endpoints';
 const ENDPOINT = `${ENDPOINTS}/{endpointId}`;
@@ -180,15 +151,20 @@ const SUBSCRIPTION = `${SUBSCRIPTIONS}/{subscriptionId}`;
 const RIGHTS = '/id/users/{connectId}/rights';
 const RIGHT = `${RIGHTS}/{rightId}`;
 /** DESIGN.md 8 "History": for whoever may read the resource; kept after it is removed (for its grantor and admins). */
-const history = <const W extends 'rights' | 'subscriptions', const O extends string>(
-  owner: W,
-  operationId: O,
-  path: string,
-  what: string,
-  bearer: Scope,
-) =>
-  userRoute(owner, operationId, 'GET', `${path}/history`, `Every change of a ${what}, oldest first`, {
-    bearer,
+const history = <const W extends 'rights' | 'subscriptions', const O extends string>(route: {
+  owner: W;
+  operationId: O;
+  path: string;
+  what: string;
+  bearer: Scope;
+}) =>
+  userRoute({
+    owner: route.owner,
+    operationId: route.operationId,
+    method: 'GET',
+    path: `${route.path}/history`,
+    summary: `Every change of a ${route.what}, oldest first`,
+    bearer: route.bearer,
     json: true,
     query: [param('limit'), param('historyCursor')],
     responses: { '200': page('The changes, with who made them', 'HistoryPage') },
@@ -197,49 +173,59 @@ const LIST_SUMMARY = (what: string, filter: string) =>
   `List a user's ${what}, newest first (${filter} required for non-admins: 307 otherwise)`;
 
 export const ROUTES = [
-  openRoute('gateway', 'meta', 'getOpenApi', '/openapi.json', 'This document', {
-    '200': { description: 'The OpenAPI document', content: { 'application/json': {} } },
+  openRoute({
+    owner: 'gateway',
+    tag: 'meta',
+    operationId: 'getOpenApi',
+    path: '/openapi.json',
+    summary: 'This document',
+    responses: {
+      '200': { description: 'The OpenAPI document', content: { 'application/json': {} } },
+    },
   }),
   // DESIGN.md 6: API clients and revoked tokens.
-  adminRoute('gateway', 'clients', 'listClients', 'GET', '/admin/clients', 'List API clients (never their secrets)', {
+  adminRoute({
+    owner: 'gateway',
+    tag: 'clients',
+    operationId: 'listClients',
+    method: 'GET',
+    path: '/admin/clients',
+    summary: 'List API clients (never their secrets)',
     json: true,
     responses: { '200': { description: 'The clients', content: json('ClientList') } },
   }),
-  adminRoute(
-    'gateway',
-    'clients',
-    'putClient',
-    'PUT',
-    '/admin/clients/{clientId}',
-    'Create or replace an API client; its secret is stored as a scrypt hash',
-    {
-      json: true,
-      body: { schema: 'ClientBody', required: true },
-      responses: createdOrNot({ description: 'Created', content: json('ClientCreated') }, 'Replaced'),
-    },
-  ),
-  adminRoute(
-    'gateway',
-    'clients',
-    'deleteClient',
-    'DELETE',
-    '/admin/clients/{clientId}',
-    'Delete an API client; its credentials stop working within seconds',
-    { json: false, responses: { '204': { description: 'Deleted (also when unknown)' } } },
-  ),
-  adminRoute(
-    'gateway',
-    'clients',
-    'revokeToken',
-    'PUT',
-    '/admin/revoked-tokens/{jti}',
-    'Refuse access tokens with this jti from now on',
-    {
-      json: false,
-      body: { schema: 'RevocationBody', required: false },
-      responses: createdOrNot({ description: 'Revoked' }, 'Was already revoked'),
-    },
-  ),
+  adminRoute({
+    owner: 'gateway',
+    tag: 'clients',
+    operationId: 'putClient',
+    method: 'PUT',
+    path: '/admin/clients/{clientId}',
+    summary: 'Create or replace an API client; its secret is stored as a scrypt hash',
+    json: true,
+    body: { schema: 'ClientBody', required: true },
+    responses: createdOrNot({ description: 'Created', content: json('ClientCreated') }, 'Replaced'),
+  }),
+  adminRoute({
+    owner: 'gateway',
+    tag: 'clients',
+    operationId: 'deleteClient',
+    method: 'DELETE',
+    path: '/admin/clients/{clientId}',
+    summary: 'Delete an API client; its credentials stop working within seconds',
+    json: false,
+    responses: { '204': { description: 'Deleted (also when unknown)' } },
+  }),
+  adminRoute({
+    owner: 'gateway',
+    tag: 'clients',
+    operationId: 'revokeToken',
+    method: 'PUT',
+    path: '/admin/revoked-tokens/{jti}',
+    summary: 'Refuse access tokens with this jti from now on',
+    json: false,
+    body: { schema: 'RevocationBody', required: false },
+    responses: createdOrNot({ description: 'Revoked' }, 'Was already revoked'),
+  }),
   // DESIGN.md 3 "Users".
   {
     operationId: 'getUser',
@@ -253,64 +239,93 @@ export const ROUTES = [
     summary: 'Read a user of the directory (any authenticated caller; a Bearer token only for its own user)',
     responses: { '200': { description: 'The user', content: json('User') } },
   },
-  adminRoute('gateway', 'users', 'putUser', 'PUT', '/id/users/{connectId}', 'Register a user', {
+  adminRoute({
+    owner: 'gateway',
+    tag: 'users',
+    operationId: 'putUser',
+    method: 'PUT',
+    path: '/id/users/{connectId}',
+    summary: 'Register a user',
     json: true,
     responses: createdOrNot({ description: 'Registered', content: json('User') }, 'Already registered'),
   }),
-  adminRoute(
-    'gateway',
-    'users',
-    'deleteUser',
-    'DELETE',
-    '/id/users/{connectId}',
-    'Unregister a user (their rights and subscriptions stay)',
-    { json: false, responses: { '204': { description: 'Unregistered' } } },
-  ),
+  adminRoute({
+    owner: 'gateway',
+    tag: 'users',
+    operationId: 'deleteUser',
+    method: 'DELETE',
+    path: '/id/users/{connectId}',
+    summary: 'Unregister a user (their rights and subscriptions stay)',
+    json: false,
+    responses: { '204': { description: 'Unregistered' } },
+  }),
   // spec 4.1: subscriptions.
-  userRoute('subscriptions', 'listSubscriptions', 'GET', SUBSCRIPTIONS, LIST_SUMMARY('subscriptions', 'grantorid'), {
+  userRoute({
+    owner: 'subscriptions',
+    operationId: 'listSubscriptions',
+    method: 'GET',
+    path: SUBSCRIPTIONS,
+    summary: LIST_SUMMARY('subscriptions', 'grantorid'),
     bearer: 'id.user.sub.read',
     list: 'subscriptions',
     query: [grantorQuery('grantorid'), param('limit'), param('cursor')],
     responses: { '200': page('The subscriptions', 'SubscriptionList'), '307': redirect },
   }),
-  userRoute(
-    'subscriptions',
-    'createSubscription',
-    'POST',
-    SUBSCRIPTIONS,
-    'Create a subscription (no right is created now); emits subscription.created',
-    { body: { schema: 'SubscriptionCreateBody', required: true }, responses: { '201': created('Subscription') } },
-  ),
-  userRoute('subscriptions', 'getSubscription', 'GET', SUBSCRIPTION, 'Retrieve a subscription', {
+  userRoute({
+    owner: 'subscriptions',
+    operationId: 'createSubscription',
+    method: 'POST',
+    path: SUBSCRIPTIONS,
+    summary: 'Create a subscription (no right is created now); emits subscription.created',
+    body: { schema: 'SubscriptionCreateBody', required: true },
+    responses: { '201': created('Subscription') },
+  }),
+  userRoute({
+    owner: 'subscriptions',
+    operationId: 'getSubscription',
+    method: 'GET',
+    path: SUBSCRIPTION,
+    summary: 'Retrieve a subscription',
     bearer: 'id.user.sub.read',
     responses: { '200': one('The subscription', 'Subscription') },
   }),
-  change(
-    'subscriptions',
-    'deleteSubscription',
-    'DELETE',
-    SUBSCRIPTION,
-    'Delete a subscription; its rights stay; 204 also when unknown',
-  ),
-  change(
-    'subscriptions',
-    'activateSubscription',
-    'POST',
-    `${SUBSCRIPTION}/activate`,
-    'Activate a SUSPENDED subscription; its suspended rights whose interval has not ended are reactivated',
-    { conflict: true },
-  ),
-  change(
-    'subscriptions',
-    'suspendSubscription',
-    'POST',
-    `${SUBSCRIPTION}/suspend`,
-    'Suspend an ACTIVE subscription; its ACTIVE rights are suspended',
-    { conflict: true },
-  ),
-  history('subscriptions', 'getSubscriptionHistory', SUBSCRIPTION, 'subscription', 'id.user.sub.read'),
+  change({
+    owner: 'subscriptions',
+    operationId: 'deleteSubscription',
+    method: 'DELETE',
+    path: SUBSCRIPTION,
+    summary: 'Delete a subscription; its rights stay; 204 also when unknown',
+  }),
+  change({
+    owner: 'subscriptions',
+    operationId: 'activateSubscription',
+    method: 'POST',
+    path: `${SUBSCRIPTION}/activate`,
+    summary: 'Activate a SUSPENDED subscription; its suspended rights whose interval has not ended are reactivated',
+    conflict: true,
+  }),
+  change({
+    owner: 'subscriptions',
+    operationId: 'suspendSubscription',
+    method: 'POST',
+    path: `${SUBSCRIPTION}/suspend`,
+    summary: 'Suspend an ACTIVE subscription; its ACTIVE rights are suspended',
+    conflict: true,
+  }),
+  history({
+    owner: 'subscriptions',
+    operationId: 'getSubscriptionHistory',
+    path: SUBSCRIPTION,
+    what: 'subscription',
+    bearer: 'id.user.sub.read',
+  }),
   // spec 4.2: rights.
-  userRoute('rights', 'listRights', 'GET', RIGHTS, LIST_SUMMARY('rights', 'grantorId'), {
+  userRoute({
+    owner: 'rights',
+    operationId: 'listRights',
+    method: 'GET',
+    path: RIGHTS,
+    summary: LIST_SUMMARY('rights', 'grantorId'),
     bearer: 'id.user.right.read',
     list: 'rights',
     json: true,
@@ -327,152 +342,208 @@ export const ROUTES = [
     ],
     responses: { '200': page('The rights', 'RightList'), '307': redirect },
   }),
-  userRoute('rights', 'createRight', 'POST', RIGHTS, 'Create a right; emits right.created', {
+  userRoute({
+    owner: 'rights',
+    operationId: 'createRight',
+    method: 'POST',
+    path: RIGHTS,
+    summary: 'Create a right; emits right.created',
     json: true,
     body: { schema: 'RightCreateBody', required: true },
     responses: { '201': created('Right') },
   }),
-  userRoute('rights', 'getRight', 'GET', RIGHT, 'Retrieve a right', {
+  userRoute({
+    owner: 'rights',
+    operationId: 'getRight',
+    method: 'GET',
+    path: RIGHT,
+    summary: 'Retrieve a right',
     bearer: 'id.user.right.read',
     json: true,
     responses: { '200': one('The right', 'Right') },
   }),
-  change('rights', 'removeRight', 'DELETE', RIGHT, 'Remove a right (its grantor or an admin); emits right.removed'),
-  change(
-    'rights',
-    'activateRight',
-    'POST',
-    `${RIGHT}/activate`,
-    'Activate a right (from CREATED or SUSPENDED; ACTIVE is a no-op); emits right.activated',
-    { conflict: true },
-  ),
-  change(
-    'rights',
-    'suspendRight',
-    'POST',
-    `${RIGHT}/suspend`,
-    'Suspend a right (from CREATED or ACTIVE; SUSPENDED is a no-op); emits right.suspended',
-    { conflict: true },
-  ),
-  change(
-    'rights',
-    'usageRight',
-    'POST',
-    `${RIGHT}/usage`,
-    'Record usage (only while active; a repeat is a no-op); emits right.used and, per the catalog, service.announce',
-    { conflict: true, bearer: 'id.user.right.use' },
-  ),
-  history('rights', 'getRightHistory', RIGHT, 'right', 'id.user.right.read'),
+  change({
+    owner: 'rights',
+    operationId: 'removeRight',
+    method: 'DELETE',
+    path: RIGHT,
+    summary: 'Remove a right (its grantor or an admin); emits right.removed',
+  }),
+  change({
+    owner: 'rights',
+    operationId: 'activateRight',
+    method: 'POST',
+    path: `${RIGHT}/activate`,
+    summary: 'Activate a right (from CREATED or SUSPENDED; ACTIVE is a no-op); emits right.activated',
+    conflict: true,
+  }),
+  change({
+    owner: 'rights',
+    operationId: 'suspendRight',
+    method: 'POST',
+    path: `${RIGHT}/suspend`,
+    summary: 'Suspend a right (from CREATED or ACTIVE; SUSPENDED is a no-op); emits right.suspended',
+    conflict: true,
+  }),
+  change({
+    owner: 'rights',
+    operationId: 'usageRight',
+    method: 'POST',
+    path: `${RIGHT}/usage`,
+    summary:
+      'Record usage (only while active; a repeat is a no-op); emits right.used and, per the catalog, service.announce',
+    conflict: true,
+    bearer: 'id.user.right.use',
+  }),
+  history({
+    owner: 'rights',
+    operationId: 'getRightHistory',
+    path: RIGHT,
+    what: 'right',
+    bearer: 'id.user.right.read',
+  }),
   // DESIGN.md 8: signed right tokens.
-  userRoute(
-    'rights',
-    'getRightToken',
-    'GET',
-    `${RIGHT}/token`,
-    'A signed token of an active right, for offline checks',
-    {
-      bearer: 'id.user.right.read',
-      json: false,
-      responses: {
-        '200': {
-          description: 'A compact JWS (ES256, typ right+jwt) of the right; verify it with /.well-known/jwks.json',
-          content: { 'application/jwt': { schema: { type: 'string' } } },
-        },
-        '409': ref('Conflict'),
+  userRoute({
+    owner: 'rights',
+    operationId: 'getRightToken',
+    method: 'GET',
+    path: `${RIGHT}/token`,
+    summary: 'A signed token of an active right, for offline checks',
+    bearer: 'id.user.right.read',
+    json: false,
+    responses: {
+      '200': {
+        description: 'A compact JWS (ES256, typ right+jwt) of the right; verify it with /.well-known/jwks.json',
+        content: { 'application/jwt': { schema: { type: 'string' } } },
       },
+      '409': ref('Conflict'),
     },
-  ),
-  openRoute(
-    'rights',
-    'rights',
-    'getJwks',
-    '/.well-known/jwks.json',
-    'The public keys of right tokens that may still be valid (cacheable)',
-    {
+  }),
+  openRoute({
+    owner: 'rights',
+    tag: 'rights',
+    operationId: 'getJwks',
+    path: '/.well-known/jwks.json',
+    summary: 'The public keys of right tokens that may still be valid (cacheable)',
+    responses: {
       '200': { description: 'A JWK set', content: json('Jwks') },
     },
-  ),
-  adminRoute('rights', 'rights', 'rotateRightTokenKey', 'POST', '/admin/right-token-keys', 'Start a new signing key', {
+  }),
+  adminRoute({
+    owner: 'rights',
+    tag: 'rights',
+    operationId: 'rotateRightTokenKey',
+    method: 'POST',
+    path: '/admin/right-token-keys',
+    summary: 'Start a new signing key',
     json: true,
     responses: { '201': { description: 'The new key', content: json('NewSigningKey') } },
   }),
   // DESIGN.md 8: webhooks.
-  webhookRoute(
-    'createWebhookEndpoint',
-    'POST',
-    ENDPOINTS,
-    'Register an endpoint for events; its secret is shown only in this answer',
-    {
-      body: { schema: 'EndpointCreateBody', required: true },
-      responses: { '201': created('WebhookEndpointWithSecret') },
-    },
-  ),
-  webhookRoute('listWebhookEndpoints', 'GET', ENDPOINTS, "The caller's endpoints (an admin's: all), without secrets", {
+  webhookRoute({
+    operationId: 'createWebhookEndpoint',
+    method: 'POST',
+    path: ENDPOINTS,
+    summary: 'Register an endpoint for events; its secret is shown only in this answer',
+    body: { schema: 'EndpointCreateBody', required: true },
+    responses: { '201': created('WebhookEndpointWithSecret') },
+  }),
+  webhookRoute({
+    operationId: 'listWebhookEndpoints',
+    method: 'GET',
+    path: ENDPOINTS,
+    summary: "The caller's endpoints (an admin's: all), without secrets",
     responses: { '200': { description: 'The endpoints', content: json('WebhookEndpointList') } },
   }),
-  webhookRoute('getWebhookEndpoint', 'GET', ENDPOINT, 'An endpoint, without its secret', {
+  webhookRoute({
+    operationId: 'getWebhookEndpoint',
+    method: 'GET',
+    path: ENDPOINT,
+    summary: 'An endpoint, without its secret',
     responses: { '200': { description: 'The endpoint', content: json('WebhookEndpoint') }, '404': ref('NotFound') },
   }),
-  webhookRoute('deleteWebhookEndpoint', 'DELETE', ENDPOINT, 'Delete an endpoint; nothing more is sent to it', {
+  webhookRoute({
+    operationId: 'deleteWebhookEndpoint',
+    method: 'DELETE',
+    path: ENDPOINT,
+    summary: 'Delete an endpoint; nothing more is sent to it',
     json: false,
     responses: { '204': { description: 'Deleted' }, '404': ref('NotFound') },
   }),
-  webhookRoute(
-    'rotateWebhookSecret',
-    'POST',
-    `${ENDPOINT}/secret`,
-    'A new secret, shown only in this answer; the old one keeps signing beside it for 24 hours',
-    {
-      responses: {
-        '200': { description: 'The endpoint with its new secret', content: json('WebhookEndpointWithSecret') },
-        '404': ref('NotFound'),
-      },
+  webhookRoute({
+    operationId: 'rotateWebhookSecret',
+    method: 'POST',
+    path: `${ENDPOINT}/secret`,
+    summary: 'A new secret, shown only in this answer; the old one keeps signing beside it for 24 hours',
+    responses: {
+      '200': { description: 'The endpoint with its new secret', content: json('WebhookEndpointWithSecret') },
+      '404': ref('NotFound'),
     },
-  ),
-  webhookRoute('listWebhookDeliveries', 'GET', `${ENDPOINT}/deliveries`, "An endpoint's deliveries, newest first", {
+  }),
+  webhookRoute({
+    operationId: 'listWebhookDeliveries',
+    method: 'GET',
+    path: `${ENDPOINT}/deliveries`,
+    summary: "An endpoint's deliveries, newest first",
     query: [param('limit'), param('cursor')],
     responses: {
       '200': page('The deliveries, with every attempt counted', 'WebhookDeliveryList'),
       '404': ref('NotFound'),
     },
   }),
-  webhookRoute('retryWebhookDelivery', 'POST', `${ENDPOINT}/deliveries/{deliveryId}/retry`, 'Deliver again at once', {
+  webhookRoute({
+    operationId: 'retryWebhookDelivery',
+    method: 'POST',
+    path: `${ENDPOINT}/deliveries/{deliveryId}/retry`,
+    summary: 'Deliver again at once',
     json: false,
     responses: { '202': { description: 'Accepted: an attempt is under way' }, '404': ref('NotFound') },
   }),
   // DESIGN.md 6: the admin catalog API.
-  adminRoute('catalog', 'catalog', 'listSkus', 'GET', '/catalog/skus', 'List catalog entries in name order', {
+  adminRoute({
+    owner: 'catalog',
+    tag: 'catalog',
+    operationId: 'listSkus',
+    method: 'GET',
+    path: '/catalog/skus',
+    summary: 'List catalog entries in name order',
     json: true,
     query: [param('limit'), param('skuCursor')],
     responses: { '200': page('One page of entries; `Link: <…>; rel="next"` when more exist', 'SkuList') },
   }),
-  adminRoute('catalog', 'catalog', 'getSku', 'GET', '/catalog/skus/{sku}', 'Read a catalog entry', {
+  adminRoute({
+    owner: 'catalog',
+    tag: 'catalog',
+    operationId: 'getSku',
+    method: 'GET',
+    path: '/catalog/skus/{sku}',
+    summary: 'Read a catalog entry',
     json: true,
     responses: { '200': one('The entry', 'Sku'), '404': ref('NotFound') },
   }),
-  adminRoute(
-    'catalog',
-    'catalog',
-    'putSku',
-    'PUT',
-    '/catalog/skus/{sku}',
-    'Create or replace a catalog entry; emits sku.upserted on catalog.events',
-    {
-      json: true,
-      ifMatch: true,
-      body: { schema: 'SkuUpsertBody', required: false },
-      responses: { '201': created('Sku'), '204': { description: 'Replaced, or already so', headers: etag } },
-    },
-  ),
-  adminRoute(
-    'catalog',
-    'catalog',
-    'deleteSku',
-    'DELETE',
-    '/catalog/skus/{sku}',
-    'Delete a catalog entry; emits sku.deleted on catalog.events',
-    { json: false, ifMatch: true, responses: { '204': { description: 'Deleted' }, '404': ref('NotFound') } },
-  ),
+  adminRoute({
+    owner: 'catalog',
+    tag: 'catalog',
+    operationId: 'putSku',
+    method: 'PUT',
+    path: '/catalog/skus/{sku}',
+    summary: 'Create or replace a catalog entry; emits sku.upserted on catalog.events',
+    json: true,
+    ifMatch: true,
+    body: { schema: 'SkuUpsertBody', required: false },
+    responses: { '201': created('Sku'), '204': { description: 'Replaced, or already so', headers: etag } },
+  }),
+  adminRoute({
+    owner: 'catalog',
+    tag: 'catalog',
+    operationId: 'deleteSku',
+    method: 'DELETE',
+    path: '/catalog/skus/{sku}',
+    summary: 'Delete a catalog entry; emits sku.deleted on catalog.events',
+    json: false,
+    ifMatch: true,
+    responses: { '204': { description: 'Deleted' }, '404': ref('NotFound') },
+  }),
 ] as const satisfies readonly PublicRoute[];
 
 export type OperationId<O extends RouteOwner = RouteOwner> = Extract<
