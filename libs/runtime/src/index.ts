@@ -11,7 +11,8 @@ import {
 } from '@rs/http';
 import { createLogger, type LogDestination, type Logger } from '@rs/logging';
 import { AmqpClient } from '@rs/messaging';
-import { OutboxRelay, type HistoryLog } from '@rs/store';
+import { OutboxRelay } from '@rs/outbox-relay';
+import type { HistoryLog } from '@rs/store';
 import { shutdownTelemetry } from '@rs/telemetry';
 import { systemClock, type Clock } from '@rs/time';
 import mongoose, { type Connection } from 'mongoose';

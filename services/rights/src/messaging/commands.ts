@@ -11,7 +11,8 @@ import {
 } from '@rs/contracts';
 import type { Logger } from '@rs/logging';
 import { consume, type AmqpClient, type FailedItem } from '@rs/messaging';
-import { isTransient, outboxEntry, recordAndPublish, type HistoryLog } from '@rs/store';
+import { recordAndPublish } from '@rs/outbox-relay';
+import { isTransient, outboxEntry, type HistoryLog } from '@rs/store';
 import type { Clock } from '@rs/time';
 import type { RightEntity } from '../domain/right';
 import type { RightEventsOf } from './events';

@@ -1,7 +1,8 @@
 import { commandBindings, CommandTypes, itemsOf, parseEvent, SubscriptionsCommands } from '@rs/contracts';
 import type { Logger } from '@rs/logging';
 import { consume, type AmqpClient } from '@rs/messaging';
-import { recordAndPublish, type HistoryLog } from '@rs/store';
+import { recordAndPublish } from '@rs/outbox-relay';
+import type { HistoryLog } from '@rs/store';
 import type { SubscriptionUseCases } from '../app/subscriptions';
 import { batchedIssues } from './issue-batches';
 import { reportMissedRights } from './missed-rights';

@@ -5,7 +5,8 @@ import { AmqpClient } from '@rs/messaging';
 import { EventCollector, RabbitAdmin, testDatabase, type TestDatabase } from '@rs/testing';
 import type { mongo } from 'mongoose';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { newOutbox, outboxEntry, OutboxRelay, PENDING_KEYS, pendingKeyAt, storedEntries } from '../src/index';
+import { newOutbox, outboxEntry, PENDING_KEYS, pendingKeyAt, storedEntries } from '@rs/store';
+import { OutboxRelay } from '../src/index';
 
 // The outbox relay (DESIGN.md 2) against the real database and broker, in this process
 // (docs/decisions/0021): pending documents are read a key at a time.

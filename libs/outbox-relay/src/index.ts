@@ -1,0 +1,2 @@
+export * from './relay';
+export * from './publish';

@@ -1,0 +1,307 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from '@rs/logging';
+import type { AmqpClient } from '@rs/messaging';
+import {
+  documentLock,
+  isDuplicateKey,
+  loadedEntries,
+  pendingKeyAt,
+  PENDING_KEYS,
+  type HistoryLog,
+  type OutboxEntry,
+  type PendingKey,
+  type StoredOutboxEntry,
+} from '@rs/store';
+import { gauge, SCRAPE_QUERY_MAX_TIME_MS } from '@rs/telemetry/metrics';
+import { repeat, type Repeating } from '@rs/time';
+import type { mongo } from 'mongoose';
+
+// Registered on the process registry; its value is computed at scrape time.
+gauge(
+  'outbox_pending_documents',
+  'Documents with events not yet published, by collection',
+  ['collection'],
+  async function collect() {
+    for (const relay of relays) this.set({ collection: relay.collectionName }, await relay.backlog().catch(() => -1));
+  },
+);
+gauge(
+  'outbox_oldest_pending_age_seconds',
+  'Age of the oldest event not yet published, by collection (0 when none is pending)',
+  ['collection'],
+  async function collect() {
+    const now = Date.now();
+    for (const relay of relays) {
+      const oldest = await relay.oldestPendingAt().catch(() => undefined);
+      if (oldest !== undefined)
+        this.set({ collection: relay.collectionName }, oldest ? (now - oldest.getTime()) / 1000 : 0);
+    }
+  },
+);
+const relays = new Set<OutboxRelay>();
+
+export interface OutboxRelayOptions {
+  /** The service's database (mongoose's `connection.db`). */
+  db: mongo.Db;
+  /** The collection whose documents carry an outbox. */
+  collection: string;
+  client: AmqpClient;
+  logger: Logger;
+  /** Backstop polling of the recent seconds' keys; writes call `kick()` so events normally go out at once. */
+  pollIntervalMs?: number;
+  /** How often every key is read, for what the recent ones miss: a relay that fell behind, a broker outage. */
+  fullPassMs?: number;
+  /** How long a relay holds the collection's relay lease without renewing it. */
+  leaseMs?: number;
+  /** Documents read and published per round (default 500). */
+  batchSize?: number;
+  /** Where the changes the events report are recorded before they are published (DESIGN.md 8 "History"). */
+  history?: HistoryLog;
+}
+
+type OutboxDocument = { _id: unknown; generation?: number; outboxPending: PendingKey; outbox: OutboxEntry[] };
+
+/** Every key a pending document may carry, the keys of old documents first. */
+const ALL_PENDING_KEYS: readonly PendingKey[] = [true, ...Array.from({ length: PENDING_KEYS }, (_, i) => i + 1)];
+/** Clocks of replicas may differ by this much: a relay reads the keys of the seconds around its own. */
+const RECENT_SKEW_MS = 1_000;
+const LEASES = 'outbox_leases';
+
+/**
+ * Publishes pending events with confirms, many per confirm wait, then clears them from
+ * their documents. A crash between the confirm and the clean-up republishes the event:
+ * delivery is at least once and consumers de-duplicate by event id.
+ *
+ * Several replicas may run: a lease per collection (in `outbox_leases`) lets one relay
+ * publish at a time, and another take over when it stops renewing. Removal is a `$pop`
+ * guarded by the entry's id, so it is safe even if two relays ever overlap. (One lease per
+ * collection rather than per document: FerretDB 1.x pays a write per leased document, and
+ * has no `$pull` by condition; see docs/decisions/0003-outbox-embedded-in-documents.md.)
+ */
+export class OutboxRelay {
+  private readonly owner = randomUUID();
+  private polling: Repeating | undefined;
+  private fullPass: Repeating | undefined;
+  private running: Promise<void> | undefined;
+  /** What the next run reads, when a kick came during a run: the recent keys, or every key. */
+  private again: 'recent' | 'all' | undefined;
+  private stopped = true;
+  /** Until when this relay holds the lease, as far as it knows (ms since the epoch). */
+  private leaseUntil = 0;
+  private readonly log: Logger;
+  private readonly documents: mongo.Collection;
+  private readonly leases: mongo.Collection<{ _id: string; owner: string; until: Date }>;
+
+  constructor(private readonly options: OutboxRelayOptions) {
+    this.log = options.logger.child({ component: 'outbox', collection: options.collection });
+    this.documents = options.db.collection(options.collection);
+    this.leases = options.db.collection(LEASES);
+    options.client.on('connected', () => this.kick('all'));
+  }
+
+  get collectionName(): string {
+    return this.options.collection;
+  }
+
+  start(): void {
+    this.stopped = false;
+    relays.add(this);
+    // The poll catches what no kick announced (a write of another replica, a broker outage).
+    this.polling = repeat(() => this.kick(), {
+      everyMs: this.options.pollIntervalMs ?? 500,
+      immediately: false,
+      onError: () => undefined,
+    });
+    this.fullPass = repeat(() => this.kick('all'), {
+      everyMs: this.options.fullPassMs ?? 5_000,
+      onError: () => undefined,
+    });
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    relays.delete(this);
+    await Promise.all([this.polling?.stop(), this.fullPass?.stop()]);
+    await this.running;
+    this.leaseUntil = 0;
+    await this.leases
+      .updateOne({ _id: this.leaseId, owner: this.owner }, { $set: { until: new Date(0) } })
+      .catch(() => undefined);
+  }
+
+  /**
+   * Publish now what the recent seconds made pending, or everything pending (coalesced with a
+   * run already under way).
+   */
+  kick(keys: 'recent' | 'all' = 'recent'): void {
+    if (this.stopped) return;
+    if (this.running) {
+      if (this.again !== 'all') this.again = keys;
+      return;
+    }
+    this.running = this.drain(keys === 'all' ? ALL_PENDING_KEYS : recentPendingKeys(Date.now())).finally(() => {
+      this.running = undefined;
+      const again = this.again;
+      this.again = undefined;
+      if (again) this.kick(again);
+    });
+  }
+
+  async backlog(): Promise<number> {
+    let count = 0;
+    for (const key of ALL_PENDING_KEYS)
+      count += await this.documents.countDocuments({ outboxPending: key }, { maxTimeMS: SCRAPE_QUERY_MAX_TIME_MS });
+    return count;
+  }
+
+  /**
+   * When the oldest pending event was stored, or null when none is pending. Read from one
+   * relay batch of pending documents (unsorted, as the relay reads them; a sort would read
+   * the whole backlog on FerretDB): exact up to a batch of backlog, a lower bound beyond,
+   * and a stuck relay re-reads the same documents, so the age it shows keeps growing.
+   */
+  async oldestPendingAt(): Promise<Date | null> {
+    const batchSize = this.options.batchSize ?? 500;
+    const batch: Array<Pick<OutboxDocument, 'outbox'>> = [];
+    for (const key of ALL_PENDING_KEYS) {
+      if (batch.length >= batchSize) break;
+      batch.push(
+        ...((await this.documents
+          .find({ outboxPending: key }, { projection: { _id: 0, outbox: 1 } })
+          .limit(batchSize - batch.length)
+          .maxTimeMS(SCRAPE_QUERY_MAX_TIME_MS)
+          .toArray()) as unknown as Array<Pick<OutboxDocument, 'outbox'>>),
+      );
+    }
+    let oldest: number | null = null;
+    for (const document of batch)
+      for (const entry of document.outbox) {
+        const at = new Date(entry.createdAt).getTime();
+        if (oldest === null || at < oldest) oldest = at;
+      }
+    return oldest === null ? null : new Date(oldest);
+  }
+
+  private get leaseId(): string {
+    return `outbox:${this.options.collection}`;
+  }
+
+  /** Publishes what is pending under `keys`, a key at a time, a batch at a time. */
+  private async drain(keys: readonly PendingKey[]): Promise<void> {
+    if (!this.options.client.connected) return;
+    try {
+      for (const key of keys) {
+        for (;;) {
+          if (this.stopped || !(await this.holdLease())) return;
+          // Unsorted: events of different documents have no order to keep (each document's
+          // are in order in its array), and a sort would make FerretDB read the whole key's
+          // documents each round instead of stopping after a batch.
+          const batchSize = this.options.batchSize ?? 500;
+          const batch = (
+            (await this.documents
+              .find({ outboxPending: key }, { projection: { _id: 1, generation: 1, outboxPending: 1, outbox: 1 } })
+              .limit(batchSize)
+              .toArray()) as unknown as Array<OutboxDocument & { outbox: StoredOutboxEntry[] }>
+          ).map((document) => ({ ...document, outbox: loadedEntries(document.outbox) }));
+          if (batch.length === 0) break;
+          if (!(await this.publishBatch(batch))) return; // broker trouble: wait for the next kick or pass
+          // A short batch was all this key had; a write since then has kicked for another run.
+          if (batch.length < batchSize) break;
+        }
+      }
+    } catch (error) {
+      this.log.warn({ err: error }, 'outbox relay run failed; will retry');
+    }
+  }
+
+  /**
+   * Takes or renews this collection's lease; false while another relay holds it. Renewed
+   * at most every third of its length: a busy relay runs many rounds a second, and a write
+   * per round would cost as much as the events it publishes.
+   */
+  private async holdLease(): Promise<boolean> {
+    const now = new Date();
+    const leaseMs = this.options.leaseMs ?? 10_000;
+    if (this.leaseUntil - now.getTime() > (leaseMs * 2) / 3) return true;
+    try {
+      const until = new Date(now.getTime() + leaseMs);
+      await this.leases.updateOne(
+        { _id: this.leaseId, $or: [{ owner: this.owner }, { until: { $lt: now } }] },
+        { $set: { owner: this.owner, until } },
+        { upsert: true },
+      );
+      this.leaseUntil = until.getTime();
+      return true;
+    } catch (error) {
+      this.leaseUntil = 0;
+      if (isDuplicateKey(error)) return false; // held by another relay
+      throw error;
+    }
+  }
+
+  /**
+   * Publishes every entry of the batch at once on the confirm channel (a document's entries
+   * in order, so they reach the broker in order) and waits for all the confirms together;
+   * then clears each document's published entries in one compare-and-set on the generation
+   * it was read at. A document changed meanwhile (a newer generation with
+   * more entries) has only its published entries removed, one `$pop` each, guarded by the
+   * entry's id. False when some entry could not be published; it stays pending.
+   */
+  private async publishBatch(batch: OutboxDocument[]): Promise<boolean> {
+    const published = Promise.all(
+      batch.map(async (document) => {
+        const outcomes = await Promise.allSettled(
+          document.outbox.map((entry) => this.options.client.publishEvent(entry.exchange, entry.event, entry.trace)),
+        );
+        const failed = outcomes.findIndex((outcome) => outcome.status === 'rejected');
+        if (failed >= 0) {
+          const { reason } = outcomes[failed] as PromiseRejectedResult;
+          this.log.warn({ err: reason, event_id: document.outbox[failed]!.id }, 'cannot publish event yet');
+        }
+        return { document, confirmed: failed < 0 ? document.outbox.length : failed };
+      }),
+    );
+    // History is recorded beside the publishing, and before anything is cleared (DESIGN.md 8);
+    // if it cannot be, nothing is cleared and the round is tried again.
+    const events = batch.flatMap((document) => document.outbox.map((entry) => entry.event));
+    const [results] = await Promise.all([published, this.options.history?.record(events)]);
+    // One document at a time: on FerretDB, concurrent clean-ups competed with the writes of
+    // the request path (creating subscriptions ran 15% slower with 16 in flight), and the
+    // relay only carries the changes made through the API (docs/decisions/0011).
+    for (const { document, confirmed } of results) {
+      await documentLock.run(this.options.collection, document._id, () => this.clear(document, confirmed));
+    }
+    return results.every(({ document, confirmed }) => confirmed === document.outbox.length);
+  }
+
+  /** Removes the first `confirmed` entries of the document's outbox, as read. */
+  private async clear(document: OutboxDocument, confirmed: number): Promise<void> {
+    if (document.outbox.length === 0) {
+      // Flagged with nothing to publish (written so before OUTBOX_PROJECTION): unflag it.
+      await this.documents.updateOne(
+        { _id: document._id, outbox: { $size: 0 }, outboxPending: document.outboxPending } as never,
+        { $set: { outboxPending: false } },
+      );
+      return;
+    }
+    if (confirmed === 0) return;
+    if (confirmed === document.outbox.length && typeof document.generation === 'number') {
+      const cleared = await this.documents.updateOne(
+        { _id: document._id, generation: document.generation, outboxPending: document.outboxPending } as never,
+        { $set: { outbox: [], outboxPending: false } },
+      );
+      if (cleared.modifiedCount === 1) return;
+    }
+    for (const entry of document.outbox.slice(0, confirmed)) {
+      await this.documents.updateOne({ _id: document._id, 'outbox.0.id': entry.id } as never, { $pop: { outbox: -1 } });
+    }
+    await this.documents.updateOne({ _id: document._id, outbox: { $size: 0 } } as never, {
+      $set: { outboxPending: false },
+    });
+  }
+}
+
+/** The keys of the seconds around `now`: what writes of any replica made pending just now. */
+function recentPendingKeys(now: number): PendingKey[] {
+  return [...new Set([now - RECENT_SKEW_MS, now, now + RECENT_SKEW_MS].map(pendingKeyAt))];
+}
