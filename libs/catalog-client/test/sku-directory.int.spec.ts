@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { InternalTokenSigner } from '@rs/http';
 import { createLogger } from '@rs/logging';
 import { AmqpClient } from '@rs/messaging';
@@ -53,11 +52,13 @@ describe('SkuDirectory', () => {
   it('when the catalog is down, then SKUs announced by events are still known, and others are CatalogUnavailable', async () => {
     expect((await putSku('music-hifi', { name: 'Hi-Fi' })).status).toBe(201);
     await events.waitFor((m) => m.some((e) => e.body.subject === 'music-hifi'));
-    await sleep(300); // the directory's own queue receives the same event
     await system.service('catalog').stop();
     try {
-      // Never fetched over HTTP: only the event can have told the directory about it.
-      expect(await directory.find('music-hifi')).toMatchObject({ sku: 'music-hifi', name: 'Hi-Fi', generation: '1' });
+      // Never fetched over HTTP (the catalog is down): only the event, reaching the directory's
+      // own queue, can tell it about the SKU. Until then a lookup is CatalogUnavailable.
+      await expect
+        .poll(() => directory.find('music-hifi').catch(() => null), { timeout: 10_000 })
+        .toMatchObject({ sku: 'music-hifi', name: 'Hi-Fi', generation: '1' });
       await expect(directory.find('never-seen')).rejects.toBeInstanceOf(CatalogUnavailable);
     } finally {
       await system.service('catalog').start();

@@ -58,7 +58,8 @@ describe('Idempotency-Key over its lifetime (DESIGN.md 8)', () => {
     }
     // Without its key the remove runs again, and finds nothing to remove.
     expect((await send('DELETE', path, null)).status).toBe(404);
-    await sleep(500);
+    // The remove is the last change: once its event is here, every event of the right is.
+    await fx.events('rights.events').waitFor(() => eventsOf('una', 'right.removed').length > 0);
     expect(eventsOf('una', 'right.suspended')).toEqual([rightId]);
     expect(eventsOf('una', 'right.removed')).toEqual([rightId]);
   });

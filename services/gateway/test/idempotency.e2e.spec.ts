@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { systemFixture, TestSystem, clientsOf } from '@rs/testing';
+import mongoose from 'mongoose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 // Idempotency-Key through the gateway (DESIGN.md 8), with two gateway replicas sharing the keys.
@@ -40,6 +41,16 @@ async function rightsOf(user: string): Promise<string[]> {
   const response = await fetch(`${gateway(1)}/id/users/${user}/rights?grantorId=A`, { headers: { authorization: A } });
   return ((await response.json()) as { right: Array<{ rightId: string }> }).right.map((right) => right.rightId);
 }
+/** The state of an Idempotency-Key's record in the gateway's database, or null before it is claimed. */
+async function keyState(clientId: string, key: string): Promise<string | null> {
+  const db = await mongoose.createConnection(fx.system.mongoUrlFor('gateway')).asPromise();
+  try {
+    const found = await db.collection('idempotency_keys').findOne({ _id: `${clientId}\n${key}` as never });
+    return (found?.state as string | undefined) ?? null;
+  } finally {
+    await db.close();
+  }
+}
 const createdFor = (user: string) =>
   new Set(
     fx
@@ -63,7 +74,7 @@ describe('Idempotency-Key (DESIGN.md 8)', () => {
       expect(await again.text()).toBe(body);
     }
     expect(await rightsOf('ivy')).toHaveLength(1);
-    await sleep(500);
+    await fx.events('rights.events').waitFor(() => createdFor('ivy').size > 0);
     expect(createdFor('ivy').size).toBe(1);
   });
 
@@ -116,7 +127,8 @@ describe('Idempotency-Key (DESIGN.md 8)', () => {
     process.kill(rights.pid!, 'SIGSTOP');
     const lost = create('crash', 'order-4').catch(() => null);
     try {
-      await sleep(300);
+      // Once the first attempt has claimed the key (its record in the gateway's database).
+      await expect.poll(() => keyState('grantor-a', 'order-4'), { timeout: 10_000 }).toBe('running');
       const meanwhile = await create('crash', 'order-4', {}, { replica: 2 });
       expect(meanwhile.status).toBe(409);
       expect(meanwhile.headers.get('retry-after')).toBe('1');

@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { systemFixture } from '@rs/testing';
 import mongoose from 'mongoose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -41,7 +40,12 @@ describe('a scheduler catching up after downtime (docs/decisions/0011)', () => {
     });
 
     await scheduler.start();
-    await sleep(3_000);
+    // Stopped once every partition is under way, hours from the end of its catch-up.
+    const slowest = async () => {
+      const now = await cursors();
+      return Math.min(...keys.map((key) => now.get(key) ?? behind));
+    };
+    await expect.poll(slowest, { timeout: 15_000, interval: 200 }).toBeGreaterThan(behind);
     // A graceful stop (exit code 0), not one cut short by the stop timeout while a sweep runs on.
     expect(await scheduler.stop()).toBe(0);
     const stoppedAt = await cursors();
@@ -52,9 +56,16 @@ describe('a scheduler catching up after downtime (docs/decisions/0011)', () => {
     }
 
     await scheduler.start();
-    await sleep(2_000);
+    // The next one goes on from there: every partition moves past where the first stopped.
+    await expect
+      .poll(
+        async () => {
+          const later = await cursors();
+          return keys.filter((key) => !(later.get(key)! > stoppedAt.get(key)!));
+        },
+        { timeout: 15_000, interval: 200 },
+      )
+      .toEqual([]);
     expect(await scheduler.stop()).toBe(0);
-    const later = await cursors();
-    for (const key of keys) expect(later.get(key), key).toBeGreaterThan(stoppedAt.get(key)!);
   });
 });
