@@ -7,7 +7,7 @@ import type { Logger } from '@rs/logging';
 import amqp, { type ChannelModel, type ConfirmChannel, type Options } from 'amqplib';
 import { brokerConnected, messagesPublished } from './metrics';
 import { declareTopology } from './topology';
-import { contextFrom, type TraceCarrier } from './trace-context';
+import { contextFrom, type TraceCarrier } from '@rs/telemetry/trace-context';
 
 export class BrokerUnavailable extends Error {
   override readonly name = 'BrokerUnavailable';

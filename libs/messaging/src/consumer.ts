@@ -4,7 +4,7 @@ import type { Channel, ConfirmChannel, ConsumeMessage } from 'amqplib';
 import type { AmqpClient } from './amqp-client';
 import { batchItemsFailed, messagesHandled, watchQueue } from './metrics';
 import { declareDurableQueue, deadLetterQueueOf, retryQueueOf } from './topology';
-import { contextFrom } from './trace-context';
+import { contextFrom } from '@rs/telemetry/trace-context';
 
 export interface Binding {
   exchange: string;

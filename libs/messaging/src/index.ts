@@ -1,4 +1,4 @@
 export * from './amqp-client';
 export * from './consumer';
-export * from './trace-context';
+export * from '@rs/telemetry/trace-context';
 export * from './topology';

@@ -1,5 +1,5 @@
 import type { CloudEvent } from '@rs/contracts';
-import { currentTraceCarrier, type TraceCarrier } from '@rs/messaging';
+import { currentTraceCarrier, type TraceCarrier } from '@rs/telemetry/trace-context';
 
 /**
  * An event waiting to be published, stored inside the document whose change it reports,
