@@ -53,6 +53,7 @@ export type PendingKey = number | boolean;
 export const PENDING_KEYS = 64;
 /** The key of documents made pending at `at` (ms since the epoch). */
 export const pendingKeyAt = (at: number): number => 1 + (Math.floor(at / 1000) % PENDING_KEYS);
+
 /** The outbox fields of a new document carrying `entries`. */
 export function newOutbox(entries: OutboxEntry[]): { outbox: StoredOutboxEntry[]; outboxPending: PendingKey } {
   return { outbox: storedEntries(entries), outboxPending: entries.length > 0 ? pendingKeyAt(Date.now()) : false };
