@@ -23,6 +23,9 @@ CREATE OR REPLACE FUNCTION rs_ferretdb_index_fields(target text) RETURNS text[] 
     WHEN target LIKE '%endpoints%' THEN ARRAY['_id', 'grantorId']
     -- The scheduler's due items: written on the renewal path, read by `_id` and by `due` only.
     WHEN target LIKE '%right_expiries%' OR target LIKE '%subscription_schedules%' THEN ARRAY['_id', 'due']
+    -- A subscription's changes after creation (docs/decisions/0026): read with it by `subscriptionId`,
+    -- with its user's by `userId`, with its bucket's by `bucket`; claimed by `_id`; relayed.
+    WHEN target LIKE '%subscription_progress%' THEN ARRAY['_id', 'outboxPending', 'bucket', 'userId', 'subscriptionId']
     -- Every other collection: an index on a field its documents never have still costs an
     -- entry on every write (GIN indexes a missing key as a null item).
     ELSE ARRAY['_id', 'outboxPending', 'bucket', 'userId']

@@ -159,8 +159,7 @@ export function runMain(service: ServiceName, start: (env: NodeJS.ProcessEnv) =>
   runService(logger, () => start(process.env), { finally: [shutdownTelemetry] });
 }
 
-/** The service's outbox relay (DESIGN.md 2), started now and stopped with the service. */
-/** The outbox relay of a collection; `history`: where the changes its events report are recorded. */
+/** The outbox relay of a collection (DESIGN.md 2), started now and stopped with the service; `history`: where the changes its events report are recorded. */
 export function startRelay(runtime: Runtime<unknown>, collection: string, history?: HistoryLog): OutboxRelay {
   const relay = new OutboxRelay({
     db: runtime.db.db!,
@@ -184,11 +183,11 @@ export async function serveHttp(
   options: Pick<HttpAppOptions, 'routes' | 'jsonLimit' | 'realm'> & {
     /** The public edge: no internal token (the gateway authenticates callers itself). */
     public?: boolean;
-    /** The service's outbox relay: kicked after every request that may have stored events (not GET). */
-    relay?: OutboxRelay;
+    /** The service's outbox relays: kicked after every request that may have stored events (not GET). */
+    relays?: readonly OutboxRelay[];
   },
 ): Promise<RunningServer> {
-  const { relay, routes } = options;
+  const { relays = [], routes } = options;
   const readiness: HttpAppOptions['readiness'] = { mongodb: () => runtime.db.readyState === 1 };
   if (runtime.broker) readiness.rabbitmq = () => runtime.broker.connected;
   const app = createHttpApp({
@@ -199,10 +198,10 @@ export async function serveHttp(
     jsonLimit: options.jsonLimit,
     realm: options.realm,
     routes: (app) => {
-      if (relay) {
+      if (relays.length > 0) {
         // A change stored its events: publish them now rather than at the next poll.
         app.use((req, res, next) => {
-          if (req.method !== 'GET') res.on('finish', () => relay.kick());
+          if (req.method !== 'GET') res.on('finish', () => relays.forEach((relay) => relay.kick()));
           next();
         });
       }

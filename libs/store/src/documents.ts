@@ -26,6 +26,13 @@ export function hashOf(id: string): number {
 
 export const bucketOf = (id: string): number => hashOf(id) % BUCKETS;
 
+/** A new document with its pending events; its bucket is its id's unless it names one (a record of another document). */
+const withBucket = (doc: { _id: string; bucket?: number }, outbox: OutboxEntry[]) => ({
+  bucket: bucketOf(doc._id),
+  ...doc,
+  ...newOutbox(outbox),
+});
+
 /** A change decided from the document at `generation`, to store only if it is still there. */
 export interface StoredChange {
   id: string;
@@ -64,7 +71,7 @@ export class OutboxCollection {
   /** Stores a new document with its events; false when its `_id` exists (also as a tombstone). */
   async insert(doc: { _id: string }, outbox: OutboxEntry[]): Promise<boolean> {
     try {
-      await this.collection.insertOne({ ...doc, bucket: bucketOf(doc._id), ...newOutbox(outbox) } as never);
+      await this.collection.insertOne(withBucket(doc, outbox) as never);
       return true;
     } catch (error) {
       if (isDuplicateKey(error)) return false;
@@ -83,7 +90,7 @@ export class OutboxCollection {
     for (const chunk of chunks(docs, maxInsertDocuments)) {
       try {
         const result = await this.collection.insertMany(
-          chunk.map(({ doc, outbox }) => ({ ...doc, bucket: bucketOf(doc._id), ...newOutbox(outbox) }) as never),
+          chunk.map(({ doc, outbox }) => withBucket(doc, outbox) as never),
           { ordered: false },
         );
         inserted += result.insertedCount;
@@ -93,6 +100,36 @@ export class OutboxCollection {
       }
     }
     return inserted;
+  }
+
+  /**
+   * Inserts each document, as few `insertMany` calls; for each, whether it was stored (false:
+   * its `_id` was taken), or why the store refused that one (DESIGN.md 9: it fails alone). An
+   * insert keyed by what it claims (docs/decisions/0026) is a compare-and-set that costs an
+   * insert. A transient failure fails the batch.
+   */
+  async insertEach(
+    docs: ReadonlyArray<{ doc: { _id: string }; outbox: OutboxEntry[] }>,
+  ): Promise<Array<boolean | WriteFailed>> {
+    const { maxInsertDocuments } = await serverLimits(this.db);
+    const outcomes: Array<boolean | WriteFailed> = [];
+    for (const chunk of chunks(docs, maxInsertDocuments)) {
+      const done: Array<boolean | WriteFailed> = chunk.map(() => true);
+      try {
+        await this.collection.insertMany(
+          chunk.map(({ doc, outbox }) => withBucket(doc, outbox) as never),
+          { ordered: false },
+        );
+      } catch (error) {
+        const writeErrors = (error as { writeErrors?: Array<{ index: number; code?: number; errmsg?: string }> })
+          .writeErrors;
+        if (isTransient(error) || !Array.isArray(writeErrors)) throw error;
+        for (const failure of writeErrors)
+          done[failure.index] = failure.code === 11000 ? false : new WriteFailed(new Error(failure.errmsg));
+      }
+      outcomes.push(...done);
+    }
+    return outcomes;
   }
 
   /** Stores `change` only if the document is still at `change.generation`; false when another writer won. */

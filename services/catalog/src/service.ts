@@ -14,7 +14,7 @@ export const start = defineService('catalog', Config, async (runtime) => {
   return serveHttp(runtime, runtime.config.PORT, {
     realm: runtime.config.AUTH_REALM,
     jsonLimit: '16kb',
-    relay: startRelay(runtime, store.model.collection.collectionName),
+    relays: [startRelay(runtime, store.model.collection.collectionName)],
     routes: (app) => app.use(routes),
   });
 });

@@ -41,7 +41,7 @@ export const start = defineService('rights', Config, async (runtime) => {
   return serveHttp(runtime, config.PORT, {
     realm: config.AUTH_REALM,
     jsonLimit: '64kb',
-    relay,
+    relays: [relay],
     routes: (app) => app.use(rightsRoutes(rights, tokens, config.PUBLIC_BASE_URL, clock)),
   });
 });

@@ -7,7 +7,7 @@ import { SHORTEST_PERIOD } from './domain/bounds';
 import { SubscriptionUseCases } from './app/subscriptions';
 import { subscriptionRoutes } from './http/routes';
 import { consumeSubscriptionCommands } from './messaging/commands';
-import { SubscriptionStore } from './store/subscription-store';
+import { SUBSCRIPTION_PROGRESS, SubscriptionStore } from './store/subscription-store';
 import { subscriptionHistory } from './store/subscription-history';
 
 export const Config = z.object({
@@ -38,6 +38,8 @@ export const start = defineService('subscriptions', Config, async (runtime) => {
   const store = await runtime.migrated(new SubscriptionStore(runtime.db));
   const history = await runtime.migrated(subscriptionHistory(runtime.db.db!));
   const relay = startRelay(runtime, 'subscriptions', history);
+  // Changes after creation are stored as progress records, with their events (docs/decisions/0026).
+  const progressRelay = startRelay(runtime, SUBSCRIPTION_PROGRESS, history);
   const skus = await startSkuDirectory(runtime, config.CATALOG_URL);
   const subscriptions = new SubscriptionUseCases({
     store,
@@ -52,7 +54,7 @@ export const start = defineService('subscriptions', Config, async (runtime) => {
   return serveHttp(runtime, config.PORT, {
     realm: config.AUTH_REALM,
     jsonLimit: '64kb',
-    relay,
+    relays: [relay, progressRelay],
     routes: (app) => app.use(routes),
   });
 });

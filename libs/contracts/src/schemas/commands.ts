@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { PartyId, SkuName } from './catalog';
 import { ConnectId } from './identity';
 import { RightId } from './rights';
+import { SubscriptionSnapshot } from './subscriptions';
 
 /**
  * Commands on the `commands` direct exchange (DESIGN.md 2), CloudEvents like the events:
@@ -59,6 +60,12 @@ export type RightsCascadeData = z.infer<typeof RightsCascadeData>;
 export const SubscriptionsRenewData = z.object({
   subscriptionId: z.string().regex(/^[0-9A-Za-z]{1,64}$/),
   connectId: ConnectId,
+  /**
+   * The subscription as the scheduler last heard of it (docs/decisions/0026): renewal plans
+   * from it instead of reading the subscription. Optional: without it (an item of the
+   * scheduler's rebuild, a command of an earlier version) the subscription is read.
+   */
+  snapshot: SubscriptionSnapshot.optional(),
 });
 export type SubscriptionsRenewData = z.infer<typeof SubscriptionsRenewData>;
 

@@ -67,6 +67,8 @@ export const SubscriptionEventData = Subscription.extend({
   sequence: z.number().int().positive(),
   timeSpec: z.string(),
   nextPeriod: z.number().int().min(0).nullable(),
+  /** When it was created. Optional: events of an earlier version carry none. */
+  createdAt: z.iso.datetime({ offset: true }).optional(),
 });
 export type SubscriptionEventData = z.infer<typeof SubscriptionEventData>;
 
@@ -83,6 +85,41 @@ export type SubscriptionEventType = (typeof SubscriptionEventTypes)[keyof typeof
 export const SubscriptionEvents = Object.fromEntries(
   Object.values(SubscriptionEventTypes).map((type) => [type, SubscriptionEventData]),
 ) as Record<SubscriptionEventType, typeof SubscriptionEventData>;
+
+/**
+ * A subscription as of one generation (`sequence`), as much as renewing it needs: the
+ * scheduler keeps it from the subscription's last event and sends it with `subscriptions.renew`,
+ * so that renewal reads nothing (docs/decisions/0026). Renewal stores its progress only if the
+ * subscription is still at that generation.
+ */
+export const SubscriptionSnapshot = SubscriptionEventData.pick({
+  sequence: true,
+  state: true,
+  grantorId: true,
+  grantorContext: true,
+  rightsSpec: true,
+  origTimeSpec: true,
+  timeSpec: true,
+  nextPeriod: true,
+}).extend({ createdAt: z.iso.datetime({ offset: true }) });
+export type SubscriptionSnapshot = z.infer<typeof SubscriptionSnapshot>;
+
+/** The snapshot an event's data makes, or null when the event carries no creation time (an earlier version's). */
+export function snapshotOf(data: SubscriptionEventData): SubscriptionSnapshot | null {
+  if (data.createdAt === undefined) return null;
+  const { sequence, state, grantorId, grantorContext, rightsSpec, origTimeSpec, timeSpec, nextPeriod } = data;
+  return {
+    sequence,
+    state,
+    grantorId,
+    grantorContext,
+    rightsSpec,
+    origTimeSpec,
+    timeSpec,
+    nextPeriod,
+    createdAt: data.createdAt,
+  };
+}
 
 /** What the scheduler needs of one subscription to rebuild its schedule (internal, service callers only). */
 export const ScheduleEntry = SubscriptionEventData.pick({

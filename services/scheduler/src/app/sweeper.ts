@@ -2,7 +2,7 @@ import { Exchanges, MAX_BATCH_ITEMS, type CloudEvent } from '@rs/contracts';
 import { SecondSweeper } from '@rs/due';
 import type { Logger } from '@rs/logging';
 import type { AmqpClient } from '@rs/messaging';
-import { chunks } from '@rs/store';
+import { weighedChunks } from '@rs/store';
 import { counter, gauge } from '@rs/telemetry/metrics';
 import { partitionOf, SECOND_LOOK_S } from '../domain/due';
 import type { DueItem, DueStore } from '../store/due-store';
@@ -111,7 +111,7 @@ export class DueSweeper {
   /** Publishes the items' commands with confirms, all batches at once; throws if any is not confirmed. */
   private async command(items: DueItem[], now: Date): Promise<void> {
     await Promise.all(
-      chunks(items, MAX_BATCH_ITEMS).map(async (batch) => {
+      commandBatches(items).map(async (batch) => {
         const command = this.options.toCommand(batch, now);
         await this.options.broker.publishEvent(Exchanges.commands, command);
         commanded.inc({ type: command.type }, batch.length);
@@ -119,3 +119,19 @@ export class DueSweeper {
     );
   }
 }
+
+/**
+ * A command's size in snapshot bytes, at most: a renewal item carries its subscription's
+ * snapshot (docs/decisions/0026), up to ~25 KB with 20 templates, and 500 of those would make
+ * a message larger than a broker should carry. Typical snapshots are under 1 KB, so this
+ * bound almost never splits a batch.
+ */
+const MAX_COMMAND_SNAPSHOT_BYTES = 1_000_000;
+
+/** Items in commands of at most MAX_BATCH_ITEMS items and MAX_COMMAND_SNAPSHOT_BYTES of snapshots. */
+const commandBatches = (items: readonly DueItem[]): DueItem[][] =>
+  weighedChunks(items, {
+    maxItems: MAX_BATCH_ITEMS,
+    maxWeight: MAX_COMMAND_SNAPSHOT_BYTES,
+    weightOf: (item) => (item.snapshot ? JSON.stringify(item.snapshot).length : 0),
+  });

@@ -1,6 +1,8 @@
 import {
   RightEventTypes,
+  snapshotOf,
   SubscriptionEventTypes,
+  type SubscriptionSnapshot,
   type CloudEvent,
   type RightEventData,
   type SubscriptionEventData,
@@ -95,6 +97,8 @@ export function subscriptionDueAt(
 export interface DueAfter {
   id: string;
   dueAt: Date | null;
+  /** What renewing it needs, as of the event (docs/decisions/0026). */
+  snapshot?: SubscriptionSnapshot;
 }
 
 /** After a right event: its expiry, unless it was removed. */
@@ -104,8 +108,10 @@ export function dueAfterRightEvent(event: CloudEvent<RightEventData>): DueAfter 
 
 /** After a subscription event: its next renewal or end, unless it was deleted. */
 export function dueAfterSubscriptionEvent(event: CloudEvent<SubscriptionEventData>): DueAfter {
+  const snapshot = snapshotOf(event.data);
   return {
     id: event.data.subscriptionId,
     dueAt: event.type === SubscriptionEventTypes.deleted ? null : subscriptionDueAt(event.data),
+    ...(snapshot ? { snapshot } : {}),
   };
 }

@@ -26,4 +26,5 @@ export const expireCommand = batchCommand<RightsExpireBatch>(CommandTypes.rights
 export const renewCommand = batchCommand<SubscriptionsRenewBatch>(CommandTypes.subscriptionsRenew, (item) => ({
   subscriptionId: item.id,
   connectId: item.connectId,
+  ...(item.snapshot ? { snapshot: item.snapshot } : {}),
 }));

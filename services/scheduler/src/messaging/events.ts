@@ -60,8 +60,15 @@ export async function followEvents(
     const record = async (events: Array<CloudEvent<Data>>) => {
       const items: DueItem[] = [];
       for (const event of events) {
-        const { id, dueAt } = dueOf(event);
-        if (dueAt) items.push({ id, dueAt, sequence: event.data.sequence, connectId: event.data.connectId });
+        const { id, dueAt, snapshot } = dueOf(event);
+        if (dueAt)
+          items.push({
+            id,
+            dueAt,
+            sequence: event.data.sequence,
+            connectId: event.data.connectId,
+            ...(snapshot ? { snapshot } : {}),
+          });
       }
       const late = await store.recordMany(items, clock);
       if (late > 0) {

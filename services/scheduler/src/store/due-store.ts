@@ -1,4 +1,5 @@
 import pLimit from 'p-limit';
+import type { SubscriptionSnapshot } from '@rs/contracts';
 import { isDuplicateKey, serverLimits, documentSchema } from '@rs/store';
 import type { Clock } from '@rs/time';
 import { type Connection, type Model } from 'mongoose';
@@ -13,6 +14,8 @@ export interface DueItem {
   sequence: number;
   dueAt: Date;
   connectId: string;
+  /** A subscription as of `sequence`, sent with its renewal (docs/decisions/0026); absent for rights and rebuilt items. */
+  snapshot?: SubscriptionSnapshot;
 }
 
 /** A due item as stored: `ref` names its document. */
@@ -38,13 +41,15 @@ interface DueDocument {
   /** `<partition>:<second>` or `soon` (see domain/due.ts): the one key queried. */
   due: string;
   connectId: string;
+  snapshot?: SubscriptionSnapshot | null;
 }
 
-const toItem = ({ _id, id, sequence, dueAt, connectId }: DueDocument): StoredDueItem => ({
+const toItem = ({ _id, id, sequence, dueAt, connectId, snapshot }: DueDocument): StoredDueItem => ({
   id,
   sequence,
   dueAt,
   connectId,
+  ...(snapshot ? { snapshot } : {}),
   ref: _id,
 });
 const LATE_COPY = '~late';
@@ -63,6 +68,7 @@ export class DueStore {
       dueAt: 'date',
       due: 'string',
       connectId: 'string',
+      snapshot: 'json?',
     });
     schema.index({ due: 1 }, { name: 'due_key' });
     this.model = db.model<DueDocument>(collection, schema);

@@ -6,6 +6,7 @@ import {
   newId,
   SubscriptionEventTypes,
   type SubscriptionCreateBody,
+  type SubscriptionsRenewData,
   DomainError,
 } from '@rs/contracts';
 import type { Principal } from '@rs/contracts';
@@ -30,6 +31,7 @@ import {
   decide,
   removal,
   firstPeriodToIssue,
+  fromSnapshot,
   timeSpecOf,
   type Decision,
   type SubscriptionCommand,
@@ -214,15 +216,11 @@ export class SubscriptionUseCases {
    * repeated command changes nothing. `judgedAt` is when the scheduler found them due (its
    * clock may be ahead of ours).
    */
-  async renew(
-    items: ReadonlyArray<{ connectId: string; subscriptionId: string }>,
-    judgedAt: Date,
-    replay: boolean,
-  ): Promise<RenewalOutcome> {
+  async renew(items: readonly SubscriptionsRenewData[], judgedAt: Date, replay: boolean): Promise<RenewalOutcome> {
     const now = new Date(Math.max(this.clock().getTime(), judgedAt.getTime()));
     const keys = items.map((item) => ({ userId: item.connectId, id: item.subscriptionId }));
     const earlier = replay ? await this.store.lastEventsOf(keys) : [];
-    const found = await this.store.findMany(keys);
+    const found = await this.subscriptionsOf(items);
     // DESIGN.md 9: a subscription whose renewal fails (bad stored data, a bug) fails alone.
     const failed: ItemFailure[] = [];
     const planned = eachItem(found, (subscription) => subscription && this.renewal(subscription, now), failed).filter(
@@ -251,6 +249,24 @@ export class SubscriptionUseCases {
       missed: done.flatMap((one) => one.missed),
       failed,
     };
+  }
+
+  /**
+   * The subscriptions to renew: as the scheduler's snapshot describes them where it sent one
+   * (nothing read: a stale one loses its claim when stored, and the subscription is then read
+   * and renewed on its own; docs/decisions/0026), read where it did not.
+   */
+  private async subscriptionsOf(items: readonly SubscriptionsRenewData[]): Promise<Array<SubscriptionEntity | null>> {
+    const unknown = items.filter((item) => !item.snapshot);
+    const read = await this.store.findMany(
+      unknown.map((item) => ({ userId: item.connectId, id: item.subscriptionId })),
+    );
+    const readById = new Map(unknown.map((item, i) => [item.subscriptionId, read[i] ?? null]));
+    return items.map((item) =>
+      item.snapshot
+        ? fromSnapshot(item.subscriptionId, item.connectId, item.snapshot)
+        : (readById.get(item.subscriptionId) ?? null),
+    );
   }
 
   /**

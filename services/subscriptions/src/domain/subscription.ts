@@ -4,6 +4,7 @@ import {
   type ScheduleEntry,
   type Subscription,
   type SubscriptionEventType,
+  type SubscriptionSnapshot,
   type SubscriptionState,
 } from '@rs/contracts';
 import { nextPeriodStart, parseTimeSpec, periodExists, periodIndexAt, type TimeSpec } from '@rs/time';
@@ -121,5 +122,71 @@ export function representation(subscription: SubscriptionEntity, publicBaseUrl: 
     grantorContext: subscription.grantorContext,
     rightsSpec: subscription.rightsSpec,
     origTimeSpec: subscription.origTimeSpec,
+  };
+}
+
+/**
+ * What changes in a subscription after its creation (docs/decisions/0026). Every change is
+ * stored as one of these, keyed by (subscription, generation): a writer claims the next
+ * generation by inserting it, so of two writers that decided from the same generation one
+ * stores and the other finds it taken, as a compare-and-set would, at the cost of an insert.
+ */
+export interface Progress {
+  generation: number;
+  state: SubscriptionState;
+  nextPeriod: number | null;
+  updatedAt: Date;
+  deleted: boolean;
+}
+
+export const progressOf = (next: SubscriptionEntity, deleted: boolean): Progress => ({
+  generation: next.generation,
+  state: next.state,
+  nextPeriod: next.nextPeriod,
+  updatedAt: next.updatedAt,
+  deleted,
+});
+
+/**
+ * The subscription as of its latest change: as created (or as last compacted), with the
+ * record of the highest generation above it applied; and whether that change deleted it. Pure.
+ */
+export function latestOf(
+  stored: SubscriptionEntity,
+  deleted: boolean,
+  records: readonly Progress[],
+): { entity: SubscriptionEntity; deleted: boolean } {
+  let latest: Progress | null = null;
+  for (const record of records) if (record.generation > (latest ?? stored).generation) latest = record;
+  if (!latest) return { entity: stored, deleted };
+  const { deleted: removed, ...fields } = latest;
+  return { entity: { ...stored, ...fields }, deleted: removed };
+}
+
+/**
+ * The subscription a scheduler's snapshot describes (docs/decisions/0026), as renewal plans
+ * from it. Its payment agreement is in no snapshot and in no message renewal sends: it stays
+ * unknown here, and is never stored from here.
+ */
+export function fromSnapshot(
+  subscriptionId: string,
+  userId: string,
+  snapshot: SubscriptionSnapshot,
+): SubscriptionEntity {
+  const createdAt = new Date(snapshot.createdAt);
+  return {
+    subscriptionId,
+    userId,
+    grantorId: snapshot.grantorId,
+    grantorContext: snapshot.grantorContext,
+    state: snapshot.state,
+    rightsSpec: snapshot.rightsSpec,
+    timeSpec: snapshot.timeSpec,
+    origTimeSpec: snapshot.origTimeSpec,
+    paymentAgreement: null,
+    nextPeriod: snapshot.nextPeriod,
+    generation: snapshot.sequence,
+    createdAt,
+    updatedAt: createdAt,
   };
 }

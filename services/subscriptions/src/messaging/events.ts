@@ -34,6 +34,7 @@ export class SubscriptionMessages {
       sequence: subscription.generation,
       timeSpec: subscription.timeSpec,
       nextPeriod: subscription.nextPeriod,
+      createdAt: subscription.createdAt.toISOString(),
     };
     const time = subscription.updatedAt;
     const subject = subscription.subscriptionId;

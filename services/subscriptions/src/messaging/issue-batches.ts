@@ -6,7 +6,7 @@ import {
   type RightsIssueBatch,
   type RightsIssueData,
 } from '@rs/contracts';
-import type { OutboxEntry } from '@rs/store';
+import { weighedChunks, type OutboxEntry } from '@rs/store';
 import { EVENT_SOURCE as SOURCE } from './events';
 
 /**
@@ -20,19 +20,11 @@ import { EVENT_SOURCE as SOURCE } from './events';
 export function batchedIssues(entries: readonly OutboxEntry[]): OutboxEntry[] {
   const others = entries.filter((entry) => entry.event.type !== CommandTypes.rightsIssue);
   const issues = entries.filter((entry) => entry.event.type === CommandTypes.rightsIssue);
-  const batches: OutboxEntry[][] = [];
-  let rights = 0;
-  for (const entry of issues) {
-    const count = (entry.event.data as RightsIssueData).rights.length;
-    const current = batches.at(-1);
-    if (!current || current.length === MAX_BATCH_ITEMS || rights + count > MAX_ISSUE_BATCH_RIGHTS) {
-      batches.push([entry]);
-      rights = count;
-    } else {
-      current.push(entry);
-      rights += count;
-    }
-  }
+  const batches = weighedChunks(issues, {
+    maxItems: MAX_BATCH_ITEMS,
+    maxWeight: MAX_ISSUE_BATCH_RIGHTS,
+    weightOf: (entry) => (entry.event.data as RightsIssueData).rights.length,
+  });
   return [...others, ...batches.map(asOneCommand)];
 }
 

@@ -2,22 +2,26 @@ import pLimit from 'p-limit';
 import type { Keyset } from '@rs/http';
 import { Exchanges, type CloudEvent } from '@rs/contracts';
 import {
+  bucketOf,
   OUTBOX_INDEX,
   OUTBOX_INDEX_OPTIONS,
+  OutboxCollection,
   outboxEntry,
   outboxDocumentFields,
   UserOwnedStore,
   READ_CONCURRENCY,
   loadedEntries,
+  serverLimits,
   storedEntries,
   type OutboxEntry,
   type SetAsideField,
   type StoredOutboxEntry,
+  type WriteFailed,
   documentSchema,
   OUTBOX_PROJECTION,
 } from '@rs/store';
 import { type Connection } from 'mongoose';
-import type { SubscriptionEntity } from '../domain/subscription';
+import { latestOf, progressOf, type Progress, type SubscriptionEntity } from '../domain/subscription';
 
 interface SubscriptionDocument extends Omit<SubscriptionEntity, 'subscriptionId'> {
   _id: string;
@@ -88,28 +92,108 @@ export const entriesOf = (outgoing: Outgoing): OutboxEntry[] => [
   ...outgoing.commands.map((command) => outboxEntry(Exchanges.commands, command)),
 ];
 
+/** The subscriptions' changes after creation, one record per (subscription, generation) (docs/decisions/0026). */
+export const SUBSCRIPTION_PROGRESS = 'subscription_progress';
+
+interface ProgressDocument extends Progress {
+  /** `<subscriptionId>@<generation>`: the generation it claims. */
+  _id: string;
+  subscriptionId: string;
+  userId: string;
+  /** The subscription's bucket, so the scheduler's rebuild reads a bucket's records with its subscriptions. */
+  bucket: number;
+  /** A renewal's events and commands (as `lastEvents` was on the subscription; docs/decisions/0011). */
+  lastEvents?: StoredOutboxEntry[];
+}
+
+/** A record as folded into its subscription: no events, no outbox. */
+const PROGRESS_PROJECTION = { lastEvents: 0, ...OUTBOX_PROJECTION, outbox: 0 } as const;
+
+const progressId = (subscriptionId: string, generation: number) => `${subscriptionId}@${generation}`;
+
+const recordOf = (next: SubscriptionEntity, deleted: boolean): ProgressDocument => ({
+  _id: progressId(next.subscriptionId, next.generation),
+  subscriptionId: next.subscriptionId,
+  userId: next.userId,
+  bucket: bucketOf(next.subscriptionId),
+  ...progressOf(next, deleted),
+});
+
 /**
- * The subscriptions service's own database. A change, its events and its commands (the
- * rights cascade) are stored in one write (DESIGN.md 2; docs/decisions/0003 and 0008).
+ * The subscriptions service's own database. A subscription is its document as created, and
+ * every later change is a record inserted under (subscription, generation) with its events
+ * and commands (DESIGN.md 2; docs/decisions/0003 and 0026): renewal, the bulk job, writes only
+ * inserts. Reads apply the latest record; an API change also copies it into the document
+ * (so lists filter and page on current documents), after it is stored.
  */
 export class SubscriptionStore extends UserOwnedStore<SubscriptionDocument, SubscriptionEntity> {
+  private readonly progress: OutboxCollection;
+
   constructor(db: Connection) {
     super(db, 'Subscription', schema, { live: { deleted: { $ne: true } }, hidden: PROJECTION, toEntity });
+    this.progress = new OutboxCollection(db.db!, SUBSCRIPTION_PROGRESS);
+  }
+
+  override async ensureIndexes(): Promise<void> {
+    await super.ensureIndexes();
+    // On FerretDB the GIN indexes of ferretdb-indexes.sql serve these equalities instead.
+    if (!(await serverLimits(this.model.db.db!)).usesDriverIndexes) return;
+    const records = this.progress.collection;
+    await records.createIndex({ subscriptionId: 1 }, { name: 'by_subscription' });
+    await records.createIndex({ userId: 1 }, { name: 'by_user' });
+    await records.createIndex({ bucket: 1 }, { name: 'by_bucket' });
+    await records.createIndex(OUTBOX_INDEX, OUTBOX_INDEX_OPTIONS);
+  }
+
+  override async find(userId: string, id: string): Promise<SubscriptionEntity | null> {
+    const found = await this.findEvenRemoved(userId, id);
+    return found && !found.removed ? found.entity : null;
+  }
+
+  override findMany(keys: ReadonlyArray<{ userId: string; id: string }>): Promise<Array<SubscriptionEntity | null>> {
+    return pLimit(READ_CONCURRENCY).map(keys, ({ userId, id }) => this.find(userId, id));
+  }
+
+  override async findEvenRemoved(
+    userId: string,
+    id: string,
+  ): Promise<{ entity: SubscriptionEntity; removed: boolean } | null> {
+    const [doc, records] = await Promise.all([
+      this.model.collection.findOne({ _id: id, userId } as never, { projection: PROJECTION }),
+      this.recordsWhere({ subscriptionId: id, userId }),
+    ]);
+    if (!doc) return null;
+    const { entity, deleted } = this.latest(doc as unknown as SubscriptionDocument, records);
+    return { entity, removed: deleted };
   }
 
   /**
    * Every live subscription of one bucket (for the scheduler's rebuild), but those set aside
    * at their current generation (their renewal failed alone; DESIGN.md 9).
    */
-  ofBucket(bucket: number): Promise<SubscriptionEntity[]> {
-    return this.inBucket(bucket);
+  async ofBucket(bucket: number): Promise<SubscriptionEntity[]> {
+    const [docs, records] = await Promise.all([
+      this.model.collection.find({ bucket, deleted: { $ne: true } } as never, { projection: PROJECTION }).toArray(),
+      this.recordsWhere({ bucket }),
+    ]);
+    const recordsOf = groupBySubscription(records);
+    return (docs as unknown as SubscriptionDocument[]).flatMap((doc) => {
+      const { entity, deleted } = this.latest(doc, recordsOf.get(doc._id) ?? []);
+      return deleted || doc.setAside?.generation === entity.generation ? [] : [entity];
+    });
   }
 
-  list(query: SubscriptionQuery): Promise<SubscriptionEntity[]> {
+  async list(query: SubscriptionQuery): Promise<SubscriptionEntity[]> {
     const conditions: object[] = [];
     if (query.visibleTo !== null) conditions.push({ grantorId: query.visibleTo });
     if (query.grantorId !== null) conditions.push({ grantorId: query.grantorId });
-    return this.pageNewestFirst({ userId: query.userId }, conditions, query.after, query.limit);
+    const page = await this.pageNewestFirst({ userId: query.userId }, conditions, query.after, query.limit);
+    if (page.length === 0) return page;
+    const recordsOf = groupBySubscription(await this.recordsWhere({ userId: query.userId }));
+    return page.flatMap((stored) => {
+      const { entity, deleted } = latestOf(stored, false, recordsOf.get(stored.subscriptionId) ?? []);
+      return deleted ? [] : [entity];
+    });
   }
 
   /** Stores a new subscription with its events; false when its id is taken. */
@@ -118,28 +202,33 @@ export class SubscriptionStore extends UserOwnedStore<SubscriptionDocument, Subs
     return this.documents.insert(doc, entriesOf(outgoing));
   }
 
-  /** Compare-and-set on `generation`, with the change's messages; a change that `removes` it leaves a tombstone. */
-  update(change: {
+  /**
+   * Stores a change decided from `current` with its messages, if no other writer has stored
+   * one since: false when its generation is taken. A change that `removes` it deletes it.
+   */
+  async update(change: {
     current: SubscriptionEntity;
     next: SubscriptionEntity;
     outgoing: Outgoing;
     removes?: true;
   }): Promise<boolean> {
-    const { current, next, outgoing, removes } = change;
-    return this.documents.compareAndSet(changeOf(current, next, outgoing, removes ?? false));
+    const { next, outgoing, removes } = change;
+    const record = recordOf(next, removes ?? false);
+    if (!(await this.progress.insert(record, entriesOf(outgoing)))) return false;
+    await this.compact(record);
+    return true;
   }
 
   /**
-   * A batch of renewals, compare-and-set each; for each, whether it was stored. Their events
-   * and commands are kept as `lastEvents`, not pending: the renewal command's handler
-   * publishes them before it acks (docs/decisions/0011).
+   * A batch of renewals, each stored if its subscription is still at the generation it was
+   * planned from; for each, whether it was. Their events and commands are kept with the
+   * record, not pending: the renewal command's handler publishes them before it acks
+   * (docs/decisions/0011).
    */
-  renewMany(changes: readonly RenewalChange[]) {
-    return this.documents.compareAndSetMany(
-      changes.map(({ current, next, outgoing }) => ({
-        id: current.subscriptionId,
-        generation: current.generation,
-        set: { ...toFields(next), lastEvents: storedEntries(entriesOf(outgoing)) },
+  renewMany(changes: readonly RenewalChange[]): Promise<Array<boolean | WriteFailed>> {
+    return this.progress.insertEach(
+      changes.map(({ next, outgoing }) => ({
+        doc: { ...recordOf(next, false), lastEvents: storedEntries(entriesOf(outgoing)) },
         outbox: [],
       })),
     );
@@ -147,16 +236,57 @@ export class SubscriptionStore extends UserOwnedStore<SubscriptionDocument, Subs
 
   /** The events and commands of each subscription's last renewal (to publish again). */
   async lastEventsOf(keys: ReadonlyArray<{ userId: string; id: string }>): Promise<OutboxEntry[]> {
-    const found = await pLimit(READ_CONCURRENCY).map(keys, ({ userId, id }) =>
-      this.model.collection.findOne({ _id: id, userId } as never, { projection: { lastEvents: 1 } }),
-    );
-    return found.flatMap((doc) => loadedEntries((doc?.lastEvents as StoredOutboxEntry[] | undefined) ?? []));
+    const found = await pLimit(READ_CONCURRENCY).map(keys, async ({ userId, id }) => {
+      const records = await this.progress.collection
+        .find({ subscriptionId: id, userId } as never, { projection: { generation: 1, lastEvents: 1 } })
+        .toArray();
+      const renewals = (records as unknown as ProgressDocument[]).filter((record) => record.lastEvents);
+      const last = renewals.reduce<ProgressDocument | null>(
+        (latest, record) => (latest && latest.generation > record.generation ? latest : record),
+        null,
+      );
+      return loadedEntries(last?.lastEvents ?? []);
+    });
+    return found.flat();
+  }
+
+  /** Sets a subscription aside at its current generation (see `OutboxStore.setAside`). */
+  override async setAside(id: string, generation: number, reason: string): Promise<void> {
+    await this.model.collection.updateOne({ _id: id } as never, {
+      $set: { setAside: { generation, reason, at: new Date() } },
+    });
+  }
+
+  /**
+   * Copies a stored change into the subscription's document, unless a later one is there
+   * already. Only lists and the rebuild's filter gain from it: every read applies the latest
+   * record anyway, so a copy lost in a crash, or two in the wrong order, change no answer.
+   */
+  private async compact(record: ProgressDocument): Promise<void> {
+    const { generation, state, nextPeriod, updatedAt, deleted } = record;
+    await this.model.collection
+      .updateOne({ _id: record.subscriptionId, generation: { $lt: generation } } as never, {
+        $set: { generation, state, nextPeriod, updatedAt, deleted },
+      })
+      .catch(() => undefined);
+  }
+
+  private async recordsWhere(filter: Record<string, unknown>): Promise<ProgressDocument[]> {
+    const records = await this.progress.collection.find(filter as never, { projection: PROGRESS_PROJECTION }).toArray();
+    return records as unknown as ProgressDocument[];
+  }
+
+  private latest(doc: SubscriptionDocument, records: readonly Progress[]) {
+    return latestOf(toEntity(doc), doc.deleted === true, records);
   }
 }
 
-const changeOf = (current: SubscriptionEntity, next: SubscriptionEntity, outgoing: Outgoing, deleted: boolean) => ({
-  id: current.subscriptionId,
-  generation: current.generation,
-  set: { ...toFields(next), deleted },
-  outbox: entriesOf(outgoing),
-});
+function groupBySubscription(records: readonly ProgressDocument[]): Map<string, ProgressDocument[]> {
+  const grouped = new Map<string, ProgressDocument[]>();
+  for (const record of records) {
+    const list = grouped.get(record.subscriptionId);
+    if (list) list.push(record);
+    else grouped.set(record.subscriptionId, [record]);
+  }
+  return grouped;
+}

@@ -1,0 +1,101 @@
+import { testDatabase, type TestDatabase } from '@rs/testing';
+import { bucketOf, WriteFailed } from '@rs/store';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { SubscriptionEntity } from '../src/domain/subscription';
+import { SubscriptionStore, type Outgoing } from '../src/store/subscription-store';
+
+// docs/decisions/0026 on the real database: every change after creation is a record claimed
+// by its (subscription, generation); reads apply the latest.
+
+let database: TestDatabase;
+let store: SubscriptionStore;
+
+beforeAll(async () => {
+  database = await testDatabase('progress_records');
+  store = new SubscriptionStore(database.db);
+  await store.ensureIndexes();
+});
+afterAll(() => database?.drop());
+
+const NONE: Outgoing = { events: [], commands: [] };
+const created = (subscriptionId: string): SubscriptionEntity => ({
+  subscriptionId,
+  userId: 'alice',
+  grantorId: 'G',
+  grantorContext: null,
+  state: 'ACTIVE',
+  rightsSpec: [{ sku: 'news', serviceProviderId: null, timeSpec: null, grantorContext: null }],
+  timeSpec: 'R/2026-01-01T00:00:00Z/P1M',
+  origTimeSpec: 'R/2026-01-01T00:00:00Z/P1M',
+  paymentAgreement: 'card',
+  nextPeriod: 0,
+  generation: 1,
+  createdAt: new Date('2026-01-01T00:00:00Z'),
+  updatedAt: new Date('2026-01-01T00:00:00Z'),
+});
+const renewedFrom = (current: SubscriptionEntity): SubscriptionEntity => ({
+  ...current,
+  nextPeriod: (current.nextPeriod ?? 0) + 1,
+  generation: current.generation + 1,
+  updatedAt: new Date(current.updatedAt.getTime() + 1000),
+});
+
+describe('progress records (docs/decisions/0026)', () => {
+  it('when two writers decide from the same generation, then one stores and the other finds its generation taken', async () => {
+    const first = created('S1');
+    expect(await store.insert(first, NONE)).toBe(true);
+    const renewal = { current: first, next: renewedFrom(first), outgoing: NONE };
+    const suspended = { ...first, state: 'SUSPENDED' as const, generation: 2, updatedAt: new Date() };
+
+    expect(await store.renewMany([renewal])).toEqual([true]);
+    // The suspend was decided from generation 1 too: its record's key is taken.
+    expect(await store.update({ current: first, next: suspended, outgoing: NONE })).toBe(false);
+    // A repeated renewal from the same snapshot stores nothing either.
+    expect(await store.renewMany([renewal])).toEqual([false]);
+
+    const read = await store.find('alice', 'S1');
+    expect(read).toMatchObject({ state: 'ACTIVE', nextPeriod: 1, generation: 2, paymentAgreement: 'card' });
+  });
+
+  it('when changes follow one another, then reads, lists and the rebuild show the latest, and a delete removes it from all', async () => {
+    const first = created('S2');
+    await store.insert(first, NONE);
+    const renewed = renewedFrom(first);
+    expect(await store.renewMany([{ current: first, next: renewed, outgoing: NONE }])).toEqual([true]);
+    const suspended = { ...renewed, state: 'SUSPENDED' as const, generation: 3, updatedAt: new Date() };
+    expect(await store.update({ current: renewed, next: suspended, outgoing: NONE })).toBe(true);
+    const again = renewedFrom(suspended);
+    expect(await store.renewMany([{ current: suspended, next: again, outgoing: NONE }])).toEqual([true]);
+
+    const latest = { state: 'SUSPENDED', nextPeriod: 2, generation: 4 };
+    expect(await store.find('alice', 'S2')).toMatchObject(latest);
+    const listed = await store.list({ userId: 'alice', visibleTo: null, grantorId: null, limit: 10, after: null });
+    expect(listed.find((one) => one.subscriptionId === 'S2')).toMatchObject(latest);
+    expect((await store.ofBucket(bucketOf('S2'))).find((one) => one.subscriptionId === 'S2')).toMatchObject(latest);
+
+    const deleted = { ...again, generation: 5, updatedAt: new Date() };
+    expect(await store.update({ current: again, next: deleted, outgoing: NONE, removes: true })).toBe(true);
+    expect(await store.find('alice', 'S2')).toBeNull();
+    expect(await store.findEvenRemoved('alice', 'S2')).toMatchObject({ removed: true, entity: { generation: 5 } });
+    expect(
+      (await store.list({ userId: 'alice', visibleTo: null, grantorId: null, limit: 10, after: null })).map(
+        (one) => one.subscriptionId,
+      ),
+    ).not.toContain('S2');
+    expect((await store.ofBucket(bucketOf('S2'))).map((one) => one.subscriptionId)).not.toContain('S2');
+  });
+
+  it('when a batch of renewals is stored, then each gets its own outcome', async () => {
+    const a = created('S3');
+    const b = created('S4');
+    await store.insert(a, NONE);
+    await store.insert(b, NONE);
+    await store.renewMany([{ current: a, next: renewedFrom(a), outgoing: NONE }]);
+    const outcomes = await store.renewMany([
+      { current: a, next: renewedFrom(a), outgoing: NONE },
+      { current: b, next: renewedFrom(b), outgoing: NONE },
+    ]);
+    expect(outcomes).toEqual([false, true]);
+    expect(outcomes.some((one) => one instanceof WriteFailed)).toBe(false);
+  });
+});
