@@ -38,6 +38,11 @@ export interface StoredChange {
   id: string;
   /** The generation the change was decided from: the compare-and-set's condition. */
   generation: number;
+  /**
+   * Another generation the document may be stored at that reads as `generation` (a right
+   * expired by time whose expiry is not written yet: docs/decisions/0027).
+   */
+  orStoredAt?: number;
   /** The new fields, the new generation among them. */
   set: object;
   /** Events (and commands) the change emits, stored in the same write. */
@@ -136,7 +141,12 @@ export class OutboxCollection {
   async compareAndSet(change: StoredChange): Promise<boolean> {
     const result = await documentLock.run(this.name, change.id, () =>
       this.collection.updateOne(
-        { ...this.guard, _id: change.id, generation: change.generation } as never,
+        {
+          ...this.guard,
+          _id: change.id,
+          generation:
+            change.orStoredAt === undefined ? change.generation : { $in: [change.generation, change.orStoredAt] },
+        } as never,
         setWithOutbox(change.set, change.outbox),
       ),
     );

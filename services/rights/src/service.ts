@@ -4,6 +4,7 @@ import { defineService, serveHttp, startRelay } from '@rs/runtime';
 import { z } from 'zod';
 import { RightsUseCases } from './app/rights';
 import { RightTokens } from './app/right-tokens';
+import { ExpiryWrites } from './app/expiry-writes';
 import { SigningKeyStore } from './store/signing-key-store';
 import { rightsRoutes } from './http/routes';
 import { consumeRightsCommands } from './messaging/commands';
@@ -27,7 +28,7 @@ export const Config = z.object({
 export const start = defineService('rights', Config, async (runtime) => {
   const { config, clock } = runtime;
   const eventsFor = rightEvents(config.PUBLIC_BASE_URL);
-  const store = await runtime.migrated(new RightStore(runtime.db, eventsFor));
+  const store = await runtime.migrated(new RightStore(runtime.db, eventsFor, clock));
   const history = await runtime.migrated(rightHistory(runtime.db.db!));
   const relay = startRelay(runtime, 'rights', history);
   const rights = new RightsUseCases(store, history, await startSkuDirectory(runtime, config.CATALOG_URL), clock);
@@ -37,7 +38,18 @@ export const start = defineService('rights', Config, async (runtime) => {
     ttlS: config.RIGHT_TOKEN_TTL_S,
     clock,
   });
-  await consumeRightsCommands(runtime.broker, rights, history, eventsFor, runtime.logger, clock, () => relay.kick());
+  const expiryWrites = new ExpiryWrites((expired) => rights.writeExpiries(expired), runtime.logger);
+  runtime.onStop(() => expiryWrites.drain());
+  await consumeRightsCommands(
+    runtime.broker,
+    rights,
+    history,
+    eventsFor,
+    runtime.logger,
+    clock,
+    () => relay.kick(),
+    expiryWrites,
+  );
   return serveHttp(runtime, config.PORT, {
     realm: config.AUTH_REALM,
     jsonLimit: '64kb',

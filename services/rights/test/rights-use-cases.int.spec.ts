@@ -19,7 +19,7 @@ let rights: RightsUseCases;
 
 beforeAll(async () => {
   database = await testDatabase('rights_use_cases');
-  store = new RightStore(database.db, rightEvents('https://api.example.com'));
+  store = new RightStore(database.db, rightEvents('https://api.example.com'), clock);
   await store.ensureIndexes();
   const catalog = fixedCatalog({ news: { serviceProviderId: 'SP', announceOnUsage: true } });
   rights = new RightsUseCases(store, rightHistory(database.db.db!), catalog, clock);
@@ -64,6 +64,37 @@ describe('expiry (DESIGN.md 3 "Rights"), on a pinned clock', () => {
     expect((await expire(right.rightId)).map((expired) => [expired.rightId, expired.generation])).toEqual([
       [right.rightId, 2],
     ]);
+  });
+
+  it('when an interval ends, then the right reads EXPIRED at its next generation at that instant, before any expiry is written, and later changes build on that', async () => {
+    clock.set('2026-03-07T00:00:00Z');
+    const ends = await create('ACTIVE', '2026-03-07T00:00:00Z/PT1M');
+    const removed = await create('SUSPENDED', '2026-03-07T00:00:00Z/PT1M');
+    const listedActive = async () =>
+      (await rights.list(A, { userId: 'alice', grantorId: 'A', activeAt: clock(), limit: 1000, after: null })).map(
+        (right) => right.rightId,
+      );
+    expect(await listedActive()).toContain(ends.rightId);
+    clock.set('2026-03-07T00:01:00Z');
+    const stored = async (id: string) =>
+      (await database.db.collection('rights').findOne({ _id: id } as never)) as { state: string } | null;
+    expect(await rights.get(A, 'alice', ends.rightId)).toMatchObject({ state: 'EXPIRED', generation: 2 });
+    expect((await stored(ends.rightId))?.state).toBe('ACTIVE');
+    expect(await listedActive()).not.toContain(ends.rightId);
+    expect(await codeOf(rights.transition(A, 'alice', ends.rightId, 'suspend'))).toBe('conflict');
+    // If-Match of the generation a reader sees; removing it writes the generation after that.
+    expect(await codeOf(rights.remove(A, 'alice', removed.rightId, 2))).toBe('done');
+    expect(await store.findEvenRemoved('alice', removed.rightId)).toMatchObject({
+      removed: true,
+      entity: { state: 'EXPIRED', generation: 3 },
+    });
+
+    const { unwritten } = await rights.expireMany([{ connectId: 'alice', rightId: ends.rightId }], clock());
+    expect(unwritten.map((right) => right.rightId)).toEqual([ends.rightId]);
+    expect(await rights.writeExpiries(unwritten)).toEqual([true]);
+    expect((await stored(ends.rightId))?.state).toBe('EXPIRED');
+    expect(await rights.get(A, 'alice', ends.rightId)).toMatchObject({ state: 'EXPIRED', generation: 2 });
+    expect((await rights.expireMany([{ connectId: 'alice', rightId: ends.rightId }], clock())).unwritten).toEqual([]);
   });
 
   it('when a CREATED right ends, then expiry leaves it CREATED (only ACTIVE and SUSPENDED expire)', async () => {

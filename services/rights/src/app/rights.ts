@@ -15,6 +15,7 @@ import {
 import type { Principal } from '@rs/contracts';
 import { canGrantFor, canManage, canReadHistory, canSee, canUse, visibilityOf } from '../domain/access';
 import {
+  asOf,
   decide,
   hasEnded,
   normalizedServiceProvider,
@@ -24,18 +25,10 @@ import {
   type RightCommand,
   type RightEntity,
 } from '../domain/right';
-import {
-  changeOne,
-  eachItem,
-  isTransient,
-  reasonOf,
-  UNCHANGED,
-  WriteFailed,
-  type HistoryLog,
-  type ItemFailure,
-} from '@rs/store';
+import { changeOne, eachItem, reasonOf, UNCHANGED, type HistoryLog, type ItemFailure } from '@rs/store';
 import { parseTimeInterval, systemClock, type Clock } from '@rs/time';
 import type { RightQuery, RightStore } from '../store/right-store';
+import type { ReadExpiry } from './expiry-writes';
 
 /**
  * DESIGN.md 3 "Identifiers": the id of the right a template yields for a period, the same
@@ -169,53 +162,44 @@ export class RightsUseCases {
   }
 
   /**
-   * `rights.expire` from the scheduler, for a batch: every right whose interval has ended
-   * by `judgedAt` (when the scheduler found it due; our clock may be behind) or by now
-   * becomes EXPIRED, in one batch of compare-and-sets; a right changed meanwhile is decided
-   * again on its own. Returns the rights of the batch that are EXPIRED now, by this command or
-   * an earlier delivery of it whose `right.expired` may not have gone out: the caller
-   * publishes their events before it acks the command (docs/decisions/0011; an event built
-   * again has the same id). Idempotent; a right not yet ended is left alone.
+   * `rights.expire` from the scheduler, for a batch: every right of the batch whose interval
+   * has ended by `judgedAt` (when the scheduler found it due; our clock may be behind) or by
+   * now is EXPIRED: that follows from its interval (`asOf`, docs/decisions/0027), and nothing
+   * is written here. Returns those rights, whose `right.expired` the caller publishes before
+   * it acks the command (docs/decisions/0011; an event built again has the same id), and
+   * those of them whose expiry is not stored yet, which the caller has written after. A right
+   * not yet ended is left alone; idempotent.
    */
   async expireMany(
     items: ReadonlyArray<{ connectId: string; rightId: string }>,
     judgedAt: Date,
-  ): Promise<{ expired: RightEntity[]; failed: ItemFailure[] }> {
+  ): Promise<{ expired: RightEntity[]; unwritten: RightEntity[]; failed: ItemFailure[] }> {
     const now = new Date(Math.max(this.clock().getTime(), judgedAt.getTime()));
-    const found = await this.store.findMany(items.map((item) => ({ userId: item.connectId, id: item.rightId })));
-    const expired: RightEntity[] = [];
+    const found = await this.store.storedMany(items.map((item) => ({ userId: item.connectId, id: item.rightId })));
     // DESIGN.md 9: a right whose expiry fails (bad stored data, a bug) fails alone.
     const failed: ItemFailure[] = [];
-    const changes = eachItem(
+    const read = eachItem(
       found,
-      (right) => {
-        if (right?.state === 'EXPIRED') expired.push(right);
-        const decision = right ? decide(right, 'expire', now) : null;
-        return right && decision?.kind === 'change' ? { current: right, next: decision.next } : null;
+      (stored) => {
+        const right = stored && asOf(stored, now);
+        return right?.state === 'EXPIRED' ? { right, unwritten: stored!.state !== 'EXPIRED' } : null;
       },
       failed,
-    ).flatMap(({ index, value }) => (value ? [{ index, ...value }] : []));
-    const stored = await this.store.updateManyWithoutEvents(changes);
-    const raced = await Promise.all(
-      changes.map(async ({ index, current, next }, i) => {
-        const outcome = stored[i]!;
-        if (outcome instanceof WriteFailed) {
-          failed.push({ index, error: outcome.error });
-          return null;
-        }
-        if (outcome) return next;
-        return this.expireAgain(current.userId, current.rightId, now).catch((error: unknown) => {
-          if (isTransient(error)) throw error;
-          failed.push({ index, error });
-          return null;
-        });
-      }),
-    );
+    ).flatMap(({ value }) => (value ? [value] : []));
     for (const { index, error } of failed) {
       const right = found[index];
       if (right) await this.store.setAside(right.rightId, right.generation, reasonOf(error)).catch(() => undefined);
     }
-    return { expired: [...expired, ...raced.filter((right) => right !== null)], failed };
+    return {
+      expired: read.map(({ right }) => right),
+      unwritten: read.filter(({ unwritten }) => unwritten).map(({ right }) => right),
+      failed,
+    };
+  }
+
+  /** Stores expiries that reads show already (see `expireMany`); for each, whether it was stored. */
+  writeExpiries(expired: readonly ReadExpiry[]) {
+    return this.store.writeExpiries(expired);
   }
 
   /**
@@ -239,21 +223,6 @@ export class RightsUseCases {
     const rights = built.flatMap(({ value }) => value);
     await this.store.insertManyWithoutEvents(rights);
     return { issued: rights, failed };
-  }
-
-  /** Expires one right that another writer changed meanwhile; the expired right, or null. */
-  private async expireAgain(userId: string, rightId: string, now: Date): Promise<RightEntity | null> {
-    const done = await changeOne({
-      what: `right ${rightId}`,
-      load: () => this.store.find(userId, rightId),
-      decide: (right) => orUnchanged(decide(right, 'expire', now)),
-      write: async (right, { next }) => {
-        const [outcome] = await this.store.updateManyWithoutEvents([{ current: right, next }]);
-        if (outcome instanceof WriteFailed) throw outcome.error;
-        return outcome!;
-      },
-    });
-    return done.outcome === 'changed' ? done.change.next : null;
   }
 
   /**

@@ -62,6 +62,16 @@ export function hasEnded(right: RightEntity, now: Date): boolean {
   return right.end <= now;
 }
 
+/**
+ * DESIGN.md 3: an ACTIVE or SUSPENDED right whose interval has ended is EXPIRED. That follows
+ * from the interval (docs/decisions/0027): read at `now`, such a right is EXPIRED at its next
+ * generation, changed when it ended, whether or not its store has written the expiry yet. Pure.
+ */
+export function asOf(stored: RightEntity, now: Date): RightEntity {
+  if ((stored.state !== 'ACTIVE' && stored.state !== 'SUSPENDED') || !hasEnded(stored, now)) return stored;
+  return { ...stored, state: 'EXPIRED', generation: stored.generation + 1, updatedAt: stored.end };
+}
+
 function changed(right: RightEntity, patch: Partial<RightEntity>, events: RightEventType[], now: Date): Decision {
   return { kind: 'change', next: { ...right, ...patch, generation: right.generation + 1, updatedAt: now }, events };
 }

@@ -18,6 +18,7 @@ import type { RightEntity } from '../domain/right';
 import type { RightEventsOf } from './events';
 import { observeExpiryLag, observeRenewalLag } from './lag';
 import type { RightsUseCases } from '../app/rights';
+import type { ExpiryWrites } from '../app/expiry-writes';
 
 export const RIGHTS_COMMAND_QUEUE = 'rights.commands';
 
@@ -36,6 +37,7 @@ export async function consumeRightsCommands(
   logger: Logger,
   clock: Clock,
   onStored: () => void,
+  expiryWrites: ExpiryWrites,
 ): Promise<void> {
   /**
    * Issue and expiry record and publish their events here, all with confirms, before the
@@ -57,12 +59,14 @@ export async function consumeRightsCommands(
       failedItems.push({ message, data, id: `${data.subscriptionId}@${data.periodStart}`, error });
     }
     const expired: RightEntity[] = [];
-    // One command after another: each already reads and writes its items concurrently.
+    const unwritten: RightEntity[] = [];
+    // One command after another: each already reads its items concurrently.
     for (const [message, command] of commands.entries()) {
       if (command.type !== CommandTypes.rightsExpire) continue;
       const items = itemsOf(command.data);
       const outcome = await rights.expireMany(items, new Date(command.time));
       expired.push(...outcome.expired);
+      unwritten.push(...outcome.unwritten);
       for (const { index, error } of outcome.failed)
         failedItems.push({ message, data: items[index], id: items[index]!.rightId, error });
     }
@@ -75,6 +79,8 @@ export async function consumeRightsCommands(
       broker,
       events.map((event) => outboxEntry(Exchanges.rightsEvents, event)),
     );
+    // Their events are out: the expiries that reads derive are written behind them (docs/decisions/0027).
+    expiryWrites.add(unwritten);
     const publishedAt = clock();
     for (const { data } of issues) observeRenewalLag(data.dueAt, publishedAt);
     for (const right of expired) observeExpiryLag(right.end, publishedAt);

@@ -13,8 +13,9 @@ import {
   documentSchema,
   OUTBOX_PROJECTION,
 } from '@rs/store';
+import { systemClock, type Clock } from '@rs/time';
 import { type Connection } from 'mongoose';
-import type { RightEntity } from '../domain/right';
+import { asOf, type RightEntity } from '../domain/right';
 
 interface RightDocument extends Omit<RightEntity, 'rightId' | 'payload'> {
   _id: string;
@@ -101,8 +102,34 @@ export class RightStore extends UserOwnedStore<RightDocument, RightEntity> {
   constructor(
     db: Connection,
     private readonly eventsFor: (right: RightEntity, types: string[], actor: Actor) => CloudEvent[],
+    private readonly clock: Clock = systemClock,
   ) {
     super(db, 'Right', rightSchema, { live: { removed: { $ne: true } }, hidden: PROJECTION, toEntity });
+  }
+
+  // Reads show each right as of now: an ended one is EXPIRED whether or not its expiry is
+  // written yet (`asOf`, docs/decisions/0027). `storedMany` and `expirable` show what is stored.
+
+  override async find(userId: string, id: string): Promise<RightEntity | null> {
+    return this.asOfNow(await super.find(userId, id));
+  }
+
+  override async findMany(keys: ReadonlyArray<{ userId: string; id: string }>): Promise<Array<RightEntity | null>> {
+    return (await super.findMany(keys)).map((right) => this.asOfNow(right));
+  }
+
+  override async findEvenRemoved(userId: string, id: string) {
+    const found = await super.findEvenRemoved(userId, id);
+    return found && { ...found, entity: asOf(found.entity, this.clock()) };
+  }
+
+  /** Rights as stored (for expiry, which decides as of the scheduler's instant). */
+  storedMany(keys: ReadonlyArray<{ userId: string; id: string }>): Promise<Array<RightEntity | null>> {
+    return super.findMany(keys);
+  }
+
+  private asOfNow(right: RightEntity | null): RightEntity | null {
+    return right && asOf(right, this.clock());
   }
 
   override async ensureIndexes(): Promise<void> {
@@ -144,10 +171,12 @@ export class RightStore extends UserOwnedStore<RightDocument, RightEntity> {
     const docs = await this.model
       .find({ subscriptionId, userId, removed: { $ne: true } }, PROJECTION)
       .lean<RightDocument[]>();
-    return docs.map(toEntity);
+    const now = this.clock();
+    return docs.map((doc) => asOf(toEntity(doc), now));
   }
 
-  list(query: RightQuery): Promise<RightEntity[]> {
+  async list(query: RightQuery): Promise<RightEntity[]> {
+    const now = this.clock();
     const conditions: object[] = [];
     if (query.grantorOrProvider !== null) {
       conditions.push({
@@ -155,9 +184,13 @@ export class RightStore extends UserOwnedStore<RightDocument, RightEntity> {
       });
     }
     if (query.grantorId !== null) conditions.push({ grantorId: query.grantorId });
-    if (query.activeAt)
-      conditions.push({ state: 'ACTIVE', start: { $lte: query.activeAt }, end: { $gt: query.activeAt } });
-    return this.pageNewestFirst({ userId: query.userId }, conditions, query.after, query.limit);
+    if (query.activeAt) {
+      // ACTIVE now: a right whose interval has ended is EXPIRED, even where that is not written yet.
+      const ended = query.activeAt > now ? query.activeAt : now;
+      conditions.push({ state: 'ACTIVE', start: { $lte: query.activeAt }, end: { $gt: ended } });
+    }
+    const page = await this.pageNewestFirst({ userId: query.userId }, conditions, query.after, query.limit);
+    return page.map((right) => asOf(right, now));
   }
 
   /** Stores a new right with its events; false when the id exists (also as a tombstone). */
@@ -187,17 +220,29 @@ export class RightStore extends UserOwnedStore<RightDocument, RightEntity> {
   }
 
   /**
-   * A batch of compare-and-sets without pending events (the command that makes them
-   * publishes them itself, docs/decisions/0011); for each, whether it was stored.
+   * Writes the expiry of rights that reads show EXPIRED already (`asOf`: each is at the
+   * generation after the stored one), where nothing has changed them since; their events are
+   * out before (docs/decisions/0027). For each, whether it was written.
    */
-  updateManyWithoutEvents(changes: ReadonlyArray<{ current: RightEntity; next: RightEntity }>) {
+  writeExpiries(expired: ReadonlyArray<Pick<RightEntity, 'rightId' | 'generation' | 'state' | 'updatedAt'>>) {
     return this.documents.compareAndSetMany(
-      changes.map(({ current, next }) => ({ ...this.changeOf(current, next, false), outbox: [] })),
+      expired.map((right) => ({
+        id: right.rightId,
+        generation: right.generation - 1,
+        set: { state: right.state, generation: right.generation, updatedAt: right.updatedAt },
+        outbox: [],
+      })),
     );
   }
 
+  /** A change of `current`; an EXPIRED one read before its expiry was written is stored at the generation before. */
   private changeOf(current: RightEntity, next: RightEntity, removed: boolean) {
-    return { id: current.rightId, generation: current.generation, set: { ...toFields(next), removed } };
+    return {
+      id: current.rightId,
+      generation: current.generation,
+      ...(current.state === 'EXPIRED' ? { orStoredAt: current.generation - 1 } : {}),
+      set: { ...toFields(next), removed },
+    };
   }
 
   private outboxOf(right: RightEntity, eventTypes: string[], actor: Actor): OutboxEntry[] {
