@@ -26,6 +26,8 @@ CREATE OR REPLACE FUNCTION rs_ferretdb_index_fields(target text) RETURNS text[] 
     -- A subscription's changes after creation (docs/decisions/0026): read with it by `subscriptionId`,
     -- with its user's by `userId`, with its bucket's by `bucket`; claimed by `_id`; relayed.
     WHEN target LIKE '%subscription_progress%' THEN ARRAY['_id', 'outboxPending', 'bucket', 'userId', 'subscriptionId']
+    -- Rights: also `expiresKey`, by which expiry reads the rights ending together (0027).
+    WHEN target LIKE '%.rights\_%' THEN ARRAY['_id', 'outboxPending', 'bucket', 'userId', 'expiresKey']
     -- Every other collection: an index on a field its documents never have still costs an
     -- entry on every write (GIN indexes a missing key as a null item).
     ELSE ARRAY['_id', 'outboxPending', 'bucket', 'userId']

@@ -17,7 +17,16 @@ export const CommandTypes = {
 } as const;
 
 /** The scheduler asks the rights service to expire a right whose interval has ended. */
-export const RightsExpireData = z.object({ rightId: RightId, connectId: ConnectId });
+export const RightsExpireData = z.object({
+  rightId: RightId,
+  connectId: ConnectId,
+  /**
+   * When it ends (its due time): the rights service reads a command's rights by their bucket
+   * and end second, a query per key, instead of one at a time (docs/decisions/0027).
+   * Optional: commands of an earlier version carry none, and their rights are read by id.
+   */
+  end: z.iso.datetime({ offset: true }).optional(),
+});
 export type RightsExpireData = z.infer<typeof RightsExpireData>;
 
 /** One right of a period, from one template of a subscription (spec 2.3). */

@@ -171,11 +171,17 @@ export class RightsUseCases {
    * not yet ended is left alone; idempotent.
    */
   async expireMany(
-    items: ReadonlyArray<{ connectId: string; rightId: string }>,
+    items: ReadonlyArray<{ connectId: string; rightId: string; end?: string }>,
     judgedAt: Date,
   ): Promise<{ expired: RightEntity[]; unwritten: RightEntity[]; failed: ItemFailure[] }> {
     const now = new Date(Math.max(this.clock().getTime(), judgedAt.getTime()));
-    const found = await this.store.storedMany(items.map((item) => ({ userId: item.connectId, id: item.rightId })));
+    const found = await this.store.storedMany(
+      items.map((item) => ({
+        userId: item.connectId,
+        id: item.rightId,
+        ...(item.end ? { end: new Date(item.end) } : {}),
+      })),
+    );
     // DESIGN.md 9: a right whose expiry fails (bad stored data, a bug) fails alone.
     const failed: ItemFailure[] = [];
     const read = eachItem(

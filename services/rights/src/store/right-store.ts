@@ -2,6 +2,7 @@ import pLimit from 'p-limit';
 import type { Keyset } from '@rs/http';
 import { Exchanges, type Actor, type CloudEvent } from '@rs/contracts';
 import {
+  bucketOf,
   OUTBOX_INDEX,
   OUTBOX_INDEX_OPTIONS,
   outboxEntry,
@@ -30,7 +31,18 @@ interface RightDocument extends Omit<RightEntity, 'rightId' | 'payload'> {
   setAside?: SetAsideField['setAside'];
   /** A removed right stays as a tombstone: its id is never reused, its events still go out. */
   removed: boolean;
+  /** `expiryKeyOf`: expiry reads the rights ending together by it. Absent on rights stored before it. */
+  expiresKey?: string;
 }
+
+/**
+ * The key expiry reads a right by: its bucket and the second its interval ends (one equality,
+ * which FerretDB answers from an index). The scheduler commands the rights of one partition
+ * and second together, and a partition is a set of buckets, so a command's rights are a few
+ * keys (docs/decisions/0027).
+ */
+export const expiryKeyOf = (rightId: string, end: Date): string =>
+  `${bucketOf(rightId)}:${Math.floor(end.getTime() / 1000)}`;
 
 const rightSchema = documentSchema<RightDocument>('rights', {
   userId: 'string',
@@ -46,6 +58,7 @@ const rightSchema = documentSchema<RightDocument>('rights', {
   timeInterval: 'string',
   subscriptionId: 'string?',
   removed: 'flag',
+  expiresKey: 'string?',
   ...outboxDocumentFields,
 });
 // One index per query the service makes (issue: "indexes for every query").
@@ -54,6 +67,7 @@ rightSchema.index({ userId: 1, grantorId: 1, createdAt: -1 }, { name: 'by_user_a
 rightSchema.index({ serviceProviderId: 1, userId: 1 }, { name: 'by_service_provider', sparse: true });
 rightSchema.index({ state: 1, end: 1 }, { name: 'by_interval_end' });
 rightSchema.index({ subscriptionId: 1 }, { name: 'by_subscription', sparse: true });
+rightSchema.index({ expiresKey: 1 }, { name: 'by_expiry_key', sparse: true });
 rightSchema.index(OUTBOX_INDEX, OUTBOX_INDEX_OPTIONS);
 
 const PROJECTION = OUTBOX_PROJECTION;
@@ -63,6 +77,7 @@ const toEntity = ({
   _id,
   removed: _removed,
   setAside: _setAside,
+  expiresKey: _expiresKey,
   payloadJson,
   payload,
   ...fields
@@ -77,9 +92,10 @@ const toEntity = ({
   };
 };
 
-const toFields = ({ rightId: _id, payload, ...fields }: RightEntity) => ({
+const toFields = ({ rightId, payload, ...fields }: RightEntity) => ({
   ...fields,
   payloadJson: payload === null ? null : JSON.stringify(payload),
+  expiresKey: expiryKeyOf(rightId, fields.end),
 });
 
 export interface RightQuery {
@@ -123,9 +139,28 @@ export class RightStore extends UserOwnedStore<RightDocument, RightEntity> {
     return found && { ...found, entity: asOf(found.entity, this.clock()) };
   }
 
-  /** Rights as stored (for expiry, which decides as of the scheduler's instant). */
-  storedMany(keys: ReadonlyArray<{ userId: string; id: string }>): Promise<Array<RightEntity | null>> {
-    return super.findMany(keys);
+  /**
+   * Rights as stored (for expiry, which decides as of the scheduler's instant). Those whose
+   * end is given are read a key at a time (`expiryKeyOf`); the others, and any not found
+   * under their key (stored before it), by id.
+   */
+  async storedMany(
+    keys: ReadonlyArray<{ userId: string; id: string; end?: Date }>,
+  ): Promise<Array<RightEntity | null>> {
+    const byKey = new Map<string, RightEntity>();
+    const expiryKeys = [...new Set(keys.flatMap(({ id, end }) => (end ? [expiryKeyOf(id, end)] : [])))];
+    await pLimit(READ_CONCURRENCY).map(expiryKeys, async (expiresKey) => {
+      const docs = await this.model.find({ expiresKey, removed: { $ne: true } }, PROJECTION).lean<RightDocument[]>();
+      for (const doc of docs) byKey.set(doc._id, toEntity(doc));
+    });
+    const found = keys.map(({ userId, id }) => {
+      const right = byKey.get(id);
+      return right && right.userId === userId ? right : null;
+    });
+    const missing = keys.flatMap((key, index) => (found[index] ? [] : [{ key, index }]));
+    const read = await super.findMany(missing.map(({ key }) => key));
+    missing.forEach(({ index }, i) => (found[index] = read[i] ?? null));
+    return found;
   }
 
   private asOfNow(right: RightEntity | null): RightEntity | null {

@@ -22,6 +22,7 @@ const batchCommand =
 export const expireCommand = batchCommand<RightsExpireBatch>(CommandTypes.rightsExpire, (item) => ({
   rightId: item.id,
   connectId: item.connectId,
+  end: item.dueAt.toISOString(),
 }));
 export const renewCommand = batchCommand<SubscriptionsRenewBatch>(CommandTypes.subscriptionsRenew, (item) => ({
   subscriptionId: item.id,
