@@ -36,6 +36,13 @@ interface RightDocument extends Omit<RightEntity, 'rightId' | 'payload'> {
 }
 
 /**
+ * Rights of one expiry key a batch must ask for before the key is read whole: below, they are
+ * read by id (a key holds every right of its bucket ending that second, which at 100,000
+ * rights ending together is 1,562, so a batch holding a few of them would read the rest too).
+ */
+const MIN_ASKED_PER_KEY = 8;
+
+/**
  * The key expiry reads a right by: its bucket and the second its interval ends (one equality,
  * which FerretDB answers from an index). The scheduler commands the rights of one partition
  * and second together, and a partition is a set of buckets, so a command's rights are a few
@@ -148,7 +155,11 @@ export class RightStore extends UserOwnedStore<RightDocument, RightEntity> {
     keys: ReadonlyArray<{ userId: string; id: string; end?: Date }>,
   ): Promise<Array<RightEntity | null>> {
     const byKey = new Map<string, RightEntity>();
-    const expiryKeys = [...new Set(keys.flatMap(({ id, end }) => (end ? [expiryKeyOf(id, end)] : [])))];
+    const asked = new Map<string, number>();
+    for (const key of keys.flatMap(({ id, end }) => (end ? [expiryKeyOf(id, end)] : [])))
+      asked.set(key, (asked.get(key) ?? 0) + 1);
+    // A key is worth a query when the batch asks for many of its rights; a few are read by id.
+    const expiryKeys = [...asked].filter(([, count]) => count >= MIN_ASKED_PER_KEY).map(([key]) => key);
     await pLimit(READ_CONCURRENCY).map(expiryKeys, async (expiresKey) => {
       const docs = await this.model.find({ expiresKey, removed: { $ne: true } }, PROJECTION).lean<RightDocument[]>();
       for (const doc of docs) byKey.set(doc._id, toEntity(doc));

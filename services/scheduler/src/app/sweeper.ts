@@ -2,7 +2,7 @@ import { Exchanges, MAX_BATCH_ITEMS, type CloudEvent } from '@rs/contracts';
 import { SecondSweeper } from '@rs/due';
 import type { Logger } from '@rs/logging';
 import type { AmqpClient } from '@rs/messaging';
-import { weighedChunks } from '@rs/store';
+import { bucketOf, weighedChunks } from '@rs/store';
 import { counter, gauge } from '@rs/telemetry/metrics';
 import { partitionOf, SECOND_LOOK_S } from '../domain/due';
 import type { DueItem, DueStore } from '../store/due-store';
@@ -128,10 +128,25 @@ export class DueSweeper {
  */
 const MAX_COMMAND_SNAPSHOT_BYTES = 1_000_000;
 
-/** Items in commands of at most MAX_BATCH_ITEMS items and MAX_COMMAND_SNAPSHOT_BYTES of snapshots. */
+/**
+ * Items in commands of at most MAX_BATCH_ITEMS items and MAX_COMMAND_SNAPSHOT_BYTES of
+ * snapshots, in the order of their buckets: the rights service reads a command's rights a
+ * bucket and second at a time (docs/decisions/0027), so a command holds few buckets, most of
+ * them whole, and reads little it was not sent.
+ */
 const commandBatches = (items: readonly DueItem[]): DueItem[][] =>
-  weighedChunks(items, {
-    maxItems: MAX_BATCH_ITEMS,
-    maxWeight: MAX_COMMAND_SNAPSHOT_BYTES,
-    weightOf: (item) => (item.snapshot ? JSON.stringify(item.snapshot).length : 0),
-  });
+  weighedChunks(
+    sortedBy(items, (item) => bucketOf(item.id)),
+    {
+      maxItems: MAX_BATCH_ITEMS,
+      maxWeight: MAX_COMMAND_SNAPSHOT_BYTES,
+      weightOf: (item) => (item.snapshot ? JSON.stringify(item.snapshot).length : 0),
+    },
+  );
+
+function sortedBy<T>(items: readonly T[], keyOf: (item: T) => number): T[] {
+  return items
+    .map((item) => ({ item, key: keyOf(item) }))
+    .sort((a, b) => a.key - b.key)
+    .map(({ item }) => item);
+}
