@@ -89,7 +89,7 @@ describe('expiry (DESIGN.md 3 "Rights"), on a pinned clock', () => {
       entity: { state: 'EXPIRED', generation: 3 },
     });
 
-    // The scheduler names each right's end: expiry reads by its key, and by id a right stored before keys.
+    // The scheduler names each right's end; a right stored before expiry keys is still found (by id).
     const before = await create('ACTIVE', '2026-03-07T00:00:00Z/PT1M');
     await database.db.collection('rights').updateOne({ _id: before.rightId } as never, { $unset: { expiresKey: '' } });
     const end = '2026-03-07T00:01:00Z';
