@@ -1,6 +1,7 @@
 import { createLogger } from '@rs/logging';
 import { describe, expect, it } from 'vitest';
-import { ExpiryWrites, type ReadExpiry } from '../src/app/expiry-writes';
+import { ExpiryWrites } from '../src/app/expiry-writes';
+import type { ReadExpiry } from '../src/domain/right';
 
 const expiry = (i: number): ReadExpiry => ({
   rightId: `R${i}`,

@@ -1,16 +1,24 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { aRight } from './right-fixture';
-import { decide, isActive, recordUsage, TRANSITIONS, type RightCommand, type RightEntity } from '../src/domain/right';
+import {
+  asOf,
+  decide,
+  isActive,
+  recordUsage,
+  TRANSITIONS,
+  type RightCommand,
+  type RightEntity,
+} from '../src/domain/right';
 
 const T0 = new Date('2026-03-01T00:00:00Z').getTime();
 const HOUR = 3_600_000;
 
 const baseRight = (state: RightEntity['state']): RightEntity => aRight({ state });
 
-type Step = { op: RightCommand | 'use'; at: number };
+type Step = { op: RightCommand | 'use' | 'read'; at: number };
 const step = fc.record({
-  op: fc.constantFrom<Step['op']>('activate', 'suspend', 'expire', 'use'),
+  op: fc.constantFrom<Step['op']>('activate', 'suspend', 'read', 'use'),
   at: fc.integer({ min: -2 * HOUR, max: 14 * HOUR }),
 });
 const initial = fc.constantFrom<RightEntity['state']>('CREATED', 'ACTIVE', 'SUSPENDED');
@@ -25,12 +33,19 @@ describe('the right state machine (spec 3.2, DESIGN.md 3)', () => {
           clock = Math.max(clock, T0 + at); // time never goes back
           const now = new Date(clock);
           const before = right;
-          const decision = op === 'use' ? recordUsage(right, now, true) : decide(right, op, now);
-          if (decision.kind !== 'change') continue;
-          right = decision.next;
-          // Every change bumps the generation by exactly one and emits at least one event.
+          if (op === 'read') {
+            // Read as of now, an ended right is EXPIRED: the change the scheduler's command announces.
+            right = asOf(right, now);
+            if (right === before) continue;
+          } else {
+            const decision = op === 'use' ? recordUsage(right, now, true) : decide(right, op, now);
+            if (decision.kind !== 'change') continue;
+            right = decision.next;
+            // Every change emits at least one event.
+            expect(decision.events.length).toBeGreaterThan(0);
+          }
+          // Every change bumps the generation by exactly one.
           expect(right.generation).toBe(before.generation + 1);
-          expect(decision.events.length).toBeGreaterThan(0);
           // A used right is never un-used; an expired right never comes back.
           if (before.used) expect(right.used).toBe(true);
           expect(before.state === 'EXPIRED' && right.state !== 'EXPIRED').toBe(false);
@@ -45,15 +60,19 @@ describe('the right state machine (spec 3.2, DESIGN.md 3)', () => {
     );
   });
 
-  it('when a command is repeated, then the second one changes nothing (idempotent)', () => {
+  it('when a command is repeated or an ended right read again, then the second changes nothing (idempotent)', () => {
     fc.assert(
-      fc.property(initial, fc.constantFrom<RightCommand>('activate', 'suspend', 'expire'), (state, command) => {
+      fc.property(initial, fc.constantFrom<RightCommand>('activate', 'suspend'), (state, command) => {
         const now = new Date(T0 + 11 * HOUR);
         const first = decide(baseRight(state), command, now);
         const after = first.kind === 'change' ? first.next : baseRight(state);
         expect(decide(after, command, now).kind).not.toBe('change');
       }),
     );
+    // Reading an ended right as of a later instant shows the same expiry, at the same generation.
+    const expired = asOf(baseRight('ACTIVE'), new Date(T0 + 11 * HOUR));
+    expect(expired).toMatchObject({ state: 'EXPIRED', generation: 2 });
+    expect(asOf(expired, new Date(T0 + 12 * HOUR))).toBe(expired);
   });
 
   it('when an expired right is activated or suspended, then it is a conflict', () => {

@@ -106,19 +106,8 @@ export type SubscriptionSnapshot = z.infer<typeof SubscriptionSnapshot>;
 
 /** The snapshot an event's data makes, or null when the event carries no creation time (an earlier version's). */
 export function snapshotOf(data: SubscriptionEventData): SubscriptionSnapshot | null {
-  if (data.createdAt === undefined) return null;
-  const { sequence, state, grantorId, grantorContext, rightsSpec, origTimeSpec, timeSpec, nextPeriod } = data;
-  return {
-    sequence,
-    state,
-    grantorId,
-    grantorContext,
-    rightsSpec,
-    origTimeSpec,
-    timeSpec,
-    nextPeriod,
-    createdAt: data.createdAt,
-  };
+  const snapshot = SubscriptionSnapshot.safeParse(data); // keeps the snapshot's fields only
+  return snapshot.success ? snapshot.data : null;
 }
 
 /** What the scheduler needs of one subscription to rebuild its schedule (internal, service callers only). */

@@ -2,10 +2,7 @@ import pLimit from 'p-limit';
 import type { Logger } from '@rs/logging';
 import { chunks } from '@rs/store';
 import { counter, gauge } from '@rs/telemetry/metrics';
-import type { RightEntity } from '../domain/right';
-
-/** What writing an expiry needs of a right read as EXPIRED (`asOf`). */
-export type ReadExpiry = Pick<RightEntity, 'rightId' | 'generation' | 'state' | 'updatedAt'>;
+import type { ReadExpiry } from '../domain/right';
 
 /** Expiries queued at most: beyond, they are left to the scheduler's rebuild (about 100 bytes each). */
 const MAX_PENDING = 100_000;
@@ -16,7 +13,7 @@ const pendingGauge = gauge(
   'rights_expiry_writes_pending',
   'Expiries published and not yet written (docs/decisions/0027)',
 );
-const leftGauge = counter(
+const leftCounter = counter(
   'rights_expiry_writes_left_total',
   'Expiries not queued for writing (the queue was full) or whose write failed: the rebuild has them expired again',
 );
@@ -46,13 +43,13 @@ export class ExpiryWrites {
     }));
     for (const batch of chunks(kept, BATCH)) {
       if (this.pending + batch.length > MAX_PENDING) {
-        leftGauge.inc(batch.length);
+        leftCounter.inc(batch.length);
         continue;
       }
       this.changePending(batch.length);
       void this.limit(() => this.write(batch))
         .catch((error: unknown) => {
-          leftGauge.inc(batch.length);
+          leftCounter.inc(batch.length);
           this.logger.warn({ err: error, rights: batch.length }, 'expiries not written: the rebuild has them again');
         })
         .finally(() => this.changePending(-batch.length));

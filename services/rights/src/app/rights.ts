@@ -17,6 +17,7 @@ import { canGrantFor, canManage, canReadHistory, canSee, canUse, visibilityOf } 
 import {
   asOf,
   decide,
+  type ReadExpiry,
   hasEnded,
   normalizedServiceProvider,
   recordUsage,
@@ -28,7 +29,6 @@ import {
 import { changeOne, eachItem, reasonOf, UNCHANGED, type HistoryLog, type ItemFailure } from '@rs/store';
 import { parseTimeInterval, systemClock, type Clock } from '@rs/time';
 import type { RightQuery, RightStore } from '../store/right-store';
-import type { ReadExpiry } from './expiry-writes';
 
 /**
  * DESIGN.md 3 "Identifiers": the id of the right a template yields for a period, the same

@@ -27,7 +27,10 @@ export interface RightEntity {
   updatedAt: Date;
 }
 
-export type RightCommand = 'activate' | 'suspend' | 'expire';
+export type RightCommand = 'activate' | 'suspend';
+
+/** What writing an expiry needs of a right read as EXPIRED (`asOf`). */
+export type ReadExpiry = Pick<RightEntity, 'rightId' | 'generation' | 'state' | 'updatedAt'>;
 
 /**
  * spec 3.2 and DESIGN.md 3 "Rights": where each command leads from each state. `same` is
@@ -35,15 +38,14 @@ export type RightCommand = 'activate' | 'suspend' | 'expire';
  */
 export const TRANSITIONS: Record<RightState, Partial<Record<RightCommand, RightState | 'same'>>> = {
   CREATED: { activate: 'ACTIVE', suspend: 'SUSPENDED' },
-  ACTIVE: { activate: 'same', suspend: 'SUSPENDED', expire: 'EXPIRED' },
-  SUSPENDED: { activate: 'ACTIVE', suspend: 'same', expire: 'EXPIRED' },
+  ACTIVE: { activate: 'same', suspend: 'SUSPENDED' },
+  SUSPENDED: { activate: 'ACTIVE', suspend: 'same' },
   EXPIRED: {},
 };
 
 const EVENT_OF: Record<RightCommand, RightEventType> = {
   activate: RightEventTypes.activated,
   suspend: RightEventTypes.suspended,
-  expire: RightEventTypes.expired,
 };
 
 export type Decision =
@@ -76,13 +78,9 @@ function changed(right: RightEntity, patch: Partial<RightEntity>, events: RightE
   return { kind: 'change', next: { ...right, ...patch, generation: right.generation + 1, updatedAt: now }, events };
 }
 
-/** Activate, suspend or expire (the scheduler's command, only once the interval has ended). */
+/** Activate or suspend (expiry follows from the interval: `asOf`). */
 export function decide(right: RightEntity, command: RightCommand, now: Date): Decision {
   const target = TRANSITIONS[right.state][command];
-  if (command === 'expire') {
-    if (!target || target === 'same') return { kind: 'unchanged' }; // expiring is idempotent
-    if (!hasEnded(right, now)) return { kind: 'unchanged' };
-  }
   if (target === undefined) {
     return conflict(
       right.state === 'EXPIRED' ? `right ${right.rightId} has expired` : `cannot ${command} a ${right.state} right`,

@@ -16,7 +16,7 @@ import {
 } from '@rs/store';
 import { systemClock, type Clock } from '@rs/time';
 import { type Connection } from 'mongoose';
-import { asOf, type RightEntity } from '../domain/right';
+import { asOf, type ReadExpiry, type RightEntity } from '../domain/right';
 
 interface RightDocument extends Omit<RightEntity, 'rightId' | 'payload'> {
   _id: string;
@@ -270,7 +270,7 @@ export class RightStore extends UserOwnedStore<RightDocument, RightEntity> {
    * generation after the stored one), where nothing has changed them since; their events are
    * out before (docs/decisions/0027). For each, whether it was written.
    */
-  writeExpiries(expired: ReadonlyArray<Pick<RightEntity, 'rightId' | 'generation' | 'state' | 'updatedAt'>>) {
+  writeExpiries(expired: readonly ReadExpiry[]) {
     return this.documents.compareAndSetMany(
       expired.map((right) => ({
         id: right.rightId,

@@ -107,7 +107,7 @@ interface ProgressDocument extends Progress {
 }
 
 /** A record as folded into its subscription: no events, no outbox. */
-const PROGRESS_PROJECTION = { lastEvents: 0, ...OUTBOX_PROJECTION, outbox: 0 } as const;
+const PROGRESS_PROJECTION = { lastEvents: 0, ...OUTBOX_PROJECTION } as const;
 
 const progressId = (subscriptionId: string, generation: number) => `${subscriptionId}@${generation}`;
 
