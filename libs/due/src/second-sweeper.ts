@@ -15,6 +15,21 @@ export interface SecondSweeperOptions<T> {
    * unswept: the sweep ends there, and the next one reads it again.
    */
   handle(items: T[], second: number, now: Date): Promise<void>;
+  /**
+   * Called once every item a second held has been handed on (after `handle`, or after the
+   * last of an early second's handings), before the position moves past it: where a store
+   * deletes the second. A rejection leaves the second unswept, as for `handle`.
+   */
+  finish?(second: number): Promise<void>;
+  /**
+   * Hand on the items of the second under way as they fall due (`dueAt`, ms), instead of once
+   * it has passed: a burst due at the start of a second goes out within a sweep of that start
+   * rather than a second later. The second is read once, when a sweep first reaches it while
+   * it is under way; each sweep in it hands on what has fallen due since; once it has passed,
+   * the rest are handed on and it is finished. Nothing is read again: writers must treat a
+   * second as read at its start (`SweepTiming.lagS` -1 in `landedLate`). Needs `lagS` 0.
+   */
+  early?: { dueAt(item: T): number };
   cursor: SweepCursor;
   /** Seconds to stay behind the last second that has fully passed (see `SweepTiming`). */
   lagS: number;
@@ -41,6 +56,13 @@ export interface SecondSweeperOptions<T> {
   safePosition?(swept: number): number;
 }
 
+/** The second under way, read early: what it held, and what is not handed on yet. */
+interface OpenSecond<T> {
+  second: number;
+  held: number;
+  pending: T[];
+}
+
 interface Position {
   /** Last second swept. */
   second: number;
@@ -60,9 +82,12 @@ interface Position {
  */
 export class SecondSweeper<T> {
   private position: Position | undefined;
+  private open: OpenSecond<T> | undefined;
   private stopping = false;
 
-  constructor(private readonly options: SecondSweeperOptions<T>) {}
+  constructor(private readonly options: SecondSweeperOptions<T>) {
+    if (options.early && options.lagS !== 0) throw new Error('a sweeper that hands on early reads with lagS 0');
+  }
 
   /** Ends the sweep under way after the second it is on (position saved), and sweeps no more. */
   stop(): void {
@@ -84,17 +109,36 @@ export class SecondSweeper<T> {
     let handed = 0;
     while (!this.stopping && position.second < until && handed < options.maxItemsPerSweep) {
       const second = position.second + 1;
-      const items = await options.read(second);
+      const opened = this.open?.second === second ? this.open : undefined;
+      const items = opened ? opened.pending : await options.read(second);
       if (items.length > 0) {
         await options.handle(items, second, now);
         handed += items.length;
       }
+      const held = (opened?.held ?? 0) > 0 || items.length > 0;
+      if (held) await options.finish?.(second);
+      if (opened) this.open = undefined;
       position.second = second;
-      if (items.length > 0 || now.getTime() - position.savedAt >= options.saveEveryMs) await this.save(now);
+      if (held || now.getTime() - position.savedAt >= options.saveEveryMs) await this.save(now);
     }
     // Catching up, or stopping: a successor goes on from here rather than from the last save.
     if (position.second > position.savedSecond && (position.second < lastPassed || this.stopping)) await this.save(now);
+    if (options.early && !this.stopping && position.second === lastPassed && handed < options.maxItemsPerSweep)
+      await this.handDue(secondOf(now), options.early, now);
     if (options.secondLook) await this.lookAgain(position, options.secondLook, now);
+  }
+
+  /** Hands on what has fallen due in the second under way, reading it the first time. */
+  private async handDue(second: number, early: NonNullable<SecondSweeperOptions<T>['early']>, now: Date) {
+    if (this.open?.second !== second) {
+      const items = await this.options.read(second);
+      this.open = { second, held: items.length, pending: items };
+    }
+    const open = this.open;
+    const due = open.pending.filter((item) => early.dueAt(item) <= now.getTime());
+    if (due.length === 0) return;
+    await this.options.handle(due, second, now);
+    open.pending = open.pending.filter((item) => early.dueAt(item) > now.getTime());
   }
 
   private async lookAgain(position: Position, look: NonNullable<SecondSweeperOptions<T>['secondLook']>, now: Date) {
@@ -105,6 +149,7 @@ export class SecondSweeper<T> {
       if (late.length > 0) {
         look.onLate(second, late.length);
         await this.options.handle(late, second, now);
+        await this.options.finish?.(second);
       }
       position.secondLook = second;
     }

@@ -10,7 +10,10 @@ export const secondOf = (at: Date | number): number => Math.floor(new Date(at).g
 
 /** When a sweeper reads a second, and how far apart the clocks of writers and sweepers may be. */
 export interface SweepTiming {
-  /** Seconds the sweeper stays behind the last second that has fully passed (0: reads it at once). */
+  /**
+   * Seconds the sweeper stays behind the last second that has fully passed (0: reads it at
+   * once; -1: reads it as it begins, `SecondSweeper`'s `early`).
+   */
   lagS: number;
   /** How far apart the clocks of the writer and any sweeper may be. */
   clockSkewMs: number;

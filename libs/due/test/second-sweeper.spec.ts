@@ -10,6 +10,7 @@ function world(options: Partial<SecondSweeperOptions<string>> = {}) {
   const handed: Array<[number, string[]]> = [];
   const saves: number[] = [];
   const reads: number[] = [];
+  const finished: number[] = [];
   let saved: number | null = null;
   let failAt: number | undefined;
   const sweeper = new SecondSweeper<string>({
@@ -20,6 +21,9 @@ function world(options: Partial<SecondSweeperOptions<string>> = {}) {
     handle: async (items, second) => {
       if (second === failAt) throw new Error('broker down');
       handed.push([second, items]);
+    },
+    finish: async (second) => {
+      finished.push(second);
     },
     cursor: {
       read: async () => saved,
@@ -42,6 +46,7 @@ function world(options: Partial<SecondSweeperOptions<string>> = {}) {
     handed,
     saves,
     reads,
+    finished,
     get saved() {
       return saved;
     },
@@ -155,6 +160,68 @@ describe('SecondSweeper', () => {
     expect(w.saved).toBe(T0 + 1);
     await sweeper.sweep(at(T0 + 20));
     expect(reads).toEqual([T0 + 1]);
+  });
+});
+
+describe('SecondSweeper, handing on early', () => {
+  /** Items named `<ms into their second>`: due then. */
+  const early = { dueAt: (item: string) => Number(item.split('@')[1]) };
+  const item = (name: string, second: number, ms: number) => `${name}@${second * 1000 + ms}`;
+
+  it('when a second begins, then it is read once, its items handed on as they fall due, and it is finished and saved only once it has passed', async () => {
+    const w = world({ early });
+    w.saved = T0;
+    const [a, b, c] = [item('a', T0 + 1, 0), item('b', T0 + 1, 0), item('c', T0 + 1, 600)];
+    w.due.set(T0 + 1, [a, b, c]);
+    await w.sweeper.sweep(at(T0 + 1, 50)); // the second under way: what is due at its start goes at once
+    expect(w.handed).toEqual([[T0 + 1, [a, b]]]);
+    await w.sweeper.sweep(at(T0 + 1, 250)); // nothing more due yet, nothing read again
+    expect(w.handed).toHaveLength(1);
+    await w.sweeper.sweep(at(T0 + 1, 650));
+    expect(w.handed).toEqual([
+      [T0 + 1, [a, b]],
+      [T0 + 1, [c]],
+    ]);
+    expect(w.reads).toEqual([T0 + 1]);
+    expect(w.finished).toEqual([]);
+    expect(w.saved).toBe(T0);
+    await w.sweeper.sweep(at(T0 + 2, 10)); // passed: finished and saved, nothing handed twice
+    expect(w.handed).toHaveLength(2);
+    expect(w.finished).toEqual([T0 + 1]);
+    expect(w.saved).toBe(T0 + 1);
+    expect(w.reads).toEqual([T0 + 1, T0 + 2]); // and the next second is read as it begins
+  });
+
+  it('when handing on early fails, then the same items go at the next sweep; when a sweeper stops mid-second, then its successor reads the second again', async () => {
+    const w = world({ early });
+    w.saved = T0;
+    const a = item('a', T0 + 1, 0);
+    w.due.set(T0 + 1, [a]);
+    w.failAt(T0 + 1);
+    await expect(w.sweeper.sweep(at(T0 + 1, 10))).rejects.toThrow('broker down');
+    w.failAt(undefined);
+    await w.sweeper.sweep(at(T0 + 1, 210));
+    expect(w.handed).toEqual([[T0 + 1, [a]]]);
+
+    const successor = world({ early });
+    successor.saved = w.saved; // nothing saved past the second under way
+    successor.due.set(T0 + 1, [a]);
+    await successor.sweeper.sweep(at(T0 + 1, 410));
+    expect(successor.handed).toEqual([[T0 + 1, [a]]]); // handed again: commands are idempotent
+  });
+
+  it('when a second held nothing, then it is not finished; when the sweeper is behind, then it reads no second early', async () => {
+    const w = world({ early, maxSecondsPerSweep: 2 });
+    w.saved = T0;
+    w.due.set(T0 + 5, [item('e', T0 + 5, 0)]);
+    await w.sweeper.sweep(at(T0 + 5, 10)); // behind: T0+1, T0+2 only
+    expect(w.reads).toEqual([T0 + 1, T0 + 2]);
+    await w.sweeper.sweep(at(T0 + 5, 20));
+    await w.sweeper.sweep(at(T0 + 5, 30));
+    expect(w.reads).toEqual([T0 + 1, T0 + 2, T0 + 3, T0 + 4, T0 + 5]);
+    expect(w.handed).toEqual([[T0 + 5, [item('e', T0 + 5, 0)]]]);
+    expect(w.finished).toEqual([]);
+    expect(() => world({ early, lagS: 1 })).toThrow('lagS 0');
   });
 });
 

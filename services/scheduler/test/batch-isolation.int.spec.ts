@@ -41,13 +41,22 @@ async function subscribe(clientId: string, due: number): Promise<string> {
   return ((await response.json()) as { subscriptionId: string }).subscriptionId;
 }
 
-/** Changes one stored document of a service's database, once it is there and matches. */
-async function tamper(service: string, collection: string, filter: object, set: object): Promise<void> {
+/** Changes one stored document of a service's database, once it is there and matches (`set` may compute the fields from it). */
+async function tamper(
+  service: string,
+  collection: string,
+  filter: object,
+  set: object | ((stored: Record<string, unknown>) => object),
+): Promise<void> {
   const db = mongoose.createConnection(fx.system.mongoUrlFor(service));
   try {
     await db.asPromise();
-    const changed = async () =>
-      (await db.collection(collection).updateOne(filter as never, { $set: set })).modifiedCount;
+    const changed = async () => {
+      const stored = await db.collection(collection).findOne(filter as never);
+      if (!stored) return 0;
+      const fields = typeof set === 'function' ? set(stored) : set;
+      return (await db.collection(collection).updateOne(filter as never, { $set: fields })).modifiedCount;
+    };
     await expect.poll(changed, { timeout: 5_000 }).toBe(1);
   } finally {
     await db.close();
@@ -64,12 +73,9 @@ describe('one bad item fails alone (DESIGN.md 9)', () => {
     // As stored before the bounds existed: a period no date arithmetic can add. Renewal meets
     // it in the scheduler's snapshot (docs/decisions/0026) and, once rebuilt, in the document.
     const brokenTimeSpec = `R/${iso(due)}/P300000Y`;
-    await tamper(
-      'scheduler',
-      'subscription_schedules',
-      { _id: `${broken}@1` },
-      { 'snapshot.timeSpec': brokenTimeSpec },
-    );
+    await tamper('scheduler', 'subscription_schedules', { _id: `${broken}@1` }, (stored) => ({
+      snapshot: JSON.stringify({ ...JSON.parse(stored.snapshot as string), timeSpec: brokenTimeSpec }),
+    }));
     // Once its creation's events are published: the relay's clean-up of the document is a
     // read-modify-write on FerretDB, and one that read it before this change would undo it.
     await tamper(

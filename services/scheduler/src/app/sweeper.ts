@@ -45,9 +45,10 @@ const SECONDS_PER_SWEEP = 600;
 /**
  * Finds due work of one collection and commands it in batches (DESIGN.md 1 and 2 "Scale";
  * docs/decisions/0011). For each partition this replica owns, a `SecondSweeper` (@rs/due)
- * reads every second that has fully passed by its key, and its items are commanded in
- * batches of MAX_BATCH_ITEMS with publisher confirms, then the second is deleted; a second
- * is read once more SECOND_LOOK_S later for items written late, and the `soon` bucket (the
+ * reads each second by its key as it begins, and its items are commanded as they fall due
+ * in batches of MAX_BATCH_ITEMS with publisher confirms; once it has passed and every item
+ * is commanded, the second is deleted; a second is read once more SECOND_LOOK_S later for
+ * items written late, and the `soon` bucket (the
  * items of this replica's partitions in it) every sweep. A publish that fails leaves the
  * second in place for the next sweep.
  */
@@ -83,10 +84,9 @@ export class DueSweeper {
     if (!sweeper) {
       sweeper = new SecondSweeper<DueItem>({
         read: (second) => store.inSecond(partition, second),
-        handle: async (items, second, now) => {
-          await this.command(items, now);
-          await store.removeSecond(partition, second);
-        },
+        handle: (items, _second, now) => this.command(items, now),
+        finish: (second) => store.removeSecond(partition, second),
+        early: { dueAt: (item) => item.dueAt.getTime() },
         cursor: {
           read: () => partitions.cursor(store.collection, partition),
           save: (second) => partitions.saveCursor(store.collection, partition, second),

@@ -41,13 +41,16 @@ export function dueKeyOf(id: string, dueAt: Date, now: Date): string {
 
 /** How far apart the clocks of scheduler replicas may be (the sweeper's, the recorder's). */
 export const CLOCK_SKEW_MS = 1_000;
-/** The scheduler's sweepers read a second as soon as it has passed (`SecondSweeper`, lag 0). */
-const SWEEP_TIMING: SweepTiming = { lagS: 0, clockSkewMs: CLOCK_SKEW_MS };
+/**
+ * The scheduler's sweepers read a second as it begins (`SecondSweeper`'s `early`): what falls
+ * due at its start, a month's renewals on the 1st, is commanded at once, not a second later.
+ */
+const SWEEP_TIMING: SweepTiming = { lagS: -1, clockSkewMs: CLOCK_SKEW_MS };
 
 /**
  * Whether a recording under `key` that finished at `landedAt` may have landed after a sweeper
  * read its second (the late-write rule of @rs/due; a sweeper deletes a second by key once it
- * has read it). Such items are recorded in the `soon` bucket too, so they are commanded at
+ * has handed on what it read). Such items are recorded in the `soon` bucket too, so they are commanded at
  * the next sweep instead of lost or left for the second look.
  */
 export function landedLate(key: string, landedAt: Date): boolean {

@@ -1,5 +1,5 @@
 import pLimit from 'p-limit';
-import type { SubscriptionSnapshot } from '@rs/contracts';
+import { SubscriptionSnapshot } from '@rs/contracts';
 import { isDuplicateKey, serverLimits, documentSchema } from '@rs/store';
 import type { Clock } from '@rs/time';
 import { type Connection, type Model } from 'mongoose';
@@ -41,17 +41,35 @@ interface DueDocument {
   /** `<partition>:<second>` or `soon` (see domain/due.ts): the one key queried. */
   due: string;
   connectId: string;
-  snapshot?: SubscriptionSnapshot | null;
+  /**
+   * The snapshot as JSON text: FerretDB reads a second's items, and reads them again to delete
+   * them, at half the cost of the same snapshot as a nested document (measured: 10,000 items,
+   * read 858 → 453 ms, deleted 568 → 310 ms). Items stored before held the document.
+   */
+  snapshot?: string | SubscriptionSnapshot | null;
 }
 
-const toItem = ({ _id, id, sequence, dueAt, connectId, snapshot }: DueDocument): StoredDueItem => ({
-  id,
-  sequence,
-  dueAt,
-  connectId,
-  ...(snapshot ? { snapshot } : {}),
-  ref: _id,
-});
+const toItem = ({ _id, id, sequence, dueAt, connectId, snapshot }: DueDocument): StoredDueItem => {
+  const loaded = snapshot ? snapshotLoaded(snapshot) : undefined;
+  return { id, sequence, dueAt, connectId, ...(loaded ? { snapshot: loaded } : {}), ref: _id };
+};
+
+/**
+ * A stored snapshot, or none when it does not read as one (DESIGN.md 9: bad stored data fails
+ * alone; without a snapshot the subscription is read by its owner).
+ */
+function snapshotLoaded(stored: string | SubscriptionSnapshot): SubscriptionSnapshot | undefined {
+  let value: unknown = stored;
+  if (typeof stored === 'string') {
+    try {
+      value = JSON.parse(stored);
+    } catch {
+      return undefined;
+    }
+  }
+  const parsed = SubscriptionSnapshot.safeParse(value);
+  return parsed.success ? parsed.data : undefined;
+}
 const LATE_COPY = '~late';
 
 /** One collection of due items in the scheduler's own database (DESIGN.md 1). */
@@ -68,7 +86,7 @@ export class DueStore {
       dueAt: 'date',
       due: 'string',
       connectId: 'string',
-      snapshot: 'json?',
+      snapshot: 'json?', // text, or a document as stored before
     });
     schema.index({ due: 1 }, { name: 'due_key' });
     this.model = db.model<DueDocument>(collection, schema);
@@ -89,9 +107,10 @@ export class DueStore {
   async recordMany(items: readonly DueItem[], clock: Clock): Promise<number> {
     if (items.length === 0) return 0;
     const recordedAt = clock();
-    const docs = items.map((item) => ({
+    const docs = items.map(({ snapshot, ...item }) => ({
       _id: `${item.id}@${item.sequence}`,
       ...item,
+      ...(snapshot ? { snapshot: JSON.stringify(snapshot) } : {}),
       due: dueKeyOf(item.id, item.dueAt, recordedAt),
     }));
     await this.insertMany(docs);
