@@ -184,7 +184,7 @@ export class AmqpClient extends EventEmitter<{ connected: []; disconnected: [] }
         channel.on('close', () => {
           if (this.publishChannel === channel) void connection?.close().catch(() => undefined);
         });
-        await declareTopology(channel);
+        await declareTopology(connection, channel, this.log);
         if (this.closing) {
           await connection.close().catch(() => undefined);
           return;

@@ -1,9 +1,9 @@
 import { context, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span } from '@opentelemetry/api';
 import type { Logger } from '@rs/logging';
-import type { Channel, ConfirmChannel, ConsumeMessage } from 'amqplib';
+import type { Channel, ChannelModel, ConfirmChannel, ConsumeMessage } from 'amqplib';
 import type { AmqpClient } from './amqp-client';
 import { batchItemsFailed, messagesHandled, watchQueue } from './metrics';
-import { declareDurableQueue, deadLetterQueueOf, retryQueueOf } from './topology';
+import { DEFAULT_RETRY_DELAYS_MS, declareDurableQueue, deadLetterQueueOf, retryQueueOf } from './topology';
 import { contextFrom } from '@rs/telemetry/trace-context';
 
 export interface Binding {
@@ -37,8 +37,8 @@ export type Handled = void | readonly FailedItem[];
 
 export interface ConsumerSpec<T> {
   /**
-   * A durable quorum queue shared by the replicas of a service, with `<queue>.retry` and
-   * `<queue>.dlq` beside it; or null for a private, exclusive queue of this process (for
+   * A durable quorum queue shared by the replicas of a service, with its retry queues and
+   * `<queue>.dlq` beside it (`durableQueues`); or null for a private, exclusive queue of this process (for
    * caches that every replica must fill), which drops what it cannot handle.
    */
   queue: string | null;
@@ -50,8 +50,8 @@ export interface ConsumerSpec<T> {
   prefetch?: number;
   /** Attempts before a failing message goes to the dead-letter queue. */
   maxAttempts?: number;
-  /** Delay before attempt n+1 is `retryDelaysMs[n-1]` (the last one repeats). */
-  retryDelaysMs?: number[];
+  /** Delay before attempt n+1 is `retryDelaysMs[n-1]` (the last one repeats); one retry queue each. */
+  retryDelaysMs?: readonly number[];
   /**
    * Handle deliveries in batches (DESIGN.md 2 "Scale"): up to `max` messages that arrive
    * within `lingerMs` of the first go to `handle` together and are acked once it resolves.
@@ -77,20 +77,20 @@ const tracer = trace.getTracer('@rs/messaging');
 
 /**
  * Consumes with manual acks (DESIGN.md 2): a message is acked after its effect is durable,
- * a failure is retried with back-off through `<queue>.retry` (a TTL queue that dead-letters
- * back), and after the last attempt, or at once when it does not parse, it is moved to
- * `<queue>.dlq`. Retry and dead-letter copies are confirmed before the original is acked,
+ * a failure is retried with back-off through the retry queue of its delay (a TTL queue that
+ * dead-letters back), and after the last attempt, or at once when it does not parse, it is
+ * moved to `<queue>.dlq`; so is one the broker gave up on (`DELIVERY_LIMIT`). Retry and dead-letter copies are confirmed before the original is acked,
  * so nothing is lost if the process dies in between.
  */
 export async function consume<T>(client: AmqpClient, spec: ConsumerSpec<T>, logger: Logger): Promise<void> {
   const maxAttempts = spec.maxAttempts ?? 5;
-  const delays = spec.retryDelaysMs ?? [500, 2_000, 10_000, 30_000];
+  const delays = spec.retryDelaysMs ?? DEFAULT_RETRY_DELAYS_MS;
   if (spec.queue !== null) watchQueue(client, spec.queue);
   await client.addSetup(async (connection) => {
     const channel = await connection.createConfirmChannel();
     channel.on('error', (error: Error) => logger.warn({ err: error }, 'consumer channel error'));
     await channel.prefetch(spec.prefetch ?? 16);
-    const queue = await declareQueues(channel, spec);
+    const queue = await declareQueues(connection, channel, spec, delays, logger);
     const log = logger.child({ queue });
     let pending: Array<Parsed<T>> = [];
     let lingering: NodeJS.Timeout | undefined;
@@ -229,7 +229,6 @@ async function deadLetterItems(
       deadLetterQueueOf(queue),
       raw,
       { [ERROR_HEADER]: reason, 'x-rs-original-routing-key': raw.fields.routingKey, 'x-rs-failed-item': item.id },
-      undefined,
       Buffer.from(JSON.stringify(single)),
       single.id,
     );
@@ -254,15 +253,18 @@ function processSpan(queue: string, parent: Context, attributes: Attributes, lin
 }
 
 async function declareQueues(
+  connection: ChannelModel,
   channel: Channel,
   spec: Pick<ConsumerSpec<unknown>, 'queue' | 'bindings'>,
+  retryDelaysMs: readonly number[],
+  logger: Logger,
 ): Promise<string> {
   let queue: string;
   if (spec.queue === null) {
     queue = (await channel.assertQueue('', { exclusive: true, autoDelete: true, durable: false })).queue;
   } else {
     queue = spec.queue;
-    await declareDurableQueue(channel, queue);
+    await declareDurableQueue(connection, queue, logger, retryDelaysMs);
   }
   for (const binding of spec.bindings) await channel.bindQueue(queue, binding.exchange, binding.routingKey);
   return queue;
@@ -283,7 +285,6 @@ function republish(
   queue: string,
   message: ConsumeMessage,
   headers: Record<string, unknown>,
-  expiration?: number,
   content: Buffer = message.content,
   messageId: string | undefined = message.properties.messageId as string | undefined,
 ) {
@@ -296,8 +297,8 @@ function republish(
         messageId,
         headers: { ...message.properties.headers, ...headers },
         persistent: true,
-        // A copy for the dead-letter queue must not expire there.
-        expiration: expiration === undefined ? undefined : String(expiration),
+        // A copy never expires (its retry queue's TTL is the queue's own).
+        expiration: undefined,
       },
       (error) => (error ? reject(error) : resolve()),
     );
@@ -305,7 +306,7 @@ function republish(
 }
 
 const retryLater = (channel: ConfirmChannel, queue: string, message: ConsumeMessage, attempt: number, delay: number) =>
-  republish(channel, retryQueueOf(queue), message, { [ATTEMPT_HEADER]: attempt }, delay);
+  republish(channel, retryQueueOf(queue, delay), message, { [ATTEMPT_HEADER]: attempt });
 
 const deadLetter = (channel: ConfirmChannel, queue: string, message: ConsumeMessage, error: unknown) =>
   republish(channel, deadLetterQueueOf(queue), message, {

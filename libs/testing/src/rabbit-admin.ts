@@ -1,4 +1,13 @@
 /** The few RabbitMQ management API calls the tests need. */
+export interface BrokerQueue {
+  name: string;
+  type: string;
+  durable: boolean;
+  exclusive: boolean;
+  auto_delete: boolean;
+  arguments: Record<string, unknown>;
+}
+
 export class RabbitAdmin {
   private readonly base: string;
   private readonly authorization: string;
@@ -39,6 +48,12 @@ export class RabbitAdmin {
   async connections(vhost: string): Promise<Array<{ name: string; client_properties?: { connection_name?: string } }>> {
     const response = await this.call('GET', `/vhosts/${encodeURIComponent(vhost)}/connections`);
     return response.status === 404 ? [] : ((await response.json()) as Array<{ name: string }>);
+  }
+
+  /** The queues of `vhost` as the broker describes them: type (classic, quorum), arguments, lifetime. */
+  async queues(vhost: string): Promise<BrokerQueue[]> {
+    const response = await this.call('GET', `/queues/${encodeURIComponent(vhost)}`);
+    return response.status === 404 ? [] : ((await response.json()) as BrokerQueue[]);
   }
 
   /** Broker-side names of the open connections of `vhost` whose client named itself `connectionName`. */

@@ -1,0 +1,137 @@
+import { randomBytes } from 'node:crypto';
+import { createLogger } from '@rs/logging';
+import { RabbitAdmin } from '@rs/testing';
+import amqp from 'amqplib';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import {
+  AmqpClient,
+  consume,
+  deadLetterQueueOf,
+  declareDurableQueue,
+  DELIVERY_LIMIT,
+  retryQueueOf,
+} from '../src/index';
+
+// DESIGN.md 10 "Broker", on a real RabbitMQ: the broker never drops a message, and retries of
+// different delays never wait behind one another.
+
+const vhost = `t_topology_${randomBytes(3).toString('hex')}`;
+const rabbit = new RabbitAdmin(process.env.RABBITMQ_MANAGEMENT_URL!);
+const logger = createLogger('topology-test', 'silent');
+let amqpUrl: string;
+let client: AmqpClient;
+
+beforeAll(async () => {
+  await rabbit.createVhost(vhost);
+  const url = new URL(process.env.AMQP_URL!);
+  url.pathname = `/${vhost}`;
+  amqpUrl = url.toString();
+  client = new AmqpClient({ url: amqpUrl, connectionName: 'topology-test', logger, reconnectMinMs: 50 });
+  client.start();
+  await client.waitUntilConnected(10_000);
+});
+afterAll(async () => {
+  await client?.close();
+  await rabbit.deleteVhost(vhost);
+});
+
+const Work = z.object({ name: z.string() });
+const send = (queue: string, name: string, headers: Record<string, unknown> = {}) =>
+  client.publish('commands', queue, Buffer.from(JSON.stringify({ name })), {
+    persistent: true,
+    contentType: 'application/json',
+    headers,
+  });
+
+describe('the broker topology (DESIGN.md 10)', () => {
+  it('when a consumer declares its queue, then it and its .dlq and retry queues are quorum queues, the queue with a delivery limit and a dead-letter route into its .dlq, each retry queue a TTL back into it', async () => {
+    await consume(
+      client,
+      {
+        queue: 'test.declared',
+        bindings: [{ exchange: 'commands', routingKey: 'test.declared' }],
+        parse: (body) => Work.parse(body),
+        retryDelaysMs: [250, 4_000, 4_000],
+        handle: async () => undefined,
+      },
+      logger,
+    );
+    const queues = new Map((await rabbit.queues(vhost)).map((queue) => [queue.name, queue]));
+    const own = [...queues.keys()].filter((name) => name.startsWith('test.declared')).sort();
+    expect(own).toEqual(
+      [
+        'test.declared',
+        deadLetterQueueOf('test.declared'),
+        retryQueueOf('test.declared', 250),
+        retryQueueOf('test.declared', 4_000),
+      ].sort(),
+    );
+    for (const name of own)
+      expect([name, queues.get(name)!.type, queues.get(name)!.durable]).toEqual([name, 'quorum', true]);
+    expect(queues.get('test.declared')!.arguments).toMatchObject({
+      'x-delivery-limit': DELIVERY_LIMIT,
+      'x-dead-letter-exchange': '',
+      'x-dead-letter-routing-key': 'test.declared.dlq',
+      'x-dead-letter-strategy': 'at-least-once',
+    });
+    expect(queues.get(retryQueueOf('test.declared', 250))!.arguments).toMatchObject({
+      'x-message-ttl': 250,
+      'x-dead-letter-routing-key': 'test.declared',
+    });
+    expect(queues.get(deadLetterQueueOf('test.declared'))!.arguments).not.toHaveProperty('x-delivery-limit');
+  });
+
+  it('when a message is delivered past the delivery limit without an ack (a consumer that dies holding it), then the broker moves it to the .dlq instead of dropping it', async () => {
+    const connection = await amqp.connect(amqpUrl);
+    try {
+      await declareDurableQueue(connection, 'test.limited', logger);
+      const channel = await connection.createChannel();
+      channel.sendToQueue('test.limited', Buffer.from(JSON.stringify({ name: 'crashes-its-consumer' })), {
+        persistent: true,
+      });
+      let deliveries = 0;
+      let dead: amqp.GetMessage | false = false;
+      for (let i = 0; i < DELIVERY_LIMIT * 3 && !dead; i++) {
+        const message = await channel.get('test.limited', { noAck: false });
+        if (message) {
+          deliveries += 1;
+          channel.nack(message, false, true); // given back unhandled, as a dying consumer's message is
+        }
+        dead = await channel.get(deadLetterQueueOf('test.limited'), { noAck: true });
+        if (!message && !dead) await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      expect(dead && JSON.parse(dead.content.toString())).toEqual({ name: 'crashes-its-consumer' });
+      expect(deliveries).toBeGreaterThanOrEqual(DELIVERY_LIMIT);
+      expect(deliveries).toBeLessThanOrEqual(DELIVERY_LIMIT + 1);
+    } finally {
+      await connection.close();
+    }
+  });
+
+  it('when a message waits a long retry and another a short one, then the short one is handled first', async () => {
+    const handled: string[] = [];
+    await consume(
+      client,
+      {
+        queue: 'test.retried',
+        bindings: [{ exchange: 'commands', routingKey: 'test.retried' }],
+        parse: (body) => Work.parse(body),
+        maxAttempts: 5,
+        retryDelaysMs: [3_000, 100],
+        handle: async ({ name }, delivery) => {
+          // `long` fails its first attempt (retried in 3 s); `short` arrives as a second attempt
+          // and fails it (retried in 0.1 s): it enters the retry queues after `long` did.
+          if (delivery.attempt <= (name === 'long' ? 1 : 2)) throw new Error('not yet');
+          handled.push(name);
+        },
+      },
+      logger,
+    );
+    await send('test.retried', 'long');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    await send('test.retried', 'short', { 'x-rs-attempt': 1 });
+    await expect.poll(() => handled.length, { timeout: 10_000 }).toBe(2);
+    expect(handled).toEqual(['short', 'long']);
+  });
+});
