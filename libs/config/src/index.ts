@@ -104,6 +104,7 @@ export function serviceEnvShape(service: ServiceName) {
     [`${upper}_MONGODB_URL`]: env.mongoUrl.optional(),
     AMQP_URL: env.amqpUrl.default('amqp://guest:guest@127.0.0.1:5672'),
     INTERNAL_TOKEN_SECRET: env.secret.optional(),
+    INTERNAL_TOKEN_SECRET_PREVIOUS: env.secret.optional(),
     PORT: env.port.default(DEFAULT_PORTS[service]),
   } as const;
 }
@@ -121,8 +122,8 @@ export const DEVELOPMENT_SECRETS = {
  * rest; WEBHOOK_SECRET_KEY, which encrypts the webhook endpoints' secrets). Returns the key to use, or throws naming the variable.
  */
 export function requiredSecret(
-  cfg: { NODE_ENV: string } & Partial<Record<keyof typeof DEVELOPMENT_SECRETS, string | undefined>>,
-  name: keyof typeof DEVELOPMENT_SECRETS,
+  cfg: { NODE_ENV: string } & Partial<Record<SecretName, string | undefined>>,
+  name: SecretName,
 ): string {
   const value = cfg[name];
   if (value) return value;
@@ -132,8 +133,33 @@ export function requiredSecret(
   return DEVELOPMENT_SECRETS[name];
 }
 
-export const internalTokenSecret = (cfg: { NODE_ENV: string; INTERNAL_TOKEN_SECRET?: string | undefined }) =>
-  requiredSecret(cfg, 'INTERNAL_TOKEN_SECRET');
+/**
+ * A secret and, while it is being rotated out, the one before it (`<NAME>_PREVIOUS`, DESIGN.md
+ * 6 and 10): the current one signs and seals; the previous one is still accepted (tokens) or
+ * still opens what it sealed, never used to sign or seal.
+ */
+export interface SecretRing {
+  current: string;
+  previous: string | null;
+}
+
+type SecretName = keyof typeof DEVELOPMENT_SECRETS;
+
+/** The ring of a secret `requiredSecret` reads, with its `_PREVIOUS` companion. */
+export function secretRing(
+  cfg: { NODE_ENV: string } & Partial<Record<SecretName | `${SecretName}_PREVIOUS`, string | undefined>>,
+  name: SecretName,
+): SecretRing {
+  const current = requiredSecret(cfg, name);
+  const previous = cfg[`${name}_PREVIOUS`] ?? null;
+  return { current, previous: previous === current ? null : previous };
+}
+
+export const internalTokenSecrets = (cfg: {
+  NODE_ENV: string;
+  INTERNAL_TOKEN_SECRET?: string | undefined;
+  INTERNAL_TOKEN_SECRET_PREVIOUS?: string | undefined;
+}) => secretRing(cfg, 'INTERNAL_TOKEN_SECRET');
 
 /** Each service's own database on MONGODB_URL (DESIGN.md 6); the gateway's is `identity`. */
 export const DATABASE_NAMES: Record<ServiceName, string> = {

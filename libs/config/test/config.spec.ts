@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { ConfigError, env, internalTokenSecret, loadConfig, mongoTarget, serviceEnvShape } from '../src/index';
+import { ConfigError, env, internalTokenSecrets, loadConfig, mongoTarget, serviceEnvShape } from '../src/index';
 
 describe('loadConfig', () => {
   const schema = z.object({ ...serviceEnvShape('catalog'), PORT: env.port.default(8083) });
@@ -42,10 +42,24 @@ describe('loadConfig', () => {
   });
 
   it('when NODE_ENV is production, then INTERNAL_TOKEN_SECRET is required', () => {
-    expect(() => internalTokenSecret({ NODE_ENV: 'production' })).toThrow(/INTERNAL_TOKEN_SECRET/);
-    expect(internalTokenSecret({ NODE_ENV: 'development' })).toHaveLength(49);
+    expect(() => internalTokenSecrets({ NODE_ENV: 'production' })).toThrow(/INTERNAL_TOKEN_SECRET/);
+    expect(internalTokenSecrets({ NODE_ENV: 'development' }).current).toHaveLength(49);
     expect(() => loadConfig(schema, { INTERNAL_TOKEN_SECRET: 'short' })).toThrow(
       /INTERNAL_TOKEN_SECRET: must be at least 32/,
+    );
+  });
+
+  it('when a secret is rotated, then its _PREVIOUS companion is read beside it, checked as strictly, and ignored when it equals the current one', () => {
+    const current = 'c'.repeat(32);
+    const previous = 'p'.repeat(32);
+    const cfg = loadConfig(schema, { INTERNAL_TOKEN_SECRET: current, INTERNAL_TOKEN_SECRET_PREVIOUS: previous });
+    expect(internalTokenSecrets(cfg)).toEqual({ current, previous });
+    expect(internalTokenSecrets({ ...cfg, INTERNAL_TOKEN_SECRET_PREVIOUS: current })).toEqual({
+      current,
+      previous: null,
+    });
+    expect(() => loadConfig(schema, { INTERNAL_TOKEN_SECRET_PREVIOUS: 'short' })).toThrow(
+      /INTERNAL_TOKEN_SECRET_PREVIOUS: must be at least 32/,
     );
   });
 });

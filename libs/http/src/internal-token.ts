@@ -1,5 +1,6 @@
+import { createHash } from 'node:crypto';
 import type { RequestHandler } from 'express';
-import { decodeJwt, jwtVerify, SignJWT } from 'jose';
+import { decodeJwt, decodeProtectedHeader, jwtVerify, SignJWT } from 'jose';
 import { LRUCache } from 'lru-cache';
 import type { Principal } from '@rs/contracts';
 import { unauthorized } from './errors';
@@ -28,6 +29,45 @@ export const INTERNAL_TOKEN_HEADER = 'x-internal-token';
 export const RESOURCE_ID_HEADER = 'x-rs-resource-id';
 
 const keyOf = (secret: string) => new TextEncoder().encode(secret);
+/** The `kid` of tokens signed with `secret`: names the key without saying anything of it. */
+const keyIdOf = (secret: string) =>
+  createHash('sha256').update(`rs-internal-token-key\0${secret}`).digest('base64url').slice(0, 16);
+
+/** The internal-token secret and, while it is rotated out, the previous one (DESIGN.md 10). */
+export interface InternalTokenSecrets {
+  current: string;
+  previous: string | null;
+}
+
+/**
+ * The keys a service accepts internal tokens from: tokens signed with the current secret or,
+ * while it is set, the previous one, so that pods with the old and the new secret call each
+ * other without a 401 during a rolling rotation. A token's `kid` picks its key; one without
+ * (signed before rotation existed) is tried with each.
+ */
+export class InternalTokenKeys {
+  private readonly keys: Array<{ id: string; key: Uint8Array }>;
+
+  constructor(secrets: InternalTokenSecrets | string) {
+    const { current, previous } = typeof secrets === 'string' ? { current: secrets, previous: null } : secrets;
+    this.keys = [current, ...(previous ? [previous] : [])].map((secret) => ({
+      id: keyIdOf(secret),
+      key: keyOf(secret),
+    }));
+  }
+
+  /** The keys to try for `token`, the one its `kid` names first. */
+  for(token: string): Uint8Array[] {
+    let kid: unknown;
+    try {
+      kid = decodeProtectedHeader(token).kid;
+    } catch {
+      return this.keys.map(({ key }) => key); // not a JWT: every key refuses it
+    }
+    const named = this.keys.filter(({ id }) => id === kid);
+    return (named.length > 0 ? named : this.keys).map(({ key }) => key);
+  }
+}
 
 /**
  * Signs internal tokens, reusing one per principal for half its life so the hot path
@@ -35,6 +75,7 @@ const keyOf = (secret: string) => new TextEncoder().encode(secret);
  */
 export class InternalTokenSigner {
   private readonly key: Uint8Array;
+  private readonly keyId: string;
   private readonly cache = new LRUCache<string, { token: string; renewAt: number }>({ max: 10_000 });
 
   constructor(
@@ -43,6 +84,7 @@ export class InternalTokenSigner {
     private readonly ttlSeconds = INTERNAL_TOKEN_TTL_SECONDS,
   ) {
     this.key = keyOf(secret);
+    this.keyId = keyIdOf(secret);
   }
 
   async tokenFor(principal: Principal): Promise<string> {
@@ -59,7 +101,7 @@ export class InternalTokenSigner {
       usr: principal.subject,
       svc: this.issuerService,
     })
-      .setProtectedHeader({ alg: ALGORITHM })
+      .setProtectedHeader({ alg: ALGORITHM, kid: this.keyId })
       .setIssuer(ISSUER)
       .setAudience(AUDIENCE)
       .setIssuedAt()
@@ -70,13 +112,30 @@ export class InternalTokenSigner {
   }
 }
 
-export async function verifyInternalToken(secret: string | Uint8Array, token: string): Promise<Principal> {
-  const { payload } = await jwtVerify(token, typeof secret === 'string' ? keyOf(secret) : secret, {
+/** The principal of an internal token signed with one of `keys`; throws when none verifies it. */
+export async function verifyInternalToken(keys: InternalTokenKeys, token: string): Promise<Principal> {
+  let failure: unknown;
+  for (const key of keys.for(token)) {
+    try {
+      return principalOf(await verify(key, token));
+    } catch (error) {
+      failure ??= error;
+    }
+  }
+  throw failure;
+}
+
+async function verify(key: Uint8Array, token: string) {
+  const { payload } = await jwtVerify(token, key, {
     issuer: ISSUER,
     audience: AUDIENCE,
     algorithms: [ALGORITHM],
     clockTolerance: 5,
   });
+  return payload;
+}
+
+function principalOf(payload: Awaited<ReturnType<typeof verify>>): Principal {
   return {
     clientId: String(payload.cid),
     grantorId: typeof payload.gid === 'string' ? payload.gid : null,
@@ -100,8 +159,8 @@ export function requireServiceCaller(principal: Principal): void {
  * half its life), so the hot path verifies a signature once per principal and token, not
  * once per request.
  */
-export function requireInternalToken(secret: string): RequestHandler {
-  const key = keyOf(secret);
+export function requireInternalToken(secrets: InternalTokenSecrets | string): RequestHandler {
+  const keys = new InternalTokenKeys(secrets);
   const verified = new LRUCache<string, Principal>({ max: 10_000, ttl: INTERNAL_TOKEN_TTL_SECONDS * 1000 });
   return async (req, res, next) => {
     const token = req.get(INTERNAL_TOKEN_HEADER);
@@ -112,7 +171,7 @@ export function requireInternalToken(secret: string): RequestHandler {
       return next();
     }
     try {
-      res.locals.principal = await verifyInternalToken(key, token);
+      res.locals.principal = await verifyInternalToken(keys, token);
     } catch {
       return next(unauthorized('invalid internal token', INTERNAL_CHALLENGE));
     }

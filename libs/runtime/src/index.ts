@@ -1,4 +1,11 @@
-import { internalTokenSecret, loadConfig, mongoTarget, redactUrl, type ServiceName } from '@rs/config';
+import {
+  internalTokenSecrets,
+  loadConfig,
+  mongoTarget,
+  redactUrl,
+  type SecretRing,
+  type ServiceName,
+} from '@rs/config';
 import {
   createHttpApp,
   InternalTokenSigner,
@@ -25,7 +32,8 @@ export interface Runtime<C> {
   logger: Logger;
   db: Connection;
   broker: AmqpClient;
-  internalSecret: string;
+  /** The internal-token secret, and the previous one while it is rotated out (DESIGN.md 10). */
+  internalSecrets: SecretRing;
   signer: InternalTokenSigner;
   clock: Clock;
   /** Applies a store's migration (indexes) at start, outside production or with MIGRATE_ON_START=true. */
@@ -40,6 +48,7 @@ interface BaseConfig {
   MONGODB_URL: string;
   AMQP_URL?: string;
   INTERNAL_TOKEN_SECRET?: string | undefined;
+  INTERNAL_TOKEN_SECRET_PREVIOUS?: string | undefined;
 }
 
 /** RS_STARTUP_TIMEOUT_MS: how long a service waits for its database and broker at start (read when it starts). */
@@ -102,7 +111,7 @@ export async function startService<S extends z.ZodType<BaseConfig>>(
   const logger = createLogger(service, env.LOG_LEVEL ?? 'info', options.logTo);
   const config = loadConfig(schema, env);
   logger.level = config.LOG_LEVEL;
-  const internalSecret = internalTokenSecret(config);
+  const internalSecrets = internalTokenSecrets(config);
   const stops: Array<() => unknown> = [];
   const broker =
     options.broker === false ? null : new AmqpClient({ url: config.AMQP_URL!, connectionName: service, logger });
@@ -123,8 +132,8 @@ export async function startService<S extends z.ZodType<BaseConfig>>(
       db,
       // Only the gateway goes without, and it never touches `broker`.
       broker: broker as AmqpClient,
-      internalSecret,
-      signer: new InternalTokenSigner(internalSecret, service),
+      internalSecrets,
+      signer: new InternalTokenSigner(internalSecrets.current, service),
       clock: options.clock ?? systemClock,
       migrated: async (store) => {
         if (migrateOnStart(config.NODE_ENV, env)) await store.ensureIndexes();
@@ -194,7 +203,7 @@ export async function serveHttp(
     service: runtime.service,
     logger: runtime.logger,
     readiness,
-    ...(options.public ? {} : { guard: requireInternalToken(runtime.internalSecret) }),
+    ...(options.public ? {} : { guard: requireInternalToken(runtime.internalSecrets) }),
     jsonLimit: options.jsonLimit,
     realm: options.realm,
     routes: (app) => {
@@ -223,17 +232,17 @@ export function migrateOnStart(nodeEnv: string, env: NodeJS.ProcessEnv = process
 }
 
 /** Runs one service's migration against its own database, then exits (0 on success). */
-export function runMigration(
+export function runMigration<S extends z.ZodType>(
   service: ServiceName,
-  schema: z.ZodType,
-  migrate: (db: Connection, logger: Logger) => Promise<void>,
+  schema: S,
+  migrate: (db: Connection, logger: Logger, config: z.infer<S>) => Promise<void>,
 ): void {
   const logger = createLogger(`${service}-migrate`, process.env.LOG_LEVEL ?? 'info');
   runService(logger, async () => {
-    const config = loadConfig(schema) as Record<string, unknown>;
-    const db = await connectDatabase(service, config, logger);
+    const config = loadConfig(schema);
+    const db = await connectDatabase(service, config as Record<string, unknown>, logger);
     try {
-      await migrate(db, logger);
+      await migrate(db, logger, config);
       logger.info('migrated');
     } finally {
       await db.close();

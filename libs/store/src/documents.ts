@@ -1,6 +1,7 @@
 import pLimit from 'p-limit';
 import type { Connection, Model, mongo, Schema } from 'mongoose';
 import { documentLock } from './document-lock';
+import { applyOnce } from './migrations';
 import { migrateOutbox, newOutbox, setWithOutbox } from './outbox';
 import type { OutboxEntry } from './outbox-entry';
 import { isDuplicateKey, isTransient, WriteFailed } from './items';
@@ -216,10 +217,19 @@ export abstract class OutboxStore<Doc extends { _id: string }, Entity> {
     return this.options.toEntity(doc);
   }
 
+  /**
+   * The collection's migration: its data steps once each (recorded, `applyOnce`: they scan
+   * the collection), then its indexes (declared; creating one that exists costs nothing).
+   */
   async ensureIndexes(): Promise<void> {
-    await migrateOutbox(this.model.collection);
-    await this.assignBuckets();
+    await this.applyOnce('outbox-pending-flag', () => migrateOutbox(this.model.collection));
+    await this.applyOnce('buckets', () => this.assignBuckets());
     await this.model.createIndexes();
+  }
+
+  /** A migration step of this collection, run once per database (`applyOnce`). */
+  protected applyOnce(step: string, run: () => Promise<void>): Promise<boolean> {
+    return applyOnce(this.model.db.db!, `${this.model.collection.collectionName}:${step}`, run);
   }
 
   /**
@@ -244,7 +254,7 @@ export abstract class OutboxStore<Doc extends { _id: string }, Entity> {
     });
   }
 
-  /** Documents stored before buckets existed get theirs (a migration step; a no-op after). */
+  /** Documents stored before buckets existed get theirs (a migration step). */
   private async assignBuckets(): Promise<void> {
     for (;;) {
       const missing = await this.model.collection

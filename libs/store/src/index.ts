@@ -9,3 +9,4 @@ export * from './schema';
 export * from './history';
 export * from './sealed';
 export * from './items';
+export * from './migrations';

@@ -1,9 +1,13 @@
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import path from 'node:path';
 import mongoose from 'mongoose';
 import { InProcessService } from './in-process';
 import type { TestService } from './test-service';
 import { freePort, ServiceProcess } from './processes';
 import { RabbitAdmin } from './rabbit-admin';
+import { REPO_ROOT } from './servers';
 
 export type BackendName = 'catalog' | 'rights' | 'subscriptions' | 'scheduler' | 'webhooks';
 
@@ -67,6 +71,33 @@ export class TestSystem {
       throw error;
     }
     return system;
+  }
+
+  /**
+   * Runs a service's migration (`services/<service>/dist/migrate.js`, as the Kubernetes Job
+   * and `npm run migrate` run it) against this system's database for it, with `env` on top
+   * of the system's; resolves to its exit code and its log lines.
+   */
+  async migrate(service: string, env: Record<string, string> = {}): Promise<{ code: number | null; logs: string[] }> {
+    const child = spawn(process.execPath, [path.join(REPO_ROOT, 'services', service, 'dist/migrate.js')], {
+      env: {
+        PATH: process.env.PATH ?? '',
+        TZ: 'UTC',
+        NODE_ENV: 'test',
+        LOG_LEVEL: 'info',
+        AMQP_URL: this.amqpUrl,
+        ...this.options.env,
+        [`${service.toUpperCase()}_MONGODB_URL`]: this.mongoUrlFor(service),
+        ...env,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const output: string[] = [];
+    const collect = (chunk: Buffer) => output.push(...chunk.toString('utf8').split('\n').filter(Boolean));
+    child.stdout!.on('data', collect);
+    child.stderr!.on('data', collect);
+    const [code] = (await once(child, 'exit')) as [number | null];
+    return { code, logs: output };
   }
 
   mongoUrlFor(service: string): string {

@@ -11,6 +11,8 @@ export interface TestService {
   /** Its process id, when it runs as its own process. */
   readonly pid?: number | undefined;
   start(): Promise<void>;
+  /** Changes its environment for its next start, as a rolling change of configuration does (undefined unsets). */
+  reconfigure(changes: Record<string, string | undefined>): void;
   /** Graceful stop, as an orchestrator does it. */
   stop(): Promise<number | null>;
   /** A crash; only a process can crash without cleaning up. */
@@ -38,6 +40,13 @@ export abstract class LocalService implements TestService {
 
   get logs(): string[] {
     return this.output;
+  }
+
+  reconfigure(changes: Record<string, string | undefined>): void {
+    for (const [name, value] of Object.entries(changes)) {
+      if (value === undefined) delete this.env[name];
+      else this.env[name] = value;
+    }
   }
 
   abstract start(): Promise<void>;

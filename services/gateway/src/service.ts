@@ -35,6 +35,7 @@ export const Config = z
     JWT_ISSUER: z.string().min(1).optional(),
     JWT_AUDIENCE: z.string().min(1).optional(),
     INTERNAL_TOKEN_SECRET: env.secret.optional(),
+    INTERNAL_TOKEN_SECRET_PREVIOUS: env.secret.optional(),
     CATALOG_URL: serviceUrl('catalog'),
     RIGHTS_URL: serviceUrl('rights'),
     SUBSCRIPTIONS_URL: serviceUrl('subscriptions'),

@@ -1,11 +1,19 @@
-// `node services/rights/dist/migrate.js`: creates the indexes of this service's database.
-import { serviceEnvShape } from '@rs/config';
+// `node services/rights/dist/migrate.js`: this service's migration steps, each applied once
+// per database (DESIGN.md 10): its collections' data steps and indexes, and the re-sealing of
+// the right-token keys after RIGHT_TOKEN_KEY_SECRET changed.
+import { secretRing } from '@rs/config';
 import { runMigration } from '@rs/runtime';
-import { z } from 'zod';
+import { applyOnce } from '@rs/store';
+import { Config } from './service';
 import { RightStore } from './store/right-store';
 import { rightHistory } from './store/right-history';
+import { SigningKeyStore } from './store/signing-key-store';
 
-runMigration('rights', z.object(serviceEnvShape('rights')), async (db) => {
+runMigration('rights', Config, async (db, logger, config) => {
   await new RightStore(db, () => []).ensureIndexes();
   await rightHistory(db.db!).ensureIndexes();
+  const keys = new SigningKeyStore(db, secretRing(config, 'RIGHT_TOKEN_KEY_SECRET'));
+  await applyOnce(db.db!, `right_token_keys:sealed-with:${keys.sealingKeyId}`, async () => {
+    logger.info({ resealed: await keys.reseal() }, 'right-token keys sealed with the current key');
+  });
 });

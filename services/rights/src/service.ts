@@ -1,4 +1,4 @@
-import { env, publicApiShape, requiredSecret, serviceEnvShape, serviceUrl } from '@rs/config';
+import { env, publicApiShape, secretRing, serviceEnvShape, serviceUrl } from '@rs/config';
 import { startSkuDirectory } from '@rs/catalog-client';
 import { defineService, serveHttp, startRelay } from '@rs/runtime';
 import { z } from 'zod';
@@ -19,6 +19,7 @@ export const Config = z.object({
   /** DESIGN.md 6 and 8: the longest lifetime of a signed right token, and the key of its keys at rest. */
   RIGHT_TOKEN_TTL_S: z.coerce.number().int().min(1).max(86_400).default(300),
   RIGHT_TOKEN_KEY_SECRET: env.secret.optional(),
+  RIGHT_TOKEN_KEY_SECRET_PREVIOUS: env.secret.optional(),
 });
 
 /**
@@ -32,7 +33,7 @@ export const start = defineService('rights', Config, async (runtime) => {
   const history = await runtime.migrated(rightHistory(runtime.db.db!));
   const relay = startRelay(runtime, 'rights', history);
   const rights = new RightsUseCases(store, history, await startSkuDirectory(runtime, config.CATALOG_URL), clock);
-  const keys = new SigningKeyStore(runtime.db, requiredSecret(config, 'RIGHT_TOKEN_KEY_SECRET'));
+  const keys = new SigningKeyStore(runtime.db, secretRing(config, 'RIGHT_TOKEN_KEY_SECRET'));
   const tokens = new RightTokens(rights, keys, {
     issuer: config.PUBLIC_BASE_URL,
     ttlS: config.RIGHT_TOKEN_TTL_S,

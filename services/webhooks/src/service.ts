@@ -1,4 +1,4 @@
-import { env, publicApiShape, requiredSecret, serviceEnvShape } from '@rs/config';
+import { env, publicApiShape, secretRing, serviceEnvShape } from '@rs/config';
 import { defineService, serveHttp } from '@rs/runtime';
 import { Sealer } from '@rs/store';
 import { z } from 'zod';
@@ -37,9 +37,13 @@ export const Config = z.object({
   WEBHOOK_CONCURRENCY_PER_ENDPOINT: z.coerce.number().int().min(1).max(64).default(8),
   /** Encrypts the endpoints' secrets at rest (32+ characters); required outside development. */
   WEBHOOK_SECRET_KEY: env.secret.optional(),
+  WEBHOOK_SECRET_KEY_PREVIOUS: env.secret.optional(),
   /** DESIGN.md 6 and 9: endpoints one grantor may register. */
   WEBHOOK_MAX_ENDPOINTS: z.coerce.number().int().min(1).max(10_000).default(50),
 });
+
+/** What the endpoints' secrets are sealed for (separates their key from other uses of the secret). */
+export const ENDPOINT_SECRETS_PURPOSE = 'rs-webhook-endpoint-secrets';
 
 /**
  * The webhooks service (DESIGN.md 1 and 8): the endpoints API, its own durable queue on the
@@ -60,7 +64,7 @@ export const start = defineService('webhooks', Config, async (runtime) => {
   const endpoints = new EndpointUseCases(
     endpointStore,
     deliveryStore,
-    new Sealer(requiredSecret(config, 'WEBHOOK_SECRET_KEY'), 'rs-webhook-endpoint-secrets'),
+    new Sealer(secretRing(config, 'WEBHOOK_SECRET_KEY'), ENDPOINT_SECRETS_PURPOSE),
     {
       allowPrivateTargets,
       retryNow: (delivery) => dispatcher.enqueue([delivery]),

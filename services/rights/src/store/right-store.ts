@@ -180,12 +180,12 @@ export class RightStore extends UserOwnedStore<RightDocument, RightEntity> {
 
   override async ensureIndexes(): Promise<void> {
     await super.ensureIndexes();
-    await this.payloadsAsText();
+    await this.applyOnce('payloads-as-text', () => this.payloadsAsText());
   }
 
   /**
    * Migration step: payloads stored as documents (before payloadJson) become JSON text, so
-   * every right reads and writes its payload one way (DESIGN.md 9 "Payloads"). A no-op after.
+   * every right reads and writes its payload one way (DESIGN.md 9 "Payloads").
    */
   private async payloadsAsText(): Promise<void> {
     const collection = this.model.collection;

@@ -1,4 +1,4 @@
-import { documentSchema, Sealer, type Sealed } from '@rs/store';
+import { documentSchema, Sealer, type Sealed, type SealingSecrets } from '@rs/store';
 import type { Connection, Model } from 'mongoose';
 import type { SigningKeyLife } from '../domain/right-token';
 
@@ -25,16 +25,16 @@ const schema = documentSchema<SigningKeyDocument>('right_token_keys', {
 /**
  * The right-token signing keys in the rights service's own database (DESIGN.md 8): shared
  * by every replica, kept across restarts, each private key encrypted at rest with a key
- * derived from RIGHT_TOKEN_KEY_SECRET. Nothing here logs or returns a private key but
+ * derived from RIGHT_TOKEN_KEY_SECRET (or, while it is rotated out, its `_PREVIOUS`). Nothing here logs or returns a private key but
  * `all()`, to the signer.
  */
 export class SigningKeyStore {
   private readonly model: Model<SigningKeyDocument>;
   private readonly sealer: Sealer;
 
-  constructor(db: Connection, secret: string) {
+  constructor(db: Connection, secrets: SealingSecrets | string) {
     this.model = db.model<SigningKeyDocument>('RightTokenKey', schema);
-    this.sealer = new Sealer(secret, 'rs-right-token-keys');
+    this.sealer = new Sealer(secrets, 'rs-right-token-keys');
   }
 
   async all(): Promise<SigningKey[]> {
@@ -58,5 +58,28 @@ export class SigningKeyStore {
       sealed: this.sealer.seal(JSON.stringify(key.privateJwk)),
     } as never);
     await this.model.updateMany({ _id: { $ne: key.kid }, retiredAt: null }, { $set: { retiredAt: key.createdAt } });
+  }
+
+  /**
+   * Migration step of a key rotation (DESIGN.md 10): seals again, with the current key, every
+   * private key another key sealed (a compare-and-set on the sealed value as read). Returns
+   * how many.
+   */
+  async reseal(): Promise<number> {
+    let resealed = 0;
+    for (const doc of await this.model.find().lean<SigningKeyDocument[]>()) {
+      if (this.sealer.isCurrent(doc.sealed)) continue;
+      const sealed = this.sealer.seal(this.sealer.open(doc.sealed));
+      const result = await this.model.collection.updateOne({ _id: doc._id, sealed: doc.sealed } as never, {
+        $set: { sealed },
+      });
+      resealed += result.modifiedCount;
+    }
+    return resealed;
+  }
+
+  /** The id of the key that seals now: names the rotation's migration step. */
+  get sealingKeyId(): string {
+    return this.sealer.keyId;
   }
 }

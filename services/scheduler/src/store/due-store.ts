@@ -1,6 +1,6 @@
 import pLimit from 'p-limit';
 import { SubscriptionSnapshot } from '@rs/contracts';
-import { isDuplicateKey, serverLimits, documentSchema } from '@rs/store';
+import { applyOnce, isDuplicateKey, serverLimits, documentSchema } from '@rs/store';
 import type { Clock } from '@rs/time';
 import { type Connection, type Model } from 'mongoose';
 import { dueKeyOf, landedLate, slotKey, SOON_KEY } from '../domain/due';
@@ -94,8 +94,10 @@ export class DueStore {
 
   async ensureIndexes(): Promise<void> {
     // Before 0011 items were updated in place under a range index; the rebuild records them anew.
-    await this.model.collection.deleteMany({ due: { $exists: false } });
-    await this.model.collection.dropIndex('due').catch(() => undefined);
+    await applyOnce(this.model.db.db!, `${this.collection}:keyed-by-second`, async () => {
+      await this.model.collection.deleteMany({ due: { $exists: false } });
+      await this.model.collection.dropIndex('due').catch(() => undefined);
+    });
     await this.model.createIndexes();
   }
 

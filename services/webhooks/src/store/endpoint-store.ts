@@ -1,5 +1,5 @@
 import type { mongo } from 'mongoose';
-import type { Sealed } from '@rs/store';
+import type { Sealed, Sealer } from '@rs/store';
 
 /** A secret of an endpoint, sealed; `retiresAt` is set when a newer one replaced it (it signs until then). */
 export interface StoredSecret {
@@ -85,5 +85,44 @@ export class EndpointStore {
       { $set: { secrets, generation: endpoint.generation + 1 } },
     );
     return result.modifiedCount === 1;
+  }
+
+  /**
+   * Migration step of a key rotation (DESIGN.md 10): seals again, with the current key, every
+   * stored secret another key sealed, tombstones included, a page of endpoints at a time; each
+   * a compare-and-set on the secrets as read (the generation, and so the ETag, unchanged: the
+   * secrets are the same). An endpoint changed meanwhile is read again. Returns how many
+   * endpoints changed.
+   */
+  async resealSecrets(sealer: Sealer): Promise<number> {
+    let resealed = 0;
+    let after = '';
+    for (;;) {
+      const page = await this.endpoints
+        .find({ _id: { $gt: after } })
+        .sort({ _id: 1 })
+        .limit(100)
+        .toArray();
+      if (page.length === 0) return resealed;
+      for (const endpoint of page) {
+        for (let stored = endpoint; stored.secrets.some((secret) => !sealer.isCurrent(secret.sealed));) {
+          const secrets = stored.secrets.map((secret) =>
+            sealer.isCurrent(secret.sealed) ? secret : { ...secret, sealed: sealer.seal(sealer.open(secret.sealed)) },
+          );
+          const result = await this.endpoints.updateOne(
+            { _id: stored._id, secrets: stored.secrets },
+            { $set: { secrets } },
+          );
+          if (result.modifiedCount === 1) {
+            resealed += 1;
+            break;
+          }
+          const again = await this.endpoints.findOne({ _id: stored._id });
+          if (!again) break;
+          stored = again;
+        }
+      }
+      after = page.at(-1)!._id;
+    }
   }
 }
