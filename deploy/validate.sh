@@ -23,6 +23,7 @@ COMPOSE_GO_VERSION=v2.16.2
 PROMETHEUS_VERSION=3.5.0
 PROMETHEUS_MODULE_VERSION=v0.305.0
 PROMETHEUS_OPERATOR_VERSION=v0.85.0
+KEDA_VERSION=v2.17.2
 tools="$RS_ROOT/.local/tools"
 mkdir -p "$tools"
 
@@ -47,11 +48,30 @@ fi
 
 rendered="$(mktemp -d)"
 trap 'rm -rf "$rendered"' EXIT
+# The CRDs of the custom kinds the manifests use, from their Go modules: the Prometheus
+# Operator's (k8s/monitoring) and KEDA's (the optional k8s/overlays/keda).
+operator="$(cd "$tools" && go mod download -json "github.com/prometheus-operator/prometheus-operator@$PROMETHEUS_OPERATOR_VERSION" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')"
+[ -d "$operator/example/prometheus-operator-crd" ] || { echo "cannot download the Prometheus Operator $PROMETHEUS_OPERATOR_VERSION" >&2; exit 1; }
+keda="$(cd "$tools" && go mod download -json "github.com/kedacore/keda/v2@$KEDA_VERSION" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')"
+[ -d "$keda/config/crd/bases" ] || { echo "cannot download KEDA $KEDA_VERSION" >&2; exit 1; }
+crds=("$operator/example/prometheus-operator-crd" "$keda/config/crd/bases")
+
+# Renders a kustomization into $rendered/<name>/ and checks every object: Kubernetes' kinds
+# with kubernetes-validate, custom kinds against their CRD's schema.
+check() { # $1 kustomization, $2 name
+  local out="$rendered/$2"
+  "$tools/kustomize" build "$1" > "$out.yaml"
+  echo -n "kustomize build $1: "
+  "$tools/venv/bin/python" deploy/split_objects.py split "$out.yaml" "$out" "${crds[@]}"
+  "$tools/venv/bin/kubernetes-validate" --strict --quiet -k "$KUBERNETES_VERSION" "$out"/core-*.yaml
+  for object in "$out"/crd-*.json; do
+    [ -e "$object" ] || continue
+    index="${object##*/crd-}"
+    "$tools/venv/bin/check-jsonschema" --regex-variant python --schemafile "$out/schema-$index" "$object"
+  done
+}
 for kustomization in k8s/base k8s/overlays/*; do
-  out="$rendered/$(echo "$kustomization" | tr / _).yaml"
-  "$tools/kustomize" build "$kustomization" > "$out"
-  echo "kustomize build $kustomization: $(grep -c '^kind:' "$out") objects"
-  "$tools/venv/bin/kubernetes-validate" --strict --quiet -k "$KUBERNETES_VERSION" "$out"
+  check "$kustomization" "$(echo "$kustomization" | tr / _)"
 done
 
 compose_go="$(cd "$tools" && { [ -f go.mod ] || go mod init validate-tools >/dev/null 2>&1; } && go mod download -json "github.com/compose-spec/compose-go/v2@$COMPOSE_GO_VERSION" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')"
@@ -60,19 +80,9 @@ for service in $(sed -n 's/^ *build: {.*args: { SERVICE: \([a-z]*\) } }$/\1/p' d
   [ -f "services/$service/src/main.ts" ] || { echo "docker-compose.yml builds SERVICE=$service, which is not a service of services/" >&2; exit 1; }
 done
 grep -q '^ARG SERVICE$' deploy/Dockerfile || { echo "deploy/Dockerfile takes no SERVICE build argument" >&2; exit 1; }
-# Monitoring (issue 13): what Kubernetes knows is checked as above; the Prometheus Operator's
-# kinds against the CRDs' own schemas.
-"$tools/kustomize" build k8s/monitoring > "$rendered/monitoring.yaml"
-echo "kustomize build k8s/monitoring: $(grep -c '^kind:' "$rendered/monitoring.yaml") objects"
-operator="$(cd "$tools" && go mod download -json "github.com/prometheus-operator/prometheus-operator@$PROMETHEUS_OPERATOR_VERSION" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')"
-[ -d "$operator/example/prometheus-operator-crd" ] || { echo "cannot download the Prometheus Operator $PROMETHEUS_OPERATOR_VERSION" >&2; exit 1; }
-"$tools/venv/bin/python" deploy/monitoring.py split "$rendered/monitoring.yaml" "$rendered/monitoring" \
-  "$operator/example/prometheus-operator-crd"
-"$tools/venv/bin/kubernetes-validate" --strict --quiet -k "$KUBERNETES_VERSION" "$rendered"/monitoring/core-*.yaml
-for object in "$rendered"/monitoring/crd-*.json; do
-  index="${object##*/crd-}"
-  "$tools/venv/bin/check-jsonschema" --regex-variant python --schemafile "$rendered/monitoring/schema-$index" "$object"
-done
+# Monitoring (issue 13): checked as above, and its alert rules with promtool.
+check k8s/monitoring monitoring
+[ -f "$rendered/monitoring/rules.yaml" ] || { echo "k8s/monitoring has no PrometheusRule" >&2; exit 1; }
 cp k8s/monitoring/alerts.test.yaml "$rendered/monitoring/"
 "$tools/promtool" check rules "$rendered/monitoring/rules.yaml"
 "$tools/promtool" test rules "$rendered/monitoring/alerts.test.yaml"

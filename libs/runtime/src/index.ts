@@ -66,6 +66,9 @@ export async function connectDatabase(
     serverSelectionTimeoutMS: startupTimeoutMs(),
     autoIndex: false,
     autoCreate: true,
+    // DESIGN.md 10: an acknowledged change is on a majority of the replica set, so a primary
+    // lost right after it does not take it along (stated here, not left to the server's default).
+    writeConcern: { w: 'majority' },
   });
   db.on('disconnected', () => logger.warn('MongoDB disconnected'));
   db.on('reconnected', () => logger.info('MongoDB reconnected'));
