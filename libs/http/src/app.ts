@@ -183,13 +183,30 @@ export function bucketListing<T>(
   router: Router,
   path: string,
   buckets: number,
-  read: (bucket: number) => Promise<T[]>,
+  read: (bucket: number, page: BucketPageRequest) => Promise<BucketPageRead<T>>,
 ): void {
   route(router, path, {
     get: async (req, res) => {
       requireServiceCaller(res.locals.principal);
-      const { bucket, next } = bucketPage(pageParams(req), buckets);
-      res.json({ items: await read(bucket), next });
+      const { bucket, after, limit } = bucketPage(pageParams(req), buckets);
+      const { items, lastId } = await read(bucket, { after, limit });
+      res.json({ items, next: lastId === null ? null : `${bucket}.${lastId}` });
     },
   });
+}
+
+/** One page of a bucket to read: the documents after `after` (an id), at most `limit`, in id order. */
+export interface BucketPageRequest {
+  after: string | undefined;
+  limit: number;
+}
+
+/**
+ * What a page of a bucket held: its entries (those a listing leaves out, removed or set aside,
+ * are not among them), and the id of the last document read when the page was full (null:
+ * the bucket has no more).
+ */
+export interface BucketPageRead<T> {
+  items: T[];
+  lastId: string | null;
 }

@@ -220,10 +220,16 @@ export function parseParam<T>(schema: z.ZodType<T>, name: string, value: unknown
   throw badRequest(`${name}: ${result.error.issues[0]?.message ?? 'invalid'}`);
 }
 
-/** Paging through numbered buckets 0…count-1: an internal listing read a bucket at a time. */
-export function bucketPage(page: Page, count: number): { bucket: number; next: string | null } {
-  const bucket = page.after === undefined ? 0 : Number(page.after);
-  if (!/^[0-9]+$/.test(page.after ?? '0') || bucket >= count)
-    throw badRequest(`cursor: must be a bucket below ${count}`);
-  return { bucket, next: bucket + 1 < count ? String(bucket + 1) : null };
+/**
+ * Paging through numbered buckets 0…count-1, an internal listing read a bucket at a time
+ * (docs/decisions/0011, DESIGN.md 10): the cursor is `<bucket>` for a bucket's first page or
+ * `<bucket>.<id>` for the page after that id; a page holds up to `limit` entries in id order,
+ * so a reader holds a page, never a bucket, and walks only the buckets it asks for.
+ */
+export function bucketPage(page: Page, count: number): { bucket: number; after: string | undefined; limit: number } {
+  const cursor = /^([0-9]{1,6})(?:\.(.+))?$/s.exec(page.after ?? '0');
+  const bucket = Number(cursor?.[1]);
+  if (!cursor || bucket >= count)
+    throw badRequest(`cursor: must be <bucket> or <bucket>.<id>, the bucket below ${count}`);
+  return { bucket, after: cursor[2], limit: page.limit };
 }

@@ -27,6 +27,13 @@ export function hashOf(id: string): number {
 
 export const bucketOf = (id: string): number => hashOf(id) % BUCKETS;
 
+/** The index of a rebuild's pages (`inBucket`, DESIGN.md 10): a bucket in id order. */
+export const BUCKET_PAGE_INDEX = { bucket: 1, _id: 1 } as const;
+export const BUCKET_PAGE_INDEX_OPTIONS = { name: 'by_bucket_page' } as const;
+
+/** The condition of a page that starts after the id `after` (none for a first page). */
+export const afterId = (after: string | undefined) => (after === undefined ? {} : { _id: { $gt: after } });
+
 /** A new document with its pending events; its bucket is its id's unless it names one (a record of another document). */
 const withBucket = (doc: { _id: string; bucket?: number }, outbox: OutboxEntry[]) => ({
   bucket: bucketOf(doc._id),
@@ -233,14 +240,25 @@ export abstract class OutboxStore<Doc extends { _id: string }, Entity> {
   }
 
   /**
-   * Live documents of one bucket matching `conditions`, unsorted (see BUCKETS), for another
-   * service's rebuild: but those set aside at their current generation (`setAside`).
+   * A page of the live documents of one bucket matching `conditions`, in id order after the id
+   * `page.after`, for another service's rebuild (DESIGN.md 10: served by the index on `bucket`
+   * and `_id`; a reader holds a page, never a bucket): but those set aside at their current
+   * generation (`setAside`). `lastId` is the last id read when the page was full.
    */
-  protected async inBucket(bucket: number, conditions: Record<string, unknown> = {}): Promise<Entity[]> {
+  protected async inBucket(
+    bucket: number,
+    page: { after: string | undefined; limit: number },
+    conditions: Record<string, unknown> = {},
+  ): Promise<{ items: Entity[]; lastId: string | null }> {
     const docs = await this.model
-      .find({ ...conditions, bucket, ...this.options.live } as never, this.options.hidden)
+      .find({ ...conditions, bucket, ...afterId(page.after), ...this.options.live } as never, this.options.hidden)
+      .sort({ _id: 1 })
+      .limit(page.limit)
       .lean<Array<Doc & SetAsideField>>();
-    return docs.filter((doc) => doc.setAside?.generation !== doc.generation).map(this.options.toEntity);
+    return {
+      items: docs.filter((doc) => doc.setAside?.generation !== doc.generation).map(this.options.toEntity),
+      lastId: docs.length === page.limit ? docs.at(-1)!._id : null,
+    };
   }
 
   /**

@@ -1,6 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { bucketOf } from '@rs/store';
 import {
+  bucketsOf,
   CLOCK_SKEW_MS,
   dueKeyOf,
   landedLate,
@@ -35,6 +37,15 @@ describe('due slots (docs/decisions/0011)', () => {
     for (const offset of [-86_400_000, 0, SOON_MARGIN_MS]) {
       expect(dueKeyOf('sub-1', new Date(NOW.getTime() + offset), NOW)).toBe(SOON_KEY);
     }
+  });
+
+  it('when a replica rebuilds its partitions, then it reads the buckets whose ids are all in them, 8 of the 64 a partition', () => {
+    for (let i = 0; i < 2_000; i++) {
+      const id = `01JD${i.toString(36).padStart(8, '0')}`;
+      expect(bucketsOf([partitionOf(id)])).toContain(bucketOf(id));
+    }
+    expect(bucketsOf([3])).toHaveLength(64 / PARTITIONS);
+    expect(bucketsOf([0, 1, 2, 3, 4, 5, 6, 7])).toHaveLength(64);
   });
 
   it('when ids are many, then every partition gets a fair share and an id always the same one', () => {

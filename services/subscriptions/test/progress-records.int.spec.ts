@@ -18,6 +18,7 @@ beforeAll(async () => {
 afterAll(() => database?.drop());
 
 const NONE: Outgoing = { events: [], commands: [] };
+const WHOLE = { after: undefined, limit: 1000 };
 const created = (subscriptionId: string): SubscriptionEntity => ({
   subscriptionId,
   userId: 'alice',
@@ -71,7 +72,9 @@ describe('progress records (docs/decisions/0026)', () => {
     expect(await store.find('alice', 'S2')).toMatchObject(latest);
     const listed = await store.list({ userId: 'alice', visibleTo: null, grantorId: null, limit: 10, after: null });
     expect(listed.find((one) => one.subscriptionId === 'S2')).toMatchObject(latest);
-    expect((await store.ofBucket(bucketOf('S2'))).find((one) => one.subscriptionId === 'S2')).toMatchObject(latest);
+    expect(
+      (await store.ofBucket(bucketOf('S2'), WHOLE)).items.find((one) => one.subscriptionId === 'S2'),
+    ).toMatchObject(latest);
 
     const deleted = { ...again, generation: 5, updatedAt: new Date() };
     expect(await store.update({ current: again, next: deleted, outgoing: NONE, removes: true })).toBe(true);
@@ -82,7 +85,7 @@ describe('progress records (docs/decisions/0026)', () => {
         (one) => one.subscriptionId,
       ),
     ).not.toContain('S2');
-    expect((await store.ofBucket(bucketOf('S2'))).map((one) => one.subscriptionId)).not.toContain('S2');
+    expect((await store.ofBucket(bucketOf('S2'), WHOLE)).items.map((one) => one.subscriptionId)).not.toContain('S2');
   });
 
   it('when a batch of renewals is stored, then each gets its own outcome', async () => {
@@ -97,5 +100,32 @@ describe('progress records (docs/decisions/0026)', () => {
     ]);
     expect(outcomes).toEqual([false, true]);
     expect(outcomes.some((one) => one instanceof WriteFailed)).toBe(false);
+  });
+
+  it('when the rebuild reads a bucket in pages, then each page holds its subscriptions once, each with its own latest record, and the last page ends the bucket', async () => {
+    // Ids of one bucket, some renewed (records `<id>@<generation>` between them in id order).
+    const ids = Array.from({ length: 2000 }, (_, i) => `P${String(i).padStart(4, '0')}`)
+      .filter((id) => bucketOf(id) === bucketOf('P0000'))
+      .slice(0, 5);
+    expect(ids).toHaveLength(5);
+    for (const [i, id] of ids.entries()) {
+      const first = created(id);
+      await store.insert(first, NONE);
+      if (i % 2 === 0) await store.renewMany([{ current: first, next: renewedFrom(first), outgoing: NONE }]);
+    }
+    const pages: Array<Array<[string, number]>> = [];
+    let after: string | undefined;
+    for (;;) {
+      const page = await store.ofBucket(bucketOf('P0000'), { after, limit: 2 });
+      pages.push(
+        page.items
+          .filter((one) => ids.includes(one.subscriptionId))
+          .map((one) => [one.subscriptionId, one.nextPeriod!]),
+      );
+      if (page.lastId === null) break;
+      after = page.lastId;
+    }
+    expect(pages.flat()).toEqual(ids.map((id, i) => [id, i % 2 === 0 ? 1 : 0]));
+    expect(pages.every((page) => page.length <= 2)).toBe(true);
   });
 });

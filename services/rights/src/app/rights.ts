@@ -129,8 +129,9 @@ export class RightsUseCases {
     return historyOf(await this.changes.of(rightId));
   }
 
-  expirable(bucket: number): Promise<RightEntity[]> {
-    return this.store.expirable(bucket);
+  /** A page of a bucket's rights as stored while they may expire, for the scheduler's rebuild. */
+  expirable(bucket: number, page: { after: string | undefined; limit: number }) {
+    return this.store.expirable(bucket, page);
   }
 
   list(principal: Principal, query: Omit<RightQuery, 'grantorOrProvider'>): Promise<RightEntity[]> {

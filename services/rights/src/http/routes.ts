@@ -75,8 +75,9 @@ export function rightsRoutes(
     },
   });
   // For the scheduler to rebuild its expiries (docs/decisions/0009).
-  http.bucketListing(router, '/internal/expiries', BUCKETS, async (bucket) =>
-    (await rights.expirable(bucket)).map(expiryEntry),
-  );
+  http.bucketListing(router, '/internal/expiries', BUCKETS, async (bucket, page) => {
+    const { items, lastId } = await rights.expirable(bucket, page);
+    return { items: items.map(expiryEntry), lastId };
+  });
   return router;
 }

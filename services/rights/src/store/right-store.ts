@@ -2,6 +2,8 @@ import pLimit from 'p-limit';
 import type { Keyset } from '@rs/http';
 import { Exchanges, type Actor, type CloudEvent } from '@rs/contracts';
 import {
+  BUCKET_PAGE_INDEX,
+  BUCKET_PAGE_INDEX_OPTIONS,
   bucketOf,
   OUTBOX_INDEX,
   OUTBOX_INDEX_OPTIONS,
@@ -76,6 +78,8 @@ rightSchema.index({ state: 1, end: 1 }, { name: 'by_interval_end' });
 rightSchema.index({ subscriptionId: 1 }, { name: 'by_subscription', sparse: true });
 rightSchema.index({ expiresKey: 1 }, { name: 'by_expiry_key', sparse: true });
 rightSchema.index(OUTBOX_INDEX, OUTBOX_INDEX_OPTIONS);
+// The rebuild's pages (DESIGN.md 10): a bucket in id order.
+rightSchema.index(BUCKET_PAGE_INDEX, BUCKET_PAGE_INDEX_OPTIONS);
 
 const PROJECTION = OUTBOX_PROJECTION;
 
@@ -208,8 +212,8 @@ export class RightStore extends UserOwnedStore<RightDocument, RightEntity> {
    * The ACTIVE and SUSPENDED rights of one bucket (for the scheduler's rebuild), but those set
    * aside at their current generation (their expiry failed alone; DESIGN.md 9).
    */
-  expirable(bucket: number): Promise<RightEntity[]> {
-    return this.inBucket(bucket, { state: { $in: ['ACTIVE', 'SUSPENDED'] } });
+  expirable(bucket: number, page: { after: string | undefined; limit: number }) {
+    return this.inBucket(bucket, page, { state: { $in: ['ACTIVE', 'SUSPENDED'] } });
   }
 
   /** The rights a subscription issued (for the suspend/activate cascade). */

@@ -26,24 +26,11 @@ export interface SchedulingOptions {
 /**
  * The scheduler's three loops (DESIGN.md 1, docs/decisions/0011): the membership this
  * replica renews to own its share of the partitions; every tick, the sweep of its partitions
- * that commands what fell due; and the rebuild of the schedules from the services that own
- * the data, at start and then every `rebuildMs`.
+ * that commands what fell due; and the rebuild of its partitions' schedules from the services
+ * that own the data, at start and then every `rebuildMs`.
  */
 export async function startScheduling(options: SchedulingOptions): Promise<{ stop(): Promise<void> }> {
   const { stores, logger, clock } = options;
-  // At start and then every rebuildMs; sooner again while a service is unreachable.
-  const rebuilding = repeat(
-    async () => {
-      const read = await rebuildSchedules(options.urls, options.signer, stores, clock);
-      logger.info({ entries: read }, 'schedules rebuilt');
-    },
-    {
-      everyMs: options.rebuildMs,
-      retryMs: Math.min(options.rebuildMs, 5_000),
-      onError: (error) => logger.warn({ err: error }, 'cannot rebuild the schedules yet'),
-    },
-  );
-
   const me = randomUUID();
   const renewMembership = () => stores.partitions.renewMembership(me, new Date(clock().getTime() + MEMBERSHIP_TTL_MS));
   await renewMembership().catch((error: unknown) =>
@@ -55,6 +42,24 @@ export async function startScheduling(options: SchedulingOptions): Promise<{ sto
     immediately: false,
     onError: (error) => logger.warn({ err: error }, 'cannot renew the scheduler membership'),
   });
+  const owned = async () => ownedPartitions(await stores.partitions.liveMembers(clock()), me);
+
+  // At start and then every rebuildMs, of the partitions this replica owns then (DESIGN.md 10:
+  // replicas share the work); sooner again while a service is unreachable.
+  const rebuilding = repeat(
+    async () => {
+      // Until its membership is stored (the database was away at start), retried soon.
+      if (!(await stores.partitions.liveMembers(clock())).includes(me)) throw new Error('not a scheduler member yet');
+      const partitions = await owned();
+      const read = await rebuildSchedules(options.urls, options.signer, stores, partitions, clock);
+      logger.info({ entries: read, partitions }, 'schedules rebuilt');
+    },
+    {
+      everyMs: options.rebuildMs,
+      retryMs: Math.min(options.rebuildMs, 5_000),
+      onError: (error) => logger.warn({ err: error }, 'cannot rebuild the schedules yet'),
+    },
+  );
 
   const sweeperOf = (store: SchedulingOptions['stores']['rightExpiries'], toCommand: SweeperOptions['toCommand']) =>
     new DueSweeper({ store, partitions: stores.partitions, toCommand, broker: options.broker, logger });
@@ -65,9 +70,9 @@ export async function startScheduling(options: SchedulingOptions): Promise<{ sto
   const ticker = repeat(
     async () => {
       const now = clock();
-      const owned = ownedPartitions(await stores.partitions.liveMembers(now), me);
-      ownedPartitionsGauge.set(owned.length);
-      await Promise.all(sweepers.map((sweeper) => sweeper.sweep(owned, now)));
+      const partitions = await owned();
+      ownedPartitionsGauge.set(partitions.length);
+      await Promise.all(sweepers.map((sweeper) => sweeper.sweep(partitions, now)));
     },
     {
       everyMs: options.tickMs,

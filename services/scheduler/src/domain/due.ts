@@ -8,7 +8,7 @@ import {
   type SubscriptionEventData,
 } from '@rs/contracts';
 import { landedLate as landedLateFor, secondOf, type SweepTiming } from '@rs/due';
-import { hashOf } from '@rs/store';
+import { BUCKETS, hashOf } from '@rs/store';
 import { parseTimeSpec, periodExists, periodStartOrNull, subscriptionEnd } from '@rs/time';
 
 /**
@@ -27,6 +27,17 @@ export const SECOND_LOOK_S = 30;
 
 /** A stable, evenly spread partition for an entity id. */
 export const partitionOf = (id: string): number => hashOf(id) % PARTITIONS;
+
+/**
+ * The buckets of the owning services' collections (`bucketOf`, of the same hash) whose ids
+ * are all in these partitions: a bucket's partition is its number modulo PARTITIONS, since
+ * PARTITIONS divides BUCKETS. What a replica's rebuild reads (DESIGN.md 10).
+ */
+export function bucketsOf(partitions: readonly number[]): number[] {
+  return Array.from({ length: BUCKETS }, (_, bucket) => bucket).filter((bucket) =>
+    partitions.includes(bucket % PARTITIONS),
+  );
+}
 
 export { secondOf };
 export const slotKey = (partition: number, second: number) => `${partition}:${second}`;

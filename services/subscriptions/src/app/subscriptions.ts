@@ -170,8 +170,9 @@ export class SubscriptionUseCases {
     return historyOf(await this.changes.of(subscriptionId));
   }
 
-  schedulePage(bucket: number): Promise<SubscriptionEntity[]> {
-    return this.store.ofBucket(bucket);
+  /** A page of a bucket's live subscriptions, for the scheduler's rebuild. */
+  schedulePage(bucket: number, page: { after: string | undefined; limit: number }) {
+    return this.store.ofBucket(bucket, page);
   }
 
   list(principal: Principal, query: Omit<SubscriptionQuery, 'visibleTo'>): Promise<SubscriptionEntity[]> {

@@ -46,8 +46,9 @@ export function subscriptionRoutes(subscriptions: SubscriptionUseCases, publicBa
     suspendSubscription: transition('suspend'),
   });
   // For the scheduler to rebuild its schedules (DESIGN.md 3 "Renewal").
-  http.bucketListing(router, '/internal/schedules', BUCKETS, async (bucket) =>
-    (await subscriptions.schedulePage(bucket)).map(scheduleEntry),
-  );
+  http.bucketListing(router, '/internal/schedules', BUCKETS, async (bucket, page) => {
+    const { items, lastId } = await subscriptions.schedulePage(bucket, page);
+    return { items: items.map(scheduleEntry), lastId };
+  });
   return router;
 }

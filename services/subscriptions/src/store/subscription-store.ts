@@ -2,6 +2,9 @@ import pLimit from 'p-limit';
 import type { Keyset } from '@rs/http';
 import { Exchanges, type CloudEvent } from '@rs/contracts';
 import {
+  afterId,
+  BUCKET_PAGE_INDEX,
+  BUCKET_PAGE_INDEX_OPTIONS,
   bucketOf,
   OUTBOX_INDEX,
   OUTBOX_INDEX_OPTIONS,
@@ -52,6 +55,7 @@ const schema = documentSchema<SubscriptionDocument>('subscriptions', {
 schema.index({ userId: 1, grantorId: 1, createdAt: -1 }, { name: 'by_user_and_grantor' });
 schema.index({ userId: 1, createdAt: -1, _id: -1 }, { name: 'by_user' });
 schema.index(OUTBOX_INDEX, OUTBOX_INDEX_OPTIONS);
+schema.index(BUCKET_PAGE_INDEX, BUCKET_PAGE_INDEX_OPTIONS);
 
 const PROJECTION = { ...OUTBOX_PROJECTION, lastEvents: 0 } as const;
 
@@ -107,6 +111,8 @@ interface ProgressDocument extends Progress {
 }
 
 /** A record as folded into its subscription: no events, no outbox. */
+/** Sorts after every record id `<id>@<generation>` of an id, and before any later id. */
+const AFTER_EVERY_RECORD = '@\uffff';
 const PROGRESS_PROJECTION = { lastEvents: 0, ...OUTBOX_PROJECTION } as const;
 
 const progressId = (subscriptionId: string, generation: number) => `${subscriptionId}@${generation}`;
@@ -141,7 +147,13 @@ export class SubscriptionStore extends UserOwnedStore<SubscriptionDocument, Subs
     const records = this.progress.collection;
     await records.createIndex({ subscriptionId: 1 }, { name: 'by_subscription' });
     await records.createIndex({ userId: 1 }, { name: 'by_user' });
-    await records.createIndex({ bucket: 1 }, { name: 'by_bucket' });
+    await this.applyOnce('progress-bucket-index', () =>
+      records.dropIndex('by_bucket').then(
+        () => undefined,
+        () => undefined,
+      ),
+    );
+    await records.createIndex(BUCKET_PAGE_INDEX, BUCKET_PAGE_INDEX_OPTIONS);
     await records.createIndex(OUTBOX_INDEX, OUTBOX_INDEX_OPTIONS);
   }
 
@@ -168,19 +180,28 @@ export class SubscriptionStore extends UserOwnedStore<SubscriptionDocument, Subs
   }
 
   /**
-   * Every live subscription of one bucket (for the scheduler's rebuild), but those set aside
-   * at their current generation (their renewal failed alone; DESIGN.md 9).
+   * A page of the live subscriptions of one bucket in id order (for the scheduler's rebuild;
+   * DESIGN.md 10), but those set aside at their current generation (their renewal failed
+   * alone; DESIGN.md 9), each with its records: those of the page's ids only, a range of
+   * `_id` (`<id>@<generation>` sorts after its id and before any later one).
    */
-  async ofBucket(bucket: number): Promise<SubscriptionEntity[]> {
-    const [docs, records] = await Promise.all([
-      this.model.collection.find({ bucket, deleted: { $ne: true } } as never, { projection: PROJECTION }).toArray(),
-      this.recordsWhere({ bucket }),
-    ]);
-    const recordsOf = groupBySubscription(records);
-    return (docs as unknown as SubscriptionDocument[]).flatMap((doc) => {
+  async ofBucket(bucket: number, page: { after: string | undefined; limit: number }) {
+    const docs = (await this.model.collection
+      .find({ bucket, deleted: { $ne: true }, ...afterId(page.after) } as never, { projection: PROJECTION })
+      .sort({ _id: 1 })
+      .limit(page.limit)
+      .toArray()) as unknown as SubscriptionDocument[];
+    if (docs.length === 0) return { items: [], lastId: null };
+    const recordIds = {
+      ...(page.after === undefined ? {} : { $gt: `${page.after}${AFTER_EVERY_RECORD}` }),
+      $lt: `${docs.at(-1)!._id}${AFTER_EVERY_RECORD}`,
+    };
+    const recordsOf = groupBySubscription(await this.recordsWhere({ bucket, _id: recordIds }));
+    const items = docs.flatMap((doc) => {
       const { entity, deleted } = this.latest(doc, recordsOf.get(doc._id) ?? []);
       return deleted || doc.setAside?.generation === entity.generation ? [] : [entity];
     });
+    return { items, lastId: docs.length === page.limit ? docs.at(-1)!._id : null };
   }
 
   async list(query: SubscriptionQuery): Promise<SubscriptionEntity[]> {
