@@ -10,3 +10,4 @@ export * from './history';
 export * from './sealed';
 export * from './items';
 export * from './migrations';
+export * from './replicas';

@@ -15,6 +15,7 @@ import { RevocationStore } from './store/revocation-store';
 import { UserStore } from './store/user-store';
 import { IdempotencyStore } from './store/idempotency-store';
 import { repeat } from '@rs/time';
+import { ReplicaRegistry } from '@rs/store';
 
 export const Config = z
   .object({
@@ -123,6 +124,12 @@ export const start = defineService(
       cacheTtlMs: config.AUTH_CACHE_TTL_MS,
       clock,
     });
+    // DESIGN.md 10: a client's rate limit holds across the gateway's replicas, each enforcing its share.
+    const replicas = new ReplicaRegistry(db.db!, 'gateway_replicas', clock, (error) =>
+      logger.warn({ err: error }, 'cannot renew the gateway replica membership'),
+    );
+    await replicas.start();
+    runtime.onStop(() => replicas.stop());
     const publicBaseUrl = config.PUBLIC_BASE_URL ?? `http://localhost:${config.GATEWAY_PORT}`;
     logger.info({ public_base_url: publicBaseUrl, bearer: bearer !== null }, 'gateway configured');
     return serveHttp(runtime, config.GATEWAY_PORT, {
@@ -144,7 +151,11 @@ export const start = defineService(
             },
             forwarder,
             signer: runtime.signer,
-            rateLimit: { perSecond: config.RATE_LIMIT_PER_SECOND, burst: config.RATE_LIMIT_BURST },
+            rateLimit: {
+              perSecond: config.RATE_LIMIT_PER_SECOND,
+              burst: config.RATE_LIMIT_BURST,
+              replicas: () => replicas.count,
+            },
             openApiPath: config.OPENAPI_PATH,
             clock,
             idempotency: {

@@ -1,6 +1,6 @@
 import { env, publicApiShape, secretRing, serviceEnvShape } from '@rs/config';
 import { defineService, serveHttp } from '@rs/runtime';
-import { Sealer } from '@rs/store';
+import { ReplicaRegistry, Sealer } from '@rs/store';
 import { z } from 'zod';
 import { Dispatcher } from './app/dispatcher';
 import { EndpointUseCases } from './app/endpoints';
@@ -72,13 +72,19 @@ export const start = defineService('webhooks', Config, async (runtime) => {
     },
     clock,
   );
+  const replicas = new ReplicaRegistry(db, 'webhooks_replicas', clock, (error) =>
+    runtime.logger.warn({ err: error }, 'cannot renew the webhooks replica membership'),
+  );
+  await replicas.start();
+  runtime.onStop(() => replicas.stop());
   const dispatcher = new Dispatcher(
     deliveryStore,
     new DeliverySweepCursor(db),
     endpoints,
     sender,
     {
-      perEndpoint: config.WEBHOOK_CONCURRENCY_PER_ENDPOINT,
+      // DESIGN.md 10: an endpoint's concurrency holds across replicas, each taking its share.
+      perEndpoint: () => Math.floor(replicas.share(config.WEBHOOK_CONCURRENCY_PER_ENDPOINT, 1)),
       queueLimit: 10_000,
       timeoutMs: config.WEBHOOK_TIMEOUT_MS,
       schedule: config.WEBHOOK_RETRY_SCHEDULE,

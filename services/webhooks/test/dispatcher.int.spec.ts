@@ -55,7 +55,7 @@ beforeAll(async () => {
     new DeliverySweepCursor(database.db.db!),
     { withSecrets: async () => ({ endpoint, secrets: [secret] }), liveIds: async () => [endpoint.endpointId] },
     sender,
-    { perEndpoint: 2, queueLimit: 100, timeoutMs: 2_000, schedule: [1_000, 1_000], sweepEveryMs: 3_600_000 },
+    { perEndpoint: () => 2, queueLimit: 100, timeoutMs: 2_000, schedule: [1_000, 1_000], sweepEveryMs: 3_600_000 },
     createLogger('webhooks-test', 'silent'),
     clock,
   );

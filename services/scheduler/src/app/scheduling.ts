@@ -1,7 +1,7 @@
-import { randomUUID } from 'node:crypto';
 import type { InternalTokenSigner } from '@rs/http';
 import type { Logger } from '@rs/logging';
 import type { AmqpClient } from '@rs/messaging';
+import { ReplicaRegistry } from '@rs/store';
 import { repeat, type Clock } from '@rs/time';
 import { ownedPartitions } from '../domain/due';
 import { expireCommand, renewCommand } from '../messaging/commands';
@@ -9,8 +9,8 @@ import type { createStores } from '../store/stores';
 import { rebuildSchedules } from './rebuild';
 import { DueSweeper, ownedPartitionsGauge, type SweeperOptions } from './sweeper';
 
-/** A replica that has not renewed its membership for this long has stopped; the others take its partitions. */
-export const MEMBERSHIP_TTL_MS = 3_000;
+/** Where scheduler replicas keep their memberships: a replica that stopped renewing its own leaves its partitions to the others. */
+const SCHEDULER_MEMBERS = 'scheduler_members';
 
 export interface SchedulingOptions {
   stores: ReturnType<typeof createStores>;
@@ -31,25 +31,20 @@ export interface SchedulingOptions {
  */
 export async function startScheduling(options: SchedulingOptions): Promise<{ stop(): Promise<void> }> {
   const { stores, logger, clock } = options;
-  const me = randomUUID();
-  const renewMembership = () => stores.partitions.renewMembership(me, new Date(clock().getTime() + MEMBERSHIP_TTL_MS));
-  await renewMembership().catch((error: unknown) =>
+  // Replicas share the partitions by their live membership (docs/decisions/0011).
+  const replicas = new ReplicaRegistry(stores.db, SCHEDULER_MEMBERS, clock, (error) =>
     logger.warn({ err: error }, 'cannot renew the scheduler membership'),
   );
-  // Apart from the sweep, so a long sweep never lets the membership lapse.
-  const heartbeat = repeat(renewMembership, {
-    everyMs: MEMBERSHIP_TTL_MS / 3,
-    immediately: false,
-    onError: (error) => logger.warn({ err: error }, 'cannot renew the scheduler membership'),
-  });
-  const owned = async () => ownedPartitions(await stores.partitions.liveMembers(clock()), me);
+  await replicas.start();
+  const me = replicas.id;
+  const owned = async () => ownedPartitions(await replicas.liveMembers(), me);
 
   // At start and then every rebuildMs, of the partitions this replica owns then (DESIGN.md 10:
   // replicas share the work); sooner again while a service is unreachable.
   const rebuilding = repeat(
     async () => {
       // Until its membership is stored (the database was away at start), retried soon.
-      if (!(await stores.partitions.liveMembers(clock())).includes(me)) throw new Error('not a scheduler member yet');
+      if (!(await replicas.liveMembers()).includes(me)) throw new Error('not a scheduler member yet');
       const partitions = await owned();
       const read = await rebuildSchedules(options.urls, options.signer, stores, partitions, clock);
       logger.info({ entries: read, partitions }, 'schedules rebuilt');
@@ -84,8 +79,8 @@ export async function startScheduling(options: SchedulingOptions): Promise<{ sto
     async stop() {
       // A sweep under way (hours of catching up after downtime) ends after its current second.
       for (const sweeper of sweepers) sweeper.stop();
-      await Promise.all([rebuilding.stop(), ticker.stop(), heartbeat.stop()]);
-      await stores.partitions.leave(me).catch(() => undefined);
+      await Promise.all([rebuilding.stop(), ticker.stop()]);
+      await replicas.stop();
     },
   };
 }

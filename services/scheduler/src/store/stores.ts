@@ -11,5 +11,7 @@ export function createStores(db: Connection) {
     rightExpiries: new DueStore(db, RIGHT_EXPIRIES),
     subscriptionSchedules: new DueStore(db, SUBSCRIPTION_SCHEDULES),
     partitions: new PartitionStore(db),
+    /** The database itself, for what is not a store of its own (the replicas' memberships). */
+    db: db.db!,
   };
 }

@@ -32,8 +32,11 @@ gauge(
 );
 
 export interface DispatcherOptions {
-  /** Attempts under way at once per endpoint: a slow endpoint holds at most these. */
-  perEndpoint: number;
+  /**
+   * Attempts under way at once per endpoint in this replica: a slow endpoint holds at most
+   * these. A function: this replica's share of the cluster's limit changes with the replicas.
+   */
+  perEndpoint: () => number;
   /** Deliveries an endpoint may have waiting in memory; more are put off a few seconds. */
   queueLimit: number;
   timeoutMs: number;
@@ -194,7 +197,7 @@ export class Dispatcher {
    */
   private pump(endpointId: string): void {
     const lane = this.laneOf(endpointId);
-    while (!this.stopped && lane.active < this.options.perEndpoint && lane.waiting.length > 0) {
+    while (!this.stopped && lane.active < this.options.perEndpoint() && lane.waiting.length > 0) {
       const delivery = lane.waiting.shift()!;
       lane.active += 1;
       this.queued.delete(delivery.deliveryId);
