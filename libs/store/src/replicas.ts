@@ -22,6 +22,7 @@ export class ReplicaRegistry {
   private readonly members: mongo.Collection<MemberDocument>;
   private renewing: Repeating | undefined;
   private live = 1;
+  private first = true;
 
   constructor(
     db: mongo.Db,
@@ -54,7 +55,9 @@ export class ReplicaRegistry {
       { $set: { until: new Date(this.clock().getTime() + REPLICA_TTL_MS) } },
       { upsert: true },
     );
-    this.live = Math.max(1, (await this.liveMembers()).length);
+    const members = await this.liveMembers();
+    this.live = Math.max(1, members.length);
+    this.first = [...members, this.id].sort()[0] === this.id;
   }
 
   /** The live members (a handful of documents: read whole, filtered here). */
@@ -66,6 +69,14 @@ export class ReplicaRegistry {
   /** How many replicas were live at the last renewal (at least this one). */
   get count(): number {
     return this.live;
+  }
+
+  /**
+   * Whether this replica came first among the live ones at the last renewal (ids in order):
+   * the one that does what one replica does for all, such as reporting a cluster-wide gauge.
+   */
+  get isFirst(): boolean {
+    return this.first;
   }
 
   /** This replica's share of a limit that holds across all of them: at least `floor`. */

@@ -21,6 +21,7 @@ describe('ReplicaRegistry', () => {
     await second.renew();
     await first.renew();
     expect([first.count, second.count, first.share(8), second.share(8)]).toEqual([2, 2, 4, 4]);
+    expect([first.isFirst, second.isFirst].filter(Boolean)).toHaveLength(1); // one reports for all
     expect(first.share(1, 1)).toBe(1); // never below the floor
 
     await second.stop(); // a graceful stop leaves at once

@@ -85,7 +85,10 @@ export const start = defineService('webhooks', Config, async (runtime) => {
     {
       // DESIGN.md 10: an endpoint's concurrency holds across replicas, each taking its share.
       perEndpoint: () => Math.floor(replicas.share(config.WEBHOOK_CONCURRENCY_PER_ENDPOINT, 1)),
-      queueLimit: 10_000,
+      // Bodies in memory: 1,000 an endpoint, 10,000 in all (about 20 MB), whatever the endpoints.
+      queueLimit: 1_000,
+      waitingLimit: 10_000,
+      reportsBacklog: () => replicas.isFirst,
       timeoutMs: config.WEBHOOK_TIMEOUT_MS,
       schedule: config.WEBHOOK_RETRY_SCHEDULE,
       sweepEveryMs: 500,

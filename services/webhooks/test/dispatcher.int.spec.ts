@@ -4,7 +4,7 @@ import { manualClock } from '@rs/time';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Dispatcher } from '../src/app/dispatcher';
 import { Sender } from '../src/net/sender';
-import { DeliveryStore, DeliverySweepCursor, type Delivery } from '../src/store/delivery-store';
+import { DeliveryStore, DeliverySweepCursor, slotOf, type Delivery } from '../src/store/delivery-store';
 import type { Endpoint } from '../src/store/endpoint-store';
 
 // The middle tier: the dispatcher with its real delivery store on the real database, sending
@@ -55,7 +55,14 @@ beforeAll(async () => {
     new DeliverySweepCursor(database.db.db!),
     { withSecrets: async () => ({ endpoint, secrets: [secret] }), liveIds: async () => [endpoint.endpointId] },
     sender,
-    { perEndpoint: () => 2, queueLimit: 100, timeoutMs: 2_000, schedule: [1_000, 1_000], sweepEveryMs: 3_600_000 },
+    {
+      perEndpoint: () => 2,
+      queueLimit: 100,
+      waitingLimit: 1_000,
+      timeoutMs: 2_000,
+      schedule: [1_000, 1_000],
+      sweepEveryMs: 3_600_000,
+    },
     createLogger('webhooks-test', 'silent'),
     clock,
   );
@@ -105,5 +112,60 @@ describe('the outcome of a failed attempt', () => {
     await deliver('D2');
     await expect.poll(() => stateOf('D2'), { timeout: 5_000 }).toEqual({ status: 'delivered', attempts: 2 });
     expect(idsReceived().filter((id) => id === 'event-D2')).toHaveLength(2);
+  });
+});
+
+describe('memory held by waiting deliveries (DESIGN.md 10)', () => {
+  it('when endpoints are slow, then no more deliveries wait in memory than the limit across all lanes; the rest are put off in the store', async () => {
+    const hanging = new WebhookReceiver(() => 'hang');
+    await hanging.start();
+    const slow = (endpointId: string): Endpoint => ({ ...endpoint, endpointId, url: hanging.url });
+    const bounded = new Dispatcher(
+      store,
+      new DeliverySweepCursor(database.db.db!),
+      { withSecrets: async (id) => ({ endpoint: slow(id), secrets: [secret] }), liveIds: async () => ['S1', 'S2'] },
+      sender,
+      {
+        perEndpoint: () => 1,
+        queueLimit: 100,
+        waitingLimit: 2,
+        timeoutMs: 2_000,
+        schedule: [1_000],
+        sweepEveryMs: 3_600_000,
+      },
+      createLogger('webhooks-test', 'silent'),
+      clock,
+    );
+    try {
+      store.slowByMs = 0;
+      const ids = ['W1', 'W2', 'W3', 'W4', 'W5', 'W6'];
+      for (const [i, deliveryId] of ids.entries()) {
+        const delivery: Delivery = {
+          deliveryId,
+          endpointId: i % 2 ? 'S2' : 'S1',
+          eventId: `event-${deliveryId}`,
+          type: 'right.created',
+          body: '{}',
+          status: 'pending',
+          attempts: 0,
+          lastStatus: null,
+          nextAttemptAt: null,
+          createdAt: clock(),
+        };
+        const leasedUntil = bounded.ownLeaseUntil(clock());
+        await store.insertMany([delivery], leasedUntil);
+        bounded.enqueue([delivery], leasedUntil);
+      }
+      // One attempt under way per endpoint (W1, W2), two waiting in all (W3, W4), the rest put off.
+      await expect.poll(() => hanging.received.length).toBe(2);
+      await expect
+        .poll(async () =>
+          (await store.pendingIn(slotOf(new Date(clock().getTime() + 5_000)))).map((d) => d.deliveryId).sort(),
+        )
+        .toEqual(['W5', 'W6']);
+    } finally {
+      await hanging.stop();
+      await bounded.stop();
+    }
   });
 });

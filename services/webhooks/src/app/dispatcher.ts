@@ -25,9 +25,11 @@ gauge(
   ['endpoint'],
   async function collect() {
     this.reset();
+    // One replica reports it (DESIGN.md 10: a scrape of each would count the same deliveries again).
     for (const dispatcher of dispatchers)
-      for (const [endpoint, count] of await dispatcher.backlog().catch(() => new Map<string, number>()))
-        this.set({ endpoint }, count);
+      if (dispatcher.reportsBacklog())
+        for (const [endpoint, count] of await dispatcher.backlog().catch(() => new Map<string, number>()))
+          this.set({ endpoint }, count);
   },
 );
 
@@ -39,6 +41,13 @@ export interface DispatcherOptions {
   perEndpoint: () => number;
   /** Deliveries an endpoint may have waiting in memory; more are put off a few seconds. */
   queueLimit: number;
+  /**
+   * Deliveries all endpoints may have waiting in memory together (each holds its event's body):
+   * what bounds the process's memory however many endpoints are slow; more are put off too.
+   */
+  waitingLimit: number;
+  /** Whether this replica reports the backlog of every endpoint (one replica does); default yes. */
+  reportsBacklog?: () => boolean;
   timeoutMs: number;
   /** Delays between attempts (WEBHOOK_RETRY_SCHEDULE). */
   schedule: readonly number[];
@@ -88,6 +97,8 @@ const SWEEP_MARGIN_S = 60;
  */
 export class Dispatcher {
   private readonly lanes = new Map<string, Lane>();
+  /** Deliveries waiting in all lanes. */
+  private waiting = 0;
   /** Ids waiting here for their attempt, with the slot each was found in. */
   private readonly queued = new Map<string, string>();
   /** Ids whose attempt is under way here. */
@@ -132,6 +143,10 @@ export class Dispatcher {
     });
   }
 
+  reportsBacklog(): boolean {
+    return this.options.reportsBacklog?.() ?? true;
+  }
+
   /** Pending deliveries of each live endpoint (the backlog gauge). */
   async backlog(): Promise<Map<string, number>> {
     return this.store.backlog(await this.endpoints.liveIds());
@@ -170,13 +185,14 @@ export class Dispatcher {
       if (this.stopped || this.queued.has(delivery.deliveryId) || this.busy.has(delivery.deliveryId)) continue;
       if (leasedUntil) this.owned.set(delivery.deliveryId, leasedUntil);
       const lane = this.laneOf(delivery.endpointId);
-      if (lane.waiting.length >= this.options.queueLimit) {
+      if (lane.waiting.length >= this.options.queueLimit || this.waiting >= this.options.waitingLimit) {
         this.owned.delete(delivery.deliveryId);
         this.putOff(delivery);
         continue;
       }
       this.queued.set(delivery.deliveryId, slotOf(delivery.nextAttemptAt ?? delivery.createdAt));
       lane.waiting.push(delivery);
+      this.waiting += 1;
       this.pump(delivery.endpointId);
     }
   }
@@ -199,6 +215,7 @@ export class Dispatcher {
     const lane = this.laneOf(endpointId);
     while (!this.stopped && lane.active < this.options.perEndpoint() && lane.waiting.length > 0) {
       const delivery = lane.waiting.shift()!;
+      this.waiting -= 1;
       lane.active += 1;
       this.queued.delete(delivery.deliveryId);
       this.busy.add(delivery.deliveryId);
