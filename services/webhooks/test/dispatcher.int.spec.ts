@@ -75,10 +75,10 @@ afterAll(async () => {
 });
 
 /** A delivery stored leased to this process, as the event consumer stores it, and handed to the dispatcher. */
-async function deliver(deliveryId: string): Promise<void> {
+async function deliver(deliveryId: string, to = dispatcher, endpointId = endpoint.endpointId): Promise<void> {
   const delivery: Delivery = {
     deliveryId,
-    endpointId: endpoint.endpointId,
+    endpointId,
     eventId: `event-${deliveryId}`,
     type: 'right.created',
     body: '{}',
@@ -88,9 +88,9 @@ async function deliver(deliveryId: string): Promise<void> {
     nextAttemptAt: null,
     createdAt: clock(),
   };
-  const leasedUntil = dispatcher.ownLeaseUntil(clock());
+  const leasedUntil = to.ownLeaseUntil(clock());
   await store.insertMany([delivery], leasedUntil);
-  dispatcher.enqueue([delivery], leasedUntil);
+  to.enqueue([delivery], leasedUntil);
 }
 const idsReceived = () => receiver.received.map((request) => String(request.headers['webhook-id']));
 const stateOf = async (deliveryId: string) => {
@@ -139,23 +139,7 @@ describe('memory held by waiting deliveries (DESIGN.md 10)', () => {
     try {
       store.slowByMs = 0;
       const ids = ['W1', 'W2', 'W3', 'W4', 'W5', 'W6'];
-      for (const [i, deliveryId] of ids.entries()) {
-        const delivery: Delivery = {
-          deliveryId,
-          endpointId: i % 2 ? 'S2' : 'S1',
-          eventId: `event-${deliveryId}`,
-          type: 'right.created',
-          body: '{}',
-          status: 'pending',
-          attempts: 0,
-          lastStatus: null,
-          nextAttemptAt: null,
-          createdAt: clock(),
-        };
-        const leasedUntil = bounded.ownLeaseUntil(clock());
-        await store.insertMany([delivery], leasedUntil);
-        bounded.enqueue([delivery], leasedUntil);
-      }
+      for (const [i, deliveryId] of ids.entries()) await deliver(deliveryId, bounded, i % 2 ? 'S2' : 'S1');
       // One attempt under way per endpoint (W1, W2), two waiting in all (W3, W4), the rest put off.
       await expect.poll(() => hanging.received.length).toBe(2);
       await expect
