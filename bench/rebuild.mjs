@@ -13,14 +13,9 @@ import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(import.meta.url);
-const {
-  provideTestServers,
-  TestSystem,
-  EventCollector,
-  issueRightsInBulk,
-  TEST_INTERNAL_SECRET,
-  testDatabase,
-} = require(path.join(root, 'libs/testing/dist/index.js'));
+const { useTestServers, TestSystem, EventCollector, issueRightsInBulk, TEST_INTERNAL_SECRET, testDatabase } = require(
+  path.join(root, 'libs/testing/dist/index.js'),
+);
 const { InternalTokenSigner } = require(path.join(root, 'libs/http/dist/index.js'));
 const { rebuildSchedules } = require(path.join(root, 'services/scheduler/dist/app/rebuild.js'));
 const { createStores } = require(path.join(root, 'services/scheduler/dist/store/stores.js'));
@@ -29,10 +24,7 @@ const { PARTITIONS } = require(path.join(root, 'services/scheduler/dist/domain/d
 const N = Number(process.env.BENCH_RIGHTS ?? 100_000);
 const USERS = 1_000;
 
-const servers = await provideTestServers();
-process.env.MONGODB_URL = servers.mongoUrl;
-process.env.AMQP_URL = servers.amqpUrl;
-process.env.RABBITMQ_MANAGEMENT_URL = servers.managementUrl;
+const servers = await useTestServers();
 const system = await TestSystem.start({
   processes: true,
   name: 'bench_rebuild',

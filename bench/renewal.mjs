@@ -22,7 +22,7 @@ import { floorTable, measureFloor, rightDocument } from './floor.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(import.meta.url);
-const { provideTestServers, TestSystem, EventCollector, issueRightsInBulk } = require(
+const { useTestServers, TestSystem, EventCollector, issueRightsInBulk } = require(
   path.join(root, 'libs/testing/dist/index.js'),
 );
 const { MongoClient } = require(path.join(root, 'node_modules/mongodb'));
@@ -33,10 +33,7 @@ const PARALLEL = 32;
 /** Subscriptions per second the gateway is assumed to create, with margin; the run stops if it was slower. */
 const CREATE_RATE = Number(process.env.BENCH_CREATE_RATE ?? 150);
 
-const servers = await provideTestServers();
-process.env.MONGODB_URL = servers.mongoUrl;
-process.env.AMQP_URL = servers.amqpUrl;
-process.env.RABBITMQ_MANAGEMENT_URL = servers.managementUrl;
+const servers = await useTestServers();
 
 /** Raw insertMany of documents shaped like a stored right with its pending event (~1.5 KB). */
 async function rawInsertRate() {

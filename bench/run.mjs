@@ -19,7 +19,7 @@ import autocannon from 'autocannon';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(import.meta.url);
-const { provideTestServers, TestSystem, TEST_INTERNAL_SECRET, TokenIssuer } = require(
+const { useTestServers, TestSystem, TEST_INTERNAL_SECRET, TokenIssuer } = require(
   path.join(root, 'libs/testing/dist/index.js'),
 );
 const { InternalTokenSigner } = require(path.join(root, 'libs/http/dist/index.js'));
@@ -55,11 +55,8 @@ function summarize(results) {
   };
 }
 
-const servers = await provideTestServers();
+const servers = await useTestServers();
 const stops = [];
-process.env.MONGODB_URL = servers.mongoUrl;
-process.env.AMQP_URL = servers.amqpUrl;
-process.env.RABBITMQ_MANAGEMENT_URL = servers.managementUrl;
 // warn: the services' per-request log lines would otherwise be parsed by this process.
 const issuer = new TokenIssuer();
 await issuer.start();

@@ -16,16 +16,13 @@ import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(import.meta.url);
-const { provideTestServers, TestSystem, issueRightsInBulk } = require(path.join(root, 'libs/testing/dist/index.js'));
+const { useTestServers, TestSystem, issueRightsInBulk } = require(path.join(root, 'libs/testing/dist/index.js'));
 const amqp = require(path.join(root, 'node_modules/amqplib'));
 
 const N = Number(process.env.BENCH_WEBHOOK_EVENTS ?? 10_000);
 const PER_COMMAND = 100;
 
-const servers = await provideTestServers();
-process.env.MONGODB_URL = servers.mongoUrl;
-process.env.AMQP_URL = servers.amqpUrl;
-process.env.RABBITMQ_MANAGEMENT_URL = servers.managementUrl;
+const servers = await useTestServers();
 
 /** The endpoint: answers 204 at once and notes when each webhook-id first arrived. */
 const firstAttempt = new Map();

@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(import.meta.url);
-const { provideTestServers, TestSystem, TEST_ADMIN } = require(path.join(root, 'libs/testing/dist/index.js'));
+const { useTestServers, TestSystem, TEST_ADMIN } = require(path.join(root, 'libs/testing/dist/index.js'));
 
 const schemathesis = path.join(root, '.local/fuzz/bin/st');
 if (!existsSync(schemathesis)) {
@@ -27,10 +27,7 @@ const EXAMPLES = process.env.FUZZ_EXAMPLES ?? '25';
 const SEED = process.env.FUZZ_SEED ?? '20261122';
 const MOST_THROTTLED_SHARE = 0.05;
 
-const servers = await provideTestServers();
-process.env.MONGODB_URL = servers.mongoUrl;
-process.env.AMQP_URL = servers.amqpUrl;
-process.env.RABBITMQ_MANAGEMENT_URL = servers.managementUrl;
+const servers = await useTestServers();
 const system = await TestSystem.start({
   // As the images run them: one process per service.
   processes: true,

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { RequestHandler } from 'express';
 import { decodeJwt, decodeProtectedHeader, jwtVerify, SignJWT } from 'jose';
 import { LRUCache } from 'lru-cache';
+import type { SecretRing } from '@rs/config';
 import type { Principal } from '@rs/contracts';
 import { unauthorized } from './errors';
 
@@ -33,12 +34,6 @@ const keyOf = (secret: string) => new TextEncoder().encode(secret);
 const keyIdOf = (secret: string) =>
   createHash('sha256').update(`rs-internal-token-key\0${secret}`).digest('base64url').slice(0, 16);
 
-/** The internal-token secret and, while it is rotated out, the previous one (DESIGN.md 10). */
-export interface InternalTokenSecrets {
-  current: string;
-  previous: string | null;
-}
-
 /**
  * The keys a service accepts internal tokens from: tokens signed with the current secret or,
  * while it is set, the previous one, so that pods with the old and the new secret call each
@@ -48,7 +43,7 @@ export interface InternalTokenSecrets {
 export class InternalTokenKeys {
   private readonly keys: Array<{ id: string; key: Uint8Array }>;
 
-  constructor(secrets: InternalTokenSecrets | string) {
+  constructor(secrets: SecretRing | string) {
     const { current, previous } = typeof secrets === 'string' ? { current: secrets, previous: null } : secrets;
     this.keys = [current, ...(previous ? [previous] : [])].map((secret) => ({
       id: keyIdOf(secret),
@@ -159,7 +154,7 @@ export function requireServiceCaller(principal: Principal): void {
  * half its life), so the hot path verifies a signature once per principal and token, not
  * once per request.
  */
-export function requireInternalToken(secrets: InternalTokenSecrets | string): RequestHandler {
+export function requireInternalToken(secrets: SecretRing | string): RequestHandler {
   const keys = new InternalTokenKeys(secrets);
   const verified = new LRUCache<string, Principal>({ max: 10_000, ttl: INTERNAL_TOKEN_TTL_SECONDS * 1000 });
   return async (req, res, next) => {

@@ -111,6 +111,7 @@ describe('the broker topology (DESIGN.md 10)', () => {
 
   it('when a message waits a long retry and another a short one, then the short one is handled first', async () => {
     const handled: string[] = [];
+    const failed: string[] = [];
     await consume(
       client,
       {
@@ -122,14 +123,17 @@ describe('the broker topology (DESIGN.md 10)', () => {
         handle: async ({ name }, delivery) => {
           // `long` fails its first attempt (retried in 3 s); `short` arrives as a second attempt
           // and fails it (retried in 0.1 s): it enters the retry queues after `long` did.
-          if (delivery.attempt <= (name === 'long' ? 1 : 2)) throw new Error('not yet');
+          if (delivery.attempt <= (name === 'long' ? 1 : 2)) {
+            failed.push(name);
+            throw new Error('not yet');
+          }
           handled.push(name);
         },
       },
       logger,
     );
     await send('test.retried', 'long');
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await expect.poll(() => failed).toEqual(['long']);
     await send('test.retried', 'short', { 'x-rs-attempt': 1 });
     await expect.poll(() => handled.length, { timeout: 10_000 }).toBe(2);
     expect(handled).toEqual(['short', 'long']);

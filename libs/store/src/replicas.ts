@@ -19,10 +19,9 @@ interface MemberDocument {
  */
 export class ReplicaRegistry {
   readonly id = randomUUID();
-  private readonly members: mongo.Collection<MemberDocument>;
+  private readonly memberships: mongo.Collection<MemberDocument>;
   private renewing: Repeating | undefined;
-  private live = 1;
-  private first = true;
+  private live: readonly string[] = [];
 
   constructor(
     db: mongo.Db,
@@ -30,7 +29,7 @@ export class ReplicaRegistry {
     private readonly clock: Clock = systemClock,
     private readonly onError: (error: unknown) => void = () => undefined,
   ) {
-    this.members = db.collection<MemberDocument>(collection);
+    this.memberships = db.collection<MemberDocument>(collection);
   }
 
   /** Renews this replica's membership at once, then every third of its lifetime. */
@@ -45,30 +44,33 @@ export class ReplicaRegistry {
 
   async stop(): Promise<void> {
     await this.renewing?.stop();
-    await this.members.deleteOne({ _id: this.id }).catch(() => undefined);
+    await this.memberships.deleteOne({ _id: this.id }).catch(() => undefined);
   }
 
   /** Renews the membership and counts the live members. */
   async renew(): Promise<void> {
-    await this.members.updateOne(
+    await this.memberships.updateOne(
       { _id: this.id },
       { $set: { until: new Date(this.clock().getTime() + REPLICA_TTL_MS) } },
       { upsert: true },
     );
-    const members = await this.liveMembers();
-    this.live = Math.max(1, members.length);
-    this.first = [...members, this.id].sort()[0] === this.id;
+    this.live = await this.liveMembers();
   }
 
   /** The live members (a handful of documents: read whole, filtered here). */
   async liveMembers(): Promise<string[]> {
     const now = this.clock();
-    return (await this.members.find().toArray()).filter((member) => member.until > now).map((member) => member._id);
+    return (await this.memberships.find().toArray()).filter((member) => member.until > now).map((member) => member._id);
+  }
+
+  /** The live members as the last renewal read them (none before the first renewal). */
+  get members(): readonly string[] {
+    return this.live;
   }
 
   /** How many replicas were live at the last renewal (at least this one). */
   get count(): number {
-    return this.live;
+    return Math.max(1, this.live.length);
   }
 
   /**
@@ -76,11 +78,11 @@ export class ReplicaRegistry {
    * the one that does what one replica does for all, such as reporting a cluster-wide gauge.
    */
   get isFirst(): boolean {
-    return this.first;
+    return [...this.live, this.id].sort()[0] === this.id;
   }
 
   /** This replica's share of a limit that holds across all of them: at least `floor`. */
   share(limit: number, floor = 0): number {
-    return Math.max(floor, limit / this.live);
+    return Math.max(floor, limit / this.count);
   }
 }

@@ -64,6 +64,18 @@ export async function provideTestServers(): Promise<TestServers> {
   return startLocalServers();
 }
 
+/**
+ * `provideTestServers`, with their URLs handed to this process's environment, where the test
+ * systems and services started from it read them (vitest's global setup, the benches, the fuzzer).
+ */
+export async function useTestServers(): Promise<TestServers> {
+  const servers = await provideTestServers();
+  process.env.MONGODB_URL = servers.mongoUrl;
+  process.env.AMQP_URL = servers.amqpUrl;
+  process.env.RABBITMQ_MANAGEMENT_URL = servers.managementUrl;
+  return servers;
+}
+
 async function startContainers(): Promise<TestServers> {
   const { MongoDBContainer } = await import('@testcontainers/mongodb');
   const { RabbitMQContainer } = await import('@testcontainers/rabbitmq');

@@ -37,15 +37,16 @@ export async function startScheduling(options: SchedulingOptions): Promise<{ sto
   );
   await replicas.start();
   const me = replicas.id;
-  const owned = async () => ownedPartitions(await replicas.liveMembers(), me);
+  // From the members the last renewal read (every second): no query per tick.
+  const owned = () => ownedPartitions(replicas.members, me);
 
   // At start and then every rebuildMs, of the partitions this replica owns then (DESIGN.md 10:
   // replicas share the work); sooner again while a service is unreachable.
   const rebuilding = repeat(
     async () => {
       // Until its membership is stored (the database was away at start), retried soon.
-      if (!(await replicas.liveMembers()).includes(me)) throw new Error('not a scheduler member yet');
-      const partitions = await owned();
+      if (!replicas.members.includes(me)) throw new Error('not a scheduler member yet');
+      const partitions = owned();
       const read = await rebuildSchedules(options.urls, options.signer, stores, partitions, clock);
       logger.info({ entries: read, partitions }, 'schedules rebuilt');
     },
@@ -65,7 +66,7 @@ export async function startScheduling(options: SchedulingOptions): Promise<{ sto
   const ticker = repeat(
     async () => {
       const now = clock();
-      const partitions = await owned();
+      const partitions = owned();
       ownedPartitionsGauge.set(partitions.length);
       await Promise.all(sweepers.map((sweeper) => sweeper.sweep(partitions, now)));
     },
