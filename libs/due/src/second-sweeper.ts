@@ -24,12 +24,15 @@ export interface SecondSweeperOptions<T> {
   /**
    * Hand on the items of the second under way as they fall due (`dueAt`, ms), instead of once
    * it has passed: a burst due at the start of a second goes out within a sweep of that start
-   * rather than a second later. The second is read once, when a sweep first reaches it while
-   * it is under way; each sweep in it hands on what has fallen due since; once it has passed,
-   * the rest are handed on and it is finished. Nothing is read again: writers must treat a
-   * second as read at its start (`SweepTiming.lagS` -1 in `landedLate`). Needs `lagS` 0.
+   * rather than a second later. A second is read once, when a sweep first reaches it while
+   * it is under way or `aheadS` seconds before it begins (default 0): a burst read ahead is in
+   * memory when its second begins, and goes out at the first sweep in it instead of after a
+   * read of the whole burst. Each sweep in it hands on what has fallen due since; once it has
+   * passed, the rest are handed on and it is finished. Nothing is read again: writers must
+   * treat a second as read `aheadS` seconds before its start (`SweepTiming.lagS` -1 - aheadS in
+   * `landedLate`). Needs `lagS` 0.
    */
-  early?: { dueAt(item: T): number };
+  early?: { dueAt(item: T): number; aheadS?: number };
   cursor: SweepCursor;
   /** Seconds to stay behind the last second that has fully passed (see `SweepTiming`). */
   lagS: number;
@@ -56,9 +59,8 @@ export interface SecondSweeperOptions<T> {
   safePosition?(swept: number): number;
 }
 
-/** The second under way, read early: what it held, and what is not handed on yet. */
+/** A second under way or about to begin, read early: what it held, and what is not handed on yet. */
 interface OpenSecond<T> {
-  second: number;
   held: number;
   pending: T[];
 }
@@ -82,7 +84,8 @@ interface Position {
  */
 export class SecondSweeper<T> {
   private position: Position | undefined;
-  private open: OpenSecond<T> | undefined;
+  /** Seconds read early, by second. */
+  private readonly open = new Map<number, OpenSecond<T>>();
   private stopping = false;
 
   constructor(private readonly options: SecondSweeperOptions<T>) {
@@ -109,7 +112,7 @@ export class SecondSweeper<T> {
     let handed = 0;
     while (!this.stopping && position.second < until && handed < options.maxItemsPerSweep) {
       const second = position.second + 1;
-      const opened = this.open?.second === second ? this.open : undefined;
+      const opened = this.open.get(second);
       const items = opened ? opened.pending : await options.read(second);
       if (items.length > 0) {
         await options.handle(items, second, now);
@@ -117,7 +120,7 @@ export class SecondSweeper<T> {
       }
       const held = (opened?.held ?? 0) > 0 || items.length > 0;
       if (held) await options.finish?.(second);
-      if (opened) this.open = undefined;
+      this.open.delete(second);
       position.second = second;
       if (held || now.getTime() - position.savedAt >= options.saveEveryMs) await this.save(now);
     }
@@ -128,17 +131,28 @@ export class SecondSweeper<T> {
     if (options.secondLook) await this.lookAgain(position, options.secondLook, now);
   }
 
-  /** Hands on what has fallen due in the second under way, reading it the first time. */
-  private async handDue(second: number, early: NonNullable<SecondSweeperOptions<T>['early']>, now: Date) {
-    if (this.open?.second !== second) {
-      const items = await this.options.read(second);
-      this.open = { second, held: items.length, pending: items };
-    }
-    const open = this.open;
+  /**
+   * Hands on what has fallen due in the second under way, reading it the first time; then reads
+   * the `aheadS` seconds after it that are not read yet, so they are in memory when they begin.
+   */
+  private async handDue(current: number, early: NonNullable<SecondSweeperOptions<T>['early']>, now: Date) {
+    const open = await this.opened(current);
     const due = open.pending.filter((item) => early.dueAt(item) <= now.getTime());
-    if (due.length === 0) return;
-    await this.options.handle(due, second, now);
-    open.pending = open.pending.filter((item) => early.dueAt(item) > now.getTime());
+    if (due.length > 0) {
+      await this.options.handle(due, current, now);
+      open.pending = open.pending.filter((item) => early.dueAt(item) > now.getTime());
+    }
+    for (let ahead = 1; ahead <= (early.aheadS ?? 0) && !this.stopping; ahead++) await this.opened(current + ahead);
+  }
+
+  private async opened(second: number): Promise<OpenSecond<T>> {
+    let open = this.open.get(second);
+    if (!open) {
+      const items = await this.options.read(second);
+      open = { held: items.length, pending: items };
+      this.open.set(second, open);
+    }
+    return open;
   }
 
   private async lookAgain(position: Position, look: NonNullable<SecondSweeperOptions<T>['secondLook']>, now: Date) {

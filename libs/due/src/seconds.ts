@@ -12,7 +12,7 @@ export const secondOf = (at: Date | number): number => Math.floor(new Date(at).g
 export interface SweepTiming {
   /**
    * Seconds the sweeper stays behind the last second that has fully passed (0: reads it at
-   * once; -1: reads it as it begins, `SecondSweeper`'s `early`).
+   * once; -1: reads it as it begins, less still ahead of it: `SecondSweeper`'s `early`).
    */
   lagS: number;
   /** How far apart the clocks of the writer and any sweeper may be. */

@@ -225,6 +225,35 @@ describe('SecondSweeper, handing on early', () => {
   });
 });
 
+describe('SecondSweeper, reading ahead', () => {
+  const early = { dueAt: (item: string) => Number(item.split('@')[1]), aheadS: 1 };
+  const item = (name: string, second: number, ms: number) => `${name}@${second * 1000 + ms}`;
+
+  it('when a second is about to begin, then it is read a second ahead and its burst goes at the first sweep in it, nothing read twice', async () => {
+    const w = world({ early });
+    w.saved = T0;
+    const burst = [item('a', T0 + 2, 0), item('b', T0 + 2, 0)];
+    w.due.set(T0 + 2, burst);
+    await w.sweeper.sweep(at(T0 + 1, 50)); // T0+1 under way, T0+2 read ahead
+    expect(w.reads).toEqual([T0 + 1, T0 + 2]);
+    expect(w.handed).toEqual([]);
+    w.due.set(T0 + 2, [...burst, item('late', T0 + 2, 0)]); // written after the read: the writer's to hand on
+    await w.sweeper.sweep(at(T0 + 2, 10));
+    expect(w.handed).toEqual([[T0 + 2, burst]]);
+    expect(w.reads).toEqual([T0 + 1, T0 + 2, T0 + 3]);
+    await w.sweeper.sweep(at(T0 + 3, 10)); // passed: finished, saved, its items not handed again
+    expect(w.handed).toHaveLength(1);
+    expect(w.finished).toEqual([T0 + 2]);
+    expect(w.saved).toBe(T0 + 2);
+  });
+
+  it('when the writer and a sweeper reading a second ahead agree on the late-write rule, then a write is late from a second and the skew before its second begins', () => {
+    const timing = { lagS: -1 - early.aheadS, clockSkewMs: 1_000 };
+    expect(landedLate(T0 + 2, at(T0, -1), timing)).toBe(false);
+    expect(landedLate(T0 + 2, at(T0), timing)).toBe(true);
+  });
+});
+
 describe('the late-write rule', () => {
   it('when a write lands before any sweeper can have read its second, then it is not late; from then on it is', () => {
     const timing = { lagS: 1, clockSkewMs: 1_000 };

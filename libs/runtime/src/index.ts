@@ -19,7 +19,7 @@ import {
 import { createLogger, type LogDestination, type Logger } from '@rs/logging';
 import { AmqpClient } from '@rs/messaging';
 import { OutboxRelay } from '@rs/outbox-relay';
-import type { HistoryLog } from '@rs/store';
+import { declaredIndexes, serverLimits, type HistoryLog } from '@rs/store';
 import { shutdownTelemetry } from '@rs/telemetry';
 import { systemClock, type Clock } from '@rs/time';
 import mongoose, { type Connection } from 'mongoose';
@@ -246,7 +246,9 @@ export function runMigration<S extends z.ZodType>(
     const db = await connectDatabase(service, config as Record<string, unknown>, logger);
     try {
       await migrate(db, logger, config);
-      logger.info('migrated');
+      // What the queries of docs/operations.md need, and whether this server got them.
+      const { usesDriverIndexes } = await serverLimits(db.db!);
+      logger.info({ indexes: declaredIndexes(db.db!), driverIndexesCreated: usesDriverIndexes }, 'migrated');
     } finally {
       await db.close();
     }

@@ -6,6 +6,7 @@ import { migrateOutbox, newOutbox, setWithOutbox } from './outbox';
 import type { OutboxEntry } from './outbox-entry';
 import { isDuplicateKey, isTransient, WriteFailed } from './items';
 import { chunks, serverLimits } from './server-limits';
+import { declareIndexes, indexesOf } from './indexes';
 
 /**
  * Buckets of a collection: reading all of it (the scheduler's rebuild) goes a bucket at a
@@ -231,7 +232,7 @@ export abstract class OutboxStore<Doc extends { _id: string }, Entity> {
   async ensureIndexes(): Promise<void> {
     await this.applyOnce('outbox-pending-flag', () => migrateOutbox(this.model.collection));
     await this.applyOnce('buckets', () => this.assignBuckets());
-    await this.model.createIndexes();
+    await declareIndexes(this.model.db.db!, this.model.collection.collectionName, indexesOf(this.model.schema));
   }
 
   /** A migration step of this collection, run once per database (`applyOnce`). */

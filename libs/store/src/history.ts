@@ -2,6 +2,7 @@ import { actorOfEvent, type Actor, type CloudEvent, type HistoryRecord } from '@
 import type { mongo } from 'mongoose';
 import { isDuplicateKey } from './items';
 import { chunks, serverLimits } from './server-limits';
+import { declareIndexes } from './indexes';
 
 /**
  * A record as stored: flat, with the resource as JSON text. FerretDB turns every nested
@@ -58,13 +59,11 @@ export class HistoryLog {
     this.records = db.collection<HistoryDocument>(collection);
   }
 
-  /**
-   * One equality per read (`subject`). On FerretDB its GIN index comes from
-   * ferretdb-indexes.sql, and a driver index would only slow the renewal path's inserts.
-   */
+  /** One equality per read (`subject`; on FerretDB its GIN index comes from ferretdb-indexes.sql). */
   async ensureIndexes(): Promise<void> {
-    if (!(await serverLimits(this.db)).usesDriverIndexes) return;
-    await this.records.createIndex({ subject: 1, generation: 1 }, { name: 'by_subject' });
+    await declareIndexes(this.db, this.records.collectionName, [
+      { key: { subject: 1, generation: 1 }, name: 'by_subject' },
+    ]);
   }
 
   /** Records the changes `events` report (others are left out); those recorded before stay as they are. */

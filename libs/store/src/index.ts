@@ -11,3 +11,4 @@ export * from './sealed';
 export * from './items';
 export * from './migrations';
 export * from './replicas';
+export * from './indexes';

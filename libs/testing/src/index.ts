@@ -13,3 +13,4 @@ export * from './fixture';
 export * from './database';
 export * from './webhook-receiver';
 export * from './zipkin';
+export * from './ferretdb';

@@ -1,13 +1,10 @@
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import path from 'node:path';
-import { promisify } from 'node:util';
-import { freePort, REPO_ROOT, ServiceProcess, TEST_INTERNAL_SECRET } from '@rs/testing';
+import { freePort, ServiceProcess, TEST_INTERNAL_SECRET } from '@rs/testing';
 import mongoose from 'mongoose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-// The gateway as the images run it: its process refuses what it must not run with, and its
-// migration Job's entry point creates what its queries need.
+// The gateway as the images run it: its process refuses what it must not run with (its
+// migration's indexes: libs/runtime/test/indexes.e2e.spec.ts).
 
 const url = new URL(process.env.MONGODB_URL!);
 url.pathname = `/t_gateway_process_${randomBytes(3).toString('hex')}`;
@@ -34,20 +31,5 @@ describe('shipped secrets never run in production (DESIGN.md 9)', () => {
     await expect(gateway.start(15_000)).rejects.toThrow(
       /exit code 1[\s\S]*ADMIN_CLIENT_SECRET: is a default or placeholder/,
     );
-  });
-});
-
-describe("the gateway's migration step", () => {
-  it('when migrate.js runs, then the ranges its idempotency keys and revoked tokens are read and purged by have indexes', async () => {
-    await promisify(execFile)(process.execPath, [path.join(REPO_ROOT, 'services/gateway/dist/migrate.js')], {
-      env: { PATH: process.env.PATH ?? '', GATEWAY_MONGODB_URL: url.toString(), LOG_LEVEL: 'warn' },
-    });
-    const indexes = async (collection: string) =>
-      Object.fromEntries((await db.collection(collection).indexes()).map((index) => [index.name, index.key]));
-    expect(await indexes('idempotency_keys')).toMatchObject({ by_expiry: { expiresAt: 1 } });
-    expect(await indexes('revoked_tokens')).toMatchObject({
-      by_revocation: { revokedAt: 1 },
-      by_expiry: { expiresAt: 1 },
-    });
   });
 });

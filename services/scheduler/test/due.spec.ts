@@ -7,6 +7,7 @@ import {
   dueKeyOf,
   landedLate,
   ownedPartitions,
+  READ_AHEAD_S,
   PARTITIONS,
   partitionOf,
   secondOf,
@@ -23,14 +24,14 @@ describe('due slots (docs/decisions/0011)', () => {
     expect(dueKeyOf('sub-1', dueAt, NOW)).toBe(slotKey(partitionOf('sub-1'), secondOf(dueAt)));
   });
 
-  it('when a recording lands within the clock skew of the start of its second, or after, then it landed late', () => {
+  it('when a recording lands within the read-ahead and the clock skew of the start of its second, or after, then it landed late', () => {
     const key = slotKey(3, secondOf(NOW));
-    // Sweepers read a second as it begins (on a clock up to CLOCK_SKEW_MS ahead of the writer's).
-    const secondStart = NOW.getTime();
-    expect(landedLate(key, new Date(secondStart - CLOCK_SKEW_MS - 1))).toBe(false);
-    expect(landedLate(key, new Date(secondStart - CLOCK_SKEW_MS))).toBe(true);
-    expect(landedLate(key, new Date(secondStart + 60_000))).toBe(true);
-    expect(landedLate(SOON_KEY, new Date(secondStart + 60_000))).toBe(false);
+    // Sweepers read a second READ_AHEAD_S before it begins (on a clock up to CLOCK_SKEW_MS ahead of the writer's).
+    const readAt = NOW.getTime() - READ_AHEAD_S * 1000;
+    expect(landedLate(key, new Date(readAt - CLOCK_SKEW_MS - 1))).toBe(false);
+    expect(landedLate(key, new Date(readAt - CLOCK_SKEW_MS))).toBe(true);
+    expect(landedLate(key, new Date(NOW.getTime() + 60_000))).toBe(true);
+    expect(landedLate(SOON_KEY, new Date(NOW.getTime() + 60_000))).toBe(false);
   });
 
   it('when an item is already due or nearly, then it goes to the soon bucket', () => {

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { documentSchema, isDuplicateKey } from '@rs/store';
+import { declareIndexes, documentSchema, indexesOf, isDuplicateKey } from '@rs/store';
 import type { Clock } from '@rs/time';
 import type { Connection, Model } from 'mongoose';
 import { onRetry, type KeptRequest } from '../domain/idempotency';
@@ -126,7 +126,7 @@ export class IdempotencyStore {
 
   /** A migration step (`services/gateway/dist/migrate.js`). */
   async ensureIndexes(): Promise<void> {
-    await this.model.createIndexes();
+    await declareIndexes(this.model.db.db!, this.model.collection.collectionName, indexesOf(this.model.schema));
   }
 
   /** Deletes what has expired (the periodic clean-up). */

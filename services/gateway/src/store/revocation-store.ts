@@ -1,5 +1,5 @@
 import { systemClock, type Clock } from '@rs/time';
-import { documentSchema } from '@rs/store';
+import { declareIndexes, documentSchema, indexesOf } from '@rs/store';
 import type { Logger } from '@rs/logging';
 import { repeat, type Repeating } from '@rs/time';
 import { type Connection, type Model } from 'mongoose';
@@ -41,7 +41,7 @@ export class RevocationStore {
 
   /** A migration step (`services/gateway/dist/migrate.js`). */
   async ensureIndexes(): Promise<void> {
-    await this.model.createIndexes();
+    await declareIndexes(this.model.db.db!, this.model.collection.collectionName, indexesOf(this.model.schema));
   }
 
   async start(): Promise<void> {

@@ -74,7 +74,6 @@ const rightSchema = documentSchema<RightDocument>('rights', {
 rightSchema.index({ userId: 1, createdAt: -1, _id: -1 }, { name: 'by_user' });
 rightSchema.index({ userId: 1, grantorId: 1, createdAt: -1 }, { name: 'by_user_and_grantor' });
 rightSchema.index({ serviceProviderId: 1, userId: 1 }, { name: 'by_service_provider', sparse: true });
-rightSchema.index({ state: 1, end: 1 }, { name: 'by_interval_end' });
 rightSchema.index({ subscriptionId: 1 }, { name: 'by_subscription', sparse: true });
 rightSchema.index({ expiresKey: 1 }, { name: 'by_expiry_key', sparse: true });
 rightSchema.index(OUTBOX_INDEX, OUTBOX_INDEX_OPTIONS);
@@ -185,6 +184,13 @@ export class RightStore extends UserOwnedStore<RightDocument, RightEntity> {
   override async ensureIndexes(): Promise<void> {
     await super.ensureIndexes();
     await this.applyOnce('payloads-as-text', () => this.payloadsAsText());
+    // Served the expiry that reads by `expiresKey` since 0027; no query uses it (docs/operations.md).
+    await this.applyOnce('drop-by-interval-end', () =>
+      this.model.collection.dropIndex('by_interval_end').then(
+        () => undefined,
+        () => undefined,
+      ),
+    );
   }
 
   /**

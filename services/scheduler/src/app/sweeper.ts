@@ -4,7 +4,7 @@ import type { Logger } from '@rs/logging';
 import type { AmqpClient } from '@rs/messaging';
 import { bucketOf, weighedChunks } from '@rs/store';
 import { counter, gauge } from '@rs/telemetry/metrics';
-import { partitionOf, SECOND_LOOK_S } from '../domain/due';
+import { partitionOf, READ_AHEAD_S, SECOND_LOOK_S } from '../domain/due';
 import type { DueItem, DueStore } from '../store/due-store';
 import type { PartitionStore } from '../store/partition-store';
 
@@ -45,7 +45,7 @@ const SECONDS_PER_SWEEP = 600;
 /**
  * Finds due work of one collection and commands it in batches (DESIGN.md 1 and 2 "Scale";
  * docs/decisions/0011). For each partition this replica owns, a `SecondSweeper` (@rs/due)
- * reads each second by its key as it begins, and its items are commanded as they fall due
+ * reads each second by its key READ_AHEAD_S before it begins, and its items are commanded as they fall due
  * in batches of MAX_BATCH_ITEMS with publisher confirms; once it has passed and every item
  * is commanded, the second is deleted; a second is read once more SECOND_LOOK_S later for
  * items written late, and the `soon` bucket (the
@@ -86,7 +86,7 @@ export class DueSweeper {
         read: (second) => store.inSecond(partition, second),
         handle: (items, _second, now) => this.command(items, now),
         finish: (second) => store.removeSecond(partition, second),
-        early: { dueAt: (item) => item.dueAt.getTime() },
+        early: { dueAt: (item) => item.dueAt.getTime(), aheadS: READ_AHEAD_S },
         cursor: {
           read: () => partitions.cursor(store.collection, partition),
           save: (second) => partitions.saveCursor(store.collection, partition, second),

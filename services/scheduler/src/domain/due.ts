@@ -53,10 +53,13 @@ export function dueKeyOf(id: string, dueAt: Date, now: Date): string {
 /** How far apart the clocks of scheduler replicas may be (the sweeper's, the recorder's). */
 export const CLOCK_SKEW_MS = 1_000;
 /**
- * The scheduler's sweepers read a second as it begins (`SecondSweeper`'s `early`): what falls
- * due at its start, a month's renewals on the 1st, is commanded at once, not a second later.
+ * The scheduler's sweepers read a second this long before it begins (`SecondSweeper`'s
+ * `early`): what falls due at its start, a month's renewals on the 1st, is in memory then and
+ * commanded at once, not after a read of the whole burst (10,000 items: about half a second
+ * here) or a second later.
  */
-const SWEEP_TIMING: SweepTiming = { lagS: -1, clockSkewMs: CLOCK_SKEW_MS };
+export const READ_AHEAD_S = 1;
+const SWEEP_TIMING: SweepTiming = { lagS: -1 - READ_AHEAD_S, clockSkewMs: CLOCK_SKEW_MS };
 
 /**
  * Whether a recording under `key` that finished at `landedAt` may have landed after a sweeper

@@ -1,6 +1,6 @@
 import pLimit from 'p-limit';
 import { SubscriptionSnapshot } from '@rs/contracts';
-import { applyOnce, isDuplicateKey, serverLimits, documentSchema } from '@rs/store';
+import { applyOnce, declareIndexes, documentSchema, indexesOf, isDuplicateKey, serverLimits } from '@rs/store';
 import type { Clock } from '@rs/time';
 import { type Connection, type Model } from 'mongoose';
 import { dueKeyOf, landedLate, slotKey, SOON_KEY } from '../domain/due';
@@ -98,7 +98,7 @@ export class DueStore {
       await this.model.collection.deleteMany({ due: { $exists: false } });
       await this.model.collection.dropIndex('due').catch(() => undefined);
     });
-    await this.model.createIndexes();
+    await declareIndexes(this.model.db.db!, this.collection, indexesOf(this.model.schema));
   }
 
   /**

@@ -6,6 +6,7 @@ import {
   BUCKET_PAGE_INDEX,
   BUCKET_PAGE_INDEX_OPTIONS,
   bucketOf,
+  declareIndexes,
   OUTBOX_INDEX,
   OUTBOX_INDEX_OPTIONS,
   OutboxCollection,
@@ -14,7 +15,6 @@ import {
   UserOwnedStore,
   READ_CONCURRENCY,
   loadedEntries,
-  serverLimits,
   storedEntries,
   type OutboxEntry,
   type SetAsideField,
@@ -142,19 +142,19 @@ export class SubscriptionStore extends UserOwnedStore<SubscriptionDocument, Subs
 
   override async ensureIndexes(): Promise<void> {
     await super.ensureIndexes();
-    // On FerretDB the GIN indexes of ferretdb-indexes.sql serve these equalities instead.
-    if (!(await serverLimits(this.model.db.db!)).usesDriverIndexes) return;
     const records = this.progress.collection;
-    await records.createIndex({ subscriptionId: 1 }, { name: 'by_subscription' });
-    await records.createIndex({ userId: 1 }, { name: 'by_user' });
     await this.applyOnce('progress-bucket-index', () =>
       records.dropIndex('by_bucket').then(
         () => undefined,
         () => undefined,
       ),
     );
-    await records.createIndex(BUCKET_PAGE_INDEX, BUCKET_PAGE_INDEX_OPTIONS);
-    await records.createIndex(OUTBOX_INDEX, OUTBOX_INDEX_OPTIONS);
+    await declareIndexes(this.model.db.db!, records.collectionName, [
+      { key: { subscriptionId: 1 }, name: 'by_subscription' },
+      { key: { userId: 1 }, name: 'by_user' },
+      { key: BUCKET_PAGE_INDEX, ...BUCKET_PAGE_INDEX_OPTIONS },
+      { key: OUTBOX_INDEX, ...OUTBOX_INDEX_OPTIONS },
+    ]);
   }
 
   override async find(userId: string, id: string): Promise<SubscriptionEntity | null> {

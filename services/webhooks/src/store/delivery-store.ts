@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { SweepCursor } from '@rs/due';
-import { chunks, isDuplicateKey, serverLimits } from '@rs/store';
+import { chunks, declareIndexes, isDuplicateKey, serverLimits } from '@rs/store';
 import { SCRAPE_QUERY_MAX_TIME_MS } from '@rs/telemetry/metrics';
 import type { mongo } from 'mongoose';
 import type { DeliveryStatus } from '../domain/delivery';
@@ -53,13 +53,15 @@ export class DeliveryStore {
 
   /** On FerretDB the GIN indexes of ferretdb-indexes.sql serve these queries instead. */
   async ensureIndexes(): Promise<void> {
-    if (!(await serverLimits(this.db)).usesDriverIndexes) return;
-    await this.deliveries.createIndex({ endpointId: 1, createdAt: -1, _id: -1 }, { name: 'by_endpoint' });
-    await this.deliveries.createIndex({ due: 1 }, { name: 'by_due_second', sparse: true });
-    await this.deliveries.createIndex(
-      { status: 1, endpointId: 1 },
-      { name: 'by_pending_endpoint', partialFilterExpression: { status: 'pending' } },
-    );
+    await declareIndexes(this.db, this.deliveries.collectionName, [
+      { key: { endpointId: 1, createdAt: -1, _id: -1 }, name: 'by_endpoint' },
+      { key: { due: 1 }, name: 'by_due_second', sparse: true },
+      {
+        key: { status: 1, endpointId: 1 },
+        name: 'by_pending_endpoint',
+        partialFilterExpression: { status: 'pending' },
+      },
+    ]);
   }
 
   /**

@@ -1,5 +1,5 @@
 import type { mongo } from 'mongoose';
-import type { Sealed, Sealer } from '@rs/store';
+import { declareIndexes, type Sealed, type Sealer } from '@rs/store';
 
 /** A secret of an endpoint, sealed; `retiresAt` is set when a newer one replaced it (it signs until then). */
 export interface StoredSecret {
@@ -38,13 +38,15 @@ const toEndpoint = ({ _id, deleted: _deleted, ...fields }: EndpointDocument): En
 export class EndpointStore {
   private readonly endpoints: mongo.Collection<EndpointDocument>;
 
-  constructor(db: mongo.Db) {
+  constructor(private readonly db: mongo.Db) {
     this.endpoints = db.collection<EndpointDocument>('endpoints');
   }
 
   /** DESIGN.md 9: events are matched against their grantors' endpoints only, found by this index. */
   async ensureIndexes(): Promise<void> {
-    await this.endpoints.createIndex({ grantorId: 1, deleted: 1 }, { name: 'by_grantor' });
+    await declareIndexes(this.db, this.endpoints.collectionName, [
+      { key: { grantorId: 1, deleted: 1 }, name: 'by_grantor' },
+    ]);
   }
 
   /** The live endpoints of one grantor (null: the admins' endpoints, which receive every event). */

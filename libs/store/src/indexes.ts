@@ -1,0 +1,53 @@
+import type { mongo, Schema } from 'mongoose';
+import { serverLimits } from './server-limits';
+
+/** An index a collection's queries need: its keys and the driver's options (name, sparse, unique…). */
+export type IndexSpec = mongo.IndexDescription & { name: string };
+
+/**
+ * Makes a collection's indexes match what its queries need, the one way every store does it (its `ensureIndexes` step)
+ * (a migration step; creating an index that exists costs nothing). On a server that answers
+ * from a driver's indexes (MongoDB) the declared ones are created. FerretDB 1.x never does:
+ * it filters with jsonb containment that only the GIN indexes of
+ * deploy/local/ferretdb-indexes.sql serve, and it turns each driver index into a PostgreSQL
+ * B-tree that every insert updates and no query reads (measured on the renewal path: the
+ * rights collection's eight such indexes made its inserts cost 133 µs a document, against 39
+ * without). There, only unique indexes (constraints) are created, and any other an earlier
+ * release created is dropped (docs/decisions/0031).
+ */
+export async function declareIndexes(db: mongo.Db, name: string, indexes: readonly IndexSpec[]): Promise<void> {
+  const collection = db.collection(name);
+  declared.set(db, { ...declared.get(db), [name]: indexes.map((index) => index.name) });
+  const { usesDriverIndexes } = await serverLimits(db);
+  const wanted = usesDriverIndexes ? indexes : indexes.filter((index) => index.unique);
+  if (wanted.length > 0) await collection.createIndexes([...wanted]);
+  if (usesDriverIndexes) return;
+  // The collection made now, not by the first writes (its GIN indexes come with its table).
+  await db.createCollection(name).catch((error: unknown) => {
+    if ((error as { code?: number }).code !== NAMESPACE_EXISTS) throw error;
+  });
+  for (const index of await collection.indexes())
+    if (index.name && index.name !== '_id_' && !index.unique) await collection.dropIndex(index.name);
+}
+
+/** MongoDB's (and FerretDB's) error code for a collection that exists already. */
+const NAMESPACE_EXISTS = 48;
+
+const declared = new WeakMap<mongo.Db, Record<string, string[]>>();
+
+/**
+ * The indexes declared on `db` so far, by collection: what a migration reports (those a
+ * MongoDB deployment has; on FerretDB the GIN indexes of ferretdb-indexes.sql serve instead).
+ */
+export function declaredIndexes(db: mongo.Db): Record<string, string[]> {
+  return { ...declared.get(db) };
+}
+
+/** The indexes a mongoose schema declares, as `declareIndexes` takes them. */
+export function indexesOf(schema: Schema): IndexSpec[] {
+  return schema.indexes().map(([key, options]) => {
+    const { name, ...rest } = options as mongo.CreateIndexesOptions;
+    if (!name) throw new Error(`an index of ${JSON.stringify(key)} has no name`); // names are how they are dropped and listed
+    return { key: key as mongo.IndexDescription['key'], name, ...rest } as IndexSpec;
+  });
+}
