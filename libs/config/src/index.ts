@@ -86,6 +86,14 @@ export const env = {
 export const serviceUrl = (service: ServiceName) => env.baseUrl.default(`http://127.0.0.1:${DEFAULT_PORTS[service]}`);
 
 /** Variables of a service that answers the public API behind the gateway (its links, its challenges). */
+/**
+ * How long a service keeps the history of its resources (DESIGN.md 10, docs/decisions/0032):
+ * records older than this many days go. Unset: kept for as long as the database.
+ */
+export const historyEnvShape = {
+  HISTORY_RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).optional(),
+} as const;
+
 export const publicApiShape = {
   PUBLIC_BASE_URL: env.baseUrl.default(`http://localhost:${DEFAULT_PORTS.gateway}`),
   AUTH_REALM: env.realm,

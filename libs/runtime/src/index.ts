@@ -21,7 +21,7 @@ import { AmqpClient } from '@rs/messaging';
 import { OutboxRelay } from '@rs/outbox-relay';
 import { declaredIndexes, serverLimits, type HistoryLog } from '@rs/store';
 import { shutdownTelemetry } from '@rs/telemetry';
-import { systemClock, type Clock } from '@rs/time';
+import { systemClock, type Clock, type Repeating } from '@rs/time';
 import mongoose, { type Connection } from 'mongoose';
 import type { z } from 'zod';
 
@@ -183,6 +183,22 @@ export function startRelay(runtime: Runtime<unknown>, collection: string, histor
   relay.start();
   runtime.onStop(() => relay.stop());
   return relay;
+}
+
+/**
+ * Applies a collection's retention (DESIGN.md 10) where no TTL index does it (FerretDB), from
+ * now until the service stops; `what` names the collection in the logs.
+ */
+export function startPurge(
+  runtime: Runtime<unknown>,
+  store: { purgeExpired(clock: Clock, log: { onPurged(deleted: number): void; onError(error: unknown): void }): Repeating },
+  what: string,
+): void {
+  const purge = store.purgeExpired(runtime.clock, {
+    onPurged: (deleted) => runtime.logger.info({ deleted, collection: what }, 'purged what the retention no longer keeps'),
+    onError: (error) => runtime.logger.warn({ err: error, collection: what }, 'cannot purge expired documents yet'),
+  });
+  runtime.onStop(() => purge.stop());
 }
 
 /**

@@ -53,7 +53,8 @@ beforeAll(async () => {
   system = await TestSystem.start({ name: 'indexes', backends: [], gateway: false });
   client = await MongoClient.connect(process.env.MONGODB_URL!);
   for (const service of SERVICES) {
-    const { code, logs } = await system.migrate(service);
+    // With a history retention set, so that its TTL index is declared too (unset by default).
+    const { code, logs } = await system.migrate(service, { HISTORY_RETENTION_DAYS: '365' });
     if (code !== 0) throw new Error(`${service} migration failed:\n${logs.join('\n')}`);
     const line = logs.map((text) => JSON.parse(text)).find((entry) => entry.msg === 'migrated');
     migrated.set(service, line);

@@ -3,6 +3,8 @@ import type { mongo } from 'mongoose';
 import { isDuplicateKey } from './items';
 import { chunks, serverLimits } from './server-limits';
 import { declareIndexes } from './indexes';
+import { purgeExpired, retentionIndexes, type Retention } from './retention';
+import type { Clock, Repeating } from '@rs/time';
 
 /**
  * A record as stored: flat, with the resource as JSON text. FerretDB turns every nested
@@ -55,15 +57,29 @@ export class HistoryLog {
     private readonly types: ReadonlySet<string>,
     /** Who made changes whose events do not say (published before events named their actor). */
     private readonly unknownActor: Actor,
+    /** Days a record is kept, by the time of its change (HISTORY_RETENTION_DAYS); unset, kept. */
+    retentionDays?: number,
   ) {
     this.records = db.collection<HistoryDocument>(collection);
+    this.retention = retentionDays === undefined ? undefined : { field: 'time', days: retentionDays };
   }
 
-  /** One equality per read (`subject`; on FerretDB its GIN index comes from ferretdb-indexes.sql). */
+  private readonly retention: Retention | undefined;
+
+  /**
+   * One equality per read (`subject`; on FerretDB its GIN index comes from
+   * ferretdb-indexes.sql), and the retention's TTL index.
+   */
   async ensureIndexes(): Promise<void> {
     await declareIndexes(this.db, this.records.collectionName, [
       { key: { subject: 1, generation: 1 }, name: 'by_subject' },
+      ...retentionIndexes(this.retention),
     ]);
+  }
+
+  /** Deletes what the retention no longer keeps where no TTL index does it (`purgeExpired`). */
+  purgeExpired(clock: Clock, log: { onPurged(deleted: number): void; onError(error: unknown): void }): Repeating {
+    return purgeExpired({ db: this.db, collection: this.records.collectionName, retention: this.retention, clock, ...log });
   }
 
   /** Records the changes `events` report (others are left out); those recorded before stay as they are. */

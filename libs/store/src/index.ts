@@ -12,3 +12,4 @@ export * from './items';
 export * from './migrations';
 export * from './replicas';
 export * from './indexes';
+export * from './retention';

@@ -1,4 +1,5 @@
 import type { mongo, Schema } from 'mongoose';
+import { RETENTION_INDEX } from './retention';
 import { serverLimits } from './server-limits';
 
 /** An index a collection's queries need: its keys and the driver's options (name, sparse, unique…). */
@@ -19,15 +20,33 @@ export async function declareIndexes(db: mongo.Db, name: string, indexes: readon
   const collection = db.collection(name);
   declared.set(db, { ...declared.get(db), [name]: indexes.map((index) => index.name) });
   const { usesDriverIndexes } = await serverLimits(db);
-  const wanted = usesDriverIndexes ? indexes : indexes.filter((index) => index.unique);
+  if (usesDriverIndexes) return declareOnMongoDb(db, name, indexes);
+  const wanted = indexes.filter((index) => index.unique);
   if (wanted.length > 0) await collection.createIndexes([...wanted]);
-  if (usesDriverIndexes) return;
   // The collection made now, not by the first writes (its GIN indexes come with its table).
   await db.createCollection(name).catch((error: unknown) => {
     if ((error as { code?: number }).code !== NAMESPACE_EXISTS) throw error;
   });
   for (const index of await collection.indexes())
     if (index.name && index.name !== '_id_' && !index.unique) await collection.dropIndex(index.name);
+}
+
+/**
+ * On MongoDB: the declared indexes created, a TTL index whose retention changed given its new
+ * one (`collMod`: an index cannot be created again with other options), and a TTL index no
+ * longer declared (the retention unset) dropped.
+ */
+async function declareOnMongoDb(db: mongo.Db, name: string, indexes: readonly IndexSpec[]): Promise<void> {
+  const collection = db.collection(name);
+  const existing = await collection.indexes().catch(() => []); // none before the collection exists
+  for (const index of indexes) {
+    const found = existing.find((one) => one.name === index.name);
+    if (found && index.expireAfterSeconds !== undefined && found.expireAfterSeconds !== index.expireAfterSeconds)
+      await db.command({ collMod: name, index: { name: index.name, expireAfterSeconds: index.expireAfterSeconds } });
+  }
+  if (indexes.length > 0) await collection.createIndexes([...indexes]);
+  if (existing.some((one) => one.name === RETENTION_INDEX) && !indexes.some((one) => one.name === RETENTION_INDEX))
+    await collection.dropIndex(RETENTION_INDEX);
 }
 
 /** MongoDB's (and FerretDB's) error code for a collection that exists already. */

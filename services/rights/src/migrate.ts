@@ -11,7 +11,7 @@ import { SigningKeyStore } from './store/signing-key-store';
 
 runMigration('rights', Config, async (db, logger, config) => {
   await new RightStore(db, () => []).ensureIndexes();
-  await rightHistory(db.db!).ensureIndexes();
+  await rightHistory(db.db!, config.HISTORY_RETENTION_DAYS).ensureIndexes();
   const keys = new SigningKeyStore(db, secretRing(config, 'RIGHT_TOKEN_KEY_SECRET'));
   await applyOnce(db.db!, `right_token_keys:sealed-with:${keys.sealingKeyId}`, async () => {
     logger.info({ resealed: await keys.reseal() }, 'right-token keys sealed with the current key');

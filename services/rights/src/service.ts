@@ -1,6 +1,6 @@
-import { env, publicApiShape, secretRing, serviceEnvShape, serviceUrl } from '@rs/config';
+import { env, historyEnvShape, publicApiShape, secretRing, serviceEnvShape, serviceUrl } from '@rs/config';
 import { startSkuDirectory } from '@rs/catalog-client';
-import { defineService, serveHttp, startRelay } from '@rs/runtime';
+import { defineService, serveHttp, startPurge, startRelay } from '@rs/runtime';
 import { z } from 'zod';
 import { RightsUseCases } from './app/rights';
 import { RightTokens } from './app/right-tokens';
@@ -15,6 +15,7 @@ import { rightHistory } from './store/right-history';
 export const Config = z.object({
   ...serviceEnvShape('rights'),
   ...publicApiShape,
+  ...historyEnvShape,
   CATALOG_URL: serviceUrl('catalog'),
   /** DESIGN.md 6 and 8: the longest lifetime of a signed right token, and the key of its keys at rest. */
   RIGHT_TOKEN_TTL_S: z.coerce.number().int().min(1).max(86_400).default(300),
@@ -30,7 +31,8 @@ export const start = defineService('rights', Config, async (runtime) => {
   const { config, clock } = runtime;
   const eventsFor = rightEvents(config.PUBLIC_BASE_URL);
   const store = await runtime.migrated(new RightStore(runtime.db, eventsFor, clock));
-  const history = await runtime.migrated(rightHistory(runtime.db.db!));
+  const history = await runtime.migrated(rightHistory(runtime.db.db!, config.HISTORY_RETENTION_DAYS));
+  startPurge(runtime, history, 'right_history');
   const relay = startRelay(runtime, 'rights', history);
   const rights = new RightsUseCases(store, history, await startSkuDirectory(runtime, config.CATALOG_URL), clock);
   const keys = new SigningKeyStore(runtime.db, secretRing(config, 'RIGHT_TOKEN_KEY_SECRET'));

@@ -1,6 +1,6 @@
-import { publicApiShape, serviceEnvShape, serviceUrl } from '@rs/config';
+import { historyEnvShape, publicApiShape, serviceEnvShape, serviceUrl } from '@rs/config';
 import { startSkuDirectory } from '@rs/catalog-client';
-import { defineService, serveHttp, startRelay } from '@rs/runtime';
+import { defineService, serveHttp, startPurge, startRelay } from '@rs/runtime';
 import { parseDuration } from '@rs/time';
 import { z } from 'zod';
 import { SHORTEST_PERIOD } from './domain/bounds';
@@ -13,6 +13,7 @@ import { subscriptionHistory } from './store/subscription-history';
 export const Config = z.object({
   ...serviceEnvShape('subscriptions'),
   ...publicApiShape,
+  ...historyEnvShape,
   CATALOG_URL: serviceUrl('catalog'),
   /** DESIGN.md 6 and 9: the shortest period a subscription may have, at least PT1S. */
   SUBSCRIPTION_MIN_PERIOD: z
@@ -36,7 +37,8 @@ export const Config = z.object({
 export const start = defineService('subscriptions', Config, async (runtime) => {
   const { config } = runtime;
   const store = await runtime.migrated(new SubscriptionStore(runtime.db));
-  const history = await runtime.migrated(subscriptionHistory(runtime.db.db!));
+  const history = await runtime.migrated(subscriptionHistory(runtime.db.db!, config.HISTORY_RETENTION_DAYS));
+  startPurge(runtime, history, 'subscription_history');
   const relay = startRelay(runtime, 'subscriptions', history);
   // Changes after creation are stored as progress records, with their events (docs/decisions/0026).
   const progressRelay = startRelay(runtime, SUBSCRIPTION_PROGRESS, history);

@@ -9,7 +9,7 @@ import { DeliveryStore } from './store/delivery-store';
 import { EndpointStore } from './store/endpoint-store';
 
 runMigration('webhooks', Config, async (db, logger, config) => {
-  await new DeliveryStore(db.db!).ensureIndexes();
+  await new DeliveryStore(db.db!, config.WEBHOOK_DELIVERY_RETENTION_DAYS).ensureIndexes();
   const endpoints = new EndpointStore(db.db!);
   await endpoints.ensureIndexes();
   const sealer = new Sealer(secretRing(config, 'WEBHOOK_SECRET_KEY'), ENDPOINT_SECRETS_PURPOSE);

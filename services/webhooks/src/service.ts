@@ -1,5 +1,5 @@
 import { env, publicApiShape, secretRing, serviceEnvShape } from '@rs/config';
-import { defineService, serveHttp } from '@rs/runtime';
+import { defineService, serveHttp, startPurge } from '@rs/runtime';
 import { ReplicaRegistry, Sealer } from '@rs/store';
 import { z } from 'zod';
 import { Dispatcher } from './app/dispatcher';
@@ -40,6 +40,17 @@ export const Config = z.object({
   WEBHOOK_SECRET_KEY_PREVIOUS: env.secret.optional(),
   /** DESIGN.md 6 and 9: endpoints one grantor may register. */
   WEBHOOK_MAX_ENDPOINTS: z.coerce.number().int().min(1).max(10_000).default(50),
+  /** DESIGN.md 10 (docs/decisions/0032): days a delivery is kept after it was created. */
+  WEBHOOK_DELIVERY_RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).default(30),
+}).superRefine((config, context) => {
+  // A delivery still being retried is never purged: the retention outlasts its attempts by a day.
+  const attemptsMs = config.WEBHOOK_RETRY_SCHEDULE.reduce((sum, delay) => sum + delay, 0);
+  if (config.WEBHOOK_DELIVERY_RETENTION_DAYS * 86_400_000 < attemptsMs + 86_400_000)
+    context.addIssue({
+      code: 'custom',
+      path: ['WEBHOOK_DELIVERY_RETENTION_DAYS'],
+      message: 'must outlast WEBHOOK_RETRY_SCHEDULE by at least a day',
+    });
 });
 
 /** What the endpoints' secrets are sealed for (separates their key from other uses of the secret). */
@@ -54,7 +65,8 @@ export const start = defineService('webhooks', Config, async (runtime) => {
   const allowPrivateTargets = config.WEBHOOK_ALLOW_PRIVATE_TARGETS ?? config.NODE_ENV === 'development';
   const db = runtime.db.db!;
   const endpointStore = await runtime.migrated(new EndpointStore(db));
-  const deliveryStore = await runtime.migrated(new DeliveryStore(db));
+  const deliveryStore = await runtime.migrated(new DeliveryStore(db, config.WEBHOOK_DELIVERY_RETENTION_DAYS));
+  startPurge(runtime, deliveryStore, 'deliveries');
   const sender = new Sender({
     timeoutMs: config.WEBHOOK_TIMEOUT_MS,
     allowPrivate: allowPrivateTargets,

@@ -3,10 +3,11 @@ import { HistoryLog } from '@rs/store';
 import type { mongo } from 'mongoose';
 
 /** The changes of rights (DESIGN.md 8 "History"): every right event but the announcement to a provider. */
-export const rightHistory = (db: mongo.Db): HistoryLog =>
+export const rightHistory = (db: mongo.Db, retentionDays?: number): HistoryLog =>
   new HistoryLog(
     db,
     'right_history',
     new Set(Object.values(RightEventTypes).filter((type) => type !== RightEventTypes.serviceAnnounce)),
     { kind: 'system', id: 'rights' },
+    retentionDays,
   );

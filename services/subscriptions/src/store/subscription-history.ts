@@ -3,8 +3,11 @@ import { HistoryLog } from '@rs/store';
 import type { mongo } from 'mongoose';
 
 /** The changes of subscriptions (DESIGN.md 8 "History"): every subscription event. */
-export const subscriptionHistory = (db: mongo.Db): HistoryLog =>
-  new HistoryLog(db, 'subscription_history', new Set(Object.values(SubscriptionEventTypes)), {
-    kind: 'system',
-    id: 'subscriptions',
-  });
+export const subscriptionHistory = (db: mongo.Db, retentionDays?: number): HistoryLog =>
+  new HistoryLog(
+    db,
+    'subscription_history',
+    new Set(Object.values(SubscriptionEventTypes)),
+    { kind: 'system', id: 'subscriptions' },
+    retentionDays,
+  );

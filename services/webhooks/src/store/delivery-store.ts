@@ -1,7 +1,16 @@
 import { createHash } from 'node:crypto';
 import type { SweepCursor } from '@rs/due';
-import { chunks, declareIndexes, isDuplicateKey, serverLimits } from '@rs/store';
+import {
+  chunks,
+  declareIndexes,
+  isDuplicateKey,
+  purgeExpired,
+  retentionIndexes,
+  serverLimits,
+  type Retention,
+} from '@rs/store';
 import { SCRAPE_QUERY_MAX_TIME_MS } from '@rs/telemetry/metrics';
+import type { Clock, Repeating } from '@rs/time';
 import type { mongo } from 'mongoose';
 import type { DeliveryStatus } from '../domain/delivery';
 
@@ -47,13 +56,26 @@ const toDelivery = ({ _id, due: _due, leaseUntil: _lease, ...fields }: DeliveryD
 export class DeliveryStore {
   private readonly deliveries: mongo.Collection<DeliveryDocument>;
 
-  constructor(private readonly db: mongo.Db) {
+  private readonly retention: Retention | undefined;
+
+  /** `retentionDays`: how long a delivery is kept after it was created (WEBHOOK_DELIVERY_RETENTION_DAYS). */
+  constructor(
+    private readonly db: mongo.Db,
+    retentionDays?: number,
+  ) {
     this.deliveries = db.collection<DeliveryDocument>('deliveries');
+    this.retention = retentionDays === undefined ? undefined : { field: 'createdAt', days: retentionDays };
+  }
+
+  /** Deletes what the retention no longer keeps where no TTL index does it (`purgeExpired`). */
+  purgeExpired(clock: Clock, log: { onPurged(deleted: number): void; onError(error: unknown): void }): Repeating {
+    return purgeExpired({ db: this.db, collection: this.deliveries.collectionName, retention: this.retention, clock, ...log });
   }
 
   /** On FerretDB the GIN indexes of ferretdb-indexes.sql serve these queries instead. */
   async ensureIndexes(): Promise<void> {
     await declareIndexes(this.db, this.deliveries.collectionName, [
+      ...retentionIndexes(this.retention),
       { key: { endpointId: 1, createdAt: -1, _id: -1 }, name: 'by_endpoint' },
       { key: { due: 1 }, name: 'by_due_second', sparse: true },
       {

@@ -1,0 +1,57 @@
+import { repeat, type Clock, type Repeating } from '@rs/time';
+import type { mongo } from 'mongoose';
+import type { IndexSpec } from './indexes';
+import { serverLimits } from './server-limits';
+
+/**
+ * How long a collection keeps its documents (DESIGN.md 10, docs/decisions/0032): a document
+ * goes once its `field` (a date) is older than `days`. Unset, documents are kept.
+ */
+export interface Retention {
+  field: string;
+  days: number;
+}
+
+/** The name of a collection's TTL index: the one index `declareIndexes` also drops when no longer declared. */
+export const RETENTION_INDEX = 'retention';
+
+const DAY_MS = 86_400_000;
+
+/**
+ * The TTL index that applies a retention on MongoDB (created by the migration; a changed
+ * number of days is applied to the existing index). None without a retention.
+ */
+export const retentionIndexes = (retention: Retention | undefined): IndexSpec[] =>
+  retention
+    ? [{ key: { [retention.field]: 1 }, name: RETENTION_INDEX, expireAfterSeconds: (retention.days * DAY_MS) / 1000 }]
+    : [];
+
+/** How often a FerretDB deployment purges what its retention no longer keeps. */
+export const PURGE_EVERY_MS = 3_600_000;
+
+/**
+ * Applies a retention where the server has no TTL indexes: FerretDB 1.x creates none (and
+ * would not expire documents by one), so there the service deletes what has expired itself,
+ * at start and every PURGE_EVERY_MS. A range on a date reaches no index on FerretDB: each
+ * purge reads the collection (docs/operations.md "Retention"). On MongoDB it does nothing:
+ * the TTL index does it.
+ */
+export function purgeExpired(options: {
+  db: mongo.Db;
+  collection: string;
+  retention: Retention | undefined;
+  clock: Clock;
+  onPurged(deleted: number): void;
+  onError(error: unknown): void;
+}): Repeating {
+  const { db, collection, retention, clock } = options;
+  return repeat(
+    async () => {
+      if (!retention || (await serverLimits(db)).usesDriverIndexes) return;
+      const cutoff = new Date(clock().getTime() - retention.days * DAY_MS);
+      const { deletedCount } = await db.collection(collection).deleteMany({ [retention.field]: { $lt: cutoff } });
+      if (deletedCount > 0) options.onPurged(deletedCount);
+    },
+    { everyMs: PURGE_EVERY_MS, retryMs: 60_000, onError: options.onError },
+  );
+}
