@@ -2,16 +2,18 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 import { defineConfig } from 'vitest/config';
 
 /**
- * The reliability test renews 1,000 subscriptions on 24 s periods through crashes: most of
- * its 2.5 minutes is waiting for periods to pass. It starts first, in a worker of its own,
- * and the other files share the other three workers meanwhile.
+ * The two tests that mostly wait for periods to pass start first, each in a worker of its own,
+ * and the other files share the other two workers meanwhile: the reliability test (1,000
+ * subscriptions on 24 s periods through crashes, 2.5 minutes) and the cluster test (a
+ * three-node RabbitMQ cluster losing a node mid-renewal, 1.5 minutes).
  */
-const FIRST = 'services/scheduler/test/renewal-reliability.e2e.spec.ts';
+const FIRST = ['services/scheduler/test/renewal-reliability.e2e.spec.ts', 'libs/messaging/test/cluster.e2e.spec.ts'];
+const isFirst = (file: TestSpecification) => FIRST.some((first) => file.moduleId.endsWith(first));
 
-class ReliabilityFirst extends BaseSequencer {
+class LongWaitsFirst extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
     const sorted = await super.sort(files);
-    return [...sorted.filter((f) => f.moduleId.endsWith(FIRST)), ...sorted.filter((f) => !f.moduleId.endsWith(FIRST))];
+    return [...sorted.filter(isFirst), ...sorted.filter((file) => !isFirst(file))];
   }
 }
 
@@ -25,8 +27,8 @@ export default defineConfig({
     reporters: ['default', './vitest.summary-reporter.mjs'],
     include: ['libs/*/test/**/*.spec.ts', 'services/*/test/**/*.spec.ts', 'tools/*/test/**/*.spec.ts'],
     // The tests wait on real servers far more than they compute: four files at a time (vitest's
-    // default on two cores is one), one of them the reliability test, keep both cores busy.
+    // default on two cores is one), two of them the long waits above, keep both cores busy.
     maxWorkers: 4,
-    sequence: { sequencer: ReliabilityFirst },
+    sequence: { sequencer: LongWaitsFirst },
   },
 });

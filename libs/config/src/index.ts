@@ -71,7 +71,13 @@ export const env = {
   /** A base URL that paths are appended to: the one place its trailing slash is dropped. */
   baseUrl: url(['http:', 'https:']).transform((value) => value.replace(/\/+$/, '')),
   mongoUrl: url(['mongodb:', 'mongodb+srv:']),
-  amqpUrl: url(['amqp:', 'amqps:']),
+  /** A broker, or the nodes of a cluster separated by commas (tried in turn; docs/decisions/0033). */
+  amqpUrl: z
+    .string()
+    .refine(
+      (value) => value.split(',').every((one) => url(['amqp:', 'amqps:']).safeParse(one.trim()).success),
+      'must be a URL with scheme amqp or amqps, or several separated by commas',
+    ),
   /** AUTH_REALM: the realm of every challenge (DESIGN.md 3), quoted in a header. */
   realm: z
     .string()
@@ -196,6 +202,7 @@ export function mongoTarget(service: ServiceName, cfg: Record<string, unknown>):
 
 /** A URL fit for logs and error messages: its password replaced. */
 export function redactUrl(url: string): string {
+  if (url.includes(',')) return url.split(',').map(redactUrl).join(',');
   try {
     const parsed = new URL(url);
     if (parsed.password) parsed.password = '***';

@@ -1,6 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { ConfigError, env, internalTokenSecrets, loadConfig, mongoTarget, serviceEnvShape } from '../src/index';
+import {
+  ConfigError,
+  env,
+  internalTokenSecrets,
+  loadConfig,
+  mongoTarget,
+  redactUrl,
+  serviceEnvShape,
+} from '../src/index';
 
 describe('loadConfig', () => {
   const schema = z.object({ ...serviceEnvShape('catalog'), PORT: env.port.default(8083) });
@@ -20,6 +28,15 @@ describe('loadConfig', () => {
     );
     expect(loadConfig(bases, {}).PUBLIC_BASE_URL).toBe('http://localhost:8080');
     expect(() => loadConfig(bases, { PUBLIC_BASE_URL: 'ftp://x/' })).toThrow(/PUBLIC_BASE_URL: must be a URL/);
+  });
+
+  it('when AMQP_URL names the nodes of a cluster, then it is accepted as it is, and a bad node is refused', () => {
+    const nodes = 'amqp://u:p@rabbit-0:5672,amqps://u:p@rabbit-1:5671';
+    expect(loadConfig(schema, { AMQP_URL: nodes }).AMQP_URL).toBe(nodes);
+    expect(() => loadConfig(schema, { AMQP_URL: `${nodes},http://rabbit-2` })).toThrow(
+      /AMQP_URL: must be a URL with scheme amqp or amqps, or several separated by commas/,
+    );
+    expect(redactUrl(nodes)).toBe('amqp://u:***@rabbit-0:5672,amqps://u:***@rabbit-1:5671');
   });
 
   it('when a variable is bad, then the error names it', () => {

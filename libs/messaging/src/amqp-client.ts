@@ -14,6 +14,10 @@ export class BrokerUnavailable extends Error {
 }
 
 export interface AmqpClientOptions {
+  /**
+   * The broker, or the nodes of a cluster separated by commas (AMQP_URL, docs/decisions/0033):
+   * tried in turn, from the first, and after a lost connection from the next one.
+   */
   url: string;
   /** Shown as connection_name in the broker's management UI. */
   connectionName: string;
@@ -45,6 +49,7 @@ export class AmqpClient extends EventEmitter<{ connected: []; disconnected: [] }
   constructor(private readonly options: AmqpClientOptions) {
     super();
     this.log = options.logger.child({ component: 'amqp' });
+    this.nodeUrls = options.url.split(',').map((url) => url.trim());
   }
 
   get connected(): boolean {
@@ -52,6 +57,10 @@ export class AmqpClient extends EventEmitter<{ connected: []; disconnected: [] }
   }
 
   /** Starts connecting in the background; see `waitUntilConnected`. */
+  /** The nodes AMQP_URL names, and which one the next connection attempt tries. */
+  private readonly nodeUrls: string[];
+  private nodeIndex = 0;
+
   start(): void {
     this.closing = false;
     this.connecting ??= this.connectLoop().finally(() => (this.connecting = undefined));
@@ -173,7 +182,8 @@ export class AmqpClient extends EventEmitter<{ connected: []; disconnected: [] }
     for (let attempt = 0; !this.closing; attempt++) {
       let connection: ChannelModel | undefined;
       try {
-        connection = await amqp.connect(withHeartbeat(this.options.url), {
+        const url = this.nodeUrls[this.nodeIndex % this.nodeUrls.length]!;
+        connection = await amqp.connect(withHeartbeat(url), {
           clientProperties: { connection_name: this.options.connectionName },
         });
         connection.on('error', (error: Error) => this.log.warn({ err: error }, 'broker connection error'));
@@ -193,7 +203,7 @@ export class AmqpClient extends EventEmitter<{ connected: []; disconnected: [] }
         this.publishChannel = channel;
         for (const setup of this.setups) await setup(connection);
         brokerConnected.set(1);
-        this.log.info({ attempt }, 'connected to RabbitMQ');
+        this.log.info({ attempt, node: redactUrl(url) }, 'connected to RabbitMQ');
         this.emit('connected');
         return;
       } catch (error) {
@@ -202,6 +212,7 @@ export class AmqpClient extends EventEmitter<{ connected: []; disconnected: [] }
           this.publishChannel = undefined;
         }
         await connection?.close().catch(() => undefined);
+        this.nodeIndex += 1; // the next node of a cluster
         const delay = Math.min(max, min * 2 ** Math.min(attempt, 16)) * (0.5 + Math.random() / 2);
         this.log.warn({ err: error, attempt, retry_in_ms: Math.round(delay) }, 'cannot connect to RabbitMQ; retrying');
         await sleep(delay);
@@ -216,6 +227,7 @@ export class AmqpClient extends EventEmitter<{ connected: []; disconnected: [] }
     brokerConnected.set(0);
     this.emit('disconnected');
     if (this.closing) return;
+    this.nodeIndex += 1; // a node that dropped us may be going down: the next one first
     this.log.warn('broker connection lost; reconnecting');
     this.start();
   }

@@ -14,3 +14,5 @@ export * from './database';
 export * from './webhook-receiver';
 export * from './zipkin';
 export * from './ferretdb';
+export * from './rabbit-cluster';
+export * from './periodic-subscriptions';

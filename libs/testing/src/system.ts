@@ -27,6 +27,8 @@ export interface TestSystemOptions {
    * service starts in the test's process (`*.int.spec.ts`).
    */
   processes?: boolean;
+  /** Another broker than the suite's (a cluster: `amqpUrl` lists its nodes, separated by commas). */
+  broker?: { amqpUrl: string; managementUrl: string };
 }
 
 export const TEST_ADMIN = { clientId: 'test-admin', secret: 'test-admin-secret-0123' } as const;
@@ -55,10 +57,15 @@ export class TestSystem {
       throw new Error('replicas and exported traces need a test system with processes');
     this.prefix = `t_${options.name.replace(/[^A-Za-z0-9]/g, '_')}_${randomBytes(3).toString('hex')}`;
     this.vhost = this.prefix;
-    this.rabbit = new RabbitAdmin(required('RABBITMQ_MANAGEMENT_URL'));
-    const base = new URL(required('AMQP_URL'));
-    base.pathname = `/${encodeURIComponent(this.vhost)}`;
-    this.amqpUrl = base.toString();
+    this.rabbit = new RabbitAdmin(options.broker?.managementUrl ?? required('RABBITMQ_MANAGEMENT_URL'));
+    this.amqpUrl = (options.broker?.amqpUrl ?? required('AMQP_URL'))
+      .split(',')
+      .map((node) => {
+        const base = new URL(node);
+        base.pathname = `/${encodeURIComponent(this.vhost)}`;
+        return base.toString();
+      })
+      .join(',');
   }
 
   static async start(options: TestSystemOptions): Promise<TestSystem> {

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { EventCollector, idsBySubject, TestSystem } from '@rs/testing';
+import { EventCollector, idsBySubject, PeriodicSubscriptions, TestSystem } from '@rs/testing';
 import mongoose from 'mongoose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -17,13 +17,11 @@ const USERS = 10;
 // 8 s and 12 s periods lost some to that rule.
 const PERIOD_S = 24;
 const PERIODS = 4;
-const CREATORS = 16;
 
 let system: TestSystem;
 let rightEvents: EventCollector;
 let subscriptionEvents: EventCollector;
-const A = TestSystem.clientAuthorization('grantor-a');
-const userOf = (i: number) => `reliable-${i % USERS}`;
+let load: PeriodicSubscriptions;
 
 beforeAll(async () => {
   system = await TestSystem.start({
@@ -35,11 +33,20 @@ beforeAll(async () => {
   });
   rightEvents = await EventCollector.start(system.amqpUrl, 'rights.events');
   subscriptionEvents = await EventCollector.start(system.amqpUrl, 'subscriptions.events');
-  await system.seed({
-    clients: [{ clientId: 'grantor-a', grantorId: 'A' }],
-    users: Array.from({ length: USERS }, (_, i) => userOf(i)),
-    skus: { news: {} },
+  // Starts spread over one period, from a second well after the last create.
+  load = new PeriodicSubscriptions(system, {
+    count: SUBSCRIPTIONS,
+    users: USERS,
+    periodS: PERIOD_S,
+    periods: PERIODS,
+    userPrefix: 'reliable',
+    leadMs: 20_000,
+    creators: 16,
+    authorization: TestSystem.clientAuthorization('grantor-a'),
+    grantorId: 'A',
+    sku: 'news',
   });
+  await system.seed({ clients: [{ clientId: 'grantor-a', grantorId: 'A' }], users: load.users, skus: { news: {} } });
 }, 120_000);
 afterAll(async () => {
   await rightEvents?.close();
@@ -47,34 +54,10 @@ afterAll(async () => {
   await system?.stop();
 });
 
-const isoSecond = (ms: number) => new Date(ms).toISOString().replace(/\.000Z$/, 'Z');
-
 describe('renewal through crashes and broker outages (issue: subscriptions and the scheduler, Reliability)', () => {
   it(`when ${SUBSCRIPTIONS} subscriptions on ${PERIOD_S} s periods run for ${PERIODS} periods while services crash and broker connections drop, then every period has exactly its right, every right its events, and history exactly those changes`, async () => {
-    // Starts spread over one period, from a second well after the last create.
-    const base = Math.ceil(Date.now() / 1000) * 1000 + 20_000;
-    const startOf = (i: number) => base + (i % PERIOD_S) * 1000;
-    const subscriptionOf = new Map<string, number>(); // subscriptionId -> index
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: CREATORS }, async () => {
-        while (next < SUBSCRIPTIONS) {
-          const i = next++;
-          const response = await fetch(`${system.gatewayUrl}/id/users/${userOf(i)}/subs`, {
-            method: 'POST',
-            headers: { authorization: A, 'content-type': 'application/json' },
-            body: JSON.stringify({
-              grantorId: 'A',
-              timeSpec: `R${PERIODS}/${isoSecond(startOf(i))}/PT${PERIOD_S}S`,
-              rightsSpec: [{ sku: 'news' }],
-            }),
-          });
-          expect(response.status, await response.clone().text()).toBe(201);
-          subscriptionOf.set(((await response.json()) as { subscriptionId: string }).subscriptionId, i);
-        }
-      }),
-    );
-    expect(Date.now(), 'creating the subscriptions took longer than the lead time').toBeLessThan(base);
+    await load.create();
+    const base = load.base;
 
     // Faults while periods are being renewed and rights expired.
     const at = async (ms: number) => sleep(Math.max(0, ms - Date.now()));
@@ -108,31 +91,18 @@ describe('renewal through crashes and broker outages (issue: subscriptions and t
     await sleep(3_000); // a duplicate would show by now
 
     // What users see: every right of every subscription, through the gateway.
-    const listed: Array<{ rightId: string; state: string; timeInterval: string; link: Array<{ href: string }> }> = [];
-    for (let u = 0; u < USERS; u++) {
-      const response = await fetch(`${system.gatewayUrl}/id/users/${userOf(u)}/rights?limit=1000`, {
-        headers: { authorization: A },
-      });
-      expect(response.status).toBe(200);
-      listed.push(...((await response.json()) as { right: typeof listed }).right);
-    }
+    const listed = await load.listedRights();
     expect(listed).toHaveLength(SUBSCRIPTIONS * PERIODS);
-    const periodsBySubscription = new Map<string, number[]>();
     for (const right of listed) {
       expect(right.state).toBe('EXPIRED');
-      const subscriptionId = right.link.map((l) => /\/subs\/([^/]+)$/.exec(l.href)?.[1]).find(Boolean)!;
-      const i = subscriptionOf.get(subscriptionId);
-      expect(i, `right ${right.rightId} of an unknown subscription`).toBeDefined();
       const [start, end] = right.timeInterval.split('/').map((t) => Date.parse(t));
       expect(end! - start!).toBe(PERIOD_S * 1000);
-      const period = (start! - startOf(i!)) / (PERIOD_S * 1000);
-      periodsBySubscription.set(subscriptionId, [...(periodsBySubscription.get(subscriptionId) ?? []), period]);
     }
-    for (const subscriptionId of subscriptionOf.keys()) {
-      expect(periodsBySubscription.get(subscriptionId)?.sort(), subscriptionId).toEqual(
+    const periodsBySubscription = load.periodsBySubscription(listed);
+    for (const subscriptionId of load.indexOf.keys())
+      expect(periodsBySubscription.get(subscriptionId), subscriptionId).toEqual(
         Array.from({ length: PERIODS }, (_, k) => k),
       );
-    }
 
     // Every right's events arrived, one event (however often delivered) per change, none for anything else.
     const rightIds = new Set(listed.map((right) => right.rightId));
@@ -142,7 +112,7 @@ describe('renewal through crashes and broker outages (issue: subscriptions and t
       for (const [rightId, ids] of events) expect(ids.size, `${type} of ${rightId}`).toBe(1);
     }
     const expired = idsBySubject(subscriptionEvents.messages, 'subscription.expired');
-    expect(new Set(expired.keys())).toEqual(new Set(subscriptionOf.keys()));
+    expect(new Set(expired.keys())).toEqual(new Set(load.indexOf.keys()));
     for (const ids of expired.values()) expect(ids.size).toBe(1);
 
     // History (DESIGN.md 8) holds exactly the changes the events reported: a record per event id, none else.

@@ -1,0 +1,110 @@
+import type { TestSystem } from './system';
+
+/** A right as the gateway lists it, with what these tests read of it. */
+export interface ListedRight {
+  rightId: string;
+  state: string;
+  timeInterval: string;
+  link: Array<{ href: string }>;
+}
+
+export interface PeriodicSubscriptionsOptions {
+  count: number;
+  users: number;
+  periodS: number;
+  periods: number;
+  /** Prefix of the users' ids (`<prefix>-<n>`). */
+  userPrefix: string;
+  /** Milliseconds from now to the first period start, at least the time creating them takes. */
+  leadMs: number;
+  /** Creations in flight. */
+  creators: number;
+  authorization: string;
+  grantorId: string;
+  sku: string;
+}
+
+/**
+ * Subscriptions on short periods, their starts spread over one period, created through the
+ * gateway, for the tests of renewal through faults (DESIGN.md 3): afterwards, every period of
+ * every one must have exactly its right.
+ */
+export class PeriodicSubscriptions {
+  /** The first period start, a whole second. */
+  readonly base: number;
+  /** subscriptionId -> its index. */
+  readonly indexOf = new Map<string, number>();
+
+  constructor(
+    private readonly system: TestSystem,
+    private readonly options: PeriodicSubscriptionsOptions,
+  ) {
+    this.base = Math.ceil(Date.now() / 1000) * 1000 + options.leadMs;
+  }
+
+  userOf = (i: number): string => `${this.options.userPrefix}-${i % this.options.users}`;
+  startOf = (i: number): number => this.base + (i % this.options.periodS) * 1000;
+  get users(): string[] {
+    return Array.from({ length: this.options.users }, (_, i) => this.userOf(i));
+  }
+
+  /** Creates them all; throws if one is refused or creating took past the first start. */
+  async create(): Promise<void> {
+    const { count, creators, periods, periodS, authorization, grantorId, sku } = this.options;
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: creators }, async () => {
+        while (next < count) {
+          const i = next++;
+          const response = await fetch(`${this.system.gatewayUrl}/id/users/${this.userOf(i)}/subs`, {
+            method: 'POST',
+            headers: { authorization, 'content-type': 'application/json' },
+            body: JSON.stringify({
+              grantorId,
+              timeSpec: `R${periods}/${isoSecond(this.startOf(i))}/PT${periodS}S`,
+              rightsSpec: [{ sku }],
+            }),
+          });
+          if (response.status !== 201) throw new Error(`create: ${response.status} ${await response.text()}`);
+          this.indexOf.set(((await response.json()) as { subscriptionId: string }).subscriptionId, i);
+        }
+      }),
+    );
+    if (Date.now() >= this.base) throw new Error('creating the subscriptions took longer than the lead time');
+  }
+
+  /** Every right of their users, as the gateway lists them. */
+  async listedRights(): Promise<ListedRight[]> {
+    const listed: ListedRight[] = [];
+    for (const user of this.users) {
+      const response = await fetch(`${this.system.gatewayUrl}/id/users/${user}/rights?limit=1000`, {
+        headers: { authorization: this.options.authorization },
+      });
+      if (response.status !== 200) throw new Error(`list: ${response.status} ${await response.text()}`);
+      listed.push(...((await response.json()) as { right: ListedRight[] }).right);
+    }
+    return listed;
+  }
+
+  /** The subscription a right belongs to (its link), and which of its periods it is for. */
+  periodOf(right: ListedRight): { subscriptionId: string; period: number } {
+    const subscriptionId = right.link.map((link) => /\/subs\/([^/]+)$/.exec(link.href)?.[1]).find(Boolean);
+    const index = subscriptionId === undefined ? undefined : this.indexOf.get(subscriptionId);
+    if (index === undefined) throw new Error(`right ${right.rightId} of an unknown subscription`);
+    const start = Date.parse(right.timeInterval.split('/')[0]!);
+    return { subscriptionId: subscriptionId!, period: (start - this.startOf(index)) / (this.options.periodS * 1000) };
+  }
+
+  /** The periods each subscription has a right for, sorted. */
+  periodsBySubscription(rights: readonly ListedRight[]): Map<string, number[]> {
+    const periods = new Map<string, number[]>();
+    for (const right of rights) {
+      const { subscriptionId, period } = this.periodOf(right);
+      periods.set(subscriptionId, [...(periods.get(subscriptionId) ?? []), period]);
+    }
+    for (const list of periods.values()) list.sort((a, b) => a - b);
+    return periods;
+  }
+}
+
+const isoSecond = (ms: number) => new Date(ms).toISOString().replace(/\.000Z$/, 'Z');
