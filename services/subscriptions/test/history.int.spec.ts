@@ -184,13 +184,15 @@ describe('history of a subscription (DESIGN.md 8)', () => {
   it('when a client changes a subscription and the platform renews it and cascades to its rights, then both histories name who did what', async () => {
     const created = await fx.call('POST', '/id/users/alice/subs', A, {
       grantorId: 'A',
-      timeSpec: `R/${iso(-1_000)}/PT3S`,
+      timeSpec: `R/${iso(-1_000)}/PT8S`,
       rightsSpec: [{ sku: 'news' }],
     });
     expect(created.status).toBe(201);
     const { subscriptionId } = (await created.json()) as { subscriptionId: string };
     const path = `/id/users/alice/subs/${subscriptionId}`;
-    // The current period is issued at once, the next one 3 s later: renewals by the scheduler.
+    // The current period is issued at once, the next one 7 s later: renewals by the scheduler.
+    // (Periods long enough that the suspension's cascade reaches the second period's right
+    // before it ends: with 3 s periods it sometimes found it EXPIRED.)
     await expect
       .poll(async () => (await historyOf(path)).filter((e) => e.type === 'subscription.renewed').length, {
         timeout: 15_000,
@@ -224,13 +226,17 @@ describe('history of a subscription (DESIGN.md 8)', () => {
     await expectEventsAgree('subscriptions.events', subscriptionId, await historyOf(path));
 
     // Its rights: issued by the platform for the subscription, suspended by the cascade.
-    const list = (await (await fx.call('GET', '/id/users/alice/rights?grantorId=A&limit=1000', A)).json()) as {
-      right: Array<{ rightId: string; state: string; link: Array<{ rel: string; href: string }> }>;
-    };
-    const issued = list.right.filter((r) => r.link.some((l) => l.href.endsWith(`/subs/${subscriptionId}`)));
-    expect(issued.length).toBeGreaterThanOrEqual(2);
-    const current = issued.find((r) => r.state === 'SUSPENDED');
-    expect(current).toBeDefined();
+    type Listed = { rightId: string; state: string; link: Array<{ rel: string; href: string }> };
+    const issuedRights = async () =>
+      (
+        (await (await fx.call('GET', '/id/users/alice/rights?grantorId=A&limit=1000', A)).json()) as { right: Listed[] }
+      ).right.filter((r) => r.link.some((l) => l.href.endsWith(`/subs/${subscriptionId}`)));
+    expect((await issuedRights()).length).toBeGreaterThanOrEqual(2);
+    // The cascade is a command after the suspension's event: it may land a moment later.
+    await expect
+      .poll(async () => (await issuedRights()).find((r) => r.state === 'SUSPENDED'), { timeout: 5_000 })
+      .toBeDefined();
+    const current = (await issuedRights()).find((r) => r.state === 'SUSPENDED');
     const rightHistory = await historyWithin2s(`/id/users/alice/rights/${current!.rightId}`, [
       'right.created',
       'right.suspended',

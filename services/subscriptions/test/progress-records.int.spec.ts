@@ -1,3 +1,4 @@
+import { createCloudEvent } from '@rs/contracts';
 import { testDatabase, type TestDatabase } from '@rs/testing';
 import { bucketOf, WriteFailed } from '@rs/store';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -56,6 +57,33 @@ describe('progress records (docs/decisions/0026)', () => {
 
     const read = await store.find('alice', 'S1');
     expect(read).toMatchObject({ state: 'ACTIVE', nextPeriod: 1, generation: 2, paymentAgreement: 'card' });
+  });
+
+  it('when a change follows a creation whose events are still pending, then the document is not rewritten until the relay has sent them, and reads show the change at once', async () => {
+    const first = created('S-pending');
+    const announced = createCloudEvent({
+      source: '/test',
+      type: 'subscription.created',
+      subject: 'S-pending',
+      data: {},
+    });
+    expect(await store.insert(first, { events: [announced], commands: [] })).toBe(true);
+    const stored = () => database.db.collection('subscriptions').findOne({ _id: 'S-pending' } as never);
+    expect(await stored()).toMatchObject({ generation: 1, outbox: [expect.anything()] });
+
+    const suspended = { ...first, state: 'SUSPENDED' as const, generation: 2, updatedAt: new Date() };
+    expect(await store.update({ current: first, next: suspended, outgoing: NONE })).toBe(true);
+    // Left alone: a rewrite could race the relay clearing the outbox and put the event back.
+    expect(await stored()).toMatchObject({ generation: 1, state: 'ACTIVE', outbox: [expect.anything()] });
+    expect(await store.find('alice', 'S-pending')).toMatchObject({ state: 'SUSPENDED', generation: 2 });
+
+    // As the relay leaves it once the event is published: the next change is copied.
+    await database.db
+      .collection('subscriptions')
+      .updateOne({ _id: 'S-pending' } as never, { $set: { outbox: [], outboxPending: false } });
+    const active = { ...suspended, state: 'ACTIVE' as const, generation: 3, updatedAt: new Date() };
+    expect(await store.update({ current: suspended, next: active, outgoing: NONE })).toBe(true);
+    expect(await stored()).toMatchObject({ generation: 3, state: 'ACTIVE', outbox: [] });
   });
 
   it('when changes follow one another, then reads, lists and the rebuild show the latest, and a delete removes it from all', async () => {

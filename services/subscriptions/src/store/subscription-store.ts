@@ -282,11 +282,15 @@ export class SubscriptionStore extends UserOwnedStore<SubscriptionDocument, Subs
    * Copies a stored change into the subscription's document, unless a later one is there
    * already. Only lists and the rebuild's filter gain from it: every read applies the latest
    * record anyway, so a copy lost in a crash, or two in the wrong order, change no answer.
+   * Never while the document's own events (its creation's) are pending: FerretDB updates by
+   * reading and rewriting the whole document, and a rewrite racing the outbox relay's
+   * clean-up on another replica would put the published events back (sent twice). The next
+   * change after the relay copies the latest then.
    */
   private async compact(record: ProgressDocument): Promise<void> {
     const { generation, state, nextPeriod, updatedAt, deleted } = record;
     await this.model.collection
-      .updateOne({ _id: record.subscriptionId, generation: { $lt: generation } } as never, {
+      .updateOne({ _id: record.subscriptionId, generation: { $lt: generation }, outboxPending: false } as never, {
         $set: { generation, state, nextPeriod, updatedAt, deleted },
       })
       .catch(() => undefined);
