@@ -101,7 +101,10 @@ try {
           db.collection('right_expiries').find({ due: second }).toArray(),
         ),
         'webhooks sweep (every 0.5 s, one second)': await timed(() =>
-          db.collection('deliveries').find({ due: String(Math.floor(now / 1000)) }).toArray(),
+          db
+            .collection('deliveries')
+            .find({ due: String(Math.floor(now / 1000)) })
+            .toArray(),
         ),
         'webhooks backlog gauge (each scrape, first replica)': await timed(() =>
           db

@@ -191,11 +191,14 @@ export function startRelay(runtime: Runtime<unknown>, collection: string, histor
  */
 export function startPurge(
   runtime: Runtime<unknown>,
-  store: { purgeExpired(clock: Clock, log: { onPurged(deleted: number): void; onError(error: unknown): void }): Repeating },
+  store: {
+    purgeExpired(clock: Clock, log: { onPurged(deleted: number): void; onError(error: unknown): void }): Repeating;
+  },
   what: string,
 ): void {
   const purge = store.purgeExpired(runtime.clock, {
-    onPurged: (deleted) => runtime.logger.info({ deleted, collection: what }, 'purged what the retention no longer keeps'),
+    onPurged: (deleted) =>
+      runtime.logger.info({ deleted, collection: what }, 'purged what the retention no longer keeps'),
     onError: (error) => runtime.logger.warn({ err: error, collection: what }, 'cannot purge expired documents yet'),
   });
   runtime.onStop(() => purge.stop());

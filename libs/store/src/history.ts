@@ -79,7 +79,13 @@ export class HistoryLog {
 
   /** Deletes what the retention no longer keeps where no TTL index does it (`purgeExpired`). */
   purgeExpired(clock: Clock, log: { onPurged(deleted: number): void; onError(error: unknown): void }): Repeating {
-    return purgeExpired({ db: this.db, collection: this.records.collectionName, retention: this.retention, clock, ...log });
+    return purgeExpired({
+      db: this.db,
+      collection: this.records.collectionName,
+      retention: this.retention,
+      clock,
+      ...log,
+    });
   }
 
   /** Records the changes `events` report (others are left out); those recorded before stay as they are. */

@@ -28,7 +28,11 @@ export async function declareIndexes(db: mongo.Db, name: string, indexes: readon
     if ((error as { code?: number }).code !== NAMESPACE_EXISTS) throw error;
   });
   for (const index of await collection.indexes())
-    if (index.name && index.name !== '_id_' && !index.unique) await collection.dropIndex(index.name);
+    if (index.name && index.name !== '_id_' && !index.unique)
+      await collection.dropIndex(index.name).catch((error: unknown) => {
+        // Another replica starting at the same time dropped it first.
+        if ((error as { code?: number }).code !== INDEX_NOT_FOUND) throw error;
+      });
 }
 
 /**
@@ -51,6 +55,7 @@ async function declareOnMongoDb(db: mongo.Db, name: string, indexes: readonly In
 
 /** MongoDB's (and FerretDB's) error code for a collection that exists already. */
 const NAMESPACE_EXISTS = 48;
+const INDEX_NOT_FOUND = 27;
 
 const declared = new WeakMap<mongo.Db, Record<string, string[]>>();
 

@@ -5,7 +5,11 @@ import { z } from 'zod';
 import { SubscriptionStore } from './store/subscription-store';
 import { subscriptionHistory } from './store/subscription-history';
 
-runMigration('subscriptions', z.object({ ...serviceEnvShape('subscriptions'), ...historyEnvShape }), async (db, _, config) => {
-  await new SubscriptionStore(db).ensureIndexes();
-  await subscriptionHistory(db.db!, config.HISTORY_RETENTION_DAYS).ensureIndexes();
-});
+runMigration(
+  'subscriptions',
+  z.object({ ...serviceEnvShape('subscriptions'), ...historyEnvShape }),
+  async (db, _, config) => {
+    await new SubscriptionStore(db).ensureIndexes();
+    await subscriptionHistory(db.db!, config.HISTORY_RETENTION_DAYS).ensureIndexes();
+  },
+);

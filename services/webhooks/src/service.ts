@@ -17,41 +17,43 @@ const flag = z
   .optional()
   .transform((value) => (value === undefined ? undefined : value === 'true'));
 
-export const Config = z.object({
-  ...serviceEnvShape('webhooks'),
-  ...publicApiShape,
-  /** DESIGN.md 6: delays between delivery attempts. */
-  WEBHOOK_RETRY_SCHEDULE: z
-    .string()
-    .default('5s,5m,30m,2h,5h,10h,10h')
-    .transform((text, context) => {
-      const delays = parseRetrySchedule(text);
-      if (delays) return delays;
-      context.addIssue({ code: 'custom', message: 'must be comma-separated durations like 5s,5m,2h' });
-      return z.NEVER;
-    }),
-  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
-  /** Default: false, but true in development (local receivers on plain http). */
-  WEBHOOK_ALLOW_PRIVATE_TARGETS: flag,
-  /** Attempts under way at once for one endpoint (isolation: a slow one holds no more). */
-  WEBHOOK_CONCURRENCY_PER_ENDPOINT: z.coerce.number().int().min(1).max(64).default(8),
-  /** Encrypts the endpoints' secrets at rest (32+ characters); required outside development. */
-  WEBHOOK_SECRET_KEY: env.secret.optional(),
-  WEBHOOK_SECRET_KEY_PREVIOUS: env.secret.optional(),
-  /** DESIGN.md 6 and 9: endpoints one grantor may register. */
-  WEBHOOK_MAX_ENDPOINTS: z.coerce.number().int().min(1).max(10_000).default(50),
-  /** DESIGN.md 10 (docs/decisions/0032): days a delivery is kept after it was created. */
-  WEBHOOK_DELIVERY_RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).default(30),
-}).superRefine((config, context) => {
-  // A delivery still being retried is never purged: the retention outlasts its attempts by a day.
-  const attemptsMs = config.WEBHOOK_RETRY_SCHEDULE.reduce((sum, delay) => sum + delay, 0);
-  if (config.WEBHOOK_DELIVERY_RETENTION_DAYS * 86_400_000 < attemptsMs + 86_400_000)
-    context.addIssue({
-      code: 'custom',
-      path: ['WEBHOOK_DELIVERY_RETENTION_DAYS'],
-      message: 'must outlast WEBHOOK_RETRY_SCHEDULE by at least a day',
-    });
-});
+export const Config = z
+  .object({
+    ...serviceEnvShape('webhooks'),
+    ...publicApiShape,
+    /** DESIGN.md 6: delays between delivery attempts. */
+    WEBHOOK_RETRY_SCHEDULE: z
+      .string()
+      .default('5s,5m,30m,2h,5h,10h,10h')
+      .transform((text, context) => {
+        const delays = parseRetrySchedule(text);
+        if (delays) return delays;
+        context.addIssue({ code: 'custom', message: 'must be comma-separated durations like 5s,5m,2h' });
+        return z.NEVER;
+      }),
+    WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
+    /** Default: false, but true in development (local receivers on plain http). */
+    WEBHOOK_ALLOW_PRIVATE_TARGETS: flag,
+    /** Attempts under way at once for one endpoint (isolation: a slow one holds no more). */
+    WEBHOOK_CONCURRENCY_PER_ENDPOINT: z.coerce.number().int().min(1).max(64).default(8),
+    /** Encrypts the endpoints' secrets at rest (32+ characters); required outside development. */
+    WEBHOOK_SECRET_KEY: env.secret.optional(),
+    WEBHOOK_SECRET_KEY_PREVIOUS: env.secret.optional(),
+    /** DESIGN.md 6 and 9: endpoints one grantor may register. */
+    WEBHOOK_MAX_ENDPOINTS: z.coerce.number().int().min(1).max(10_000).default(50),
+    /** DESIGN.md 10 (docs/decisions/0032): days a delivery is kept after it was created. */
+    WEBHOOK_DELIVERY_RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).default(30),
+  })
+  .superRefine((config, context) => {
+    // A delivery still being retried is never purged: the retention outlasts its attempts by a day.
+    const attemptsMs = config.WEBHOOK_RETRY_SCHEDULE.reduce((sum, delay) => sum + delay, 0);
+    if (config.WEBHOOK_DELIVERY_RETENTION_DAYS * 86_400_000 < attemptsMs + 86_400_000)
+      context.addIssue({
+        code: 'custom',
+        path: ['WEBHOOK_DELIVERY_RETENTION_DAYS'],
+        message: 'must outlast WEBHOOK_RETRY_SCHEDULE by at least a day',
+      });
+  });
 
 /** What the endpoints' secrets are sealed for (separates their key from other uses of the secret). */
 export const ENDPOINT_SECRETS_PURPOSE = 'rs-webhook-endpoint-secrets';

@@ -69,7 +69,13 @@ export class DeliveryStore {
 
   /** Deletes what the retention no longer keeps where no TTL index does it (`purgeExpired`). */
   purgeExpired(clock: Clock, log: { onPurged(deleted: number): void; onError(error: unknown): void }): Repeating {
-    return purgeExpired({ db: this.db, collection: this.deliveries.collectionName, retention: this.retention, clock, ...log });
+    return purgeExpired({
+      db: this.db,
+      collection: this.deliveries.collectionName,
+      retention: this.retention,
+      clock,
+      ...log,
+    });
   }
 
   /** On FerretDB the GIN indexes of ferretdb-indexes.sql serve these queries instead. */
