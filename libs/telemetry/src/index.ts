@@ -1,4 +1,3 @@
-import { AmqplibInstrumentation } from '@opentelemetry/instrumentation-amqplib';
 import { MongoDBInstrumentation } from '@opentelemetry/instrumentation-mongodb';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { NodeSDK, type NodeSDKConfiguration } from '@opentelemetry/sdk-node';
@@ -35,7 +34,8 @@ const tracesExportDisabled = () =>
  * What is traced costs little: HTTP requests are traced by libs/http (one SERVER
  * span per request, one CLIENT span per call to another service), not by OpenTelemetry's
  * HTTP and Express instrumentations, which wrapped every request, response and middleware
- * layer; one span per database command, from the driver only.
+ * layer; messages by @rs/messaging (one span per publish, one per message or batch handled);
+ * one span per database command, from the driver only.
  */
 export function startTelemetry(serviceName: string): void {
   if (sdk || process.env.OTEL_SDK_DISABLED === 'true') return;
@@ -46,7 +46,10 @@ export function startTelemetry(serviceName: string): void {
       // The statement's shape only: the default serializer walks every value of the
       // command (every document of an insertMany) to mask it, on every call.
       new MongoDBInstrumentation({ dbStatementSerializer: statementShape }),
-      new AmqplibInstrumentation(),
+      // No amqplib instrumentation: @rs/messaging makes the PRODUCER span of every publish
+      // and the CONSUMER span of every message or batch handled, and carries the trace
+      // context in the headers itself. The instrumentation made a second span of each, and
+      // injected the headers twice (0.05-0.15 s of CPU per service in a renewal of 10,000).
     ],
   });
   sdk.start();
