@@ -19,9 +19,9 @@ import {
 import { createLogger, type LogDestination, type Logger } from '@rs/logging';
 import { AmqpClient } from '@rs/messaging';
 import { OutboxRelay } from '@rs/outbox-relay';
-import { declaredIndexes, serverLimits, type HistoryLog } from '@rs/store';
+import { declaredIndexes, purgeExpired, serverLimits, type HistoryLog, type RetainedCollection } from '@rs/store';
 import { shutdownTelemetry } from '@rs/telemetry';
-import { systemClock, type Clock, type Repeating } from '@rs/time';
+import { systemClock, type Clock } from '@rs/time';
 import mongoose, { type Connection } from 'mongoose';
 import type { z } from 'zod';
 
@@ -187,19 +187,14 @@ export function startRelay(runtime: Runtime<unknown>, collection: string, histor
 
 /**
  * Applies a collection's retention (DESIGN.md 10) where no TTL index does it (FerretDB), from
- * now until the service stops; `what` names the collection in the logs.
+ * now until the service stops.
  */
-export function startPurge(
-  runtime: Runtime<unknown>,
-  store: {
-    purgeExpired(clock: Clock, log: { onPurged(deleted: number): void; onError(error: unknown): void }): Repeating;
-  },
-  what: string,
-): void {
-  const purge = store.purgeExpired(runtime.clock, {
-    onPurged: (deleted) =>
-      runtime.logger.info({ deleted, collection: what }, 'purged what the retention no longer keeps'),
-    onError: (error) => runtime.logger.warn({ err: error, collection: what }, 'cannot purge expired documents yet'),
+export function startPurge(runtime: Runtime<unknown>, retained: RetainedCollection): void {
+  const { collection } = retained;
+  const purge = purgeExpired(retained, {
+    clock: runtime.clock,
+    onPurged: (deleted) => runtime.logger.info({ deleted, collection }, 'purged what the retention no longer keeps'),
+    onError: (error) => runtime.logger.warn({ err: error, collection }, 'cannot purge expired documents yet'),
   });
   runtime.onStop(() => purge.stop());
 }

@@ -3,8 +3,7 @@ import type { mongo } from 'mongoose';
 import { isDuplicateKey } from './items';
 import { chunks, serverLimits } from './server-limits';
 import { declareIndexes } from './indexes';
-import { purgeExpired, retentionIndexes, type Retention } from './retention';
-import type { Clock, Repeating } from '@rs/time';
+import { retentionIndexes, retentionOf, type RetainedCollection } from './retention';
 
 /**
  * A record as stored: flat, with the resource as JSON text. FerretDB turns every nested
@@ -61,10 +60,11 @@ export class HistoryLog {
     retentionDays?: number,
   ) {
     this.records = db.collection<HistoryDocument>(collection);
-    this.retention = retentionDays === undefined ? undefined : { field: 'time', days: retentionDays };
+    this.retained = { db, collection, retention: retentionOf('time', retentionDays) };
   }
 
-  private readonly retention: Retention | undefined;
+  /** This history and its retention (`purgeExpired` applies it where no TTL index does). */
+  readonly retained: RetainedCollection;
 
   /**
    * One equality per read (`subject`; on FerretDB its GIN index comes from
@@ -73,19 +73,8 @@ export class HistoryLog {
   async ensureIndexes(): Promise<void> {
     await declareIndexes(this.db, this.records.collectionName, [
       { key: { subject: 1, generation: 1 }, name: 'by_subject' },
-      ...retentionIndexes(this.retention),
+      ...retentionIndexes(this.retained.retention),
     ]);
-  }
-
-  /** Deletes what the retention no longer keeps where no TTL index does it (`purgeExpired`). */
-  purgeExpired(clock: Clock, log: { onPurged(deleted: number): void; onError(error: unknown): void }): Repeating {
-    return purgeExpired({
-      db: this.db,
-      collection: this.records.collectionName,
-      retention: this.retention,
-      clock,
-      ...log,
-    });
   }
 
   /** Records the changes `events` report (others are left out); those recorded before stay as they are. */

@@ -12,6 +12,17 @@ export interface Retention {
   days: number;
 }
 
+/** The retention of `days` on `field`; none when `days` is unset. */
+export const retentionOf = (field: string, days: number | undefined): Retention | undefined =>
+  days === undefined ? undefined : { field, days };
+
+/** A collection and its retention: what a store hands `purgeExpired`. */
+export interface RetainedCollection {
+  db: mongo.Db;
+  collection: string;
+  retention: Retention | undefined;
+}
+
 /** The name of a collection's TTL index: the one index `declareIndexes` also drops when no longer declared. */
 export const RETENTION_INDEX = 'retention';
 
@@ -36,15 +47,11 @@ export const PURGE_EVERY_MS = 3_600_000;
  * purge reads the collection (docs/operations.md "Retention"). On MongoDB it does nothing:
  * the TTL index does it.
  */
-export function purgeExpired(options: {
-  db: mongo.Db;
-  collection: string;
-  retention: Retention | undefined;
-  clock: Clock;
-  onPurged(deleted: number): void;
-  onError(error: unknown): void;
-}): Repeating {
-  const { db, collection, retention, clock } = options;
+export function purgeExpired(
+  { db, collection, retention }: RetainedCollection,
+  options: { clock: Clock; onPurged(deleted: number): void; onError(error: unknown): void },
+): Repeating {
+  const { clock } = options;
   return repeat(
     async () => {
       if (!retention || (await serverLimits(db)).usesDriverIndexes) return;

@@ -1,7 +1,7 @@
 import { createCloudEvent } from '@rs/contracts';
 import { testDatabase, type TestDatabase } from '@rs/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HistoryLog, RETENTION_INDEX, serverLimits } from '../src/index';
+import { HistoryLog, purgeExpired, RETENTION_INDEX, serverLimits } from '../src/index';
 
 // DESIGN.md 10: history and webhook deliveries have a retention an operator sets
 // (docs/decisions/0032): a TTL index on MongoDB, the service's own purge where there is none.
@@ -36,7 +36,8 @@ describe('a history with a retention', () => {
 
     const purged: number[] = [];
     const errors: unknown[] = [];
-    const purge = history.purgeExpired(() => now, {
+    const purge = purgeExpired(history.retained, {
+      clock: () => now,
       onPurged: (deleted) => purged.push(deleted),
       onError: (error) => errors.push(error),
     });
@@ -58,7 +59,11 @@ describe('a history with a retention', () => {
     await history.ensureIndexes();
     await history.record([changed('ancient', 1, new Date('2001-01-01T00:00:00Z'))]);
     const errors: unknown[] = [];
-    const purge = history.purgeExpired(() => new Date(), { onPurged: () => undefined, onError: (e) => errors.push(e) });
+    const purge = purgeExpired(history.retained, {
+      clock: () => new Date(),
+      onPurged: () => undefined,
+      onError: (e) => errors.push(e),
+    });
     await purge.stop(); // its first run is done by then
     expect(await history.of('ancient')).toHaveLength(1);
     expect((await db.collection('kept_forever').indexes()).map((index) => index.name)).not.toContain(RETENTION_INDEX);

@@ -32,7 +32,7 @@ export const start = defineService('rights', Config, async (runtime) => {
   const eventsFor = rightEvents(config.PUBLIC_BASE_URL);
   const store = await runtime.migrated(new RightStore(runtime.db, eventsFor, clock));
   const history = await runtime.migrated(rightHistory(runtime.db.db!, config.HISTORY_RETENTION_DAYS));
-  startPurge(runtime, history, 'right_history');
+  startPurge(runtime, history.retained);
   const relay = startRelay(runtime, 'rights', history);
   const rights = new RightsUseCases(store, history, await startSkuDirectory(runtime, config.CATALOG_URL), clock);
   const keys = new SigningKeyStore(runtime.db, secretRing(config, 'RIGHT_TOKEN_KEY_SECRET'));

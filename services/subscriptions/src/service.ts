@@ -38,7 +38,7 @@ export const start = defineService('subscriptions', Config, async (runtime) => {
   const { config } = runtime;
   const store = await runtime.migrated(new SubscriptionStore(runtime.db));
   const history = await runtime.migrated(subscriptionHistory(runtime.db.db!, config.HISTORY_RETENTION_DAYS));
-  startPurge(runtime, history, 'subscription_history');
+  startPurge(runtime, history.retained);
   const relay = startRelay(runtime, 'subscriptions', history);
   // Changes after creation are stored as progress records, with their events (docs/decisions/0026).
   const progressRelay = startRelay(runtime, SUBSCRIPTION_PROGRESS, history);

@@ -4,13 +4,12 @@ import {
   chunks,
   declareIndexes,
   isDuplicateKey,
-  purgeExpired,
   retentionIndexes,
+  retentionOf,
   serverLimits,
-  type Retention,
+  type RetainedCollection,
 } from '@rs/store';
 import { SCRAPE_QUERY_MAX_TIME_MS } from '@rs/telemetry/metrics';
-import type { Clock, Repeating } from '@rs/time';
 import type { mongo } from 'mongoose';
 import type { DeliveryStatus } from '../domain/delivery';
 
@@ -56,7 +55,8 @@ const toDelivery = ({ _id, due: _due, leaseUntil: _lease, ...fields }: DeliveryD
 export class DeliveryStore {
   private readonly deliveries: mongo.Collection<DeliveryDocument>;
 
-  private readonly retention: Retention | undefined;
+  /** The deliveries and their retention (`purgeExpired` applies it where no TTL index does). */
+  readonly retained: RetainedCollection;
 
   /** `retentionDays`: how long a delivery is kept after it was created (WEBHOOK_DELIVERY_RETENTION_DAYS). */
   constructor(
@@ -64,24 +64,17 @@ export class DeliveryStore {
     retentionDays?: number,
   ) {
     this.deliveries = db.collection<DeliveryDocument>('deliveries');
-    this.retention = retentionDays === undefined ? undefined : { field: 'createdAt', days: retentionDays };
-  }
-
-  /** Deletes what the retention no longer keeps where no TTL index does it (`purgeExpired`). */
-  purgeExpired(clock: Clock, log: { onPurged(deleted: number): void; onError(error: unknown): void }): Repeating {
-    return purgeExpired({
-      db: this.db,
+    this.retained = {
+      db,
       collection: this.deliveries.collectionName,
-      retention: this.retention,
-      clock,
-      ...log,
-    });
+      retention: retentionOf('createdAt', retentionDays),
+    };
   }
 
   /** On FerretDB the GIN indexes of ferretdb-indexes.sql serve these queries instead. */
   async ensureIndexes(): Promise<void> {
     await declareIndexes(this.db, this.deliveries.collectionName, [
-      ...retentionIndexes(this.retention),
+      ...retentionIndexes(this.retained.retention),
       { key: { endpointId: 1, createdAt: -1, _id: -1 }, name: 'by_endpoint' },
       { key: { due: 1 }, name: 'by_due_second', sparse: true },
       {
