@@ -19,11 +19,17 @@ function psqlPath(): string {
  */
 export async function ferretdbGinFields(database: string, collection: string): Promise<string[]> {
   const quoted = (text: string) => `'${text.replaceAll("'", "''")}'`;
-  const sql = `SELECT substring(i.indexdef from '_jsonb -> ''([^'']+)''')
-    FROM pg_indexes i JOIN "${database.replaceAll('"', '""')}"._ferretdb_database_metadata m
-      ON i.tablename = m._jsonb ->> 'table'
-    WHERE i.schemaname = ${quoted(database)} AND m._jsonb ->> '_id' = ${quoted(collection)}
-      AND i.indexdef LIKE '%USING gin%'`;
+  // From the catalogs, filtered to the collection's own table before any index definition is
+  // read: pg_indexes reads the definition of every index it scans, and one of another test's
+  // database being dropped meanwhile fails the query ("could not open relation").
+  const sql = `SELECT substring(pg_get_indexdef(x.indexrelid) from '_jsonb -> ''([^'']+)''')
+    FROM pg_index x
+      JOIN pg_class t ON t.oid = x.indrelid
+      JOIN pg_namespace n ON n.oid = t.relnamespace
+      JOIN pg_class i ON i.oid = x.indexrelid
+      JOIN pg_am am ON am.oid = i.relam
+      JOIN "${database.replaceAll('"', '""')}"._ferretdb_database_metadata m ON t.relname = m._jsonb ->> 'table'
+    WHERE n.nspname = ${quoted(database)} AND m._jsonb ->> '_id' = ${quoted(collection)} AND am.amname = 'gin'`;
   const { stdout } = await promisify(execFile)(psqlPath(), [
     '-h',
     '127.0.0.1',
