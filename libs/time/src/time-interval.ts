@@ -1,4 +1,5 @@
 import { DateTime, Duration } from 'luxon';
+import { memoized } from './memo';
 
 /**
  * A right's interval (spec 2.4, DESIGN.md 3 "Time"): accepted as `<start>/<end>`,
@@ -55,19 +56,43 @@ export function parseDateTime(text: string): Parsed<DateTime> {
 const ISO_DURATION = /^P(?!$)(\d+Y)?(\d+M)?(\d+W)?(\d+D)?(T(?=\d)(\d+H)?(\d+M)?(\d+(\.\d+)?S)?)?$/;
 
 /** An ISO 8601 duration with at least one component (luxon alone accepts `P`). */
-export function parseDuration(text: string): Parsed<Duration> {
+export const parseDuration = memoized(1024, (text: string): Parsed<Duration> => {
   if (!ISO_DURATION.test(text)) return { ok: false, reason: `${text} is not an ISO 8601 duration` };
   const value = Duration.fromISO(text);
   if (!value.isValid) return { ok: false, reason: `${text} is not an ISO 8601 duration` };
   return { ok: true, value };
+});
+
+const formatted = new WeakMap<DateTime, string>();
+
+/**
+ * `2026-01-31T00:00:00+01:00`: seconds precision, the offset kept (UTC as Z). Remembered per
+ * value for as long as the value lives: a remembered period start is formatted once.
+ */
+export function formatDateTime(value: DateTime): string {
+  let text = formatted.get(value);
+  if (text === undefined) {
+    text = value.startOf('second').toISO({ suppressMilliseconds: true, includeOffset: true })!;
+    formatted.set(value, text);
+  }
+  return text;
 }
 
-/** `2026-01-31T00:00:00+01:00`: seconds precision, the offset kept (UTC as Z). */
-export function formatDateTime(value: DateTime): string {
-  return value.startOf('second').toISO({ suppressMilliseconds: true, includeOffset: true })!;
+/** The instants as numbers, so that a remembered interval hands out fresh (mutable) Dates. */
+interface IntervalInstants {
+  start: number;
+  end: number;
+  text: string;
 }
 
 export function parseTimeInterval(text: string): Parsed<TimeInterval> {
+  const parsed = parseIntervalInstants(text);
+  if (!parsed.ok) return parsed;
+  const { start, end, text: canonical } = parsed.value;
+  return { ok: true, value: { start: new Date(start), end: new Date(end), text: canonical } };
+}
+
+const parseIntervalInstants = memoized(4096, (text: string): Parsed<IntervalInstants> => {
   const parts = text.split('/');
   if (parts.length !== 2 || !parts[0] || !parts[1]) {
     return { ok: false, reason: 'must be <start>/<end>, <start>/<duration> or <duration>/<end>' };
@@ -107,6 +132,6 @@ export function parseTimeInterval(text: string): Parsed<TimeInterval> {
   if (end.toMillis() <= start.toMillis()) return { ok: false, reason: 'end must be after start' };
   return {
     ok: true,
-    value: { start: start.toJSDate(), end: end.toJSDate(), text: `${formatDateTime(start)}/${formatDateTime(end)}` },
+    value: { start: start.toMillis(), end: end.toMillis(), text: `${formatDateTime(start)}/${formatDateTime(end)}` },
   };
-}
+});

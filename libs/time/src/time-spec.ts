@@ -8,6 +8,7 @@ import {
   RANGE_REASON,
   type Parsed,
 } from './time-interval';
+import { memoized } from './memo';
 
 /**
  * A subscription's time spec (spec 2.1, DESIGN.md 3 "Subscription timeSpec"):
@@ -27,7 +28,8 @@ export interface TimeSpec {
 
 const MAX_REPETITIONS = 1_000_000;
 
-export function parseTimeSpec(text: string): Parsed<TimeSpec> {
+/** Remembered (memo.ts): a grantor's base shares a handful of specs; the value is frozen. */
+export const parseTimeSpec = memoized(4096, (text: string): Parsed<TimeSpec> => {
   const parts = text.split('/');
   if (parts.length !== 3 && parts.length !== 4) {
     return { ok: false, reason: 'must be R[n]/<start>/<period> or R[n]/<start>/<end>/<period>' };
@@ -67,8 +69,8 @@ export function parseTimeSpec(text: string): Parsed<TimeSpec> {
   // unbounded subscription simply has no period past it (`periodExists`).
   if (repetitions !== null && end === null && !periodStartOrNull(value, repetitions))
     return { ok: false, reason: `its last period ${RANGE_REASON}` };
-  return { ok: true, value };
-}
+  return { ok: true, value: Object.freeze(value) };
+});
 
 /** `period × k` component by component, so that months stay months. */
 function times(period: Duration, k: number): Duration {
@@ -83,8 +85,13 @@ function times(period: Duration, k: number): Duration {
  * previous period: Jan 31 + P1M is Feb 28 (or 29), + P2M is Mar 31. In the start's offset.
  */
 export function periodStart(spec: TimeSpec, k: number): DateTime {
-  return spec.start.plus(times(spec.period, k));
+  let starts = periodStarts.get(spec);
+  if (!starts) periodStarts.set(spec, (starts = memoized(256, (k) => spec.start.plus(times(spec.period, k)))));
+  return starts(k);
 }
+
+/** Each spec's period starts, remembered while the spec lives (renewal asks for the same few). */
+const periodStarts = new WeakMap<TimeSpec, (k: number) => DateTime>();
 
 /** Start of period k, or null when it lies past the representable range (DESIGN.md 9). */
 export function periodStartOrNull(spec: TimeSpec, k: number): DateTime | null {

@@ -35,3 +35,24 @@ describe('parseTimeInterval (DESIGN.md 3 "Time")', () => {
     expect(reason('yesterday/today')).toMatch(/not an ISO 8601 date-time/);
   });
 });
+
+describe('parsing remembered (memo.ts)', () => {
+  it('when the same interval is parsed twice, then each caller gets its own instants', () => {
+    const first = parseTimeInterval('2026-03-01T00:00:00Z/P1M');
+    if (!first.ok) throw new Error(first.reason);
+    first.value.start.setUTCFullYear(1999);
+    const second = parseTimeInterval('2026-03-01T00:00:00Z/P1M');
+    expect(second.ok && second.value.start.toISOString()).toBe('2026-03-01T00:00:00.000Z');
+    expect(second.ok && second.value.text).toBe('2026-03-01T00:00:00Z/2026-04-01T00:00:00Z');
+  });
+
+  it('when more distinct inputs come than are remembered, then every answer is still right', () => {
+    const day = (i: number) => new Date(Date.UTC(2026, 0, 1) + i * 86_400_000).toISOString().replace('.000Z', 'Z');
+    for (let i = 0; i < 5_000; i++) {
+      const parsed = parseTimeInterval(`${day(i)}/P1D`);
+      expect(parsed.ok && parsed.value.text).toBe(`${day(i)}/${day(i + 1)}`);
+    }
+    const again = parseTimeInterval(`${day(0)}/P1D`);
+    expect(again.ok && again.value.end.toISOString()).toBe(new Date(day(1)).toISOString());
+  });
+});
