@@ -8,7 +8,7 @@ import {
   type ParsedEvent,
 } from '@rs/contracts';
 import { LRUCache } from 'lru-cache';
-import { getFromService, type InternalTokenSigner, type Principal } from '@rs/http';
+import { getFromService, servicePrincipal, type InternalTokenSigner, type Principal } from '@rs/http';
 import type { Logger } from '@rs/logging';
 import { consume, type AmqpClient } from '@rs/messaging';
 
@@ -74,14 +74,7 @@ export class SkuDirectory implements SkuLookup {
   private readonly principal: Principal;
 
   constructor(private readonly options: SkuDirectoryOptions) {
-    this.principal = {
-      clientId: `service:${options.service}`,
-      grantorId: null,
-      admin: false,
-      scheme: 'service',
-      scopes: [],
-      subject: null,
-    };
+    this.principal = servicePrincipal(options.service);
   }
 
   async start(): Promise<void> {

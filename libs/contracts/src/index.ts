@@ -6,6 +6,7 @@ export * from './errors';
 export * from './schemas/catalog';
 export * from './schemas/cloud-event';
 export * from './schemas/commands';
+export * from './schemas/entitlements';
 export * from './schemas/formats';
 export * from './schemas/history';
 export * from './schemas/idempotency';

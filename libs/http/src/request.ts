@@ -140,13 +140,16 @@ const HISTORY_CURSOR = new RegExp(HISTORY_CURSOR_PATTERN);
  * case gets the caller, the user, the resource's id from the path and the generation
  * If-Match requires; the answer is 204.
  */
-export function userResourceChange(
+export function userResourceChange<R>(
   id: { name: string; schema: z.ZodType<string> },
-  act: (principal: Principal, userId: string, id: string, ifMatch: number | undefined) => Promise<unknown>,
+  act: (principal: Principal, userId: string, id: string, ifMatch: number | undefined) => Promise<R>,
+  /** Headers the change's outcome adds to the answer (for the gateway: DESIGN.md 8 "Entitlement checks"). */
+  describe?: (res: Response, outcome: R) => void,
 ): RequestHandler {
   return async (req, res) => {
     const resourceId = parseParam(id.schema, id.name, req.params[id.name]);
-    await act(res.locals.principal, connectIdOf(req), resourceId, ifMatchGeneration(req));
+    const outcome = await act(res.locals.principal, connectIdOf(req), resourceId, ifMatchGeneration(req));
+    describe?.(res, outcome);
     sendDone(res);
   };
 }

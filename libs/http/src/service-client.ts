@@ -1,4 +1,6 @@
-import { INTERNAL_TOKEN_HEADER } from './internal-token';
+import type { Principal } from '@rs/contracts';
+import type { z } from 'zod';
+import { INTERNAL_TOKEN_HEADER, type InternalTokenSigner } from './internal-token';
 import { startClientSpan } from './tracing';
 
 /**
@@ -17,4 +19,58 @@ export async function getFromService(url: URL, token: string, timeoutMs: number)
     span.end();
     throw error;
   }
+}
+
+/** Who a service is when it calls another service on its own behalf (DESIGN.md 4). */
+export function servicePrincipal(service: string): Principal {
+  return {
+    clientId: `service:${service}`,
+    grantorId: null,
+    admin: false,
+    scheme: 'service',
+    scopes: [],
+    subject: null,
+  };
+}
+
+/**
+ * Reads every page of one bucket of another service's internal listing (`bucketListing`,
+ * docs/decisions/0011): `<bucket>`, then `<bucket>.<last id>` until the bucket ends, each
+ * page handed to `eachPage` before the next is asked for, so the reader holds one page.
+ * Returns how many entries it read.
+ */
+export async function readBucket<T>(
+  url: string,
+  bucket: number,
+  options: {
+    signer: InternalTokenSigner;
+    caller: Principal;
+    pageSize: number;
+    schema: z.ZodType<{ items: T[]; next: string | null }>;
+    timeoutMs?: number;
+  },
+  eachPage: (items: T[]) => Promise<void> | void,
+): Promise<number> {
+  let cursor: string | null = String(bucket);
+  let read = 0;
+  while (cursor !== null) {
+    const target = new URL(url);
+    target.searchParams.set('limit', String(options.pageSize));
+    target.searchParams.set('cursor', cursor);
+    const response = await getFromService(
+      target,
+      await options.signer.tokenFor(options.caller),
+      options.timeoutMs ?? 10_000,
+    );
+    if (response.status !== 200) {
+      await response.body?.cancel();
+      throw new Error(`${target.origin} answered ${response.status}`);
+    }
+    const page = options.schema.parse(await response.json());
+    await eachPage(page.items);
+    read += page.items.length;
+    // A service of a release before DESIGN.md 10 answers a whole bucket and names the next one.
+    cursor = page.next?.startsWith(`${bucket}.`) ? page.next : null;
+  }
+  return read;
 }

@@ -32,6 +32,8 @@ export interface Runtime<C> {
   logger: Logger;
   db: Connection;
   broker: AmqpClient;
+  /** Whether the service is ready only while connected to the broker (`ServiceOptions.broker`). */
+  brokerRequired: boolean;
   /** The internal-token secret, and the previous one while it is rotated out (DESIGN.md 10). */
   internalSecrets: SecretRing;
   signer: InternalTokenSigner;
@@ -88,8 +90,12 @@ export interface RunningService extends Stoppable {
 
 /** What `startService` needs to know of a service beyond its name and configuration. */
 export interface ServiceOptions {
-  /** The service talks to RabbitMQ (every backend; not the gateway). Default true. */
-  broker?: boolean;
+  /**
+   * How the service needs RabbitMQ: `required` (every backend: it waits for the broker at
+   * start and is not ready without it), `optional` (the gateway: it connects in the background
+   * and serves without it, docs/decisions/0034). Default `required`.
+   */
+  broker?: 'required' | 'optional';
   /** The clock of every use case, consumer and loop of the service (tests pin it). */
   clock?: Clock;
   /** Where its log lines go; stdout by default (a test running it in-process keeps them). */
@@ -116,25 +122,24 @@ export async function startService<S extends z.ZodType<BaseConfig>>(
   logger.level = config.LOG_LEVEL;
   const internalSecrets = internalTokenSecrets(config);
   const stops: Array<() => unknown> = [];
-  const broker =
-    options.broker === false ? null : new AmqpClient({ url: config.AMQP_URL!, connectionName: service, logger });
-  broker?.start();
+  const broker = new AmqpClient({ url: config.AMQP_URL!, connectionName: service, logger });
+  broker.start();
   let db: Connection | undefined;
   const close = async () => {
     for (const stop of stops.reverse()) await stop();
-    await broker?.close();
+    await broker.close();
     await db?.close().catch(() => undefined);
   };
   try {
     db = await connectDatabase(service, config as unknown as Record<string, unknown>, logger);
-    await broker?.waitUntilConnected(startupTimeoutMs());
+    if (options.broker !== 'optional') await broker.waitUntilConnected(startupTimeoutMs());
     const server = await build({
       service,
       config,
       logger,
       db,
-      // Only the gateway goes without, and it never touches `broker`.
-      broker: broker as AmqpClient,
+      broker,
+      brokerRequired: options.broker !== 'optional',
       internalSecrets,
       signer: new InternalTokenSigner(internalSecrets.current, service),
       clock: options.clock ?? systemClock,
@@ -207,6 +212,8 @@ export async function serveHttp(
   runtime: Runtime<unknown>,
   port: number,
   options: Pick<HttpAppOptions, 'routes' | 'jsonLimit' | 'realm'> & {
+    /** What else must hold for the service to be ready, beside its database (and broker). */
+    readiness?: HttpAppOptions['readiness'];
     /** The public edge: no internal token (the gateway authenticates callers itself). */
     public?: boolean;
     /** The service's outbox relays: kicked after every request that may have stored events (not GET). */
@@ -214,8 +221,8 @@ export async function serveHttp(
   },
 ): Promise<RunningServer> {
   const { relays = [], routes } = options;
-  const readiness: HttpAppOptions['readiness'] = { mongodb: () => runtime.db.readyState === 1 };
-  if (runtime.broker) readiness.rabbitmq = () => runtime.broker.connected;
+  const readiness: HttpAppOptions['readiness'] = { mongodb: () => runtime.db.readyState === 1, ...options.readiness };
+  if (runtime.brokerRequired) readiness.rabbitmq = () => runtime.broker.connected;
   const app = createHttpApp({
     service: runtime.service,
     logger: runtime.logger,

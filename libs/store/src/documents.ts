@@ -250,6 +250,8 @@ export abstract class OutboxStore<Doc extends { _id: string }, Entity> {
     bucket: number,
     page: { after: string | undefined; limit: number },
     conditions: Record<string, unknown> = {},
+    /** Those set aside too (a reader that does not batch commands: the entitlement projection). */
+    withSetAside = false,
   ): Promise<{ items: Entity[]; lastId: string | null }> {
     const docs = await this.model
       .find({ ...conditions, bucket, ...afterId(page.after), ...this.options.live } as never, this.options.hidden)
@@ -257,7 +259,9 @@ export abstract class OutboxStore<Doc extends { _id: string }, Entity> {
       .limit(page.limit)
       .lean<Array<Doc & SetAsideField>>();
     return {
-      items: docs.filter((doc) => doc.setAside?.generation !== doc.generation).map(this.options.toEntity),
+      items: docs
+        .filter((doc) => withSetAside || doc.setAside?.generation !== doc.generation)
+        .map(this.options.toEntity),
       lastId: docs.length === page.limit ? docs.at(-1)!._id : null,
     };
   }

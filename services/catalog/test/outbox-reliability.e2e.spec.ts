@@ -6,7 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 const fx = systemFixture({
   processes: true,
   name: 'catalog_outbox',
-  backends: ['catalog'],
+  // The rights service too: the gateway is ready once its entitlement projection is loaded.
+  backends: ['catalog', 'rights'],
   collect: { 'catalog.events': '#' },
 });
 beforeAll(fx.start);

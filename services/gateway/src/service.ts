@@ -16,12 +16,17 @@ import { UserStore } from './store/user-store';
 import { IdempotencyStore } from './store/idempotency-store';
 import { repeat } from '@rs/time';
 import { ReplicaRegistry } from '@rs/store';
+import { decodeProjectedRight, PROJECTED_RIGHT_HEADER } from '@rs/contracts';
+import { Entitlements } from './app/entitlements';
+import { keepEntitlements, rightsSnapshot } from './messaging/entitlements';
 
 export const Config = z
   .object({
     NODE_ENV: env.nodeEnv,
     LOG_LEVEL: env.logLevel,
     MONGODB_URL: env.mongoUrl.default('mongodb://127.0.0.1:27017'),
+    // DESIGN.md 8 "Entitlement checks": the projection follows rights.events (docs/decisions/0034).
+    AMQP_URL: env.amqpUrl.default('amqp://guest:guest@127.0.0.1:5672'),
     GATEWAY_MONGODB_URL: env.mongoUrl.optional(),
     GATEWAY_PORT: env.port.default(DEFAULT_PORTS.gateway),
     PUBLIC_BASE_URL: env.baseUrl.optional(),
@@ -106,7 +111,22 @@ export const start = defineService(
     } else {
       logger.warn('ADMIN_CLIENT_ID is not set: no admin client is ensured');
     }
-    const forwarder = new Forwarder({ timeoutMs: config.UPSTREAM_TIMEOUT_MS });
+    // DESIGN.md 8 "Entitlement checks": answered from memory, fed by events and by the answers
+    // of the changes this replica forwards.
+    const entitlements = new Entitlements({
+      snapshot: rightsSnapshot(config.RIGHTS_URL, runtime.signer),
+      users,
+      logger,
+      clock,
+    });
+    runtime.onStop(await keepEntitlements(entitlements, runtime.broker, logger));
+    const forwarder = new Forwarder({
+      timeoutMs: config.UPSTREAM_TIMEOUT_MS,
+      onAnswer: (headers) => {
+        const right = decodeProjectedRight(headers[PROJECTED_RIGHT_HEADER] as string | undefined);
+        if (right) entitlements.applyAnswer(right);
+      },
+    });
     runtime.onStop(() => forwarder.close());
     const idempotencyKeys = await runtime.migrated(new IdempotencyStore(db, clock));
     const purging = repeat(() => idempotencyKeys.purge(), {
@@ -134,6 +154,7 @@ export const start = defineService(
     logger.info({ public_base_url: publicBaseUrl, bearer: bearer !== null }, 'gateway configured');
     return serveHttp(runtime, config.GATEWAY_PORT, {
       public: true,
+      readiness: { entitlements: () => entitlements.loaded },
       realm: config.AUTH_REALM,
       routes: (app) =>
         app.use(
@@ -143,6 +164,7 @@ export const start = defineService(
             authenticator,
             proxies: config.TRUSTED_PROXIES,
             administration: new Administration({ clients, users, revocations, authenticator, clock }),
+            entitlements,
             upstreams: {
               catalog: new URL(config.CATALOG_URL),
               rights: new URL(config.RIGHTS_URL),
@@ -168,7 +190,7 @@ export const start = defineService(
         ),
     });
   },
-  { broker: false },
+  { broker: 'optional' },
 );
 
 /** DESIGN.md 6: the admin client of the environment exists at start (its grantor is its own id). */

@@ -5,7 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 const fx = systemFixture({
   processes: true,
   name: 'cluster_limits',
-  backends: [],
+  // The gateway is ready once its entitlement projection is loaded from the rights service.
+  backends: ['rights'],
   replicas: { gateway: 2 },
   env: { RATE_LIMIT_PER_SECOND: '1', RATE_LIMIT_BURST: '10' },
   seed: { clients: clientsOf({ 'grantor-a': 'A', 'grantor-b': 'B' }), users: ['alice'] },

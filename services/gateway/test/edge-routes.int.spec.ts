@@ -175,8 +175,9 @@ const hostileArb = fc.constantFrom('anonymous', 'intruder', 'bearerOfAnotherUser
 function mayPerform(caller: keyof typeof callers, route: PublicRoute): boolean {
   if (route.caller === 'none') return true;
   if (caller !== 'intruder') return false;
-  // Any client reads a user; a client manages its own grantor's webhook endpoints.
-  return ['getUser', 'listWebhookEndpoints', 'createWebhookEndpoint'].includes(route.operationId);
+  // Any client reads a user and checks an entitlement (seeing only the rights its grantor may
+  // read: none of A's, entitlements.e2e.spec.ts); a client manages its own grantor's webhook endpoints.
+  return ['getUser', 'checkEntitlement', 'listWebhookEndpoints', 'createWebhookEndpoint'].includes(route.operationId);
 }
 
 describe('the edge, derived from the route table', () => {

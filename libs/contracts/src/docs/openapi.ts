@@ -24,6 +24,7 @@ import {
   WebhookEndpointWithSecret,
 } from '../schemas/webhooks';
 import { Right, RightCreateBody, RightId, RightList } from '../schemas/rights';
+import { Entitlement } from '../schemas/entitlements';
 import { Subscription, SubscriptionCreateBody, SubscriptionId, SubscriptionList } from '../schemas/subscriptions';
 
 /** JSON Schema 2020-12 (OpenAPI 3.1's own dialect) of a zod contract. */
@@ -156,6 +157,7 @@ export function buildOpenApiDocument(): Record<string, unknown> {
         User: schemaOf(UserView),
         Right: schemaOf(Right),
         RightList: schemaOf(RightList),
+        Entitlement: schemaOf(Entitlement),
         HistoryPage: schemaOf(HistoryPage),
         EndpointCreateBody: schemaOf(EndpointCreateBody),
         WebhookEndpoint: schemaOf(WebhookEndpoint),

@@ -402,6 +402,26 @@ export const ROUTES = [
     what: 'right',
     bearer: 'id.user.right.read',
   }),
+  // DESIGN.md 8 "Entitlement checks": answered by the gateway from its projection.
+  {
+    operationId: 'checkEntitlement',
+    method: 'GET',
+    path: '/id/users/{connectId}/entitlements/{sku}',
+    owner: 'gateway',
+    caller: 'client',
+    bearer: 'id.user.right.read',
+    json: true,
+    tag: 'rights',
+    summary:
+      'May this user use this SKU now? The caller-visible rights of the user and SKU that are ACTIVE and whose interval contains checkedAt (an unknown SKU is not entitled)',
+    responses: {
+      '200': {
+        description: 'The entitlement (`Cache-Control: no-store`)',
+        headers: { 'Cache-Control': { schema: { type: 'string', enum: ['no-store'] } } },
+        content: json('Entitlement'),
+      },
+    },
+  },
   // DESIGN.md 8: signed right tokens.
   userRoute({
     owner: 'rights',

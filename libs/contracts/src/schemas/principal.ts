@@ -13,3 +13,19 @@ export interface Principal {
   /** The user a Bearer token was issued for (its `sub`). */
   subject: string | null;
 }
+
+/**
+ * DESIGN.md 3 "Principals and authorization": who may read a right. A non-admin client with
+ * grantor G reads the rights with grantorId G or serviceProviderId G; an admin reads all. The
+ * rights service and the gateway's entitlement checks (DESIGN.md 8) decide with it. Pure.
+ */
+export function mayReadRight(
+  principal: Principal,
+  right: { grantorId: string; serviceProviderId: string | null },
+): boolean {
+  if (principal.admin) return true;
+  return (
+    principal.grantorId !== null &&
+    (right.grantorId === principal.grantorId || right.serviceProviderId === principal.grantorId)
+  );
+}

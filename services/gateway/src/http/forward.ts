@@ -8,6 +8,7 @@ import {
   serviceUnavailable,
   startClientSpan,
 } from '@rs/http';
+import { PROJECTED_RIGHT_HEADER } from '@rs/contracts';
 import type { Request, Response } from 'express';
 
 /** Hop-by-hop headers (RFC 9110 7.6.1) are not forwarded; nor are the client's credentials. */
@@ -42,12 +43,14 @@ export interface ForwardedResponse {
 export interface ForwarderOptions {
   timeoutMs: number;
   maxSockets?: number;
+  /** Sees every service's answer before the client does (its headers, internal ones included). */
+  onAnswer?: (headers: IncomingHttpHeaders) => void;
 }
 
 /**
  * Forwards a request to the service that owns it, over a keep-alive connection pool per
  * service, with the internal token in place of the client's credentials. The service's
- * status, headers and body come back unchanged; an unreachable service is 503 with
+ * status, headers (but those meant for the gateway) and body come back unchanged; an unreachable service is 503 with
  * Retry-After, a slow one 504.
  */
 export class Forwarder {
@@ -118,8 +121,9 @@ export class Forwarder {
       });
       outgoing.on('response', (incoming) => {
         span.end(incoming.statusCode);
+        this.options.onAnswer?.(incoming.headers);
         res.status(incoming.statusCode ?? 502);
-        for (const [name, value] of Object.entries(filterHeaders(incoming.headers, NOTHING))) {
+        for (const [name, value] of Object.entries(filterHeaders(incoming.headers, NEVER_ANSWERED))) {
           if (value !== undefined) res.setHeader(name, value);
         }
         // pipe, not stream.pipeline: pipeline builds a DOMException for its AbortSignal on
@@ -174,7 +178,8 @@ export class Forwarder {
   }
 }
 
-const NOTHING = new Set<string>();
+/** What a service tells the gateway alone (DESIGN.md 8 "Entitlement checks"). */
+const NEVER_ANSWERED = new Set([PROJECTED_RIGHT_HEADER]);
 
 function filterHeaders(headers: IncomingHttpHeaders, drop: Set<string>): OutgoingHttpHeaders {
   const connectionListed = new Set(

@@ -6,6 +6,7 @@ import {
   ConnectId,
   Jti,
   RevocationBody,
+  SkuName,
   takesIdempotencyKey,
   type Principal,
   type RouteOwner,
@@ -24,12 +25,14 @@ import {
   parseParam,
   sendDone,
   serveRoutes,
+  servicePrincipal,
   unauthorized,
   type InternalTokenSigner,
 } from '@rs/http';
 import type { Request, RequestHandler, Response, Router } from 'express';
 import { type Authenticator, bearerChallenge, insufficientScopeChallenge, isBearer } from '../auth/authenticator';
 import type { Administration } from '../app/administration';
+import type { Entitlements } from '../app/entitlements';
 import {
   authorize,
   classify,
@@ -55,14 +58,7 @@ declare global {
 }
 
 /** Who calls a service for a route that needs no caller. */
-const GATEWAY: Principal = {
-  clientId: 'service:gateway',
-  grantorId: null,
-  admin: false,
-  scheme: 'service',
-  scopes: [],
-  subject: null,
-};
+const GATEWAY = servicePrincipal('gateway');
 
 export interface GatewayRoutesOptions {
   realm: string;
@@ -70,6 +66,8 @@ export interface GatewayRoutesOptions {
   authenticator: Authenticator;
   /** The gateway's own use cases. */
   administration: Administration;
+  /** DESIGN.md 8 "Entitlement checks". */
+  entitlements: Pick<Entitlements, 'check'>;
   /** TRUSTED_PROXIES: whose X-Forwarded-For names the source address (DESIGN.md 4). */
   proxies: TrustedProxies;
   upstreams: Record<Exclude<RouteOwner, 'gateway'>, URL>;
@@ -209,6 +207,11 @@ export function gatewayRoutes(options: GatewayRoutesOptions): Router {
         body.expiresAt ? new Date(body.expiresAt) : undefined,
       );
       res.status(created ? 201 : 204).end();
+    },
+    checkEntitlement: async (req, res) => {
+      const sku = parseParam(SkuName, 'sku', req.params.sku);
+      const answer = await options.entitlements.check(principalOf(res)!, connectIdParam(req), sku);
+      res.set('Cache-Control', 'no-store').json(answer);
     },
     getUser: async (req, res) => {
       res.json(userView(await administration.user(connectIdParam(req))));

@@ -63,6 +63,12 @@ function issuedRight(command: RightsIssueData, template: RightsIssueData['rights
   };
 }
 
+/** A right as a change left it (what the gateway's entitlement projection is told: DESIGN.md 8). */
+export interface Changed {
+  right: RightEntity;
+  removed: boolean;
+}
+
 /**
  * The rights use cases (spec 4.2): each checks who may do it (DESIGN.md 3), asks the pure
  * domain what happens, and stores the result with its events. HTTP routes call one each.
@@ -134,12 +140,17 @@ export class RightsUseCases {
     return this.store.expirable(bucket, page);
   }
 
+  /** A page of a bucket's rights that may entitle now, for the gateway's projection (DESIGN.md 8). */
+  entitled(bucket: number, page: { after: string | undefined; limit: number }) {
+    return this.store.entitled(bucket, page);
+  }
+
   list(principal: Principal, query: Omit<RightQuery, 'grantorOrProvider'>): Promise<RightEntity[]> {
     return this.store.list({ ...query, grantorOrProvider: visibilityOf(principal)?.grantorOrProvider ?? null });
   }
 
-  async remove(principal: Principal, userId: string, rightId: string, expectedGeneration?: number): Promise<void> {
-    await this.change(principal, { userId, rightId, expectedGeneration }, 'manage', (right) =>
+  async remove(principal: Principal, userId: string, rightId: string, expectedGeneration?: number): Promise<Changed> {
+    return this.change(principal, { userId, rightId, expectedGeneration }, 'manage', (right) =>
       removal(right, this.clock()),
     );
   }
@@ -150,14 +161,14 @@ export class RightsUseCases {
     rightId: string,
     command: RightCommand,
     expectedGeneration?: number,
-  ): Promise<void> {
-    await this.change(principal, { userId, rightId, expectedGeneration }, 'manage', (right) =>
+  ): Promise<Changed> {
+    return this.change(principal, { userId, rightId, expectedGeneration }, 'manage', (right) =>
       decide(right, command, this.clock()),
     );
   }
 
-  async use(principal: Principal, userId: string, rightId: string, expectedGeneration?: number): Promise<void> {
-    await this.change(principal, { userId, rightId, expectedGeneration }, 'use', async (right) =>
+  async use(principal: Principal, userId: string, rightId: string, expectedGeneration?: number): Promise<Changed> {
+    return this.change(principal, { userId, rightId, expectedGeneration }, 'use', async (right) =>
       recordUsage(right, this.clock(), (await this.sku(right.sku))?.announceOnUsage ?? false),
     );
   }
@@ -260,7 +271,7 @@ export class RightsUseCases {
     target: { userId: string; rightId: string; expectedGeneration: number | undefined },
     permission: 'manage' | 'use',
     decideChange: (right: RightEntity) => Decision | Promise<Decision>,
-  ): Promise<void> {
+  ): Promise<Changed> {
     const { userId, rightId, expectedGeneration } = target;
     const done = await changeOne({
       what: `right ${rightId}`,
@@ -280,6 +291,8 @@ export class RightsUseCases {
         this.store.update({ current, next, events, actor: actorOf(principal), removes }),
     });
     if (done.outcome === 'missing') throw DomainError.notFound(`no right ${rightId} for user ${userId}`);
+    if (done.outcome === 'unchanged') return { right: done.current, removed: false };
+    return { right: done.change.next, removed: done.change.removes === true };
   }
 
   private sku(sku: string) {

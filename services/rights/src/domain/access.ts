@@ -1,17 +1,12 @@
-import type { Principal } from '@rs/contracts';
+import { mayReadRight, type Principal } from '@rs/contracts';
 import type { RightEntity } from './right';
 
 /**
  * DESIGN.md 3 "Principals and authorization", for rights. Pure.
- * A non-admin client with grantor G sees rights with grantorId G or serviceProviderId G.
+ * A non-admin client with grantor G sees rights with grantorId G or serviceProviderId G
+ * (the rule the gateway's entitlement checks share).
  */
-export function canSee(principal: Principal, right: Pick<RightEntity, 'grantorId' | 'serviceProviderId'>): boolean {
-  if (principal.admin) return true;
-  return (
-    principal.grantorId !== null &&
-    (right.grantorId === principal.grantorId || right.serviceProviderId === principal.grantorId)
-  );
-}
+export const canSee = mayReadRight;
 
 /** Remove, activate, suspend: the right's grantor or an admin (spec 5 rule 4). */
 export function canManage(principal: Principal, right: Pick<RightEntity, 'grantorId'>): boolean {

@@ -2,6 +2,7 @@ import {
   RightEventTypes,
   type ExpiryEntry,
   type Link,
+  type ProjectedRight,
   type Right,
   type RightEventType,
   type RightState,
@@ -150,4 +151,20 @@ export function normalizedServiceProvider(
   serviceProviderId: string | null | undefined,
 ): string | null {
   return serviceProviderId && serviceProviderId !== grantorId ? serviceProviderId : null;
+}
+
+/** What the gateway's entitlement projection knows of a right (DESIGN.md 8, docs/decisions/0034). Pure. */
+export function projectedOf(right: RightEntity, removed: boolean): ProjectedRight {
+  return {
+    rightId: right.rightId,
+    connectId: right.userId,
+    sequence: right.generation,
+    state: right.state,
+    timeInterval: right.timeInterval,
+    grantorId: right.grantorId,
+    serviceProviderId: right.serviceProviderId,
+    sku: right.sku,
+    used: right.used,
+    removed,
+  };
 }

@@ -1,10 +1,10 @@
 import { BUCKETS } from '@rs/store';
-import { RightCreateBody, RightId } from '@rs/contracts';
+import { encodeProjectedRight, PROJECTED_RIGHT_HEADER, RightCreateBody, RightId } from '@rs/contracts';
 import * as http from '@rs/http';
-import type { Request, Router } from 'express';
-import { expiryEntry, representation, type RightCommand } from '../domain/right';
+import type { Request, Response, Router } from 'express';
+import { expiryEntry, projectedOf, representation, type RightCommand } from '../domain/right';
 import { parseDateTime, systemClock, type Clock } from '@rs/time';
-import type { RightsUseCases } from '../app/rights';
+import type { Changed, RightsUseCases } from '../app/rights';
 import type { RightTokens } from '../app/right-tokens';
 
 const JWKS_MAX_AGE_S = 60;
@@ -19,6 +19,14 @@ function activeFilter(req: Request, now: Date): Date | null {
   return parsed.value.toJSDate();
 }
 
+/**
+ * DESIGN.md 8 "Entitlement checks": every change answered tells the gateway what it made of the
+ * right, so the replica that answers reflects it at once (the gateway never passes it on).
+ */
+function tellProjection(res: Response, { right, removed }: Changed): void {
+  res.set(PROJECTED_RIGHT_HEADER, encodeProjectedRight(projectedOf(right, removed)));
+}
+
 /** The rights API of spec 4.2, behind the gateway: HTTP in and out; the rules are the use cases'. */
 export function rightsRoutes(
   rights: RightsUseCases,
@@ -28,8 +36,8 @@ export function rightsRoutes(
 ): Router {
   const router = http.exactRouter();
   const rightId = (req: Request) => http.parseParam(RightId, 'rightId', req.params.rightId);
-  const change = (act: Parameters<typeof http.userResourceChange>[1]) =>
-    http.userResourceChange({ name: 'rightId', schema: RightId }, act);
+  const change = (act: Parameters<typeof http.userResourceChange<Changed>>[1]) =>
+    http.userResourceChange({ name: 'rightId', schema: RightId }, act, tellProjection);
   const transition = (command: RightCommand) =>
     change((principal, user, id, ifMatch) => rights.transition(principal, user, id, command, ifMatch));
 
@@ -47,6 +55,7 @@ export function rightsRoutes(
     createRight: async (req, res) => {
       const body = http.parseBody(RightCreateBody, req.body);
       const right = await rights.create(res.locals.principal, http.connectIdOf(req), body, http.resourceIdOf(req));
+      tellProjection(res, { right, removed: false });
       http.sendCreated(res, right.generation, representation(right, publicBaseUrl, clock()));
     },
     getRight: async (req, res) => {
@@ -73,6 +82,11 @@ export function rightsRoutes(
     rotateRightTokenKey: async (_req, res) => {
       res.status(201).json({ kid: await tokens.rotateFor(res.locals.principal) });
     },
+  });
+  // For the gateway to load its entitlement projection (DESIGN.md 8, docs/decisions/0034).
+  http.bucketListing(router, '/internal/entitlements', BUCKETS, async (bucket, page) => {
+    const { items, lastId } = await rights.entitled(bucket, page);
+    return { items: items.map((right) => projectedOf(right, false)), lastId };
   });
   // For the scheduler to rebuild its expiries (docs/decisions/0009).
   http.bucketListing(router, '/internal/expiries', BUCKETS, async (bucket, page) => {

@@ -18,7 +18,7 @@ import {
 } from '@rs/store';
 import { systemClock, type Clock } from '@rs/time';
 import { type Connection } from 'mongoose';
-import { asOf, type ReadExpiry, type RightEntity } from '../domain/right';
+import { asOf, hasEnded, type ReadExpiry, type RightEntity } from '../domain/right';
 
 interface RightDocument extends Omit<RightEntity, 'rightId' | 'payload'> {
   _id: string;
@@ -220,6 +220,16 @@ export class RightStore extends UserOwnedStore<RightDocument, RightEntity> {
    */
   expirable(bucket: number, page: { after: string | undefined; limit: number }) {
     return this.inBucket(bucket, page, { state: { $in: ['ACTIVE', 'SUSPENDED'] } });
+  }
+
+  /**
+   * The rights of one bucket stored ACTIVE whose interval has not ended (for the gateway's
+   * entitlement projection, DESIGN.md 8); `lastId` as `inBucket` reads it.
+   */
+  async entitled(bucket: number, page: { after: string | undefined; limit: number }) {
+    const read = await this.inBucket(bucket, page, { state: 'ACTIVE' }, true);
+    const now = this.clock();
+    return { items: read.items.filter((right) => !hasEnded(right, now)), lastId: read.lastId };
   }
 
   /** The rights a subscription issued (for the suspend/activate cascade). */

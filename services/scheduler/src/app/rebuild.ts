@@ -1,49 +1,14 @@
 import { systemClock, type Clock } from '@rs/time';
 import { ExpiryPage, SchedulePage } from '@rs/contracts';
-import { getFromService, type InternalTokenSigner, type Principal } from '@rs/http';
+import { readBucket, servicePrincipal, type InternalTokenSigner } from '@rs/http';
 import type { z } from 'zod';
 import { bucketsOf, rightDueAt, subscriptionDueAt } from '../domain/due';
 import type { DueItem, DueStore } from '../store/due-store';
 
-const SCHEDULER: Principal = {
-  clientId: 'service:scheduler',
-  grantorId: null,
-  admin: false,
-  scheme: 'service',
-  scopes: [],
-  subject: null,
-};
+const SCHEDULER = servicePrincipal('scheduler');
 
 /** Entries per page of a rebuild: what a replica holds at once, whatever the data's size. */
 const PAGE = 500;
-
-/**
- * Reads every page of one bucket of an internal listing of another service, with a service
- * token (`<bucket>`, then `<bucket>.<last id>` until the bucket ends).
- */
-async function pageThroughBucket<T>(
-  url: string,
-  bucket: number,
-  signer: InternalTokenSigner,
-  schema: z.ZodType<{ items: T[]; next: string | null }>,
-  eachPage: (items: T[]) => Promise<void>,
-): Promise<number> {
-  let cursor: string | null = String(bucket);
-  let read = 0;
-  while (cursor !== null) {
-    const target = new URL(url);
-    target.searchParams.set('limit', String(PAGE));
-    target.searchParams.set('cursor', cursor);
-    const response = await getFromService(target, await signer.tokenFor(SCHEDULER), 10_000);
-    if (response.status !== 200) throw new Error(`${target.origin} answered ${response.status}`);
-    const page = schema.parse(await response.json());
-    await eachPage(page.items);
-    read += page.items.length;
-    // A service of a release before DESIGN.md 10 answers a whole bucket and names the next one.
-    cursor = page.next?.startsWith(`${bucket}.`) ? page.next : null;
-  }
-  return read;
-}
 
 /**
  * Rebuilds the scheduler's projections of the partitions this replica owns from the services
@@ -69,7 +34,7 @@ export async function rebuildSchedules(
   ) => {
     let read = 0;
     for (const bucket of bucketsOf(partitions))
-      read += await pageThroughBucket(url, bucket, signer, schema, async (entries) => {
+      read += await readBucket(url, bucket, { signer, caller: SCHEDULER, pageSize: PAGE, schema }, async (entries) => {
         await store.recordMany(
           entries.map(dueOf).filter((item) => item !== null),
           clock,

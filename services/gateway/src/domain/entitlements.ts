@@ -1,0 +1,139 @@
+import { mayReadRight, type Entitlement, type Principal, type ProjectedRight } from '@rs/contracts';
+import { parseTimeInterval } from '@rs/time';
+
+/** A right the projection holds: ACTIVE, its interval not ended (DESIGN.md 8 "Entitlement checks"). */
+interface HeldRight {
+  rightId: string;
+  grantorId: string;
+  serviceProviderId: string | null;
+  used: boolean;
+  sequence: number;
+  start: number;
+  end: number;
+  /** The end as the right's interval writes it (its offset kept, DESIGN.md 3 "Time"). */
+  until: string;
+}
+
+/** What the projection remembers of a right it does not hold: how far it has seen it, and since when. */
+interface Passed {
+  sequence: number;
+  at: number;
+}
+
+/**
+ * How long the projection remembers the generation of a right it let go (suspended, removed,
+ * expired, …), so that a late or repeated event of an older generation cannot bring it back.
+ * Events of one right arrive within seconds of each other; a minute of margin per second.
+ */
+export const REMEMBER_PASSED_MS = 10 * 60_000;
+
+/**
+ * The entitlement projection (DESIGN.md 8 "Entitlement checks", docs/decisions/0034): every
+ * right that is ACTIVE and whose interval has not ended, by user and SKU, in memory. It
+ * learns from right events, from the answers of the changes the gateway forwards and from
+ * pages of the rights service, all as `ProjectedRight`s, and keeps each right at the highest
+ * generation it has seen, so a late or repeated one never rolls a right back. Intervals are
+ * compared with the instant of the check: a right starts and ends without an event. Pure.
+ */
+export class EntitlementProjection {
+  private readonly byId = new Map<string, HeldRight>();
+  /** `<connectId> <sku>` → the rights held for them (a space: neither may contain one). */
+  private readonly byUserSku = new Map<string, HeldRight[]>();
+  private readonly passed = new Map<string, Passed>();
+
+  get size(): number {
+    return this.byId.size;
+  }
+
+  /** Applies what is known of a right; true when the projection changed (it was newer). */
+  apply(right: ProjectedRight, now: number): boolean {
+    const known = this.byId.get(right.rightId)?.sequence ?? this.passed.get(right.rightId)?.sequence ?? 0;
+    if (right.sequence <= known) return false;
+    const interval = parseTimeInterval(right.timeInterval);
+    const end = interval.ok ? interval.value.end.getTime() : Number.NEGATIVE_INFINITY;
+    if (right.removed || right.state !== 'ACTIVE' || end <= now || !interval.ok) {
+      this.release(right.rightId, right.connectId, right.sku);
+      // A removed right never comes back, whatever its generation (DESIGN.md 3).
+      this.passed.set(right.rightId, { sequence: right.removed ? Number.POSITIVE_INFINITY : right.sequence, at: now });
+      return true;
+    }
+    const held: HeldRight = {
+      rightId: right.rightId,
+      grantorId: right.grantorId,
+      serviceProviderId: right.serviceProviderId,
+      used: right.used,
+      sequence: right.sequence,
+      start: interval.value.start.getTime(),
+      end,
+      until: interval.value.text.slice(interval.value.text.indexOf('/') + 1),
+    };
+    this.release(right.rightId, right.connectId, right.sku);
+    this.passed.delete(right.rightId);
+    this.byId.set(right.rightId, held);
+    const key = keyOf(right.connectId, right.sku);
+    const list = this.byUserSku.get(key);
+    if (list) list.push(held);
+    else this.byUserSku.set(key, [held]);
+    return true;
+  }
+
+  /**
+   * The check (DESIGN.md 8): the rights of the user and SKU the caller may read (DESIGN.md 3)
+   * that are ACTIVE and whose interval contains `now`.
+   */
+  check(principal: Principal, connectId: string, sku: string, now: number): Omit<Entitlement, 'checkedAt'> {
+    const found = (this.byUserSku.get(keyOf(connectId, sku)) ?? []).filter(
+      (right) => right.start <= now && now < right.end && mayReadRight(principal, right),
+    );
+    const latest = found.reduce<HeldRight | null>(
+      (last, right) => (!last || right.end > last.end ? right : last),
+      null,
+    );
+    return {
+      connectId,
+      sku,
+      entitled: found.length > 0,
+      until: latest?.until ?? null,
+      rights: found.map(({ rightId, grantorId, serviceProviderId, until, used }) => ({
+        rightId,
+        grantorId,
+        serviceProviderId,
+        until,
+        used,
+      })),
+    };
+  }
+
+  /** Lets go of the rights whose interval has ended, and forgets what it let go long ago. */
+  sweep(now: number): void {
+    for (const [key, list] of this.byUserSku) {
+      if (list.every((right) => right.end > now)) continue;
+      const current = list.filter((right) => right.end > now);
+      for (const right of list)
+        if (right.end <= now) {
+          this.byId.delete(right.rightId);
+          this.passed.set(right.rightId, { sequence: right.sequence, at: now });
+        }
+      if (current.length > 0) this.byUserSku.set(key, current);
+      else this.byUserSku.delete(key);
+    }
+    for (const [rightId, { at }] of this.passed) if (now - at > REMEMBER_PASSED_MS) this.passed.delete(rightId);
+  }
+
+  /** A projection to rebuild into, that remembers what this one let go (so a rebuild cannot bring it back). */
+  emptyCopy(): EntitlementProjection {
+    const next = new EntitlementProjection();
+    for (const [rightId, passed] of this.passed) next.passed.set(rightId, passed);
+    return next;
+  }
+
+  private release(rightId: string, connectId: string, sku: string): void {
+    if (!this.byId.delete(rightId)) return;
+    const key = keyOf(connectId, sku);
+    const list = this.byUserSku.get(key)!.filter((right) => right.rightId !== rightId);
+    if (list.length > 0) this.byUserSku.set(key, list);
+    else this.byUserSku.delete(key);
+  }
+}
+
+const keyOf = (connectId: string, sku: string) => `${connectId} ${sku}`;

@@ -1,0 +1,259 @@
+import { TestSystem, clientsOf, systemFixture } from '@rs/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+// DESIGN.md 8 "Entitlement checks", through two gateway replicas: the one that answers a
+// change reflects it at once, the other within a second.
+const fx = systemFixture({
+  processes: true,
+  name: 'entitlements',
+  backends: ['catalog', 'rights', 'subscriptions', 'scheduler'],
+  replicas: { gateway: 2 },
+  bearer: true,
+  collect: { 'rights.events': '#' },
+  seed: {
+    clients: clientsOf({ 'grantor-a': 'A', 'grantor-b': 'B', 'provider-p': 'P', 'other-o': 'O' }),
+    users: ['alice', 'bob', 'carol', 'dave', 'erin', 'frank', 'gina'],
+    skus: { video: {}, music: {} },
+  },
+});
+beforeAll(fx.start);
+afterAll(fx.stop);
+
+const A = TestSystem.clientAuthorization('grantor-a');
+const admin = () => fx.system.adminHeaders().authorization!;
+const FIRST = 'gateway';
+const SECOND = 'gateway#2';
+
+interface Answer {
+  connectId: string;
+  sku: string;
+  entitled: boolean;
+  until: string | null;
+  rights: Array<{ rightId: string; grantorId: string; serviceProviderId: string | null; until: string; used: boolean }>;
+  checkedAt: string;
+}
+
+/** A request to one replica of the gateway. */
+async function on(replica: string, method: string, path: string, authorization: string, body?: unknown) {
+  return fetch(`${fx.system.service(replica).url}${path}`, {
+    method,
+    headers: { authorization, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+}
+
+async function check(replica: string, user: string, sku: string, authorization = A): Promise<Answer> {
+  const response = await on(replica, 'GET', `/id/users/${user}/entitlements/${sku}`, authorization);
+  expect(response.status, await response.clone().text()).toBe(200);
+  expect(response.headers.get('content-type')).toMatch(/^application\/json/);
+  expect(response.headers.get('cache-control')).toBe('no-store');
+  return (await response.json()) as Answer;
+}
+
+/** What a check on `replica` shows within `withinMs` (DESIGN.md 8: 1 s on another replica). */
+const soon = (replica: string, user: string, sku: string, withinMs = 1_000) =>
+  expect.poll(() => check(replica, user, sku), { timeout: withinMs, interval: 50 });
+
+const wholeSecond = (ms: number) => new Date(Math.ceil(ms / 1000) * 1000).toISOString().replace('.000Z', 'Z');
+
+async function createRight(user: string, body: Record<string, unknown>, replica = FIRST, authorization = A) {
+  const response = await on(replica, 'POST', `/id/users/${user}/rights`, authorization, {
+    sku: 'video',
+    grantorId: 'A',
+    timeInterval: `${wholeSecond(Date.now() - 60_000)}/P1D`,
+    state: 'ACTIVE',
+    ...body,
+  });
+  expect(response.status, await response.clone().text()).toBe(201);
+  return ((await response.json()) as { rightId: string }).rightId;
+}
+
+describe('entitlement checks (DESIGN.md 8)', () => {
+  it('when a right is created, suspended, activated, used and removed, then the answering replica shows each change at once and the other within a second', async () => {
+    expect(await check(FIRST, 'alice', 'video')).toMatchObject({ connectId: 'alice', entitled: false, rights: [] });
+    const rightId = await createRight('alice', { serviceProviderId: 'P' });
+    const entitled = { entitled: true, rights: [{ rightId, grantorId: 'A', serviceProviderId: 'P', used: false }] };
+    expect(await check(FIRST, 'alice', 'video')).toMatchObject(entitled);
+    await soon(SECOND, 'alice', 'video').toMatchObject(entitled);
+
+    const act = async (replica: string, action: string) =>
+      expect((await on(replica, 'POST', `/id/users/alice/rights/${rightId}/${action}`, A)).status).toBe(204);
+    await act(FIRST, 'suspend');
+    expect(await check(FIRST, 'alice', 'video')).toMatchObject({ entitled: false, rights: [], until: null });
+    await soon(SECOND, 'alice', 'video').toMatchObject({ entitled: false });
+
+    await act(SECOND, 'activate');
+    expect(await check(SECOND, 'alice', 'video')).toMatchObject(entitled);
+    await soon(FIRST, 'alice', 'video').toMatchObject(entitled);
+
+    await act(FIRST, 'usage');
+    const used = { entitled: true, rights: [{ rightId, used: true }] };
+    expect(await check(FIRST, 'alice', 'video')).toMatchObject(used);
+    await soon(SECOND, 'alice', 'video').toMatchObject(used);
+
+    expect((await on(SECOND, 'DELETE', `/id/users/alice/rights/${rightId}`, A)).status).toBe(204);
+    expect(await check(SECOND, 'alice', 'video')).toMatchObject({ entitled: false });
+    await soon(FIRST, 'alice', 'video').toMatchObject({ entitled: false });
+  });
+
+  it("when a right's interval starts and ends, then checks follow its instants without any event", async () => {
+    const start = Math.ceil(Date.now() / 1000) * 1000 + 2_000;
+    const end = start + 2_000;
+    const rightId = await createRight('bob', { timeInterval: `${wholeSecond(start)}/${wholeSecond(end)}` });
+    const seen: Array<{ at: number; entitled: boolean; until: string | null }> = [];
+    while (Date.now() < end + 1_000) {
+      for (const replica of [FIRST, SECOND]) {
+        const answer = await check(replica, 'bob', 'video');
+        seen.push({ at: Date.parse(answer.checkedAt), entitled: answer.entitled, until: answer.until });
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    // Every answer agrees with the interval at the instant it names, and all three phases were seen.
+    for (const { at, entitled } of seen) expect(entitled, new Date(at).toISOString()).toBe(at >= start && at < end);
+    expect(new Set(seen.map(({ at }) => (at < start ? 'before' : at < end ? 'during' : 'after')))).toEqual(
+      new Set(['before', 'during', 'after']),
+    );
+    expect(seen.find(({ entitled }) => entitled)?.until).toBe(wholeSecond(end));
+    expect(rightId).toBeTruthy();
+  });
+
+  it('when a subscription renews and its rights expire, then checks follow within a second of their events', async () => {
+    const start = Math.ceil(Date.now() / 1000) * 1000 + 2_000;
+    const created = await on(FIRST, 'POST', '/id/users/carol/subs', A, {
+      grantorId: 'A',
+      timeSpec: `R2/${wholeSecond(start)}/PT3S`,
+      rightsSpec: [{ sku: 'music' }],
+    });
+    expect(created.status, await created.clone().text()).toBe(201);
+    const events = fx.events('rights.events');
+    const ofCarol = (type: string) =>
+      events.messages.filter(
+        (m) => m.routingKey === type && (m.body.data as { connectId: string }).connectId === 'carol',
+      );
+    // Each period's right.created (the second one is the renewal), then each right.expired.
+    for (const [type, count, entitled] of [
+      ['right.created', 1, true],
+      ['right.created', 2, true],
+      ['right.expired', 2, false],
+    ] as const) {
+      await events.waitFor(() => ofCarol(type).length >= count, 15_000);
+      const rightId = ofCarol(type)[count - 1]!.body.subject;
+      const holds = entitled
+        ? { entitled: true, rights: [expect.objectContaining({ rightId })] }
+        : { entitled: false, rights: [] };
+      for (const replica of [FIRST, SECOND]) await soon(replica, 'carol', 'music').toMatchObject(holds);
+    }
+  });
+
+  it('when clients of different parties check the same user and SKU, then each sees the rights it may read (DESIGN.md 3)', async () => {
+    const fromA = await createRight('dave', { serviceProviderId: 'P' });
+    const fromB = await createRight('dave', { grantorId: 'B' }, FIRST, TestSystem.clientAuthorization('grantor-b'));
+    const idsFor = async (authorization: string, replica = FIRST) =>
+      (await check(replica, 'dave', 'video', authorization)).rights.map((right) => right.rightId).sort();
+    for (const replica of [FIRST, SECOND]) {
+      await soon(replica, 'dave', 'video', 2_000).toMatchObject({ entitled: true });
+      await expect.poll(() => idsFor(admin(), replica), { timeout: 1_000 }).toEqual([fromA, fromB].sort());
+    }
+    expect(await idsFor(A)).toEqual([fromA]);
+    expect(await idsFor(TestSystem.clientAuthorization('provider-p'))).toEqual([fromA]);
+    expect(await idsFor(TestSystem.clientAuthorization('grantor-b'))).toEqual([fromB]);
+    expect(await check(FIRST, 'dave', 'video', TestSystem.clientAuthorization('other-o'))).toMatchObject({
+      entitled: false,
+      rights: [],
+    });
+    // Bearer: for its own user with id.user.right.read, seeing what its client's grantor may read.
+    const asBearer = async (subject: string, scope: string) =>
+      on(
+        FIRST,
+        'GET',
+        '/id/users/dave/entitlements/video',
+        `Bearer ${await fx.issuer.token('grantor-a', subject, { scope })}`,
+      );
+    const own = await asBearer('dave', 'id.user.right.read');
+    expect(((await own.json()) as Answer).entitled).toBe(true);
+    expect((await asBearer('erin', 'id.user.right.read')).status).toBe(401);
+    const noScope = await asBearer('dave', 'id.user.sub.read');
+    expect(noScope.status).toBe(401);
+    expect(noScope.headers.get('www-authenticate')).toMatch(/insufficient_scope/);
+    expect((await on(FIRST, 'GET', '/id/users/dave/entitlements/video', '')).status).toBe(401);
+  });
+
+  it('when the user is unknown, the SKU unknown or malformed, then 404, not entitled, and 400', async () => {
+    const unknownUser = await on(FIRST, 'GET', '/id/users/nobody/entitlements/video', A);
+    expect(unknownUser.status).toBe(404);
+    // spec 7, DESIGN.md 3 "Error bodies": 404 is text/html, 400 text/plain.
+    expect(unknownUser.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(await check(FIRST, 'erin', 'no-such-sku')).toMatchObject({
+      sku: 'no-such-sku',
+      entitled: false,
+      rights: [],
+    });
+    const malformed = await on(FIRST, 'GET', '/id/users/erin/entitlements/%24where', A);
+    expect(malformed.status).toBe(400);
+    expect(malformed.headers.get('content-type')).toMatch(/^text\/plain/);
+    // Another letter case is another path (DESIGN.md 4).
+    expect((await on(FIRST, 'GET', '/id/users/erin/Entitlements/video', A)).status).toBe(404);
+  });
+
+  it('when the broker is cut, then checks answer from the last known state while the lag grows, and catch up once it is back', async () => {
+    const lagOf = async (replica: string) => {
+      const metrics = await (await fetch(`${fx.system.service(replica).url}/metrics`)).text();
+      return Number(/^entitlements_projection_lag_seconds(?:\{[^}]*\})? (\S+)$/m.exec(metrics)?.[1]);
+    };
+    expect(await lagOf(SECOND)).toBeLessThan(1);
+    await fx.system.rabbit.limitConnections(fx.system.vhost, 0);
+    try {
+      // Both replicas' connections (they share the gateway's connection name).
+      expect(await fx.system.killBrokerConnection('gateway')).toBe(2);
+      const rightId = await createRight('frank', {}, FIRST);
+      // The replica that answered knows; the other answers from what it knew, and says how stale it may be.
+      expect(await check(FIRST, 'frank', 'video')).toMatchObject({ entitled: true, rights: [{ rightId }] });
+      await expect.poll(() => lagOf(SECOND), { timeout: 5_000, interval: 250 }).toBeGreaterThan(2);
+      expect(await check(SECOND, 'frank', 'video')).toMatchObject({ entitled: false });
+      expect(await check(SECOND, 'dave', 'video')).toMatchObject({ entitled: true });
+    } finally {
+      await fx.system.rabbit.limitConnections(fx.system.vhost, null);
+    }
+    // Reconnected, it rebuilds what it missed.
+    await soon(SECOND, 'frank', 'video', 20_000).toMatchObject({ entitled: true });
+    await expect.poll(() => lagOf(SECOND), { timeout: 5_000 }).toBeLessThan(1);
+  });
+
+  it('when a replica restarts under load, then the other answers every check, and the restarted one is ready only once its projection is loaded', async () => {
+    const rightId = await createRight('gina', {});
+    await soon(SECOND, 'gina', 'video').toMatchObject({ entitled: true });
+    let loading = true;
+    const answers: Array<{ status: number; entitled?: boolean }> = [];
+    const load = (async () => {
+      // Paced under the client's rate limit (a 429 would say nothing about the projection).
+      for (; loading; await new Promise((resolve) => setTimeout(resolve, 20))) {
+        const response = await on(SECOND, 'GET', '/id/users/gina/entitlements/video', A);
+        answers.push({
+          status: response.status,
+          ...(response.ok ? { entitled: ((await response.json()) as Answer).entitled } : {}),
+        });
+      }
+    })();
+    const first = fx.system.service(FIRST);
+    const rights = fx.system.service('rights');
+    await first.stop();
+    // Without the rights service the restarted replica cannot load: it listens but is not ready.
+    await rights.stop();
+    const starting = first.start();
+    await expect
+      .poll(async () => (await fetch(`${first.url}/readyz`).catch(() => null))?.status, { timeout: 20_000 })
+      .toBe(503);
+    const readiness = (await (await fetch(`${first.url}/readyz`)).json()) as { checks: Record<string, boolean> };
+    expect(readiness.checks).toMatchObject({ entitlements: false });
+    const early = await fetch(`${first.url}/id/users/gina/entitlements/video`, { headers: { authorization: A } });
+    expect(early.status).toBe(503);
+    expect(early.headers.get('retry-after')).toBeTruthy();
+    await rights.start();
+    await starting;
+    expect(await check(FIRST, 'gina', 'video')).toMatchObject({ entitled: true, rights: [{ rightId }] });
+    loading = false;
+    await load;
+    expect(answers.length).toBeGreaterThan(10);
+    expect(answers.filter((answer) => answer.status !== 200 || answer.entitled !== true)).toEqual([]);
+  });
+});

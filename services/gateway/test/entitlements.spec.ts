@@ -1,0 +1,99 @@
+import type { Principal, ProjectedRight } from '@rs/contracts';
+import { describe, expect, it } from 'vitest';
+import { EntitlementProjection, REMEMBER_PASSED_MS } from '../src/domain/entitlements';
+
+const NOW = Date.parse('2026-06-01T12:00:00Z');
+const ADMIN: Principal = { clientId: 'ops', grantorId: 'ops', admin: true, scheme: 'basic', scopes: [], subject: null };
+
+const right = (sequence: number, patch: Partial<ProjectedRight> = {}): ProjectedRight => ({
+  rightId: 'r1',
+  connectId: 'alice',
+  sequence,
+  state: 'ACTIVE',
+  timeInterval: '2026-06-01T11:00:00+02:00/2026-06-02T00:00:00+02:00',
+  grantorId: 'A',
+  serviceProviderId: null,
+  sku: 'video',
+  used: false,
+  removed: false,
+  ...patch,
+});
+const entitled = (projection: EntitlementProjection, at = NOW) =>
+  projection.check(ADMIN, 'alice', 'video', at).entitled;
+
+describe('the entitlement projection (DESIGN.md 8 "Entitlement checks")', () => {
+  it('when an event of an older generation comes after a newer one, then it changes nothing', () => {
+    const projection = new EntitlementProjection();
+    expect(projection.apply(right(1), NOW)).toBe(true);
+    expect(projection.apply(right(2, { state: 'SUSPENDED' }), NOW)).toBe(true);
+    expect(projection.apply(right(1), NOW)).toBe(false);
+    expect(projection.apply(right(2), NOW)).toBe(false);
+    expect(entitled(projection)).toBe(false);
+    expect(projection.apply(right(3), NOW)).toBe(true);
+    expect(entitled(projection)).toBe(true);
+  });
+
+  it('when a right is removed, then no event of it brings it back, whatever its generation', () => {
+    const projection = new EntitlementProjection();
+    projection.apply(right(1), NOW);
+    projection.apply(right(2, { removed: true }), NOW);
+    expect(projection.apply(right(5), NOW)).toBe(false);
+    expect(entitled(projection)).toBe(false);
+    expect(projection.size).toBe(0);
+  });
+
+  it('when the check is made before the start, inside, or at the end of the interval, then only inside is entitled, and until keeps the offset', () => {
+    const projection = new EntitlementProjection();
+    projection.apply(right(1), NOW);
+    const start = Date.parse('2026-06-01T09:00:00Z');
+    const end = Date.parse('2026-06-01T22:00:00Z');
+    expect([start - 1000, start, end - 1000, end].map((at) => entitled(projection, at))).toEqual([
+      false,
+      true,
+      true,
+      false,
+    ]);
+    expect(projection.check(ADMIN, 'alice', 'video', NOW).until).toBe('2026-06-02T00:00:00+02:00');
+  });
+
+  it('when a user holds several rights of a SKU, then until is the latest end and each right is listed', () => {
+    const projection = new EntitlementProjection();
+    projection.apply(right(1), NOW);
+    projection.apply(right(1, { rightId: 'r2', timeInterval: '2026-06-01T00:00:00Z/2026-06-03T00:00:00Z' }), NOW);
+    const answer = projection.check(ADMIN, 'alice', 'video', NOW);
+    expect(answer.until).toBe('2026-06-03T00:00:00Z');
+    expect(answer.rights.map((r) => r.rightId).sort()).toEqual(['r1', 'r2']);
+  });
+
+  it('when a non-admin checks, then it sees the rights its grantor grants or provides only', () => {
+    const projection = new EntitlementProjection();
+    projection.apply(right(1, { grantorId: 'A', serviceProviderId: 'P' }), NOW);
+    projection.apply(right(1, { rightId: 'r2', grantorId: 'B' }), NOW);
+    const as = (grantorId: string): Principal => ({ ...ADMIN, admin: false, grantorId });
+    const ids = (grantorId: string) =>
+      projection.check(as(grantorId), 'alice', 'video', NOW).rights.map((r) => r.rightId);
+    expect([ids('A'), ids('P'), ids('B'), ids('O')]).toEqual([['r1'], ['r1'], ['r2'], []]);
+  });
+
+  it('when rights have ended, then a sweep lets them go and a late event of theirs cannot return them', () => {
+    const projection = new EntitlementProjection();
+    projection.apply(right(1, { timeInterval: '2026-06-01T00:00:00Z/2026-06-01T12:30:00Z' }), NOW);
+    const later = Date.parse('2026-06-01T13:00:00Z');
+    projection.sweep(later);
+    expect(projection.size).toBe(0);
+    expect(projection.apply(right(1), later)).toBe(false);
+    // What was let go is forgotten after a while (memory), but only then.
+    projection.sweep(later + REMEMBER_PASSED_MS + 1);
+    expect(projection.apply(right(1), later + REMEMBER_PASSED_MS + 1)).toBe(true);
+  });
+
+  it('when a projection is rebuilt, then the new one remembers what the old one let go', () => {
+    const projection = new EntitlementProjection();
+    projection.apply(right(1), NOW);
+    projection.apply(right(3, { state: 'SUSPENDED' }), NOW);
+    const next = projection.emptyCopy();
+    // A page read before the suspension was written: older than what the events said.
+    expect(next.apply(right(2), NOW)).toBe(false);
+    expect(entitled(next)).toBe(false);
+  });
+});
