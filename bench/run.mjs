@@ -6,7 +6,9 @@
 // - the rights API (create, retrieve, list of 1,000, usage), and retrieving a right three
 //   ways: through the gateway, directly against the rights service, and from a bare
 //   `node:http` server doing one driver `findOne` by `_id` (bench/bare-findone.mjs), plus 16
-//   clients reading at once, each with its own credentials.
+//   clients reading at once, each with its own credentials;
+// - the entitlement check of a user holding 50 rights (DESIGN.md 8) against the gateway's own
+//   GET /id/users/{connectId} and against the list of those 50 rights a provider makes without it.
 // Rounds alternate between targets so all see the same machine conditions.
 import { spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -136,6 +138,22 @@ try {
       ),
     );
   }
+  // DESIGN.md 8 "Entitlement checks": a user holding 50 rights of the SKU, checked in one call
+  // (from the gateway's projection) and listed as a provider would list them without it.
+  await fetch(`${system.gatewayUrl}/id/users/bench-fifty`, { method: 'PUT', headers: system.adminHeaders() });
+  for (let batch = 0; batch < 5; batch++) {
+    await Promise.all(
+      Array.from({ length: 10 }, () =>
+        fetch(`${system.gatewayUrl}/id/users/bench-fifty/rights`, {
+          method: 'POST',
+          headers: rightsHeaders,
+          body: rightBody,
+        }).then((r) => {
+          if (r.status !== 201) throw new Error(`cannot create the checked rights: ${r.status}`);
+        }),
+      ),
+    );
+  }
   // Other users' rights: a list must cost what the user holds, not what the collection holds.
   const OTHER_USERS = Number(process.env.BENCH_OTHER_USERS ?? 10);
   for (let u = 0; u < OTHER_USERS; u++) {
@@ -217,6 +235,14 @@ try {
     // One connection: each response carries 1,000 rights.
     { connections: 1 },
   ];
+  targets['GET entitlement of a user holding 50 rights (check)'] = [
+    `${system.gatewayUrl}/id/users/bench-fifty/entitlements/bench-sku`,
+    { authorization: appBasic },
+  ];
+  targets['GET rights of a user holding 50 (the list a provider makes without the check)'] = [
+    `${system.gatewayUrl}/id/users/bench-fifty/rights?grantorId=bench&limit=100`,
+    { authorization: appBasic },
+  ];
   targets['POST usage (repeat use, 204)'] = [
     `${system.gatewayUrl}/id/users/bench-user/rights/${rightId}/usage`,
     { authorization: appBasic },
@@ -258,6 +284,11 @@ try {
     herdP99ToP50: herd.p99 / herd.p50,
     tokenToRetrieve: row('GET right token (signed, through the gateway)').rps / retrieve.rps,
     replayToRetrieve: row('POST right again with its Idempotency-Key (replay)').rps / retrieve.rps,
+    checkToUser: row('GET entitlement of a user holding 50 rights (check)').rps / userBasic.rps,
+    checkP99ToUserP99: row('GET entitlement of a user holding 50 rights (check)').p99 / userBasic.p99,
+    checkToList:
+      row('GET entitlement of a user holding 50 rights (check)').rps /
+      row('GET rights of a user holding 50 (the list a provider makes without the check)').rps,
   };
   console.log(`retrieve right, gateway/bare findOne: ${ratios.retrieveGatewayToBare.toFixed(2)} (target >= 0.6)`);
   console.log(`retrieve right, gateway/direct: ${ratios.retrieveGatewayToDirect.toFixed(2)} (target >= 0.7)`);
@@ -265,6 +296,9 @@ try {
   console.log(`16 clients with their own credentials, p99/p50: ${ratios.herdP99ToP50.toFixed(1)} (target <= 5)`);
   console.log(`right token ÷ retrieve right: ${ratios.tokenToRetrieve.toFixed(2)} (target >= 0.8)`);
   console.log(`idempotent replay ÷ retrieve right: ${ratios.replayToRetrieve.toFixed(2)} (target >= 0.9)`);
+  console.log(`entitlement check ÷ GET user: ${ratios.checkToUser.toFixed(2)} (target >= 0.8)`);
+  console.log(`entitlement check p99 ÷ GET user p99: ${ratios.checkP99ToUserP99.toFixed(2)} (target <= 1.5)`);
+  console.log(`entitlement check ÷ list of 50 rights: ${ratios.checkToList.toFixed(1)} (target >= 5)`);
   mkdirSync(path.join(root, 'bench/results'), { recursive: true });
   const file = path.join(root, 'bench/results', `${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
   writeFileSync(

@@ -175,6 +175,12 @@ export function route(router: Router, path: string, handlers: Partial<Record<Met
 }
 
 /**
+ * The largest page of an internal listing: a service rebuilding what it derives reads fewer,
+ * larger pages (on FerretDB each page reads its whole bucket; docs/operations.md).
+ */
+const INTERNAL_MAX_LIMIT = 5_000;
+
+/**
  * Internal: a whole collection a bucket at a time (`{items, next}`), for another service to
  * rebuild what it derives from it (docs/decisions/0011). Other services only; the gateway
  * never forwards /internal.
@@ -188,7 +194,7 @@ export function bucketListing<T>(
   route(router, path, {
     get: async (req, res) => {
       requireServiceCaller(res.locals.principal);
-      const { bucket, after, limit } = bucketPage(pageParams(req), buckets);
+      const { bucket, after, limit } = bucketPage(pageParams(req, INTERNAL_MAX_LIMIT), buckets);
       const { items, lastId } = await read(bucket, { after, limit });
       res.json({ items, next: lastId === null ? null : `${bucket}.${lastId}` });
     },

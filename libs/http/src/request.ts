@@ -37,11 +37,11 @@ const MAX_LIMIT = 1000;
  * OpenAPI pattern describes exactly what is accepted, and any cursor that matches it is a
  * valid place to start (docs/decisions/0012). Each list parses its own key (`parseKeyset`).
  */
-export function pageParams(req: Request): Page {
+export function pageParams(req: Request, maxLimit = MAX_LIMIT): Page {
   const rawLimit = queryParam(req, 'limit');
   const limit = rawLimit === undefined ? DEFAULT_LIMIT : Number(rawLimit);
-  if (!/^[0-9]+$/.test(rawLimit ?? '1') || !Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT) {
-    throw badRequest(`limit: must be an integer from 1 to ${MAX_LIMIT}`);
+  if (!/^[0-9]+$/.test(rawLimit ?? '1') || !Number.isInteger(limit) || limit < 1 || limit > maxLimit) {
+    throw badRequest(`limit: must be an integer from 1 to ${maxLimit}`);
   }
   return { limit, after: queryParam(req, 'cursor') };
 }

@@ -1,0 +1,116 @@
+// `npm run bench:entitlements`: what the gateway's entitlement projection costs (DESIGN.md 8
+// "Entitlement checks", docs/decisions/0034; docs/performance.md).
+// 1. Memory per projected right, in this process (`--expose-gc`): the projection's own code
+//    fed N rights (default 100,000, BENCH_RIGHTS) of N/2 users, 10 SKUs and 1,000 distinct
+//    intervals; the heap after a full GC, before and after.
+// 2. The load at start in a running system: N ACTIVE rights issued as renewal issues them
+//    (2 per user), then the gateway restarted: the time from its start to ready (its
+//    projection loaded in pages from the rights service), what it read, and its memory.
+import { performance } from 'node:perf_hooks';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const require = createRequire(import.meta.url);
+const { useTestServers, TestSystem, EventCollector, issueRightsInBulk } = require(
+  path.join(root, 'libs/testing/dist/index.js'),
+);
+const { EntitlementProjection } = require(path.join(root, 'services/gateway/dist/domain/entitlements.js'));
+
+const N = Number(process.env.BENCH_RIGHTS ?? 100_000);
+if (typeof globalThis.gc !== 'function') throw new Error('run with node --expose-gc');
+const MB = 1024 * 1024;
+
+function heapAfterGc() {
+  globalThis.gc();
+  globalThis.gc();
+  return process.memoryUsage().heapUsed;
+}
+
+// 1. Memory per right.
+{
+  const now = Date.now();
+  const day = 86_400_000;
+  const intervals = Array.from({ length: 1_000 }, (_, i) => {
+    const start = new Date(Math.floor((now - (i % 30) * day) / 1000) * 1000);
+    const end = new Date(start.getTime() + 31 * day);
+    return `${start.toISOString().replace('.000Z', 'Z')}/${end.toISOString().replace('.000Z', 'Z')}`;
+  });
+  const rights = Array.from({ length: N }, (_, i) => ({
+    rightId: `R${i.toString(36).padStart(12, '0')}${'x'.repeat(14)}`,
+    connectId: `user-${Math.floor(i / 2)}@example.com`,
+    sequence: 1,
+    state: 'ACTIVE',
+    timeInterval: intervals[i % intervals.length],
+    grantorId: `grantor-${i % 20}`,
+    serviceProviderId: i % 3 === 0 ? `provider-${i % 7}` : null,
+    sku: `sku-${i % 10}`,
+    used: false,
+    removed: false,
+  }));
+  const before = heapAfterGc();
+  const projection = new EntitlementProjection();
+  const started = performance.now();
+  for (const right of rights) projection.apply(right, now);
+  const applyMs = performance.now() - started;
+  const after = heapAfterGc();
+  console.log(
+    `projection of ${projection.size} rights in this process: ${((after - before) / MB).toFixed(1)} MB of heap, ` +
+      `${Math.round((after - before) / projection.size)} bytes a right; applied in ${applyMs.toFixed(0)} ms`,
+  );
+}
+
+// 2. The load at start, in a running system.
+const servers = await useTestServers();
+const system = await TestSystem.start({
+  processes: true,
+  name: 'bench_entitlements',
+  backends: ['catalog', 'rights'],
+  env: { LOG_LEVEL: 'info', RATE_LIMIT_PER_SECOND: '0' },
+});
+try {
+  await system.seed({ clients: [{ clientId: 'bench-grantor', grantorId: 'B' }], skus: { monthly: {} } });
+  const created = await EventCollector.start(system.amqpUrl, 'rights.events', 'right.created');
+  const issuing = performance.now();
+  const end = new Date(Date.now() + 86_400_000).toISOString();
+  await issueRightsInBulk(system.amqpUrl, {
+    prefix: 'Sbenchentitlements',
+    count: N,
+    perCommand: 2,
+    grantorId: 'B',
+    sku: 'monthly',
+    timeInterval: `${new Date(Date.now() - 60_000).toISOString()}/${end}`,
+    connectIdOf: (c) => `bench-user-${c}`,
+  });
+  await created.waitFor((messages) => messages.length >= N, 3_600_000);
+  await created.close();
+  console.log(`issued ${N} rights in ${((performance.now() - issuing) / 1000).toFixed(1)} s`);
+
+  const gateway = system.service('gateway');
+  const metric = (text, name) => Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text)?.[1]);
+  const scrape = async () => (await fetch(`${gateway.url}/metrics`)).text();
+  await gateway.stop();
+  const starting = performance.now();
+  await gateway.start(600_000);
+  const readyS = (performance.now() - starting) / 1000;
+  const rebuilt = gateway.logs
+    .map((line) => {
+      try {
+        return JSON.parse(line);
+      } catch {
+        return null;
+      }
+    })
+    .findLast((line) => line?.msg === 'entitlement projection rebuilt');
+  const metrics = await scrape();
+  console.log(
+    `gateway restarted: ready after ${readyS.toFixed(1)} s; projection read ${rebuilt?.read} rights, holds ` +
+      `${metric(metrics, 'entitlements_projection_rights')}, loaded in ${rebuilt?.duration_ms} ms; ` +
+      `resident ${(metric(metrics, 'process_resident_memory_bytes') / MB).toFixed(0)} MB, ` +
+      `heap used ${(metric(metrics, 'nodejs_heap_size_used_bytes') / MB).toFixed(0)} MB`,
+  );
+} finally {
+  await system.stop();
+  await servers.stop();
+}
