@@ -124,54 +124,30 @@ try {
     body: rightBody,
   });
   const rightId = (await one.json()).rightId;
-  await fetch(`${system.gatewayUrl}/id/users/bench-list`, { method: 'PUT', headers: system.adminHeaders() });
-  for (let batch = 0; batch < 100; batch++) {
-    await Promise.all(
-      Array.from({ length: 10 }, () =>
-        fetch(`${system.gatewayUrl}/id/users/bench-list/rights`, {
-          method: 'POST',
-          headers: rightsHeaders,
-          body: rightBody,
-        }).then((r) => {
-          if (r.status !== 201) throw new Error(`cannot create the listed rights: ${r.status}`);
-        }),
-      ),
-    );
-  }
-  // DESIGN.md 8 "Entitlement checks": a user holding 50 rights of the SKU, checked in one call
-  // (from the gateway's projection) and listed as a provider would list them without it.
-  await fetch(`${system.gatewayUrl}/id/users/bench-fifty`, { method: 'PUT', headers: system.adminHeaders() });
-  for (let batch = 0; batch < 5; batch++) {
-    await Promise.all(
-      Array.from({ length: 10 }, () =>
-        fetch(`${system.gatewayUrl}/id/users/bench-fifty/rights`, {
-          method: 'POST',
-          headers: rightsHeaders,
-          body: rightBody,
-        }).then((r) => {
-          if (r.status !== 201) throw new Error(`cannot create the checked rights: ${r.status}`);
-        }),
-      ),
-    );
-  }
-  // Other users' rights: a list must cost what the user holds, not what the collection holds.
-  const OTHER_USERS = Number(process.env.BENCH_OTHER_USERS ?? 10);
-  for (let u = 0; u < OTHER_USERS; u++) {
-    await fetch(`${system.gatewayUrl}/id/users/bench-other-${u}`, { method: 'PUT', headers: system.adminHeaders() });
-    for (let batch = 0; batch < 63; batch++) {
+  /** Registers a user holding `count` rights of the SKU, created `inFlight` at a time. */
+  const userHolding = async (user, count, inFlight) => {
+    await fetch(`${system.gatewayUrl}/id/users/${user}`, { method: 'PUT', headers: system.adminHeaders() });
+    for (let made = 0; made < count; made += inFlight) {
       await Promise.all(
-        Array.from({ length: 16 }, () =>
-          fetch(`${system.gatewayUrl}/id/users/bench-other-${u}/rights`, {
+        Array.from({ length: Math.min(inFlight, count - made) }, () =>
+          fetch(`${system.gatewayUrl}/id/users/${user}/rights`, {
             method: 'POST',
             headers: rightsHeaders,
             body: rightBody,
           }).then((r) => {
-            if (r.status !== 201) throw new Error(`cannot create other users' rights: ${r.status}`);
+            if (r.status !== 201) throw new Error(`cannot create the rights of ${user}: ${r.status}`);
           }),
         ),
       );
     }
-  }
+  };
+  await userHolding('bench-list', 1_000, 10);
+  // DESIGN.md 8 "Entitlement checks": a user holding 50 rights of the SKU, checked in one call
+  // (from the gateway's projection) and listed as a provider would list them without it.
+  await userHolding('bench-fifty', 50, 10);
+  // Other users' rights: a list must cost what the user holds, not what the collection holds.
+  const OTHER_USERS = Number(process.env.BENCH_OTHER_USERS ?? 10);
+  for (let u = 0; u < OTHER_USERS; u++) await userHolding(`bench-other-${u}`, 1_008, 16);
   // Let the relay publish the events of those writes before measuring anything.
   for (let waited = 0; waited < 300; waited++) {
     const metrics = await (await fetch(`${system.service('rights').url}/metrics`)).text();
