@@ -41,6 +41,8 @@ export const start = defineService('rights', Config, async (runtime) => {
     ttlS: config.RIGHT_TOKEN_TTL_S,
     clock,
   });
+  // DESIGN.md 8: a provider may fetch the JWKS before any token exists.
+  await tokens.ensureSigningKey();
   const expiryWrites = new ExpiryWrites((expired) => rights.writeExpiries(expired), runtime.logger);
   runtime.onStop(() => expiryWrites.drain());
   await consumeRightsCommands(

@@ -52,6 +52,15 @@ const verify = async (token: string) =>
   });
 
 describe('signed right tokens (DESIGN.md 8)', () => {
+  it('when a fresh deployment starts, then the JWKS already holds a key, before any token is asked for', async () => {
+    // This file's system started on new databases, and nothing above asked for a token.
+    const published = await jwks();
+    expect(published.keys).toHaveLength(1);
+    expect(published.keys[0]).toMatchObject({ kty: 'EC', crv: 'P-256', use: 'sig', alg: 'ES256' });
+    const rightId = await createRight('ACTIVE');
+    expect(decodeProtectedHeader(await (await tokenOf(rightId)).text()).kid).toBe(published.keys[0]!.kid);
+  });
+
   it('when a reader of an active right asks, then it gets an ES256 right+jwt that verifies with the published keys', async () => {
     const rightId = await createRight('ACTIVE');
     const response = await tokenOf(rightId);

@@ -38,12 +38,23 @@ export class RightTokens {
     const now = this.options.clock();
     const claims = rightTokenClaims(right, now, { ...this.options, jti: newId(now.getTime()) });
     if (!claims) throw DomainError.conflict(`right ${rightId} is not active now`);
-    const key =
-      signingKey(await this.current()) ??
-      (await (this.firstKey ??= this.rotate().finally(() => (this.firstKey = null))));
+    const key = await this.ensureSigningKey();
     return new SignJWT({ ...claims })
       .setProtectedHeader({ alg: 'ES256', typ: 'right+jwt', kid: key.kid })
       .sign(await this.signerOf(key));
+  }
+
+  /**
+   * The key that signs now; the first one is made when there is none (DESIGN.md 8: at start,
+   * so that the JWKS is never empty), once however many ask for it at once. Two replicas
+   * starting together on an empty database may each make one: the later signs, and both are
+   * published while the earlier one's tokens may be valid.
+   */
+  async ensureSigningKey(): Promise<SigningKey> {
+    return (
+      signingKey(await this.current()) ??
+      (await (this.firstKey ??= this.rotate().finally(() => (this.firstKey = null))))
+    );
   }
 
   /** The public keys whose tokens may still be valid (`/.well-known/jwks.json`). */
