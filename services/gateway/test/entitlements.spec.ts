@@ -96,4 +96,17 @@ describe('the entitlement projection (DESIGN.md 8 "Entitlement checks")', () => 
     expect(next.apply(right(2), NOW)).toBe(false);
     expect(entitled(next)).toBe(false);
   });
+
+  it('when a user holds many rights of a SKU and some are let go in any order, then exactly the others are listed', () => {
+    const projection = new EntitlementProjection();
+    for (let i = 0; i < 1_000; i++) projection.apply(right(1, { rightId: `r${i}` }), NOW);
+    for (const i of [0, 999, 500, 3, 998, 1, 250]) projection.apply(right(2, { rightId: `r${i}`, removed: true }), NOW);
+    for (let i = 10; i < 1_000; i += 3) projection.apply(right(2, { rightId: `r${i}`, state: 'SUSPENDED' }), NOW);
+    const expected = Array.from({ length: 1_000 }, (_, i) => i).filter(
+      (i) => ![0, 999, 500, 3, 998, 1, 250].includes(i) && !(i >= 10 && (i - 10) % 3 === 0),
+    );
+    const listed = projection.check(ADMIN, 'alice', 'video', NOW).rights.map((r) => Number(r.rightId.slice(1)));
+    expect(listed.sort((a, b) => a - b)).toEqual(expected);
+    expect(projection.size).toBe(expected.length);
+  });
 });
