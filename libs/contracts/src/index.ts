@@ -1,7 +1,7 @@
 // The public contract (DESIGN.md 6), in three parts:
 // - schemas/: the zod schemas of every body, event and command, and their names;
 // - routes/: the route table, the one description of every public route;
-// - docs/: the generators of the OpenAPI document and the events document, from the two above.
+// - docs/: the generators of the OpenAPI document, the AsyncAPI document and the events page, from the two above.
 export * from './errors';
 export * from './schemas/catalog';
 export * from './schemas/cloud-event';
@@ -18,5 +18,7 @@ export * from './schemas/subscriptions';
 export * from './schemas/topology';
 export * from './schemas/webhooks';
 export * from './routes/routes';
+export * from './docs/asyncapi';
+export * from './docs/event-families';
 export * from './docs/events-doc';
 export * from './docs/openapi';

@@ -1,85 +1,17 @@
-import { z } from 'zod';
-import { CatalogEvents } from '../schemas/catalog';
-import { RightsCommands, SubscriptionsCommands } from '../schemas/commands';
-import { RightEvents } from '../schemas/rights';
-import { SubscriptionEvents } from '../schemas/subscriptions';
-import type { EventSchemas } from '../schemas/cloud-event';
-import { Exchanges } from '../schemas/topology';
+import { buildAsyncApiDocument } from './asyncapi';
 
-interface EventFamily {
-  exchange: string;
-  producer: string;
-  summary: string;
-  schemas: EventSchemas;
-  descriptions: Record<string, string>;
+/** What this page reads of an AsyncAPI channel. */
+interface AmqpChannel {
+  address: string;
+  description: string;
+  messages: Record<string, unknown>;
+  bindings?: { amqp?: { is: string; exchange?: { name: string; type: string } } };
 }
-
-/** Every event family the platform publishes; docs/events.md is generated from this list. */
-export const EVENT_FAMILIES: EventFamily[] = [
-  {
-    exchange: Exchanges.rightsEvents,
-    producer: 'rights',
-    summary:
-      'Every change of a right. `data` is the right as the API returns it (spec 2.4), plus `connectId` and ' +
-      '`sequence` (its generation).',
-    schemas: RightEvents,
-    descriptions: {
-      'right.created': 'A right was created (directly, or issued for a subscription period).',
-      'right.activated': 'A right became ACTIVE (activate, or a subscription reactivated).',
-      'right.suspended': 'A right became SUSPENDED (suspend, or a subscription suspended).',
-      'right.expired': 'The interval of an ACTIVE or SUSPENDED right ended; it is EXPIRED.',
-      'right.used': 'The right was used for the first time.',
-      'right.removed': 'The right was removed.',
-      'service.announce': 'First use of a right whose SKU has `announceOnUsage` (spec 6 "ServiceAnnounce").',
-    },
-  },
-  {
-    exchange: Exchanges.subscriptionsEvents,
-    producer: 'subscriptions',
-    summary:
-      'Every change of a subscription, for the scheduler. `data` is the subscription as the API returns it ' +
-      '(spec 2.1), plus `connectId`, `sequence` (its generation), the full `timeSpec` and `nextPeriod`, the next ' +
-      'period whose rights are still to be issued.',
-    schemas: SubscriptionEvents,
-    descriptions: {
-      'subscription.created': 'A subscription was created.',
-      'subscription.activated': 'A SUSPENDED subscription became ACTIVE; its rights are reactivated.',
-      'subscription.suspended': 'An ACTIVE subscription became SUSPENDED; its rights are suspended.',
-      'subscription.renewed': 'The rights of a period were issued.',
-      'subscription.expired': 'The subscription reached its end.',
-      'subscription.deleted': 'The subscription was deleted; its rights stay.',
-    },
-  },
-  {
-    exchange: Exchanges.commands,
-    producer: 'scheduler and subscriptions',
-    summary:
-      'Commands (direct exchange), each consumed by one durable quorum queue of its service ' +
-      '(`subscriptions.commands`, `rights.commands`). Same envelope; `subject` is the entity the command is about.',
-    schemas: { ...SubscriptionsCommands, ...RightsCommands },
-    descriptions: {
-      'subscriptions.renew':
-        'From the scheduler: bring this subscription up to now (issue due periods, expire it at its end).',
-      'rights.expire': 'From the scheduler: expire this right, its interval has ended. Idempotent.',
-      'rights.issue': 'From the subscriptions service: the rights of one period, with deterministic ids.',
-      'rights.cascade': 'From the subscriptions service: suspend or reactivate the rights of a subscription.',
-    },
-  },
-  {
-    exchange: Exchanges.catalogEvents,
-    producer: 'catalog',
-    summary: 'Changes of catalog entries. Consumed by the rights and subscriptions services (SKU directory).',
-    schemas: CatalogEvents,
-    descriptions: {
-      'sku.upserted': 'A SKU was created or changed. `data` is the entry as the admin API returns it.',
-      'sku.deleted': 'A SKU was deleted.',
-    },
-  },
-];
 
 /**
  * docs/events.md: the envelope, and for each event type its exchange, routing key and the
- * JSON Schema of its `data`, derived from the zod contracts that producers and consumers use.
+ * JSON Schema of its `data`, rendered from the AsyncAPI document (itself derived from the zod
+ * contracts that producers and consumers use).
  */
 export function buildEventsDocument(): string {
   const lines = [
@@ -101,22 +33,31 @@ export function buildEventsDocument(): string {
     'cascade). They are the `actor` of the same change in `…/history` (DESIGN.md 8).',
     '',
   ];
-  for (const family of EVENT_FAMILIES) {
-    const kind = family.exchange === Exchanges.commands ? 'direct' : 'topic';
-    lines.push(`## \`${family.exchange}\` (${kind}), published by ${family.producer}`, '', family.summary, '');
-    for (const [type, schema] of Object.entries(family.schemas)) {
-      const { $schema: _dialect, ...jsonSchema } = z.toJSONSchema(schema) as Record<string, unknown>;
-      lines.push(
-        `### \`${type}\``,
-        '',
-        family.descriptions[type] ?? '',
-        '',
-        '```json',
-        JSON.stringify(jsonSchema, null, 2),
-        '```',
-        '',
-      );
-    }
+  lines.push(
+    'The machine-readable description is `docs/asyncapi.json` (AsyncAPI 3.0), from which this page is made.',
+    '',
+  );
+  const asyncApi = buildAsyncApiDocument();
+  const families = new Map<
+    string,
+    { description: string; types: Array<{ type: string; summary: string; data: unknown }> }
+  >();
+  for (const channel of Object.values(asyncApi.channels) as AmqpChannel[]) {
+    const exchange = channel.bindings?.amqp?.exchange;
+    if (channel.bindings?.amqp?.is !== 'routingKey' || !exchange) continue;
+    const heading = `## \`${exchange.name}\` (${exchange.type})`;
+    const message = asyncApi.components.messages[Object.keys(channel.messages)[0]!] as {
+      summary: string;
+      payload: { properties: { data: unknown } };
+    };
+    const family = families.get(heading) ?? { description: channel.description, types: [] };
+    family.types.push({ type: channel.address, summary: message.summary, data: message.payload.properties.data });
+    families.set(heading, family);
+  }
+  for (const [heading, { description, types }] of families) {
+    lines.push(heading, '', description, '');
+    for (const { type, summary, data } of types)
+      lines.push(`### \`${type}\``, '', summary, '', '```json', JSON.stringify(data, null, 2), '```', '');
   }
   return `${lines.join('\n').trimEnd()}\n`;
 }

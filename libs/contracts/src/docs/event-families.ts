@@ -1,0 +1,77 @@
+import { CatalogEvents } from '../schemas/catalog';
+import { RightsCommands, SubscriptionsCommands } from '../schemas/commands';
+import { RightEvents } from '../schemas/rights';
+import { SubscriptionEvents } from '../schemas/subscriptions';
+import type { EventSchemas } from '../schemas/cloud-event';
+import { Exchanges } from '../schemas/topology';
+
+export interface EventFamily {
+  exchange: string;
+  producer: string;
+  summary: string;
+  schemas: EventSchemas;
+  descriptions: Record<string, string>;
+}
+
+/** Every event family the platform publishes; docs/asyncapi.json (and from it docs/events.md) is generated from this list. */
+export const EVENT_FAMILIES: EventFamily[] = [
+  {
+    exchange: Exchanges.rightsEvents,
+    producer: 'rights',
+    summary:
+      'Every change of a right. `data` is the right as the API returns it (spec 2.4), plus `connectId` and ' +
+      '`sequence` (its generation).',
+    schemas: RightEvents,
+    descriptions: {
+      'right.created': 'A right was created (directly, or issued for a subscription period).',
+      'right.activated': 'A right became ACTIVE (activate, or a subscription reactivated).',
+      'right.suspended': 'A right became SUSPENDED (suspend, or a subscription suspended).',
+      'right.expired': 'The interval of an ACTIVE or SUSPENDED right ended; it is EXPIRED.',
+      'right.used': 'The right was used for the first time.',
+      'right.removed': 'The right was removed.',
+      'service.announce': 'First use of a right whose SKU has `announceOnUsage` (spec 6 "ServiceAnnounce").',
+    },
+  },
+  {
+    exchange: Exchanges.subscriptionsEvents,
+    producer: 'subscriptions',
+    summary:
+      'Every change of a subscription, for the scheduler. `data` is the subscription as the API returns it ' +
+      '(spec 2.1), plus `connectId`, `sequence` (its generation), the full `timeSpec` and `nextPeriod`, the next ' +
+      'period whose rights are still to be issued.',
+    schemas: SubscriptionEvents,
+    descriptions: {
+      'subscription.created': 'A subscription was created.',
+      'subscription.activated': 'A SUSPENDED subscription became ACTIVE; its rights are reactivated.',
+      'subscription.suspended': 'An ACTIVE subscription became SUSPENDED; its rights are suspended.',
+      'subscription.renewed': 'The rights of a period were issued.',
+      'subscription.expired': 'The subscription reached its end.',
+      'subscription.deleted': 'The subscription was deleted; its rights stay.',
+    },
+  },
+  {
+    exchange: Exchanges.commands,
+    producer: 'scheduler and subscriptions',
+    summary:
+      'Commands (direct exchange), each consumed by one durable quorum queue of its service ' +
+      '(`subscriptions.commands`, `rights.commands`). Same envelope; `subject` is the entity the command is about.',
+    schemas: { ...SubscriptionsCommands, ...RightsCommands },
+    descriptions: {
+      'subscriptions.renew':
+        'From the scheduler: bring this subscription up to now (issue due periods, expire it at its end).',
+      'rights.expire': 'From the scheduler: expire this right, its interval has ended. Idempotent.',
+      'rights.issue': 'From the subscriptions service: the rights of one period, with deterministic ids.',
+      'rights.cascade': 'From the subscriptions service: suspend or reactivate the rights of a subscription.',
+    },
+  },
+  {
+    exchange: Exchanges.catalogEvents,
+    producer: 'catalog',
+    summary: 'Changes of catalog entries. Consumed by the rights and subscriptions services (SKU directory).',
+    schemas: CatalogEvents,
+    descriptions: {
+      'sku.upserted': 'A SKU was created or changed. `data` is the entry as the admin API returns it.',
+      'sku.deleted': 'A SKU was deleted.',
+    },
+  },
+];
