@@ -1,3 +1,4 @@
+import { createPlatformClient, ok, type PlatformClient, type Schemas } from '@rs/client';
 import { TestSystem, clientsOf, systemFixture } from '@rs/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -24,14 +25,14 @@ const admin = () => fx.system.adminHeaders().authorization!;
 const FIRST = 'gateway';
 const SECOND = 'gateway#2';
 
-interface Answer {
-  connectId: string;
-  sku: string;
-  entitled: boolean;
-  until: string | null;
-  rights: Array<{ rightId: string; grantorId: string; serviceProviderId: string | null; until: string; used: boolean }>;
-  checkedAt: string;
-}
+type Answer = Schemas['Entitlement'];
+
+/** The typed client of one replica; each call names its caller's credentials. */
+const clients = new Map<string, PlatformClient>();
+const gateway = (replica: string) => {
+  if (!clients.has(replica)) clients.set(replica, createPlatformClient({ baseUrl: fx.system.service(replica).url }));
+  return clients.get(replica)!;
+};
 
 /** A request to one replica of the gateway. */
 async function on(replica: string, method: string, path: string, authorization: string, body?: unknown) {
@@ -43,11 +44,14 @@ async function on(replica: string, method: string, path: string, authorization: 
 }
 
 async function check(replica: string, user: string, sku: string, authorization = A): Promise<Answer> {
-  const response = await on(replica, 'GET', `/id/users/${user}/entitlements/${sku}`, authorization);
-  expect(response.status, await response.clone().text()).toBe(200);
+  const { data, error, response } = await gateway(replica).GET('/id/users/{connectId}/entitlements/{sku}', {
+    params: { path: { connectId: user, sku } },
+    headers: { authorization },
+  });
+  expect(response.status, String(error)).toBe(200);
   expect(response.headers.get('content-type')).toMatch(/^application\/json/);
   expect(response.headers.get('cache-control')).toBe('no-store');
-  return (await response.json()) as Answer;
+  return data!;
 }
 
 /** What a check on `replica` shows within `withinMs` (DESIGN.md 8: 1 s on another replica). */
@@ -56,16 +60,24 @@ const soon = (replica: string, user: string, sku: string, withinMs = 1_000) =>
 
 const wholeSecond = (ms: number) => new Date(Math.ceil(ms / 1000) * 1000).toISOString().replace('.000Z', 'Z');
 
-async function createRight(user: string, body: Record<string, unknown>, replica = FIRST, authorization = A) {
-  const response = await on(replica, 'POST', `/id/users/${user}/rights`, authorization, {
-    sku: 'video',
-    grantorId: 'A',
-    timeInterval: `${wholeSecond(Date.now() - 60_000)}/P1D`,
-    state: 'ACTIVE',
-    ...body,
+async function createRight(
+  user: string,
+  body: Partial<Schemas['RightCreateBody']>,
+  replica = FIRST,
+  authorization = A,
+): Promise<string> {
+  const created = await gateway(replica).POST('/id/users/{connectId}/rights', {
+    params: { path: { connectId: user } },
+    headers: { authorization },
+    body: {
+      sku: 'video',
+      grantorId: 'A',
+      timeInterval: `${wholeSecond(Date.now() - 60_000)}/P1D`,
+      state: 'ACTIVE',
+      ...body,
+    },
   });
-  expect(response.status, await response.clone().text()).toBe(201);
-  return ((await response.json()) as { rightId: string }).rightId;
+  return ok(created).rightId;
 }
 
 describe('entitlement checks (DESIGN.md 8)', () => {
