@@ -25,7 +25,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['scripts/**', 'bench/**', 'deploy/**'],
+    files: ['scripts/**', 'bench/**', 'deploy/**', 'examples/**'],
     rules: { 'no-console': 'off' },
   },
 );

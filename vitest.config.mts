@@ -25,7 +25,12 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 120_000,
     reporters: ['default', './vitest.summary-reporter.mjs'],
-    include: ['libs/*/test/**/*.spec.ts', 'services/*/test/**/*.spec.ts', 'tools/*/test/**/*.spec.ts'],
+    include: [
+      'libs/*/test/**/*.spec.ts',
+      'services/*/test/**/*.spec.ts',
+      'tools/*/test/**/*.spec.ts',
+      'examples/test/**/*.spec.ts',
+    ],
     // The tests wait on real servers far more than they compute: four files at a time (vitest's
     // default on two cores is one), two of them the long waits above, keep both cores busy.
     maxWorkers: 4,

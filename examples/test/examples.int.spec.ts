@@ -1,0 +1,151 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { clientsOf, systemFixture, TEST_ADMIN, TestSystem } from '@rs/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+// Every example of examples/ run against a running system, as an integrator would run it
+// against `npm start`, its outcome read from the JSON lines it prints (issue 25).
+const fx = systemFixture({
+  name: 'examples',
+  backends: ['catalog', 'rights', 'subscriptions', 'webhooks'],
+  // Low enough that a bulk import meets 429s and has to honour Retry-After.
+  env: { RATE_LIMIT_PER_SECOND: '20', RATE_LIMIT_BURST: '10' },
+  seed: {
+    clients: clientsOf({ grantor: 'G', provider: 'P' }),
+    users: ['alice'],
+    skus: { video: { serviceProviderId: 'P' } },
+  },
+});
+beforeAll(fx.start);
+afterAll(fx.stop);
+
+const running: ChildProcess[] = [];
+afterAll(() => running.forEach((child) => child.kill()));
+
+/** Runs an example with the platform's address and a client's credentials; its JSON lines as they come. */
+function runExample(file: string, args: string[], env: Record<string, string> = {}, clientId = 'grantor') {
+  const lines: Array<Record<string, unknown>> = [];
+  let errors = '';
+  const child = spawn(process.execPath, [path.resolve(__dirname, '..', file), ...args], {
+    env: {
+      PATH: process.env.PATH ?? '',
+      PLATFORM_URL: fx.system.gatewayUrl,
+      CLIENT_ID: clientId,
+      CLIENT_SECRET: `secret-of-${clientId}`,
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  running.push(child);
+  let partial = '';
+  child.stdout!.on('data', (chunk: Buffer) => {
+    const split = (partial + chunk.toString('utf8')).split('\n');
+    partial = split.pop() ?? '';
+    for (const line of split) if (line) lines.push(JSON.parse(line) as Record<string, unknown>);
+  });
+  child.stderr!.on('data', (chunk: Buffer) => (errors += chunk.toString('utf8')));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+  return {
+    lines,
+    exited,
+    /** Resolves the first line that matches, once it has been printed. */
+    line: (matches: (line: Record<string, unknown>) => boolean, timeout = 20_000) =>
+      expect
+        .poll(() => lines.find(matches), { timeout, message: `no such line; stderr: ${errors}` })
+        .toBeDefined()
+        .then(() => lines.find(matches)!),
+    stderr: () => errors,
+  };
+}
+
+const G = TestSystem.clientAuthorization('grantor');
+const now = () => new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+
+async function createRight(user: string) {
+  const response = await fx.call('POST', `/id/users/${user}/rights`, G, {
+    sku: 'video',
+    grantorId: 'G',
+    serviceProviderId: 'P',
+    timeInterval: `${now()}/P30D`,
+    state: 'ACTIVE',
+  });
+  expect(response.status, await response.clone().text()).toBe(201);
+  return ((await response.json()) as { rightId: string }).rightId;
+}
+
+describe('examples/', () => {
+  it('check-entitlement: a provider checks online, then verifies a right token offline with keys fetched first', async () => {
+    const rightId = await createRight('alice');
+    const example = runExample('check-entitlement.mjs', ['alice', 'video'], {}, 'provider');
+    expect(await example.exited, example.stderr()).toBe(0);
+    expect(example.lines).toEqual([
+      expect.objectContaining({
+        connectId: 'alice',
+        sku: 'video',
+        entitled: true,
+        offline: expect.objectContaining({ rightId, sku: 'video' }),
+      }),
+    ]);
+  });
+
+  it('webhook-receiver: verifies the signatures of right events and handles a redelivered one once', async () => {
+    const receiver = runExample('webhook-receiver.mjs', [], { RECEIVER_PORT: '0' });
+    const { endpointId } = (await receiver.line((line) => 'listening' in line)) as { endpointId: string };
+    const rightId = await createRight('alice');
+    const received = (await receiver.line((line) => line.received === 'right.created' && line.subject === rightId)) as {
+      id: string;
+    };
+    // The platform delivers it again (as after a lost answer): the receiver sees the same id.
+    const deliveries = await fx.call('GET', `/webhooks/endpoints/${endpointId}/deliveries`, G);
+    const { deliveries: list } = (await deliveries.json()) as {
+      deliveries: Array<{ deliveryId: string; eventId: string }>;
+    };
+    const delivery = list.find((entry) => entry.eventId === received.id)!;
+    expect(
+      (await fx.call('POST', `/webhooks/endpoints/${endpointId}/deliveries/${delivery.deliveryId}/retry`, G)).status,
+    ).toBe(202);
+    await receiver.line((line) => line.duplicate === received.id);
+    expect(receiver.lines.filter((line) => line.id === received.id)).toHaveLength(1);
+    expect(receiver.lines.some((line) => 'refused' in line)).toBe(false);
+  });
+
+  it('bulk-import: users and subscriptions imported once however often it runs, 429s waited out', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'import-'));
+    const file = path.join(dir, 'import.json');
+    const users = Array.from({ length: 12 }, (_, i) => ({
+      connectId: `imported-${i}`,
+      subscriptions: [
+        { timeSpec: `R/${now()}/P1M`, rightsSpec: [{ sku: 'video' }] },
+        { timeSpec: `R12/${now()}/P1M`, rightsSpec: [{ sku: 'video' }] },
+      ],
+    }));
+    writeFileSync(file, JSON.stringify({ grantorId: 'G', users }));
+    const env = { ADMIN_ID: TEST_ADMIN.clientId, ADMIN_SECRET: TEST_ADMIN.secret };
+    const first = runExample('bulk-import.mjs', [file], env);
+    expect(await first.exited, first.stderr()).toBe(0);
+    expect(first.lines[0]).toMatchObject({ users: 12, created: 24, replayed: 0 });
+    expect(first.lines[0]!.waitedOn429).toBeGreaterThan(0);
+    const again = runExample('bulk-import.mjs', [file], env);
+    expect(await again.exited, again.stderr()).toBe(0);
+    expect(again.lines[0]).toMatchObject({ users: 12, created: 0, replayed: 24 });
+    const listed = await fx.call('GET', '/id/users/imported-3/subs?grantorid=G', G);
+    expect(((await listed.json()) as { subscription: unknown[] }).subscription).toHaveLength(2);
+  });
+
+  it('consume-rights-events: its own queue receives each right event', async () => {
+    const consumer = runExample('consume-rights-events.mjs', [], {
+      AMQP_URL: fx.system.amqpUrl,
+      QUEUE: 'example.rights-events',
+    });
+    await consumer.line((line) => 'consuming' in line);
+    const rightId = await createRight('alice');
+    expect(await fx.call('POST', `/id/users/alice/rights/${rightId}/suspend`, G)).toMatchObject({ status: 204 });
+    await consumer.line((line) => line.event === 'right.suspended' && line.rightId === rightId);
+    expect(consumer.lines.filter((line) => line.rightId === rightId).map((line) => line.event)).toEqual([
+      'right.created',
+      'right.suspended',
+    ]);
+  });
+});
