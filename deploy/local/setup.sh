@@ -25,6 +25,15 @@ install_rabbitmq() {
   as_root rabbitmq-plugins enable --offline rabbitmq_management >/dev/null
 }
 
+# The browser test of the API reference page (GET /docs) drives Debian's Chromium with playwright-core.
+install_chromium() {
+  if command -v chromium >/dev/null; then
+    echo "chromium is installed"
+  else
+    apt_install --no-install-recommends chromium
+  fi
+}
+
 install_postgresql() {
   if ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
     echo "postgresql is installed"
@@ -91,6 +100,7 @@ install_zipkin() {
 bash "$here/install-node.sh"
 install_schemathesis
 install_zipkin
+install_chromium
 install_rabbitmq
 install_postgresql
 install_ferretdb

@@ -25,6 +25,7 @@ import {
 } from '../schemas/webhooks';
 import { Right, RightCreateBody, RightId, RightList } from '../schemas/rights';
 import { Entitlement } from '../schemas/entitlements';
+import { API_REFERENCE_ASSETS } from '../routes/routes';
 import { Subscription, SubscriptionCreateBody, SubscriptionId, SubscriptionList } from '../schemas/subscriptions';
 
 /** JSON Schema 2020-12 (OpenAPI 3.1's own dialect) of a zod contract. */
@@ -99,6 +100,12 @@ export function buildOpenApiDocument(): Record<string, unknown> {
       },
       parameters: {
         sku: { name: 'sku', in: 'path', required: true, schema: schemaOf(SkuName) },
+        asset: {
+          name: 'asset',
+          in: 'path',
+          required: true,
+          schema: { type: 'string', enum: [...API_REFERENCE_ASSETS] },
+        },
         clientId: { name: 'clientId', in: 'path', required: true, schema: schemaOf(ClientId) },
         jti: { name: 'jti', in: 'path', required: true, schema: schemaOf(Jti) },
         connectId: { name: 'connectId', in: 'path', required: true, schema: schemaOf(ConnectId) },

@@ -49,6 +49,9 @@ export interface PublicRoute {
 }
 
 const ref = (name: string) => ({ $ref: `#/components/responses/${name}` });
+
+/** The files of the API reference page (`GET /docs/{asset}`): Swagger UI's, and the page's own start-up script. */
+export const API_REFERENCE_ASSETS = ['swagger-ui.css', 'swagger-ui-bundle.js', 'reference.js'] as const;
 const param = (name: string) => ({ $ref: `#/components/parameters/${name}` });
 const json = (schema: string) => ({ 'application/json': { schema: { $ref: `#/components/schemas/${schema}` } } });
 const etag = { ETag: { description: 'The generation of the resource, quoted', schema: { type: 'string' } } };
@@ -183,6 +186,37 @@ export const ROUTES = [
       '200': { description: 'The OpenAPI document', content: { 'application/json': {} } },
     },
   }),
+  // Issue 25: this document as a page, in a browser, every asset served by the gateway (no CDN).
+  {
+    owner: 'gateway',
+    tag: 'meta',
+    operationId: 'getApiReference',
+    method: 'GET',
+    path: '/docs',
+    caller: 'none',
+    bearer: null,
+    json: false,
+    summary: 'This document as a page to read and try in a browser (Swagger UI)',
+    responses: { '200': { description: 'The page', content: { 'text/html': { schema: { type: 'string' } } } } },
+  },
+  {
+    owner: 'gateway',
+    tag: 'meta',
+    operationId: 'getApiReferenceAsset',
+    method: 'GET',
+    path: '/docs/{asset}',
+    caller: 'none',
+    bearer: null,
+    json: false,
+    summary: "A script or style sheet of the page (its renderer's, served by the gateway)",
+    responses: {
+      '200': {
+        description: 'The asset',
+        content: { 'text/javascript': { schema: { type: 'string' } }, 'text/css': { schema: { type: 'string' } } },
+      },
+      '404': ref('NotFound'),
+    },
+  },
   // DESIGN.md 6: API clients and revoked tokens.
   adminRoute({
     owner: 'gateway',

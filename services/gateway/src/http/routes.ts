@@ -47,6 +47,7 @@ import type { KnownUser } from '../store/user-store';
 import type { Forwarder } from './forward';
 import { idempotentForwarder, type IdempotencyOptions } from './idempotent';
 import { rateLimit, type RateLimitOptions } from './rate-limit';
+import { apiReference } from './api-reference';
 
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace
@@ -83,6 +84,7 @@ export function gatewayRoutes(options: GatewayRoutesOptions): Router {
   const { realm, authenticator } = options;
   const router = exactRouter();
   const openApi = readFileSync(options.openApiPath, 'utf8');
+  const reference = apiReference();
   const idempotent = idempotentForwarder({ ...options.idempotency, forwarder: options.forwarder });
   /** DESIGN.md 4: the socket's peer, or the client behind a trusted proxy. */
   const sourceAddress = (req: Request) =>
@@ -174,6 +176,14 @@ export function gatewayRoutes(options: GatewayRoutesOptions): Router {
   serveRoutes(router, 'gateway', {
     getOpenApi: (_req, res) => {
       res.type('application/json').send(openApi);
+    },
+    getApiReference: (_req, res) => {
+      res.type('text/html; charset=utf-8').send(reference.page);
+    },
+    getApiReferenceAsset: (req, res) => {
+      const asset = reference.asset(String(req.params.asset));
+      if (!asset) throw notFound('no such asset of the API reference');
+      res.set('Cache-Control', 'public, max-age=3600').type(asset.type).send(asset.body);
     },
     listClients: async (_req, res) => {
       const clients = await administration.listClients(principalOf(res));
