@@ -11,7 +11,7 @@
 //    servers in the same run, summed as the renewals/s a renewal making only those would reach.
 // It prints seconds, renewals/s, its ratios to raw docs/s and to the floor, when the last
 // subscription.renewed and the last right.created arrived, expiries/s, and the peak resident
-// memory and peak V8 heap of each service. N defaults to 10,000 (BENCH_RENEWALS). BENCH_NODE_OPTIONS
+// memory and peak V8 heap of each service, and the CPU seconds each spent in the renewal window. N defaults to 10,000 (BENCH_RENEWALS). BENCH_NODE_OPTIONS
 // is handed to the services (e.g. a heap limit like a container's).
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
@@ -108,6 +108,16 @@ function peakMemory() {
   return peaks;
 }
 
+/** CPU seconds (user + system) each service process has used so far, from /proc (100 ticks a second). */
+function cpuSeconds() {
+  const used = {};
+  for (const [name, service] of system.processes) {
+    const fields = readFileSync(`/proc/${service.pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    used[name] = (Number(fields[11]) + Number(fields[12])) / 100;
+  }
+  return used;
+}
+
 try {
   const users = Array.from({ length: USERS }, (_, i) => `bench-user-${i}`);
   await system.seed({ clients: [{ clientId: 'bench-grantor', grantorId: 'B' }], users, skus: { monthly: {} } });
@@ -147,8 +157,19 @@ try {
   // When each kind of event was complete: where the time goes between the two services.
   const completeAt = (collector) =>
     collector.waitFor((messages) => messages.length >= N, 3_600_000).then(() => (Date.now() - due.getTime()) / 1000);
+  // What each service spent of the machine from the due second to the last event.
+  const cpuAtDue = new Promise((resolve) => setTimeout(() => resolve(cpuSeconds()), due.getTime() - Date.now()));
   const [renewedAt, createdAt2] = await Promise.all([completeAt(renewed), completeAt(rights)]);
   const seconds = (Date.now() - due.getTime()) / 1000;
+  const cpuAtEnd = cpuSeconds();
+  const atDue = await cpuAtDue;
+  console.log(
+    `CPU seconds of each service from the due second to the last event: ${JSON.stringify(
+      Object.fromEntries(
+        Object.entries(cpuAtEnd).map(([name, used]) => [name, Number((used - atDue[name]).toFixed(2))]),
+      ),
+    )}`,
+  );
   console.log(
     `last subscription.renewed at ${renewedAt.toFixed(1)} s, last right.created at ${createdAt2.toFixed(1)} s`,
   );
