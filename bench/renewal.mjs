@@ -11,9 +11,9 @@
 //    servers in the same run, summed as the renewals/s a renewal making only those would reach.
 // It prints seconds, renewals/s, its ratios to raw docs/s and to the floor, when the last
 // subscription.renewed and the last right.created arrived, expiries/s, and the peak resident
-// memory and peak V8 heap of each service, and the CPU seconds each spent in the renewal window. N defaults to 10,000 (BENCH_RENEWALS). BENCH_NODE_OPTIONS
+// memory and peak V8 heap of each service, and the CPU seconds each, and each server, spent in the renewal window. N defaults to 10,000 (BENCH_RENEWALS). BENCH_NODE_OPTIONS
 // is handed to the services (e.g. a heap limit like a container's).
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -108,12 +108,38 @@ function peakMemory() {
   return peaks;
 }
 
-/** CPU seconds (user + system) each service process has used so far, from /proc (100 ticks a second). */
+/** CPU seconds (user + system) a process has used so far, from /proc (100 ticks a second); 0 once gone. */
+function cpuOf(pid) {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return 0;
+  }
+}
+
+/** The servers' processes by what they run (PostgreSQL's backends come and go: summed by name). */
+const SERVER_COMMANDS = {
+  ferretdb: /^ferretdb$/,
+  postgres: /^postgres$/,
+  rabbitmq: /^(beam\.smp|erl_child_setup|epmd)$/,
+};
+
+/** CPU seconds each service process, and each server (all its processes), has used so far. */
 function cpuSeconds() {
   const used = {};
-  for (const [name, service] of system.processes) {
-    const fields = readFileSync(`/proc/${service.pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    used[name] = (Number(fields[11]) + Number(fields[12])) / 100;
+  for (const [name, service] of system.processes) used[name] = cpuOf(service.pid);
+  used.bench = cpuOf(process.pid);
+  for (const name of Object.keys(SERVER_COMMANDS)) used[name] = 0;
+  for (const pid of readdirSync('/proc').filter((entry) => /^\d+$/.test(entry))) {
+    let command;
+    try {
+      command = readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+    } catch {
+      continue;
+    }
+    const server = Object.keys(SERVER_COMMANDS).find((name) => SERVER_COMMANDS[name].test(command));
+    if (server) used[server] += cpuOf(pid);
   }
   return used;
 }
@@ -164,7 +190,7 @@ try {
   const cpuAtEnd = cpuSeconds();
   const atDue = await cpuAtDue;
   console.log(
-    `CPU seconds of each service from the due second to the last event: ${JSON.stringify(
+    `CPU seconds of each service and server from the due second to the last event: ${JSON.stringify(
       Object.fromEntries(
         Object.entries(cpuAtEnd).map(([name, used]) => [name, Number((used - atDue[name]).toFixed(2))]),
       ),

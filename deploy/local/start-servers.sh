@@ -39,9 +39,10 @@ start_postgres() {
   fi
   if ! listening "$PG_PORT"; then
     # synchronous_commit=off: a local test server need not wait for each commit's fsync
-    # (a crash may lose the last moment of writes, never consistency).
+    # (a crash may lose the last moment of writes, never consistency). plan_cache_mode: see
+    # the end of ferretdb-indexes.sql (a generic plan never uses an index FerretDB's queries need).
     (cd / && as_postgres "$bin/pg_ctl" -D "$PG_DATA" -l "$PG_DATA/server.log" -w -t 60 -o \
-      "-p $PG_PORT -k $PG_DATA -c listen_addresses=127.0.0.1 -c synchronous_commit=off -c max_connections=450" \
+      "-p $PG_PORT -k $PG_DATA -c listen_addresses=127.0.0.1 -c synchronous_commit=off -c max_connections=450 -c plan_cache_mode=force_custom_plan" \
       start >/dev/null) ||
       { tail -n 20 "$PG_DATA/server.log" >&2; exit 1; }
   fi
