@@ -1,4 +1,10 @@
-import { CommandTypes, type RightsIssueData } from '@rs/contracts';
+import {
+  CommandTypes,
+  snapshotOf,
+  SubscriptionEventTypes,
+  type RightsIssueData,
+  type SubscriptionEventData,
+} from '@rs/contracts';
 import type { OutboxEntry } from '@rs/store';
 import { basicCaller, fixedCatalog, testDatabase, type TestDatabase } from '@rs/testing';
 import { manualClock } from '@rs/time';
@@ -137,6 +143,49 @@ describe('renewal (DESIGN.md 3 "Renewal"), on a pinned clock', () => {
 });
 
 describe('one bad item fails alone (DESIGN.md 9), on a pinned clock', () => {
+  it('when a renewal command comes back (a crash before its ack), then the last renewal of each subscription sends its very events and commands again, and renews nothing twice', async () => {
+    clock.set('2026-05-01T00:00:00Z');
+    const subscription = await subscriptions.create(A, 'frank', {
+      grantorId: 'A',
+      timeSpec: 'R5/2026-05-01T00:00:00Z/P1D',
+      rightsSpec: [{ sku: 'news' }, { sku: 'video', timeSpec: 'PT6H' }],
+    });
+    const item = { connectId: 'frank', subscriptionId: subscription.subscriptionId };
+    // What a consumer receives of a message: the exchange and the whole event (id, time, data).
+    const sent = (entries: readonly OutboxEntry[]) => entries.map(({ exchange, event }) => ({ exchange, event }));
+
+    // Renewed from the stored subscription (no snapshot), then delivered again at a later instant.
+    const first = await subscriptions.renew([item], clock(), false);
+    expect(first.emitted.map((entry) => entry.event.type)).toEqual([
+      SubscriptionEventTypes.renewed,
+      CommandTypes.rightsIssue,
+    ]);
+    clock.advance(60_000);
+    expect(sent((await subscriptions.renew([item], clock(), true)).emitted)).toEqual(sent(first.emitted));
+
+    // Renewed from the scheduler's snapshot, 7 hours into the next period: the 6-hour right has
+    // ended and is not issued; the redelivery still builds the renewal as it was, hours later.
+    clock.set('2026-05-02T07:00:00Z');
+    const renewedEvent = first.emitted[0]!.event.data as SubscriptionEventData;
+    const withSnapshot = { ...item, snapshot: snapshotOf(renewedEvent)! };
+    const second = await subscriptions.renew([withSnapshot], clock(), false);
+    expect(second.missed).toEqual([expect.objectContaining({ rights: 1 })]);
+    const issued = second.emitted.find((entry) => entry.event.type === CommandTypes.rightsIssue)!;
+    expect((issued.event.data as RightsIssueData).rights.map((right) => right.sku)).toEqual(['news']);
+    clock.set('2026-05-02T20:00:00Z');
+    const again = await subscriptions.renew([withSnapshot], clock(), true);
+    expect(sent(again.emitted)).toEqual(sent(second.emitted));
+    expect(again.missed).toEqual([]);
+    expect(await subscriptions.get(A, 'frank', subscription.subscriptionId)).toMatchObject({
+      nextPeriod: 2,
+      generation: 3,
+    });
+
+    // A change after the renewal (suspend) does not change what the renewal sent.
+    await subscriptions.transition(A, 'frank', subscription.subscriptionId, 'suspend');
+    expect(sent((await subscriptions.renew([item], clock(), true)).emitted)).toEqual(sent(second.emitted));
+  });
+
   it('when a stored subscription cannot be renewed among good ones, then the others renew, it is reported failed and the schedule leaves it out', async () => {
     clock.set('2026-04-01T00:00:00Z');
     const make = () =>

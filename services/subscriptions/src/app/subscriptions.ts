@@ -220,7 +220,7 @@ export class SubscriptionUseCases {
   async renew(items: readonly SubscriptionsRenewData[], judgedAt: Date, replay: boolean): Promise<RenewalOutcome> {
     const now = new Date(Math.max(this.clock().getTime(), judgedAt.getTime()));
     const keys = items.map((item) => ({ userId: item.connectId, id: item.subscriptionId }));
-    const earlier = replay ? await this.store.lastEventsOf(keys) : [];
+    const earlier = replay ? await this.lastRenewals(keys) : [];
     const found = await this.subscriptionsOf(items);
     // DESIGN.md 9: a subscription whose renewal fails (bad stored data, a bug) fails alone.
     const failed: ItemFailure[] = [];
@@ -250,6 +250,25 @@ export class SubscriptionUseCases {
       missed: done.flatMap((one) => one.missed),
       failed,
     };
+  }
+
+  /**
+   * The events and commands of each subscription's last renewal, built again from where it
+   * started (the same ids and data: docs/decisions/0036), or as stored by an earlier release.
+   * One that cannot be built again (its stored subscription broke since) is left out: its
+   * renewal now fails alone as well.
+   */
+  private async lastRenewals(keys: ReadonlyArray<{ userId: string; id: string }>): Promise<OutboxEntry[]> {
+    return (await this.store.lastRenewalsOf(keys)).flatMap((last) => {
+      if (!last) return [];
+      if ('entries' in last) return last.entries;
+      try {
+        const planned = this.renewal(last.before, last.at);
+        return planned ? entriesOf(planned.outgoing) : [];
+      } catch {
+        return [];
+      }
+    });
   }
 
   /**

@@ -148,6 +148,30 @@ export const progressOf = (next: SubscriptionEntity, deleted: boolean): Progress
 });
 
 /**
+ * Where a renewal started from: stored with its record instead of its events and commands,
+ * which follow from it (docs/decisions/0036).
+ */
+export interface RenewalOrigin {
+  fromState: SubscriptionState;
+  fromPeriod: number | null;
+}
+
+/**
+ * The subscription as the renewal stored as `record` found it: its fixed fields as stored,
+ * its progress as the renewal started from it. Renewing that at `record.updatedAt` plans the
+ * same periods and builds the same events (their ids derive from the change) as the renewal
+ * did, so a redelivered command can publish them again without keeping them. Pure.
+ */
+export function beforeRenewal(stored: SubscriptionEntity, record: Progress & RenewalOrigin): SubscriptionEntity {
+  return {
+    ...stored,
+    generation: record.generation - 1,
+    state: record.fromState,
+    nextPeriod: record.fromPeriod,
+  };
+}
+
+/**
  * The subscription as of its latest change: as created (or as last compacted), with the
  * record of the highest generation above it applied; and whether that change deleted it. Pure.
  */

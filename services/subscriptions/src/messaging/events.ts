@@ -1,6 +1,7 @@
 import {
   CommandTypes,
   createCloudEvent,
+  eventIdOf,
   type Actor,
   type CloudEvent,
   type RightsCascadeData,
@@ -17,6 +18,8 @@ export const EVENT_SOURCE = '/subscriptions';
 /**
  * The subscriptions service's one place that turns a change into its messages (DESIGN.md 2):
  * the events on `subscriptions.events`, the rights cascade, and `rights.issue` for a period.
+ * Their ids derive from the change (subscription, generation or period, type), so messages
+ * built again (a redelivered renewal command, docs/decisions/0036) are the same messages.
  */
 export class SubscriptionMessages {
   constructor(private readonly publicBaseUrl: string) {}
@@ -39,10 +42,21 @@ export class SubscriptionMessages {
     const time = subscription.updatedAt;
     const subject = subscription.subscriptionId;
     return {
-      events: types.map((type) => createCloudEvent({ source: EVENT_SOURCE, type, subject, data, time, actor })),
+      events: types.map((type) =>
+        createCloudEvent({
+          id: eventIdOf(subject, subscription.generation, type),
+          source: EVENT_SOURCE,
+          type,
+          subject,
+          data,
+          time,
+          actor,
+        }),
+      ),
       commands: cascade
         ? [
             createCloudEvent<RightsCascadeData>({
+              id: eventIdOf(subject, subscription.generation, CommandTypes.rightsCascade),
               source: EVENT_SOURCE,
               type: CommandTypes.rightsCascade,
               subject,
@@ -57,6 +71,7 @@ export class SubscriptionMessages {
   /** `rights.issue` for one period of a renewal (DESIGN.md 3 "Renewal"). */
   issueCommand(subscription: SubscriptionEntity, issue: PeriodIssue, now: Date): CloudEvent<RightsIssueData> {
     return createCloudEvent<RightsIssueData>({
+      id: eventIdOf(subscription.subscriptionId, issue.period, CommandTypes.rightsIssue),
       source: EVENT_SOURCE,
       type: CommandTypes.rightsIssue,
       subject: subscription.subscriptionId,
