@@ -3,7 +3,8 @@
 // 1. the MongoDB-wire server's raw `insertMany` rate of right-sized documents (batches of
 //    500, 4 in flight, a scratch database dropped afterwards): the yardstick;
 // 2. N monthly subscriptions of many users whose first period starts at the same second,
-//    created through the gateway; the clock runs from that second until every right has
+//    created through the gateway, their subscription.created all published before that second
+//    (the relay's backlog is not renewal's); the clock runs from that second until every right has
 //    been published on rights.events (so it is stored) and every subscription.renewed too.
 // 3. N rights (issued with `rights.issue` commands, as renewal issues them) whose intervals
 //    end at the same second: from that second until every one has its right.expired.
@@ -150,6 +151,7 @@ try {
   const authorization = TestSystem.clientAuthorization('bench-grantor');
   const rights = await EventCollector.start(system.amqpUrl, 'rights.events', 'right.created');
   const renewed = await EventCollector.start(system.amqpUrl, 'subscriptions.events', 'subscription.renewed');
+  const created = await EventCollector.start(system.amqpUrl, 'subscriptions.events', 'subscription.created');
 
   // Creating N subscriptions takes a while here: start them after that, all at the same second.
   const due = new Date(Math.ceil((Date.now() + 15_000 + (N / CREATE_RATE) * 1000) / 1000) * 1000);
@@ -178,6 +180,21 @@ try {
     throw new Error(`creating ${N} subscriptions took past the due time; lower BENCH_CREATE_RATE`);
   console.log(
     `created ${N} subscriptions of ${USERS} users in ${creating.toFixed(1)} s (${(N / creating).toFixed(0)}/s, ${PARALLEL} in flight); due at ${due.toISOString()}`,
+  );
+  // The scheduler learns of a subscription from its subscription.created: renewal is timed
+  // only once the outbox relay has published them all, or it would time the relay's backlog.
+  const createdEnd = Date.now();
+  await created
+    .waitFor((messages) => messages.length >= N, Math.max(0, due.getTime() - Date.now() - 1_000))
+    .catch(() => undefined);
+  const published = created.messages.length;
+  await created.close();
+  if (published < N)
+    throw new Error(
+      `${published} of ${N} subscription.created published a second before the due time: the relay fell behind; lower BENCH_CREATE_RATE`,
+    );
+  console.log(
+    `every subscription.created published ${((Date.now() - createdEnd) / 1000).toFixed(1)} s after the last create`,
   );
 
   // When each kind of event was complete: where the time goes between the two services.

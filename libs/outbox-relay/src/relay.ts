@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from '@rs/logging';
 import type { AmqpClient } from '@rs/messaging';
 import {
+  chunks,
   documentLock,
   isDuplicateKey,
   loadedEntries,
@@ -66,6 +67,12 @@ const ALL_PENDING_KEYS: readonly PendingKey[] = [true, ...Array.from({ length: P
 /** Clocks of replicas may differ by this much: a relay reads the keys of the seconds around its own. */
 const RECENT_SKEW_MS = 1_000;
 const LEASES = 'outbox_leases';
+/**
+ * Documents cleared by one `updateMany`: FerretDB writes them one after another while it holds
+ * the request path's writes to them (the document lock) and a query's connection (DESIGN.md 7
+ * keeps update commands to 50 statements; this is one statement, kept as short).
+ */
+const CLEAR_CHUNK = 50;
 
 /**
  * Publishes pending events with confirms, many per confirm wait, then clears them from
@@ -265,13 +272,52 @@ export class OutboxRelay {
     // if it cannot be, nothing is cleared and the round is tried again.
     const events = batch.flatMap((document) => document.outbox.map((entry) => entry.event));
     const [results] = await Promise.all([published, this.options.history?.record(events)]);
-    // One document at a time: on FerretDB, concurrent clean-ups competed with the writes of
-    // the request path (creating subscriptions ran 15% slower with 16 in flight), and the
-    // relay only carries the changes made through the API (docs/decisions/0011).
+    const whole = results.filter(
+      ({ document, confirmed }) =>
+        confirmed > 0 && confirmed === document.outbox.length && typeof document.generation === 'number',
+    );
+    const cleared = await this.clearTogether(whole.map(({ document }) => document));
+    // The rest one document at a time: on FerretDB, concurrent clean-ups competed with the
+    // writes of the request path (creating subscriptions ran 15% slower with 16 in flight).
     for (const { document, confirmed } of results) {
+      if (cleared.has(document._id)) continue;
       await documentLock.run(this.options.collection, document._id, () => this.clear(document, confirmed));
     }
     return results.every(({ document, confirmed }) => confirmed === document.outbox.length);
+  }
+
+  /**
+   * Clears documents whose every entry was published, each still at the generation and key it
+   * was read at, a compare-and-set each, sent as one `updateMany` per (key, generation) and
+   * `CLEAR_CHUNK` documents (docs/decisions/0037): on FerretDB one query and a write a document,
+   * where `updateOne` made a query, a write and a round trip each; one at a time, a burst of
+   * API writes (10,000 subscriptions created) left the relay behind for half a minute. Returns
+   * the ids cleared.
+   */
+  private async clearTogether(documents: readonly OutboxDocument[]): Promise<Set<unknown>> {
+    const cleared = new Set<unknown>();
+    const groups = new Map<string, OutboxDocument[]>();
+    for (const document of documents) {
+      const group = `${String(document.outboxPending)}|${document.generation}`;
+      const members = groups.get(group);
+      if (members) members.push(document);
+      else groups.set(group, [document]);
+    }
+    for (const group of groups.values()) {
+      const { outboxPending, generation } = group[0]!;
+      for (const chunk of chunks(group, CLEAR_CHUNK)) {
+        const ids = chunk.map((document) => document._id);
+        const { modifiedCount } = await documentLock.runMany(this.options.collection, ids, () =>
+          this.documents.updateMany({ _id: { $in: ids }, generation, outboxPending } as never, {
+            $set: { outbox: [], outboxPending: false },
+          }),
+        );
+        // Fewer: some changed since they were read. Which is not known, so the chunk goes one
+        // document at a time, where clearing one already cleared finds nothing to do.
+        if (modifiedCount === ids.length) for (const id of ids) cleared.add(id);
+      }
+    }
+    return cleared;
   }
 
   /** Removes the first `confirmed` entries of the document's outbox, as read. */

@@ -5,7 +5,15 @@ import { AmqpClient } from '@rs/messaging';
 import { EventCollector, RabbitAdmin, testDatabase, type TestDatabase } from '@rs/testing';
 import type { mongo } from 'mongoose';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { newOutbox, outboxEntry, PENDING_KEYS, pendingKeyAt, storedEntries } from '@rs/store';
+import {
+  HistoryLog,
+  newOutbox,
+  outboxEntry,
+  PENDING_KEYS,
+  pendingKeyAt,
+  setWithOutbox,
+  storedEntries,
+} from '@rs/store';
 import { OutboxRelay } from '../src/index';
 
 // The outbox relay (DESIGN.md 2) against the real database and broker, in this process
@@ -59,7 +67,7 @@ function keysFarFromNow(): [number, number] {
   return [far[0]!, far[1]!];
 }
 
-const startRelay = (fullPassMs: number) => {
+const startRelay = (fullPassMs: number, history?: HistoryLog) => {
   relay = new OutboxRelay({
     db: database.db.db!,
     collection: 'things',
@@ -67,6 +75,7 @@ const startRelay = (fullPassMs: number) => {
     logger,
     pollIntervalMs: 100,
     fullPassMs,
+    history,
   });
   relay.start();
   return relay;
@@ -116,5 +125,41 @@ describe('the outbox relay reads pending documents a key at a time', () => {
     startRelay(500);
     await expect.poll(() => pendingLeft([id]), { timeout: 5_000 }).toBe(0);
     expect(publishedSubjects().has(id)).toBe(false);
+  });
+
+  it('when a burst of documents is pending under one key and one of them changes while its event is published, then every event goes out, the others are cleared, and the changed one keeps its new event until that is published too', async () => {
+    const [key] = keysFarFromNow();
+    const ids = Array.from({ length: 120 }, (_, i) => `burst-${i}-${randomBytes(3).toString('hex')}`);
+    for (const id of ids) await pendingDocument(id, key);
+    const changed = ids[77]!;
+    const later = { ...event(changed), id: `later-${changed}` };
+    later.event = { ...later.event, id: later.id, subject: `${changed}-later` };
+    // A write of the request path lands between the relay's read and its clean-up: while the
+    // batch's history is recorded (before anything is cleared), the document moves to
+    // generation 2 with a new event, as a change through the API does.
+    const history = new HistoryLog(database.db.db!, 'things_history', new Set(['right.created']), {
+      kind: 'system',
+      id: 'test',
+    });
+    const record = history.record.bind(history);
+    let raced = false;
+    history.record = async (events) => {
+      if (!raced) {
+        raced = true;
+        await documents.updateOne({ _id: changed, generation: 1 } as never, {
+          ...setWithOutbox({ generation: 2 }, [later]),
+        });
+      }
+      return record(events);
+    };
+    startRelay(500, history);
+    const expected = [...ids, `${changed}-later`];
+    await published.waitFor(() => expected.every((id) => publishedSubjects().has(id)), 15_000);
+    expect(raced).toBe(true);
+    await expect.poll(() => pendingLeft(ids), { timeout: 10_000 }).toBe(0);
+    expect(await documents.findOne({ _id: changed } as never)).toMatchObject({ generation: 2, outbox: [] });
+    // Each event once: none published again for a document whose clean-up lost the race.
+    const subjects = published.messages.map((message) => message.body.subject as string);
+    expect(subjects.filter((subject) => expected.includes(subject))).toHaveLength(expected.length);
   });
 });
