@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from '@rs/logging';
 import type { AmqpClient } from '@rs/messaging';
 import {
-  chunks,
   documentLock,
   isDuplicateKey,
   loadedEntries,
@@ -67,12 +66,6 @@ const ALL_PENDING_KEYS: readonly PendingKey[] = [true, ...Array.from({ length: P
 /** Clocks of replicas may differ by this much: a relay reads the keys of the seconds around its own. */
 const RECENT_SKEW_MS = 1_000;
 const LEASES = 'outbox_leases';
-/**
- * Documents cleared by one `updateMany`: FerretDB writes them one after another while it holds
- * the request path's writes to them (the document lock) and a query's connection (DESIGN.md 7
- * keeps update commands to 50 statements; this is one statement, kept as short).
- */
-const CLEAR_CHUNK = 50;
 
 /**
  * Publishes pending events with confirms, many per confirm wait, then clears them from
@@ -288,11 +281,12 @@ export class OutboxRelay {
 
   /**
    * Clears documents whose every entry was published, each still at the generation and key it
-   * was read at, a compare-and-set each, sent as one `updateMany` per (key, generation) and
-   * `CLEAR_CHUNK` documents (docs/decisions/0037): on FerretDB one query and a write a document,
-   * where `updateOne` made a query, a write and a round trip each; one at a time, a burst of
-   * API writes (10,000 subscriptions created) left the relay behind for half a minute. Returns
-   * the ids cleared.
+   * was read at, a compare-and-set each, sent as one `updateMany` per (key, generation)
+   * (docs/decisions/0037): on FerretDB one query of the key and a write a document, where
+   * `updateOne` made a query, a write and a round trip each, and a burst of API writes (10,000
+   * subscriptions created) left the relay behind for half a minute. One statement, however many
+   * documents (DESIGN.md 7 bounds statements a command), and not split: FerretDB matches `_id`
+   * after reading the whole key, so each part would read it again. Returns the ids cleared.
    */
   private async clearTogether(documents: readonly OutboxDocument[]): Promise<Set<unknown>> {
     const cleared = new Set<unknown>();
@@ -305,17 +299,15 @@ export class OutboxRelay {
     }
     for (const group of groups.values()) {
       const { outboxPending, generation } = group[0]!;
-      for (const chunk of chunks(group, CLEAR_CHUNK)) {
-        const ids = chunk.map((document) => document._id);
-        const { modifiedCount } = await documentLock.runMany(this.options.collection, ids, () =>
-          this.documents.updateMany({ _id: { $in: ids }, generation, outboxPending } as never, {
-            $set: { outbox: [], outboxPending: false },
-          }),
-        );
-        // Fewer: some changed since they were read. Which is not known, so the chunk goes one
-        // document at a time, where clearing one already cleared finds nothing to do.
-        if (modifiedCount === ids.length) for (const id of ids) cleared.add(id);
-      }
+      const ids = group.map((document) => document._id);
+      const { modifiedCount } = await documentLock.runMany(this.options.collection, ids, () =>
+        this.documents.updateMany({ _id: { $in: ids }, generation, outboxPending } as never, {
+          $set: { outbox: [], outboxPending: false },
+        }),
+      );
+      // Fewer: some changed since they were read. Which is not known, so the group goes one
+      // document at a time, where clearing one already cleared finds nothing to do.
+      if (modifiedCount === ids.length) for (const id of ids) cleared.add(id);
     }
     return cleared;
   }
