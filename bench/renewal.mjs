@@ -12,8 +12,10 @@
 //    servers in the same run, summed as the renewals/s a renewal making only those would reach.
 // It prints seconds, renewals/s, its ratios to raw docs/s and to the floor, when the last
 // subscription.renewed and the last right.created arrived, expiries/s, and the peak resident
-// memory and peak V8 heap of each service, and the CPU seconds each, and each server, spent in the renewal window. N defaults to 10,000 (BENCH_RENEWALS). BENCH_NODE_OPTIONS
-// is handed to the services (e.g. a heap limit like a container's).
+// memory (VmHWM) of each service, and the CPU seconds each service and each server spent in
+// the renewal window. N defaults to 10,000 (BENCH_RENEWALS). BENCH_NODE_OPTIONS is handed to
+// the services: `--max-old-space-size=256` holds each V8 heap to 256 MB like a container's
+// limit (a service over it dies, and the run never ends).
 import { readdirSync, readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { createRequire } from 'node:module';
