@@ -132,8 +132,7 @@ describe('the outbox relay reads pending documents a key at a time', () => {
     const ids = Array.from({ length: 120 }, (_, i) => `burst-${i}-${randomBytes(3).toString('hex')}`);
     for (const id of ids) await pendingDocument(id, key);
     const changed = ids[77]!;
-    const later = { ...event(changed), id: `later-${changed}` };
-    later.event = { ...later.event, id: later.id, subject: `${changed}-later` };
+    const later = event(`${changed}-later`);
     // A write of the request path lands between the relay's read and its clean-up: while the
     // batch's history is recorded (before anything is cleared), the document moves to
     // generation 2 with a new event, as a change through the API does.
