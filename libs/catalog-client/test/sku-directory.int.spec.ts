@@ -57,7 +57,7 @@ describe('SkuDirectory', () => {
       // Never fetched over HTTP (the catalog is down): only the event, reaching the directory's
       // own queue, can tell it about the SKU. Until then a lookup is CatalogUnavailable.
       await expect
-        .poll(() => directory.find('music-hifi').catch(() => null), { timeout: 10_000 })
+        .poll(() => directory.find('music-hifi').catch(() => null))
         .toMatchObject({ sku: 'music-hifi', name: 'Hi-Fi', generation: '1' });
       await expect(directory.find('never-seen')).rejects.toBeInstanceOf(CatalogUnavailable);
     } finally {

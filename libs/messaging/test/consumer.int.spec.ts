@@ -74,8 +74,8 @@ async function deadLettered(): Promise<Array<{ body: string; error: string }>> {
 describe('consumer with retry and dead-letter queue', () => {
   it('when handlers succeed, fail for a while, fail for good, or get garbage, then each ends where it should', async () => {
     for (const body of ['{"n":1}', '{"n":2}', '{"n":3}', 'not json', '{"n":"x"}']) await send(body);
-    await expect.poll(() => handled.includes(2), { timeout: 10_000 }).toBe(true);
-    await expect.poll(async () => (await deadLettered()).length, { timeout: 10_000 }).toBe(3);
+    await expect.poll(() => handled.includes(2)).toBe(true);
+    await expect.poll(async () => (await deadLettered()).length).toBe(3);
     expect(handled).toEqual([1, 2]);
     expect(attempts.get(2)).toBe(3);
     expect(attempts.get(3)).toBe(3);
@@ -98,6 +98,6 @@ describe('consumer with retry and dead-letter queue', () => {
     await expect(send('{"n":4}')).rejects.toBeInstanceOf(BrokerUnavailable);
     await client.waitUntilConnected(10_000);
     await send('{"n":5}');
-    await expect.poll(() => handled.includes(5), { timeout: 10_000 }).toBe(true);
+    await expect.poll(() => handled.includes(5)).toBe(true);
   });
 });

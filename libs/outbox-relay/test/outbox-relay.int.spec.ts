@@ -97,8 +97,8 @@ describe('the outbox relay reads pending documents a key at a time', () => {
     await documents.insertOne({ _id: legacy, outbox: storedEntries([event(legacy)]), outboxPending: true } as never);
     startRelay(500);
     const all = [...ids, legacy];
-    await published.waitFor(() => all.every((id) => publishedSubjects().has(id)), 10_000);
-    await expect.poll(() => pendingLeft(all), { timeout: 5_000 }).toBe(0);
+    await published.waitFor(() => all.every((id) => publishedSubjects().has(id)));
+    await expect.poll(() => pendingLeft(all)).toBe(0);
     expect(published.messages.filter((message) => all.includes(message.body.subject as string))).toHaveLength(4);
   });
 
@@ -108,22 +108,22 @@ describe('the outbox relay reads pending documents a key at a time', () => {
     await pendingDocument(seen!, later);
     startRelay(60_000);
     // The pass at start has published `seen`, so it has read `earlier` already.
-    await published.waitFor(() => publishedSubjects().has(seen!), 5_000);
+    await published.waitFor(() => publishedSubjects().has(seen!));
     await pendingDocument(old!, earlier);
     await pendingDocument(fresh!, pendingKeyAt(Date.now()));
     relay!.kick();
-    await published.waitFor(() => publishedSubjects().has(fresh!), 5_000);
+    await published.waitFor(() => publishedSubjects().has(fresh!));
     expect(publishedSubjects().has(old!)).toBe(false);
     relay!.kick('all');
-    await published.waitFor(() => publishedSubjects().has(old!), 5_000);
-    await expect.poll(() => pendingLeft([seen!, old!, fresh!]), { timeout: 5_000 }).toBe(0);
+    await published.waitFor(() => publishedSubjects().has(old!));
+    await expect.poll(() => pendingLeft([seen!, old!, fresh!])).toBe(0);
   });
 
   it('when a document is flagged pending with nothing to publish, then the relay unflags it', async () => {
     const id = `empty-${randomBytes(3).toString('hex')}`;
     await documents.insertOne({ _id: id, generation: 3, outbox: [], outboxPending: pendingKeyAt(Date.now()) } as never);
     startRelay(500);
-    await expect.poll(() => pendingLeft([id]), { timeout: 5_000 }).toBe(0);
+    await expect.poll(() => pendingLeft([id])).toBe(0);
     expect(publishedSubjects().has(id)).toBe(false);
   });
 
@@ -155,7 +155,7 @@ describe('the outbox relay reads pending documents a key at a time', () => {
     const expected = [...ids, `${changed}-later`];
     await published.waitFor(() => expected.every((id) => publishedSubjects().has(id)), 15_000);
     expect(raced).toBe(true);
-    await expect.poll(() => pendingLeft(ids), { timeout: 10_000 }).toBe(0);
+    await expect.poll(() => pendingLeft(ids)).toBe(0);
     expect(await documents.findOne({ _id: changed } as never)).toMatchObject({ generation: 2, outbox: [] });
     // Each event once: none published again for a document whose clean-up lost the race.
     const subjects = published.messages.map((message) => message.body.subject as string);

@@ -42,7 +42,7 @@ describe('a history with a retention', () => {
       onError: (error) => errors.push(error),
     });
     try {
-      if (!usesDriverIndexes) await expect.poll(() => purged, { timeout: 10_000 }).toEqual([2]);
+      if (!usesDriverIndexes) await expect.poll(() => purged).toEqual([2]);
       expect(errors).toEqual([]);
     } finally {
       await purge.stop();

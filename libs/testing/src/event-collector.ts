@@ -47,7 +47,7 @@ export class EventCollector {
   }
 
   /** Waits until `predicate` holds for the collected messages; fails with what arrived. */
-  async waitFor(predicate: (messages: CollectedMessage[]) => boolean, timeoutMs = 10_000): Promise<CollectedMessage[]> {
+  async waitFor(predicate: (messages: CollectedMessage[]) => boolean, timeoutMs = 20_000): Promise<CollectedMessage[]> {
     const deadline = Date.now() + timeoutMs;
     while (!predicate(this.messages)) {
       if (Date.now() > deadline) {

@@ -51,9 +51,7 @@ describe('the API reference page (GET /docs)', () => {
     await block.locator('.execute').click();
     await sent;
     await expect
-      .poll(() => block.locator('.live-responses-table tbody .response-col_status').first().textContent(), {
-        timeout: 10_000,
-      })
+      .poll(() => block.locator('.live-responses-table tbody .response-col_status').first().textContent())
       .toMatch(/200/);
     await page.close();
   });

@@ -189,9 +189,6 @@ describe('the edge, derived from the route table', () => {
         .poll(
           async () =>
             (await (await fx.call('GET', `/id/users/victim/${history}/history`, callers.admin)).json()) as object,
-          {
-            timeout: 10_000,
-          },
         )
         .toMatchObject({ history: [expect.anything()] });
     const before = await state();

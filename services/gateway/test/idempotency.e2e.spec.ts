@@ -128,7 +128,7 @@ describe('Idempotency-Key (DESIGN.md 8)', () => {
     const lost = create('crash', 'order-4').catch(() => null);
     try {
       // Once the first attempt has claimed the key (its record in the gateway's database).
-      await expect.poll(() => keyState('grantor-a', 'order-4'), { timeout: 10_000 }).toBe('running');
+      await expect.poll(() => keyState('grantor-a', 'order-4')).toBe('running');
       const meanwhile = await create('crash', 'order-4', {}, { replica: 2 });
       expect(meanwhile.status).toBe(409);
       expect(meanwhile.headers.get('retry-after')).toBe('1');

@@ -335,7 +335,6 @@ describe('when the catalog is unreachable', () => {
                 timeInterval: CURRENT,
               })
             ).status,
-          { timeout: 10_000 },
         )
         .toBe(201);
       const response = await call('POST', '/id/users/alice/rights', A, {

@@ -73,7 +73,6 @@ describe('rights.issue', () => {
         async () =>
           (await rightsOf('carol')).filter((r) => r.link.some((l) => l.href.endsWith(`/subs/${subscriptionId}`)))
             .length,
-        { timeout: 10_000 },
       )
       .toBe(2);
     await fx
@@ -97,18 +96,14 @@ describe('rights.issue', () => {
     await send('rights.issue', 'x', { nonsense: true });
     await send('rights.issue', 'x', null, 'not json at all');
     await send('rights.issue', 'x', issue('Sbad', '2026-03-01T00:00:00Z', 'ACTIVE', 'garbage-interval'));
-    await expect
-      .poll(() => fx.system.rabbit.queueMessageCount(fx.system.vhost, 'rights.commands.dlq'), { timeout: 15_000 })
-      .toBe(3);
+    await expect.poll(() => fx.system.rabbit.queueMessageCount(fx.system.vhost, 'rights.commands.dlq')).toBe(3);
     const subscriptionId = `S${randomBytes(4).toString('hex')}`;
     await send('rights.issue', subscriptionId, issue(subscriptionId, '2026-04-01T00:00:00Z', 'SUSPENDED'));
     await expect
-      .poll(
-        async () =>
-          (await rightsOf('carol'))
-            .filter((r) => r.link.some((l) => l.href.endsWith(subscriptionId)))
-            .map((r) => r.state),
-        { timeout: 10_000 },
+      .poll(async () =>
+        (await rightsOf('carol'))
+          .filter((r) => r.link.some((l) => l.href.endsWith(subscriptionId)))
+          .map((r) => r.state),
       )
       .toEqual(['SUSPENDED', 'SUSPENDED']);
   });
@@ -128,9 +123,9 @@ describe('rights.issue in batches (docs/decisions/0020)', () => {
     });
     const statesOf = async (subscriptionId: string) =>
       (await rightsOf('carol')).filter((r) => r.link.some((l) => l.href.endsWith(subscriptionId))).map((r) => r.state);
-    await expect.poll(() => statesOf(first!), { timeout: 10_000 }).toEqual(['ACTIVE', 'ACTIVE']);
-    await expect.poll(() => statesOf(last!), { timeout: 10_000 }).toEqual(['SUSPENDED', 'SUSPENDED']);
-    await expect.poll(dead, { timeout: 10_000 }).toBe(before + 1);
+    await expect.poll(() => statesOf(first!)).toEqual(['ACTIVE', 'ACTIVE']);
+    await expect.poll(() => statesOf(last!)).toEqual(['SUSPENDED', 'SUSPENDED']);
+    await expect.poll(dead).toBe(before + 1);
     expect(await statesOf(broken!)).toEqual([]);
   });
 });
@@ -146,22 +141,20 @@ describe('rights.cascade', () => {
         .filter((r) => r.link.some((l) => l.href.endsWith(`/subs/${subscriptionId}`)))
         .map((r) => r.state)
         .sort();
-    await expect.poll(ofSubscription, { timeout: 10_000 }).toHaveLength(4);
+    await expect.poll(ofSubscription).toHaveLength(4);
     await send('rights.cascade', subscriptionId, {
       subscriptionId,
       connectId: 'carol',
       action: 'suspend',
     } satisfies RightsCascadeData);
     // The ended rights are expired by the scheduler meanwhile, or suspended first: never ACTIVE.
-    await expect.poll(ofSubscription, { timeout: 10_000 }).not.toContain('ACTIVE');
+    await expect.poll(ofSubscription).not.toContain('ACTIVE');
     await send('rights.cascade', subscriptionId, {
       subscriptionId,
       connectId: 'carol',
       action: 'activate',
     } satisfies RightsCascadeData);
-    await expect
-      .poll(async () => (await ofSubscription()).filter((s) => s === 'ACTIVE').length, { timeout: 10_000 })
-      .toBe(2);
+    await expect.poll(async () => (await ofSubscription()).filter((s) => s === 'ACTIVE').length).toBe(2);
     expect((await ofSubscription()).filter((s) => s === 'ACTIVE')).toHaveLength(2);
   });
 });
@@ -190,8 +183,8 @@ describe('expiry (DESIGN.md 3 "Rights")', () => {
           await fetch(`${fx.system.gatewayUrl}/id/users/carol/rights/${id}`, { headers: admin() })
         ).json()) as RightView
       ).state;
-    await expect.poll(() => stateOf(ids[0]!), { timeout: 10_000 }).toBe('EXPIRED');
-    await expect.poll(() => stateOf(ids[1]!), { timeout: 10_000 }).toBe('EXPIRED');
+    await expect.poll(() => stateOf(ids[0]!)).toBe('EXPIRED');
+    await expect.poll(() => stateOf(ids[1]!)).toBe('EXPIRED');
     expect(await stateOf(ids[2]!)).toBe('CREATED');
     await new Promise((resolve) => setTimeout(resolve, 1500)); // further ticks must not expire again
     for (const id of ids.slice(0, 2)) {

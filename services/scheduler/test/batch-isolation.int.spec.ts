@@ -57,7 +57,7 @@ async function tamper(
       const fields = typeof set === 'function' ? set(stored) : set;
       return (await db.collection(collection).updateOne(filter as never, { $set: fields })).modifiedCount;
     };
-    await expect.poll(changed, { timeout: 5_000 }).toBe(1);
+    await expect.poll(changed).toBe(1);
   } finally {
     await db.close();
   }
@@ -98,7 +98,7 @@ describe('one bad item fails alone (DESIGN.md 9)', () => {
     // Two rebuilds later (each logs `schedules rebuilt`), the dead-letter queue still holds the one item, alone.
     const rebuilds = () => fx.system.service('scheduler').logs.join('').split('schedules rebuilt').length - 1;
     const seen = rebuilds();
-    await expect.poll(rebuilds, { timeout: 15_000 }).toBeGreaterThanOrEqual(seen + 2);
+    await expect.poll(rebuilds).toBeGreaterThanOrEqual(seen + 2);
     const connection = await amqp.connect(fx.system.amqpUrl);
     try {
       const channel = await connection.createChannel();

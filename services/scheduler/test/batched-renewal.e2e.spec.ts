@@ -90,9 +90,9 @@ describe('batches that partly repeat', () => {
     const ours = new Set(commands.map((command) => command.subscriptionId));
     const issued = async () => (await rightsOfUser()).filter((right) => ours.has(subscriptionOf(right)!));
     for (const command of commands.slice(0, 20)) await send('rights.issue', command);
-    await expect.poll(async () => (await issued()).length, { timeout: 10_000 }).toBe(20);
+    await expect.poll(async () => (await issued()).length).toBe(20);
     for (const command of commands) await send('rights.issue', command);
-    await expect.poll(async () => (await issued()).length, { timeout: 10_000 }).toBe(40);
+    await expect.poll(async () => (await issued()).length).toBe(40);
     const rightIds = new Set((await issued()).map((right) => right.rightId));
     await rightEvents.waitFor(() =>
       [...rightIds].every((id) => idsBySubject(rightEvents.messages, 'right.created').has(id)),
@@ -181,11 +181,11 @@ describe('a batch mixing states', () => {
 
       const stateOf = async (id: string) =>
         (await (await call('GET', `/id/users/${USER}/subs/${id}`)).json()) as { state: string };
-      await expect.poll(async () => (await stateOf(ended)).state, { timeout: 10_000 }).toBe('EXPIRED');
+      await expect.poll(async () => (await stateOf(ended)).state).toBe('EXPIRED');
       const statesOf = async (id: string) =>
         (await rightsOfUser()).filter((right) => subscriptionOf(right) === id).map((right) => right.state);
-      await expect.poll(() => statesOf(active), { timeout: 10_000 }).toEqual(['ACTIVE']);
-      await expect.poll(() => statesOf(suspended), { timeout: 10_000 }).toEqual(['SUSPENDED']);
+      await expect.poll(() => statesOf(active)).toEqual(['ACTIVE']);
+      await expect.poll(() => statesOf(suspended)).toEqual(['SUSPENDED']);
       await sleep(1_000);
       expect(await statesOf(deleted)).toEqual([]);
       expect(await statesOf(ended)).toEqual([]);
@@ -218,7 +218,7 @@ describe('expiry in bulk', () => {
       } satisfies RightsIssueData);
     }
     const ours = async () => (await rightsOfUser()).filter((right) => subscriptions.includes(subscriptionOf(right)!));
-    await expect.poll(async () => (await ours()).length, { timeout: 10_000 }).toBe(1_000);
+    await expect.poll(async () => (await ours()).length).toBe(1_000);
     const rightIds = new Set((await ours()).map((right) => right.rightId));
     const expiredOf = () =>
       [...idsBySubject(rightEvents.messages, 'right.expired').keys()].filter((id) => rightIds.has(id));
@@ -242,9 +242,7 @@ describe('catch-up', () => {
     const short = await Promise.all(
       Array.from({ length: 20 }, () => createSubscription({ timeSpec: `R2/${isoSecond(due)}/PT1S` })),
     );
-    await expect
-      .poll(() => system.rabbit.queueMessageCount(system.vhost, 'scheduler.subscriptions-events'), { timeout: 10_000 })
-      .toBe(0);
+    await expect.poll(() => system.rabbit.queueMessageCount(system.vhost, 'scheduler.subscriptions-events')).toBe(0);
     await sleep(500);
     const scheduler = system.service('scheduler');
     await scheduler.stop();
@@ -252,14 +250,14 @@ describe('catch-up', () => {
     await scheduler.start();
     const rightsOf = async (ids: string[]) =>
       (await rightsOfUser()).filter((right) => ids.includes(subscriptionOf(right)!));
-    await expect.poll(async () => (await rightsOf(lasting)).length, { timeout: 15_000 }).toBe(20);
+    await expect.poll(async () => (await rightsOf(lasting)).length).toBe(20);
     const expired = async () =>
       await Promise.all(
         short.map(
           async (id) => ((await (await call('GET', `/id/users/${USER}/subs/${id}`)).json()) as { state: string }).state,
         ),
       );
-    await expect.poll(expired, { timeout: 15_000 }).toEqual(short.map(() => 'EXPIRED'));
+    await expect.poll(expired).toEqual(short.map(() => 'EXPIRED'));
     expect(await rightsOf(short)).toEqual([]);
     expect(new Set((await rightsOf(lasting)).map(subscriptionOf)).size).toBe(20);
   }, 60_000);

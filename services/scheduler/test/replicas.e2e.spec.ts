@@ -67,7 +67,7 @@ describe('several replicas of every service (issue: renewal with replicas)', () 
           await fetch(`${fx.system.gatewayUrl}/id/users/gina/subs/${id}`, { headers: { authorization: A } })
         ).json()) as { state: string }
       ).state;
-    await expect.poll(async () => Promise.all(ids.map(stateOf)), { timeout: 10_000 }).toEqual(ids.map(() => 'EXPIRED'));
+    await expect.poll(async () => Promise.all(ids.map(stateOf))).toEqual(ids.map(() => 'EXPIRED'));
   });
 
   it('when one of two schedulers is killed, then the other takes over its partitions within seconds and renews what falls due', async () => {
@@ -78,12 +78,10 @@ describe('several replicas of every service (issue: renewal with replicas)', () 
         )?.[1],
       );
     // Shared while both run.
-    await expect
-      .poll(async () => [await owned('scheduler'), await owned('scheduler#2')], { timeout: 10_000 })
-      .toEqual([4, 4]);
+    await expect.poll(async () => [await owned('scheduler'), await owned('scheduler#2')]).toEqual([4, 4]);
     await fx.system.service('scheduler#2').kill();
     const killedAt = Date.now();
-    await expect.poll(() => owned('scheduler'), { timeout: 10_000, interval: 200 }).toBe(8);
+    await expect.poll(() => owned('scheduler'), { interval: 200 }).toBe(8);
     expect(Date.now() - killedAt).toBeLessThan(8_000);
 
     const ids = await subscribe((start) => `R1/${start}/PT1H`);

@@ -38,9 +38,7 @@ describe('renewal (DESIGN.md 3 "Renewal")', () => {
     expect(response.status).toBe(201);
     const { subscriptionId } = (await response.json()) as { subscriptionId: string };
     // The current period's long right at once (its 1 s right has already ended: never issued).
-    await expect
-      .poll(async () => (await rightsOf(subscriptionId)).length, { timeout: 5_000 })
-      .toBeGreaterThanOrEqual(1);
+    await expect.poll(async () => (await rightsOf(subscriptionId)).length).toBeGreaterThanOrEqual(1);
     // Then, once the next periods have begun, each period has its rights exactly once.
     const startsOf = (rights: RightView[]) => rights.map((r) => r.timeInterval.split('/')[0]!);
     await expect
@@ -71,13 +69,11 @@ describe('renewal (DESIGN.md 3 "Renewal")', () => {
     });
     const { subscriptionId } = (await response.json()) as { subscriptionId: string };
     await expect
-      .poll(() => fx.system.rabbit.queueMessageCount(fx.system.vhost, 'scheduler.subscriptions-events'), {
-        timeout: 10_000,
-      })
+      .poll(() => fx.system.rabbit.queueMessageCount(fx.system.vhost, 'scheduler.subscriptions-events'))
       .toBeGreaterThan(0);
     await fx.system.rabbit.purgeQueue(fx.system.vhost, 'scheduler.subscriptions-events');
     await scheduler.start();
-    await expect.poll(async () => (await rightsOf(subscriptionId)).length, { timeout: 10_000 }).toBe(1);
+    await expect.poll(async () => (await rightsOf(subscriptionId)).length).toBe(1);
   });
 
   it('when the scheduler lost the events of a right, then it rebuilds its expiries from the rights service at start', async () => {
@@ -91,7 +87,7 @@ describe('renewal (DESIGN.md 3 "Renewal")', () => {
     });
     const { rightId } = (await created.json()) as { rightId: string };
     await expect
-      .poll(() => fx.system.rabbit.queueMessageCount(fx.system.vhost, 'scheduler.rights-events'), { timeout: 10_000 })
+      .poll(() => fx.system.rabbit.queueMessageCount(fx.system.vhost, 'scheduler.rights-events'))
       .toBeGreaterThan(0);
     await fx.system.rabbit.purgeQueue(fx.system.vhost, 'scheduler.rights-events');
     await scheduler.start();
@@ -99,7 +95,6 @@ describe('renewal (DESIGN.md 3 "Renewal")', () => {
       .poll(
         async () =>
           ((await (await call('GET', `/id/users/frank/rights/${rightId}`)).json()) as { state: string }).state,
-        { timeout: 10_000 },
       )
       .toBe('EXPIRED');
   });

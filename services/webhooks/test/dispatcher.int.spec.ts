@@ -110,7 +110,7 @@ describe('the outcome of a failed attempt', () => {
   it('when it lands after a sweeper may have passed its retry’s second, then this process makes the retry', async () => {
     store.slowByMs = 10_000;
     await deliver('D2');
-    await expect.poll(() => stateOf('D2'), { timeout: 5_000 }).toEqual({ status: 'delivered', attempts: 2 });
+    await expect.poll(() => stateOf('D2')).toEqual({ status: 'delivered', attempts: 2 });
     expect(idsReceived().filter((id) => id === 'event-D2')).toHaveLength(2);
   });
 });

@@ -51,7 +51,7 @@ describe('webhooks through crashes and outages', () => {
 
     // Killed while deliveries are under way, and down while more events come.
     await createRights('A', 20);
-    await expect.poll(() => ofA.received.length, { timeout: 5_000 }).toBeGreaterThan(0);
+    await expect.poll(() => ofA.received.length).toBeGreaterThan(0);
     await webhooks.kill();
     await createRights('A', 10);
     await createRights('B', 5);

@@ -80,7 +80,7 @@ const subjectsOf = (target: WebhookReceiver) =>
   target.received.map((request) => (JSON.parse(request.body) as { subject: string }).subject);
 
 describe('endpoints and signed deliveries', () => {
-  it('when a grantor registers an endpoint and a right changes, then a signed CloudEvent arrives within 2 s, verifiable with a Standard Webhooks library', async () => {
+  it('when a grantor registers an endpoint and a right changes, then a signed CloudEvent arrives, verifiable with a Standard Webhooks library', async () => {
     const target = await receiver();
     const endpoint = await register(A, target.url, ['right.*']);
     expect(endpoint.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
@@ -100,7 +100,7 @@ describe('endpoints and signed deliveries', () => {
 
     const sent = Date.now();
     const rightId = await createRight('A');
-    await expect.poll(() => target.received.length, { timeout: 2_000 }).toBeGreaterThanOrEqual(1);
+    await expect.poll(() => target.received.length).toBeGreaterThanOrEqual(1);
     const [request] = target.received;
     expect(request!.at - sent).toBeLessThan(2_000);
     expect(request!.headers['content-type']).toBe('application/json');
@@ -121,9 +121,7 @@ describe('endpoints and signed deliveries', () => {
     ).toThrow();
 
     // The outcome is recorded once the endpoint has answered, so the log may lag the receiver a little.
-    await expect
-      .poll(async () => (await deliveriesOf(endpoint.endpointId))[0]?.status, { timeout: 2_000 })
-      .toBe('delivered');
+    await expect.poll(async () => (await deliveriesOf(endpoint.endpointId))[0]?.status).toBe('delivered');
     const [delivery] = await deliveriesOf(endpoint.endpointId);
     expect(delivery).toMatchObject({
       eventId: event.id,
@@ -150,7 +148,7 @@ describe('endpoints and signed deliveries', () => {
     const newsOfA = await createRight('A', 'news'); // provided by SP
     const videoOfA = await createRight('A', 'video');
     const videoOfB = await createRight('B', 'video');
-    await expect.poll(() => ofAdmin.received.length, { timeout: 5_000 }).toBe(3);
+    await expect.poll(() => ofAdmin.received.length).toBe(3);
     await new Promise((resolve) => setTimeout(resolve, 1_000)); // a wrong delivery would show by now
 
     expect(new Set(subjectsOf(ofA))).toEqual(new Set([newsOfA, videoOfA]));
@@ -164,13 +162,13 @@ describe('endpoints and signed deliveries', () => {
     const flaky = await receiver((_request, count) => ({ status: count <= 2 ? 503 : 200 }));
     const endpoint = await register(A, flaky.url, ['right.created']);
     await createRight('A');
-    await expect.poll(() => flaky.received.length, { timeout: 8_000 }).toBe(3);
+    await expect.poll(() => flaky.received.length).toBe(3);
     const ids = flaky.received.map((request) => request.headers['webhook-id']);
     expect(new Set(ids).size).toBe(1); // the same webhook-id on every attempt
     const gaps = flaky.received.slice(1).map((request, i) => request.at - flaky.received[i]!.at);
     for (const gap of gaps) expect(gap).toBeGreaterThanOrEqual(900);
     await expect
-      .poll(async () => (await deliveriesOf(endpoint.endpointId))[0], { timeout: 2_000 })
+      .poll(async () => (await deliveriesOf(endpoint.endpointId))[0])
       .toMatchObject({ status: 'delivered', attempts: 3, lastStatus: 200 });
   });
 
@@ -181,7 +179,7 @@ describe('endpoints and signed deliveries', () => {
     await createRight('A');
     // The first attempt and three retries (WEBHOOK_RETRY_SCHEDULE has three delays).
     await expect
-      .poll(async () => (await deliveriesOf(endpoint.endpointId))[0], { timeout: 10_000 })
+      .poll(async () => (await deliveriesOf(endpoint.endpointId))[0])
       .toMatchObject({ status: 'failed', attempts: 4, lastStatus: 500, nextAttemptAt: null });
     expect(down.received).toHaveLength(4);
 
@@ -193,9 +191,9 @@ describe('endpoints and signed deliveries', () => {
       A,
     );
     expect(retried.status).toBe(202);
-    await expect.poll(() => down.received.length, { timeout: 2_000 }).toBe(5);
+    await expect.poll(() => down.received.length).toBe(5);
     await expect
-      .poll(async () => (await deliveriesOf(endpoint.endpointId))[0], { timeout: 2_000 })
+      .poll(async () => (await deliveriesOf(endpoint.endpointId))[0])
       .toMatchObject({ status: 'delivered', attempts: 5, lastStatus: 200 });
   });
 
@@ -208,7 +206,7 @@ describe('endpoints and signed deliveries', () => {
     const witness = await receiver();
     await register(A, witness.url, ['right.created']);
     await createRight('A');
-    await expect.poll(() => witness.received.length, { timeout: 3_000 }).toBe(1);
+    await expect.poll(() => witness.received.length).toBe(1);
     expect(target.received).toEqual([]);
   });
 
@@ -227,7 +225,7 @@ describe('endpoints and signed deliveries', () => {
     expect(stored).toContain('sealed');
     for (const key of [endpoint.secret, secret]) expect(stored).not.toContain(key.slice('whsec_'.length, 30));
     await createRight('A');
-    await expect.poll(() => target.received.length, { timeout: 3_000 }).toBe(1);
+    await expect.poll(() => target.received.length).toBe(1);
     const [request] = target.received;
     expect(String(request!.headers['webhook-signature']).split(' ')).toHaveLength(2);
     for (const key of [endpoint.secret, secret])
@@ -249,6 +247,8 @@ describe('isolation', () => {
     await register(A, healthy.url, ['right.created']);
     const created: string[] = [];
     for (let i = 0; i < 20; i++) created.push(await createRight('A'));
+    // The one bound here that is the assertion: had the healthy endpoint shared the hanging one's
+    // attempts, it would wait for their 1.5 s timeouts (three rounds of eight at least).
     await expect.poll(() => new Set(subjectsOf(healthy)).size, { timeout: 3_000 }).toBe(20);
     // Bounded concurrency: the hanging endpoint holds at most WEBHOOK_CONCURRENCY_PER_ENDPOINT
     // attempts at once (timed-out attempts are retried, so it may receive more in all).
@@ -256,9 +256,7 @@ describe('isolation', () => {
     expect(hanging.maxInFlight).toBeLessThanOrEqual(8);
     // A timed-out attempt counts as failed and is retried (lastStatus null: no answer).
     await expect
-      .poll(async () => (await deliveriesOf(stuck.endpointId)).some((d) => d.attempts >= 1 && d.lastStatus === null), {
-        timeout: 5_000,
-      })
+      .poll(async () => (await deliveriesOf(stuck.endpointId)).some((d) => d.attempts >= 1 && d.lastStatus === null))
       .toBe(true);
     // What an operator sees: deliveries by outcome, attempt latency, and the hanging endpoint's backlog.
     const metrics = await (await fetch(`${fx.system.service('webhooks').url}/metrics`)).text();
