@@ -26,7 +26,7 @@ export default defineConfig({
     // What a test waits for to happen (an event relayed, a history entry, a retry) it polls for up
     // to 20 s: four system files at once on two cores make a second's work take several at times
     // (CI failed on 2 s waits). How soon things happen is measured in bench/, not asserted here;
-    // the few bounds that are themselves the assertion say so where they are written.
+    // the few bounds that are themselves the assertion say so where they are written (0038).
     expect: { poll: { timeout: 20_000 } },
     hookTimeout: 120_000,
     reporters: ['default', './vitest.summary-reporter.mjs'],
