@@ -7,7 +7,9 @@
 //    (the relay's backlog is not renewal's); the clock runs from that second until every right has
 //    been published on rights.events (so it is stored) and every subscription.renewed too.
 // 3. N rights (issued with `rights.issue` commands, as renewal issues them) whose intervals
-//    end at the same second: from that second until every one has its right.expired.
+//    end at the same second, every right.created read by the scheduler before it: from that
+//    second until every one has its right.expired, with when each quarter of them was out.
+//    BENCH_EXPIRY_ONLY=1 measures this phase alone (no subscriptions, no renewal).
 // 4. the floor (bench/floor.mjs): each write a renewal cannot avoid, measured alone on the same
 //    servers in the same run, summed as the renewals/s a renewal making only those would reach.
 // It prints seconds, renewals/s, its ratios to raw docs/s and to the floor, when the last
@@ -18,6 +20,7 @@
 // limit (a service over it dies, and the run never ends).
 import { readdirSync, readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
+import { clearInterval, setInterval } from 'node:timers';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -29,6 +32,7 @@ const { useTestServers, TestSystem, EventCollector, issueRightsInBulk } = requir
   path.join(root, 'libs/testing/dist/index.js'),
 );
 const { MongoClient } = require(path.join(root, 'node_modules/mongodb'));
+const amqp = require(path.join(root, 'node_modules/amqplib'));
 
 const N = Number(process.env.BENCH_RENEWALS ?? 10_000);
 const USERS = Math.min(1_000, Math.max(1, Math.ceil(N / 100)));
@@ -147,9 +151,8 @@ function cpuSeconds() {
   return used;
 }
 
-try {
-  const users = Array.from({ length: USERS }, (_, i) => `bench-user-${i}`);
-  await system.seed({ clients: [{ clientId: 'bench-grantor', grantorId: 'B' }], users, skus: { monthly: {} } });
+/** Renewal: N subscriptions created through the gateway, all due at one second; resolves its seconds. */
+async function renewAll(users) {
   const authorization = TestSystem.clientAuthorization('bench-grantor');
   const rights = await EventCollector.start(system.amqpUrl, 'rights.events', 'right.created');
   const renewed = await EventCollector.start(system.amqpUrl, 'subscriptions.events', 'subscription.renewed');
@@ -218,10 +221,18 @@ try {
   console.log(
     `last subscription.renewed at ${renewedAt.toFixed(1)} s, last right.created at ${createdAt2.toFixed(1)} s`,
   );
-  const rate = N / seconds;
   console.log(`renewed ${N} in ${seconds.toFixed(1)} s`);
   await rights.close();
   await renewed.close();
+  return seconds;
+}
+
+try {
+  const users = Array.from({ length: USERS }, (_, i) => `bench-user-${i}`);
+  await system.seed({ clients: [{ clientId: 'bench-grantor', grantorId: 'B' }], users, skus: { monthly: {} } });
+  // BENCH_EXPIRY_ONLY=1 leaves renewal out: the expiry phase alone, at a tenth of the wait.
+  const seconds = process.env.BENCH_EXPIRY_ONLY ? null : await renewAll(users);
+  const rate = seconds && N / seconds;
 
   // Expiry: N rights issued as renewal issues them (100 a command), all ending at one second.
   const expired = await EventCollector.start(system.amqpUrl, 'rights.events', 'right.expired');
@@ -237,9 +248,33 @@ try {
     connectIdOf: (c) => users[c % USERS],
   });
   await issued.waitFor((messages) => messages.length >= N, 3_600_000);
-  if (Date.now() >= end.getTime()) throw new Error('issuing the rights to expire took past their end');
+  const issuedBefore = (end.getTime() - Date.now()) / 1000;
+  // The scheduler learns of a right's end from its right.created: expiry is timed only once
+  // its queue of them is empty (ready messages, read at once; it holds few more unacked), or it
+  // would time the scheduler's backlog, not expiry.
+  const broker = await amqp.connect(system.amqpUrl);
+  const schedulerQueue = await broker.createChannel();
+  const queuedForScheduler = async () => (await schedulerQueue.checkQueue('scheduler.rights-events')).messageCount;
+  while ((await queuedForScheduler()) > 0 && Date.now() < end.getTime() - 1_000)
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  const left = await queuedForScheduler();
+  await broker.close();
+  if (left > 0) throw new Error(`the scheduler had ${left} right.created still queued a second before their end`);
+  console.log(
+    `every right to expire issued ${issuedBefore.toFixed(1)} s before its end, read by the scheduler ${((end.getTime() - Date.now()) / 1000).toFixed(1)} s before`,
+  );
+  // When a quarter, half, three quarters and all of the expiries were out: whether the rate holds.
+  const quarters = [];
+  const watching = setInterval(() => {
+    while (quarters.length < 3 && expired.messages.length >= (N * (quarters.length + 1)) / 4)
+      quarters.push((Date.now() - end.getTime()) / 1000);
+  }, 50);
   await expired.waitFor((messages) => messages.length >= N, 3_600_000);
+  clearInterval(watching);
   const expirySeconds = (Date.now() - end.getTime()) / 1000;
+  console.log(
+    `right.expired of a quarter, half, three quarters and all at ${[...quarters, expirySeconds].map((at) => `${at.toFixed(1)} s`).join(', ')}`,
+  );
   await expired.close();
   await issued.close();
 
@@ -249,7 +284,7 @@ try {
   );
   console.log(`|---:|---:|---:|---:|---:|---:|---:|---:|---:|`);
   console.log(
-    `| ${N} | ${raw.toFixed(0)} | ${floor.floorRate.toFixed(0)} | ${seconds.toFixed(1)} s | ${rate.toFixed(1)} | ${(rate / raw).toFixed(3)} | ${(rate / floor.floorRate).toFixed(3)} | ${expirySeconds.toFixed(1)} s | ${(N / expirySeconds).toFixed(0)} |`,
+    `| ${N} | ${raw.toFixed(0)} | ${floor.floorRate.toFixed(0)} | ${seconds ? `${seconds.toFixed(1)} s | ${rate.toFixed(1)} | ${(rate / raw).toFixed(3)} | ${(rate / floor.floorRate).toFixed(3)}` : '– | – | – | –'} | ${expirySeconds.toFixed(1)} s | ${(N / expirySeconds).toFixed(0)} |`,
   );
 } finally {
   await system.stop();
