@@ -28,7 +28,7 @@ import {
 } from '../domain/right';
 import { changeOne, eachItem, reasonOf, UNCHANGED, type HistoryLog, type ItemFailure } from '@rs/store';
 import { parseTimeInterval, systemClock, type Clock } from '@rs/time';
-import type { RightQuery, RightStore } from '../store/right-store';
+import { UnreadableRight, type RightQuery, type RightStore } from '../store/right-store';
 
 /**
  * DESIGN.md 3 "Identifiers": the id of the right a template yields for a period, the same
@@ -199,6 +199,7 @@ export class RightsUseCases {
     const read = eachItem(
       found,
       (stored) => {
+        if (stored instanceof UnreadableRight) throw stored;
         const right = stored && asOf(stored, now);
         return right?.state === 'EXPIRED' ? { right, unwritten: stored!.state !== 'EXPIRED' } : null;
       },

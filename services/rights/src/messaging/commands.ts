@@ -14,7 +14,6 @@ import { consume, type AmqpClient, type FailedItem } from '@rs/messaging';
 import { recordAndPublish } from '@rs/outbox-relay';
 import { isTransient, outboxEntry, type HistoryLog } from '@rs/store';
 import type { Clock } from '@rs/time';
-import type { RightEntity } from '../domain/right';
 import type { RightEventsOf } from './events';
 import { observeExpiryLag, observeRenewalLag } from './lag';
 import type { RightsUseCases } from '../app/rights';
@@ -58,17 +57,25 @@ export async function consumeRightsCommands(
       const { message, data } = issues[index]!;
       failedItems.push({ message, data, id: `${data.subscriptionId}@${data.periodStart}`, error });
     }
-    const expired: RightEntity[] = [];
-    const unwritten: RightEntity[] = [];
-    // One command after another: each already reads its items concurrently.
-    for (const [message, command] of commands.entries()) {
-      if (command.type !== CommandTypes.rightsExpire) continue;
-      const items = itemsOf(command.data);
-      const outcome = await rights.expireMany(items, new Date(command.time));
-      expired.push(...outcome.expired);
-      unwritten.push(...outcome.unwritten);
-      for (const { index, error } of outcome.failed)
-        failedItems.push({ message, data: items[index], id: items[index]!.rightId, error });
+    // The expiries of every command of the batch are read together: a second's commands split
+    // the rights ending together under one key over several commands, and each command read
+    // that whole key again (docs/decisions/0039). Judged as of the latest command's instant:
+    // each was sent once its items were due, so a right ended by then had ended by its own.
+    const expiries = commands.flatMap((command, message) =>
+      command.type === CommandTypes.rightsExpire
+        ? itemsOf(command.data).map((item) => ({ message, item, judgedAt: Date.parse(command.time) }))
+        : [],
+    );
+    const { expired, unwritten, failed } =
+      expiries.length === 0
+        ? { expired: [], unwritten: [], failed: [] }
+        : await rights.expireMany(
+            expiries.map(({ item }) => item),
+            new Date(Math.max(...expiries.map(({ judgedAt }) => judgedAt))),
+          );
+    for (const { index, error } of failed) {
+      const { message, item } = expiries[index]!;
+      failedItems.push({ message, data: item, id: item.rightId, error });
     }
     const events = [
       ...issued.flatMap((right) => eventsFor(right, [RightEventTypes.created], systemActor('subscriptions'))),

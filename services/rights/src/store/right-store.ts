@@ -102,6 +102,30 @@ const toEntity = ({
   };
 };
 
+/**
+ * A stored right expiry cannot read (bad stored data, such as payload text that is not JSON):
+ * it fails alone (DESIGN.md 9), and is set aside by its id and generation.
+ */
+export class UnreadableRight extends Error {
+  constructor(
+    readonly rightId: string,
+    readonly userId: string,
+    readonly generation: number,
+    cause: unknown,
+  ) {
+    super(`right ${rightId} cannot be read: ${String((cause as Error)?.message ?? cause)}`);
+  }
+}
+
+/** `toEntity`, or the right that cannot be read. */
+const readable = (doc: RightDocument): RightEntity | UnreadableRight => {
+  try {
+    return toEntity(doc);
+  } catch (error) {
+    return new UnreadableRight(doc._id, doc.userId, doc.generation, error);
+  }
+};
+
 const toFields = ({ rightId, payload, ...fields }: RightEntity) => ({
   ...fields,
   payloadJson: payload === null ? null : JSON.stringify(payload),
@@ -152,12 +176,12 @@ export class RightStore extends UserOwnedStore<RightDocument, RightEntity> {
   /**
    * Rights as stored (for expiry, which decides as of the scheduler's instant). Those whose
    * end is given are read a key at a time (`expiryKeyOf`); the others, and any not found
-   * under their key (stored before it), by id.
+   * under their key (stored before it), by id. One that cannot be read is an `UnreadableRight`.
    */
   async storedMany(
     keys: ReadonlyArray<{ userId: string; id: string; end?: Date }>,
-  ): Promise<Array<RightEntity | null>> {
-    const byKey = new Map<string, RightEntity>();
+  ): Promise<Array<RightEntity | UnreadableRight | null>> {
+    const byKey = new Map<string, RightEntity | UnreadableRight>();
     const asked = new Map<string, number>();
     for (const key of keys.flatMap(({ id, end }) => (end ? [expiryKeyOf(id, end)] : [])))
       asked.set(key, (asked.get(key) ?? 0) + 1);
@@ -165,15 +189,19 @@ export class RightStore extends UserOwnedStore<RightDocument, RightEntity> {
     const expiryKeys = [...asked].filter(([, count]) => count >= MIN_ASKED_PER_KEY).map(([key]) => key);
     await pLimit(READ_CONCURRENCY).map(expiryKeys, async (expiresKey) => {
       const docs = await this.model.find({ expiresKey, removed: { $ne: true } }, PROJECTION).lean<RightDocument[]>();
-      for (const doc of docs) byKey.set(doc._id, toEntity(doc));
+      for (const doc of docs) byKey.set(doc._id, readable(doc));
     });
-    const found = keys.map(({ userId, id }) => {
+    const found: Array<RightEntity | UnreadableRight | null> = keys.map(({ userId, id }) => {
       const right = byKey.get(id);
       return right && right.userId === userId ? right : null;
     });
     const missing = keys.flatMap((key, index) => (found[index] ? [] : [{ key, index }]));
-    const read = await super.findMany(missing.map(({ key }) => key));
-    missing.forEach(({ index }, i) => (found[index] = read[i] ?? null));
+    await pLimit(READ_CONCURRENCY).map(missing, async ({ key, index }) => {
+      const doc = await this.model
+        .findOne({ _id: key.id, userId: key.userId, removed: { $ne: true } }, PROJECTION)
+        .lean<RightDocument>();
+      found[index] = doc && readable(doc);
+    });
     return found;
   }
 

@@ -1,0 +1,95 @@
+import { createCloudEvent, type CloudEvent, type RightsExpireBatch } from '@rs/contracts';
+import { systemFixture } from '@rs/testing';
+import amqp, { type ChannelModel, type ConfirmChannel, type GetMessage } from 'amqplib';
+import mongoose from 'mongoose';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+// `rights.expire` commands handled together (docs/decisions/0039), without a scheduler: the
+// test sends the commands a scheduler would. One right whose stored data cannot be read fails
+// alone (DESIGN.md 9), dead-lettered as a one-item copy of the command that carried it.
+const fx = systemFixture({
+  name: 'rights_expiry_batch',
+  backends: ['catalog', 'rights'],
+  collect: { 'rights.events': 'right.expired' },
+  seed: { users: ['erin'], skus: { news: {} } },
+});
+let connection: ChannelModel;
+let channel: ConfirmChannel;
+beforeAll(async () => {
+  await fx.start();
+  connection = await amqp.connect(fx.system.amqpUrl);
+  channel = await connection.createConfirmChannel();
+});
+afterAll(async () => {
+  await connection?.close();
+  await fx.stop();
+});
+
+/** Rights of erin's ending together, a second from now. */
+async function rightsEndingSoon(count: number): Promise<{ ids: string[]; end: string }> {
+  const end = new Date(Math.ceil(Date.now() / 1000) * 1000 + 1_000).toISOString();
+  const ids: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const response = await fetch(`${fx.system.gatewayUrl}/id/users/erin/rights`, {
+      method: 'POST',
+      headers: { ...fx.system.adminHeaders(), 'content-type': 'application/json' },
+      body: JSON.stringify({
+        sku: 'news',
+        grantorId: 'A',
+        state: 'ACTIVE',
+        timeInterval: `${new Date(Date.now() - 60_000).toISOString()}/${end}`,
+      }),
+    });
+    expect(response.status).toBe(201);
+    ids.push(((await response.json()) as { rightId: string }).rightId);
+  }
+  return { ids, end };
+}
+
+/** Publishes the commands one after another and waits for their confirms once: they arrive together. */
+async function sendTogether(commands: Array<CloudEvent<RightsExpireBatch>>) {
+  for (const command of commands)
+    channel.publish('commands', command.type, Buffer.from(JSON.stringify(command)), {
+      persistent: true,
+      messageId: command.id,
+    });
+  await channel.waitForConfirms();
+}
+
+describe('rights.expire commands handled together', () => {
+  it('when a right of the second command cannot be read, then every other right of both expires once, and that one is dead-lettered alone from its own command', async () => {
+    const { ids, end } = await rightsEndingSoon(6);
+    const broken = ids[4]!;
+    // As a faulty migration or a hand edit might leave it: payload text that is not JSON.
+    const db = mongoose.createConnection(fx.system.mongoUrlFor('rights'));
+    await db.asPromise();
+    const changed = await db.collection('rights').updateOne({ _id: broken } as never, { $set: { payloadJson: '{' } });
+    await db.close();
+    expect(changed.modifiedCount).toBe(1);
+    await new Promise((resolve) => setTimeout(resolve, Date.parse(end) - Date.now() + 100));
+
+    const items = ids.map((rightId) => ({ rightId, connectId: 'erin', end }));
+    const commandOf = (part: typeof items) =>
+      createCloudEvent<RightsExpireBatch>({
+        source: '/test',
+        type: 'rights.expire',
+        subject: part[0]!.rightId,
+        data: { items: part },
+      });
+    const [first, second] = [commandOf(items.slice(0, 3)), commandOf(items.slice(3))];
+    await sendTogether([first, second]);
+
+    const expired = fx.events('rights.events');
+    const subjects = () => expired.messages.map((message) => message.body.subject);
+    const healthy = ids.filter((id) => id !== broken);
+    await expired.waitFor(() => healthy.every((id) => subjects().includes(id)));
+    let dead: GetMessage | false = false;
+    await expect.poll(async () => (dead = await channel.get('rights.commands.dlq', { noAck: true }))).not.toBe(false);
+    const copy = JSON.parse((dead as unknown as GetMessage).content.toString('utf8')) as CloudEvent<unknown>;
+    expect(copy.id).toBe(`${second.id}.${broken}`);
+    expect(copy.data).toEqual({ rightId: broken, connectId: 'erin', end });
+    expect(await channel.get('rights.commands.dlq', { noAck: true })).toBe(false);
+    expect(subjects()).not.toContain(broken);
+    expect(healthy.map((id) => subjects().filter((subject) => subject === id).length)).toEqual(healthy.map(() => 1));
+  });
+});
