@@ -293,8 +293,13 @@ export abstract class OutboxStore<Doc extends { _id: string }, Entity> {
 
   /** The live document matching `filter` (top-level equalities, so FerretDB uses its index). */
   protected async findLive(filter: Record<string, unknown>): Promise<Entity | null> {
-    const doc = await this.model.findOne({ ...filter, ...this.options.live } as never, this.options.hidden).lean<Doc>();
+    const doc = await this.findLiveDocument(filter);
     return doc ? this.options.toEntity(doc) : null;
+  }
+
+  /** `findLive` as stored, for a store that reads its documents its own way. */
+  protected findLiveDocument(filter: Record<string, unknown>): Promise<Doc | null> {
+    return this.model.findOne({ ...filter, ...this.options.live } as never, this.options.hidden).lean<Doc>();
   }
 
   /**

@@ -66,7 +66,15 @@ describe('rights.expire commands handled together', () => {
     const changed = await db.collection('rights').updateOne({ _id: broken } as never, { $set: { payloadJson: '{' } });
     await db.close();
     expect(changed.modifiedCount).toBe(1);
-    await new Promise((resolve) => setTimeout(resolve, Date.parse(end) - Date.now() + 100));
+    // Ended: reads show it (the state follows from the interval, docs/decisions/0027).
+    await expect
+      .poll(async () => {
+        const response = await fetch(`${fx.system.gatewayUrl}/id/users/erin/rights/${ids[0]}`, {
+          headers: fx.system.adminHeaders(),
+        });
+        return ((await response.json()) as { state: string }).state;
+      })
+      .toBe('EXPIRED');
 
     const items = ids.map((rightId) => ({ rightId, connectId: 'erin', end }));
     const commandOf = (part: typeof items) =>

@@ -62,16 +62,17 @@ export async function consumeRightsCommands(
     // that whole key again (docs/decisions/0039). Judged as of the latest command's instant:
     // each was sent once its items were due, so a right ended by then had ended by its own.
     const expiries = commands.flatMap((command, message) =>
-      command.type === CommandTypes.rightsExpire
-        ? itemsOf(command.data).map((item) => ({ message, item, judgedAt: Date.parse(command.time) }))
-        : [],
+      command.type === CommandTypes.rightsExpire ? itemsOf(command.data).map((item) => ({ message, item })) : [],
+    );
+    const judgedAt = Math.max(
+      ...commands.filter((command) => command.type === CommandTypes.rightsExpire).map((c) => Date.parse(c.time)),
     );
     const { expired, unwritten, failed } =
       expiries.length === 0
         ? { expired: [], unwritten: [], failed: [] }
         : await rights.expireMany(
             expiries.map(({ item }) => item),
-            new Date(Math.max(...expiries.map(({ judgedAt }) => judgedAt))),
+            new Date(judgedAt),
           );
     for (const { index, error } of failed) {
       const { message, item } = expiries[index]!;

@@ -197,9 +197,7 @@ export class RightStore extends UserOwnedStore<RightDocument, RightEntity> {
     });
     const missing = keys.flatMap((key, index) => (found[index] ? [] : [{ key, index }]));
     await pLimit(READ_CONCURRENCY).map(missing, async ({ key, index }) => {
-      const doc = await this.model
-        .findOne({ _id: key.id, userId: key.userId, removed: { $ne: true } }, PROJECTION)
-        .lean<RightDocument>();
+      const doc = await this.findLiveDocument({ _id: key.id, userId: key.userId });
       found[index] = doc && readable(doc);
     });
     return found;
