@@ -35,7 +35,9 @@ async function subscribe(timeSpecFrom: (start: string) => string): Promise<strin
 
 describe('several replicas of every service (issue: renewal with replicas)', () => {
   it('when two schedulers and two replicas of each service renew subscriptions, then every period yields its right exactly once', async () => {
-    const ids = await subscribe((start) => `R${PERIODS}/${start}/PT2S`);
+    // Periods of 5 s: a renewal that comes after its period has ended issues no right for it
+    // (DESIGN.md 3), and under the suite's load renewal has lagged more than 2 s.
+    const ids = await subscribe((start) => `R${PERIODS}/${start}/PT5S`);
     const ofSubscription = (id: string) =>
       fx
         .events('rights.events')
@@ -44,7 +46,7 @@ describe('several replicas of every service (issue: renewal with replicas)', () 
         );
     await fx
       .events('rights.events')
-      .waitFor(() => ids.every((id) => new Set(ofSubscription(id).map((m) => m.body.subject)).size >= PERIODS), 30_000);
+      .waitFor(() => ids.every((id) => new Set(ofSubscription(id).map((m) => m.body.subject)).size >= PERIODS), 45_000);
     await new Promise((resolve) => setTimeout(resolve, 2_000)); // anything duplicated would show by now
     for (const id of ids) {
       const rights = new Set(ofSubscription(id).map((m) => m.body.subject));
