@@ -9,7 +9,15 @@ import express, {
   type Response,
   type Router,
 } from 'express';
-import { AppError, methodNotAllowed, notFound, sendError, toAppError, unsupportedMediaType } from './errors';
+import {
+  AppError,
+  badRequest,
+  methodNotAllowed,
+  notFound,
+  sendError,
+  toAppError,
+  unsupportedMediaType,
+} from './errors';
 import { requireServiceCaller } from './internal-token';
 import { httpMetrics, initMetrics, metricsRegistry } from './metrics';
 import { bucketPage, pageParams } from './request';
@@ -57,6 +65,13 @@ export function createHttpApp(options: HttpAppOptions): Express {
   app.set('case sensitive routing', true);
   app.set('strict routing', true);
 
+  // An absolute-form request target (`GET http://evil.example/…`) is read as its path and
+  // query alone, before anything looks at it: no host a caller writes into the request line
+  // ever reaches a link, a redirect or a forwarded request (every URL is PUBLIC_BASE_URL's).
+  app.use((req, _res, next) => {
+    if (!req.url.startsWith('/')) req.url = req.originalUrl = originForm(req.url);
+    next();
+  });
   app.use(traceRequests(QUIET_PATHS));
   app.use((req, res, next) => {
     const incoming = req.get('x-request-id');
@@ -110,14 +125,26 @@ export function createHttpApp(options: HttpAppOptions): Express {
   return app;
 }
 
+/** The path and query of a request target in any form (RFC 9112 3.2), never its host. */
+export function originForm(target: string): string {
+  const { pathname, search } = new URL(target, 'http://origin.invalid');
+  return `${pathname}${search}`;
+}
+
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);
 
+/** How deep a field of a JSON body may nest (docs/security.md "Bounds"). */
+export const MAX_NESTING = 64;
+
 /**
- * JSON bodies only: a body with another content type is 415, malformed JSON 400, an
- * oversized body 413 (DESIGN.md 3), each before any handler runs, so nothing is written.
+ * JSON bodies only: a body with another content type or in any `Content-Encoding` is 415,
+ * malformed JSON 400, an oversized body 413, a field nested deeper than `MAX_NESTING`
+ * levels 400 naming it (DESIGN.md 3), each before any handler runs, so nothing is written.
  */
 export function jsonBody(limit: string): RequestHandler[] {
-  const parse = express.json({ limit, strict: true, type: () => true });
+  // inflate: false: the platform accepts bodies as sent (identity) only; a compressed body
+  // would cost far more to inflate than its size says.
+  const parse = express.json({ limit, strict: true, inflate: false, type: () => true });
   const requireJson: RequestHandler = (req, _res, next) => {
     if (!BODY_METHODS.has(req.method) || !hasBody(req)) return next();
     if (!req.is(['application/json', 'application/*+json'])) {
@@ -127,9 +154,32 @@ export function jsonBody(limit: string): RequestHandler[] {
   };
   const parseIfBody: RequestHandler = (req, res, next) => {
     if (!BODY_METHODS.has(req.method) || !hasBody(req)) return next();
-    parse(req, res, next);
+    parse(req, res, (error?: unknown) => {
+      if (error) return next(error);
+      const deep = fieldNestedDeeperThan(req.body, MAX_NESTING);
+      next(deep === null ? undefined : badRequest(`${deep}: nests deeper than ${MAX_NESTING} levels`));
+    });
   };
   return [requireJson, parseIfBody];
+}
+
+/**
+ * The first top-level field of a parsed JSON body whose value nests deeper than `max`
+ * levels, or null. Iterative, so that no depth of input can exhaust the stack here, and
+ * nothing after it (validation, storage, `JSON.stringify`) meets a deeper value.
+ */
+export function fieldNestedDeeperThan(body: unknown, max: number): string | null {
+  if (body === null || typeof body !== 'object') return null;
+  for (const [field, value] of Object.entries(body)) {
+    const pending: Array<[unknown, number]> = [[value, 0]];
+    while (pending.length > 0) {
+      const [node, depth] = pending.pop()!;
+      if (node === null || typeof node !== 'object') continue;
+      if (depth + 1 > max) return field;
+      for (const child of Object.values(node)) pending.push([child, depth + 1]);
+    }
+  }
+  return null;
 }
 
 /** Whether a request carries a body (RFC 9112 6.3: a length or a transfer coding). */

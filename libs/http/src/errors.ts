@@ -122,6 +122,8 @@ export function sendError(req: Request, res: Response, error: AppError): void {
 interface BodyParserError {
   type?: string;
   status?: number;
+  /** http-errors: set on the client errors the parser raises (4xx). */
+  expose?: boolean;
   message?: string;
 }
 
@@ -144,5 +146,9 @@ export function toAppError(error: unknown, realm = 'rights'): AppError {
     case 'request.size.invalid':
       return badRequest('request body was incomplete');
   }
+  // Any other refusal of a body by its parser is the client's, as the parser says.
+  if (parserError?.expose === true && parserError.status === 415)
+    return unsupportedMediaType('unsupported body encoding');
+  if (parserError?.expose === true) return badRequest('request body could not be read');
   return new AppError(500, 'internal error');
 }

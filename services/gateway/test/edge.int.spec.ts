@@ -1,4 +1,6 @@
+import http from 'node:http';
 import { createServer, type Server } from 'node:net';
+import { gzipSync } from 'node:zlib';
 import { Exchanges } from '@rs/contracts';
 import { freePort, systemFixture, TestSystem, type CollectedMessage } from '@rs/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -217,5 +219,110 @@ describe('nothing internal in error bodies', () => {
     } finally {
       await system.stop();
     }
+  });
+});
+
+/** One request exactly as written, over a socket of its own: the request line and headers as given. */
+function raw(target: string, headers: Record<string, string>, body: Buffer | string = ''): Promise<RawAnswer> {
+  const gateway = new URL(fx.system.gatewayUrl);
+  return new Promise((resolve, reject) => {
+    const request = http.request(
+      { host: gateway.hostname, port: gateway.port, method: body.length ? 'POST' : 'GET', path: target, headers },
+      (response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('end', () =>
+          resolve({
+            status: response.statusCode!,
+            headers: response.headers,
+            body: Buffer.concat(chunks).toString('utf8'),
+          }),
+        );
+      },
+    );
+    request.on('error', reject);
+    request.end(body);
+  });
+}
+interface RawAnswer {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+}
+
+describe('a request target never chooses a host', () => {
+  it('when a list is asked for in absolute form naming another host, then its Link names PUBLIC_BASE_URL', async () => {
+    for (let i = 0; i < 2; i += 1)
+      await fx.call('POST', '/id/users/u/rights', acme, {
+        sku: 'news',
+        grantorId: 'A',
+        timeInterval: `${inAMinute()}/P1D`,
+      });
+    const answer = await raw('http://evil.example/id/users/u/rights?limit=1&grantorId=A', {
+      authorization: acme,
+      host: 'evil.example',
+    });
+    expect(answer.status).toBe(200);
+    expect(answer.headers.link).toMatch(
+      new RegExp(`^<${fx.system.gatewayUrl}/id/users/u/rights\\?limit=1&grantorId=A&cursor=[^>]+>; rel="next"$`),
+    );
+    expect(answer.headers.link).not.toMatch(/evil/);
+  });
+});
+
+describe('bad bodies are the client’s: never a 500 (DESIGN.md 9)', () => {
+  const rightBody = (payload: unknown) =>
+    JSON.stringify({ sku: 'news', grantorId: 'A', timeInterval: `${inAMinute()}/P1D`, payload });
+  const rightsOfAlice = async () =>
+    ((await (await fx.call('GET', '/id/users/alice/rights?grantorId=A&limit=1000', acme)).json()) as { right: [] })
+      .right.length;
+
+  it('when a payload nests 7,000 levels within 16 KiB, then 400 naming the field; 64 levels are stored', async () => {
+    const before = await rightsOfAlice();
+    const deep = `${'['.repeat(7000)}${']'.repeat(7000)}`;
+    const refused = await raw(
+      '/id/users/alice/rights',
+      { authorization: acme, 'content-type': 'application/json' },
+      `{"sku":"news","grantorId":"A","timeInterval":"${inAMinute()}/P1D","payload":${deep}}`,
+    );
+    expect(refused.status).toBe(400);
+    expect(refused.headers['content-type']).toMatch(/^text\/plain/);
+    expect(refused.body.trim()).toBe('payload: nests deeper than 64 levels');
+    const justOver = await raw(
+      '/id/users/alice/rights',
+      { authorization: acme, 'content-type': 'application/json' },
+      rightBody(JSON.parse(`${'['.repeat(65)}${']'.repeat(65)}`)),
+    );
+    expect(justOver.status).toBe(400);
+    expect(await rightsOfAlice()).toBe(before);
+    const atTheBound = JSON.parse(`${'['.repeat(64)}${']'.repeat(64)}`) as unknown;
+    const stored = await raw(
+      '/id/users/alice/rights',
+      { authorization: acme, 'content-type': 'application/json' },
+      rightBody(atTheBound),
+    );
+    expect(stored.status).toBe(201);
+    expect((JSON.parse(stored.body) as { payload: unknown }).payload).toEqual(atTheBound);
+  });
+
+  it('when a body comes in a Content-Encoding, real or not, then 415 text/plain and nothing is stored', async () => {
+    const before = await rightsOfAlice();
+    const body = rightBody(null);
+    for (const [encoding, sent] of [
+      ['gzip', Buffer.from(body)],
+      ['deflate', Buffer.from(body)],
+      ['br', Buffer.from(body)],
+      ['gzip', gzipSync(body)],
+      ['x-unknown', Buffer.from(body)],
+    ] as const) {
+      const answer = await raw(
+        '/id/users/alice/rights',
+        { authorization: acme, 'content-type': 'application/json', 'content-encoding': encoding },
+        sent,
+      );
+      expect(answer.status, encoding).toBe(415);
+      expect(answer.headers['content-type']).toMatch(/^text\/plain/);
+    }
+    expect(await rightsOfAlice()).toBe(before);
   });
 });

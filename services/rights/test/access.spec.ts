@@ -24,13 +24,16 @@ describe('DESIGN.md 3 "Principals and authorization": rights', () => {
     expect(canManage(bearer('A', 'alice', ['id.user.right.use']), right)).toBe(false);
   });
 
-  it('usage: grantor, service provider, or a Bearer token with id.user.right.use for that user', () => {
+  it("usage: grantor, service provider, or a Bearer token with id.user.right.use for that user whose client's grantor sees the right", () => {
     expect(canUse(basic('A'), right)).toBe(true);
     expect(canUse(basic('SP'), right)).toBe(true);
     expect(canUse(basic('B'), right)).toBe(false);
-    expect(canUse(bearer('B', 'alice', ['id.user.right.use']), right)).toBe(true);
-    expect(canUse(bearer('B', 'alice', ['id.user.right.read']), right)).toBe(false);
-    expect(canUse(bearer('B', 'bob', ['id.user.right.use']), right)).toBe(false);
+    expect(canUse(bearer('A', 'alice', ['id.user.right.use']), right)).toBe(true);
+    expect(canUse(bearer('SP', 'alice', ['id.user.right.use']), right)).toBe(true);
+    // Another grantor's client: the same user, the right scope, and still not its right to spend.
+    expect(canUse(bearer('B', 'alice', ['id.user.right.use']), right)).toBe(false);
+    expect(canUse(bearer('A', 'alice', ['id.user.right.read']), right)).toBe(false);
+    expect(canUse(bearer('A', 'bob', ['id.user.right.use']), right)).toBe(false);
     expect(canUse(bearer('B', 'bob', ['id.user.right.use'], true), right)).toBe(true);
   });
 

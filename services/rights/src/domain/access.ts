@@ -13,14 +13,20 @@ export function canManage(principal: Principal, right: Pick<RightEntity, 'granto
   return principal.admin || (principal.scheme === 'basic' && right.grantorId === principal.grantorId);
 }
 
-/** Usage: the grantor, the service provider, or a Bearer token with id.user.right.use for the user. */
+/**
+ * Usage: the grantor, the service provider, or a Bearer token with id.user.right.use for the
+ * user whose client's grantor may see the right. A token acts for its user within its client's
+ * reach, never beyond it: a user's app of grantor B cannot spend grantor A's right of the same
+ * user (docs/security.md).
+ */
 export function canUse(
   principal: Principal,
   right: Pick<RightEntity, 'grantorId' | 'serviceProviderId' | 'userId'>,
 ): boolean {
+  if (!canSee(principal, right)) return false;
   if (principal.scheme === 'bearer')
     return principal.scopes.includes('id.user.right.use') && (principal.admin || principal.subject === right.userId);
-  return canSee(principal, right);
+  return true;
 }
 
 /**
