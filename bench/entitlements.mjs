@@ -67,7 +67,7 @@ const system = await TestSystem.start({
   processes: true,
   name: 'bench_entitlements',
   backends: ['catalog', 'rights'],
-  env: { LOG_LEVEL: 'info', RATE_LIMIT_PER_SECOND: '0' },
+  env: { LOG_LEVEL: 'info', RATE_LIMIT_PER_SECOND: '0', RATE_LIMIT_USER_PER_SECOND: '0', RATE_LIMIT_OPEN_PER_SECOND: '0' },
 });
 try {
   await system.seed({ clients: [{ clientId: 'bench-grantor', grantorId: 'B' }], skus: { monthly: {} } });

@@ -108,7 +108,7 @@ const system = await TestSystem.start({
   // to measure what tracing costs.
   env: {
     LOG_LEVEL: 'warn',
-    RATE_LIMIT_PER_SECOND: '0',
+    RATE_LIMIT_PER_SECOND: '0', RATE_LIMIT_USER_PER_SECOND: '0', RATE_LIMIT_OPEN_PER_SECOND: '0',
     ...issuer.env,
     ...JSON.parse(process.env.BENCH_SERVICE_ENV ?? '{}'),
   },

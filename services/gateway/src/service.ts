@@ -52,6 +52,12 @@ export const Config = z
     AUTH_CACHE_TTL_MS: z.coerce.number().int().min(0).max(60_000).default(5_000),
     RATE_LIMIT_PER_SECOND: z.coerce.number().min(0).default(200),
     RATE_LIMIT_BURST: z.coerce.number().int().min(1).default(400),
+    /** DESIGN.md 4 "Budgets belong to one principal": each (client, user) pair of Bearer calls. */
+    RATE_LIMIT_USER_PER_SECOND: z.coerce.number().min(0).default(20),
+    RATE_LIMIT_USER_BURST: z.coerce.number().int().min(1).default(40),
+    /** The open routes (JWKS, OpenAPI, /docs), per source address. */
+    RATE_LIMIT_OPEN_PER_SECOND: z.coerce.number().min(0).default(20),
+    RATE_LIMIT_OPEN_BURST: z.coerce.number().int().min(1).default(60),
     /** DESIGN.md 4 and 6: proxies whose X-Forwarded-For names the source address. */
     TRUSTED_PROXIES: z
       .string()
@@ -174,8 +180,9 @@ export const start = defineService(
             forwarder,
             signer: runtime.signer,
             rateLimit: {
-              perSecond: config.RATE_LIMIT_PER_SECOND,
-              burst: config.RATE_LIMIT_BURST,
+              client: { perSecond: config.RATE_LIMIT_PER_SECOND, burst: config.RATE_LIMIT_BURST },
+              user: { perSecond: config.RATE_LIMIT_USER_PER_SECOND, burst: config.RATE_LIMIT_USER_BURST },
+              open: { perSecond: config.RATE_LIMIT_OPEN_PER_SECOND, burst: config.RATE_LIMIT_OPEN_BURST },
               replicas: () => replicas.count,
             },
             openApiPath: config.OPENAPI_PATH,

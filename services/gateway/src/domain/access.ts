@@ -147,6 +147,26 @@ export function listRule(
   return null;
 }
 
+/** Whose budget a call spends: a Basic client's, a (client, user) pair's of Bearer calls, or a source address's. */
+export type BudgetKind = 'client' | 'user' | 'address';
+export interface Budget {
+  kind: BudgetKind;
+  /** Unique within its kind. */
+  key: string;
+}
+
+/**
+ * DESIGN.md 4 "Budgets belong to one principal" and DESIGN.md 8 "Idempotency-Key": a Basic
+ * client spends its own budget and keys; each (client, user) pair of Bearer calls has its
+ * own, apart from the client's, so a user's app can neither spend its grantor's budget nor
+ * collide with its keys. (A client id holds no space, so the pair's key is unambiguous.)
+ */
+export function budgetOf(principal: Principal): Budget {
+  return principal.scheme === 'bearer'
+    ? { kind: 'user', key: `${principal.clientId} ${principal.subject ?? ''}` }
+    : { kind: 'client', key: principal.clientId };
+}
+
 /** The query parameter that filters a list by grantor (DESIGN.md 3 "307"). */
 export const GRANTOR_FILTER: Record<'subscriptions' | 'rights', string> = {
   subscriptions: 'grantorid',

@@ -22,15 +22,16 @@ const KEPT_HEADERS = ['content-type', 'etag', 'location', 'link'];
  * DESIGN.md 8 "Idempotency-Key": the first request with a key runs and its answer is kept;
  * the same request again gets that answer (`Idempotent-Replayed: true`); another request
  * with the key gets 422; a retry while the first still runs gets 409. A create gets the id
- * derived from the client and the key, so a retry after a crash anywhere finds the
+ * derived from the key's owner and the key, so a retry after a crash anywhere finds the
  * resource of the first attempt instead of making a second one.
  */
 export function idempotentForwarder(options: IdempotencyOptions) {
-  return async (req: Request, res: Response, upstream: URL, internalToken: string, clientId: string, key: string) => {
+  // `owner`: whose keys these are, a Basic client or a (client, user) pair (domain/access.ts `budgetOf`).
+  return async (req: Request, res: Response, upstream: URL, internalToken: string, owner: string, key: string) => {
     if (!isValidIdempotencyKey(key)) throw badRequest('Idempotency-Key: must be 1 to 255 visible ASCII characters');
     const body = await readBody(req);
     const fingerprint = fingerprintOf(req.method, req.originalUrl, body);
-    const begun = await options.store.begin(clientId, key, fingerprint, options);
+    const begun = await options.store.begin(owner, key, fingerprint, options);
     if (begun.kind === 'replay') return replay(res, begun.response);
     if (begun.kind === 'mismatch')
       throw new AppError(422, 'this Idempotency-Key was used for another request', {}, 'idempotency_key_reused');
@@ -38,14 +39,14 @@ export function idempotentForwarder(options: IdempotencyOptions) {
       throw new AppError(409, 'a request with this Idempotency-Key is still running', { 'Retry-After': '1' });
     const answer = await options.forwarder.forward(req, res, upstream, internalToken, {
       body,
-      headers: { [RESOURCE_ID_HEADER]: resourceIdOf(clientId, key, begun.nonce) },
+      headers: { [RESOURCE_ID_HEADER]: resourceIdOf(owner, key, begun.nonce) },
       keep: (answer: ForwardedResponse) =>
         keepsResponse(answer.status)
-          ? options.store.complete(clientId, key, fingerprint, kept(answer), options.ttlS)
-          : options.store.release(clientId, key, fingerprint),
+          ? options.store.complete(owner, key, fingerprint, kept(answer), options.ttlS)
+          : options.store.release(owner, key, fingerprint),
     });
     // No answer (the service is unreachable, or timed out): a retry runs again, as the same attempt.
-    if (!answer) await options.store.release(clientId, key, fingerprint);
+    if (!answer) await options.store.release(owner, key, fingerprint);
   };
 }
 

@@ -35,6 +35,7 @@ import type { Administration } from '../app/administration';
 import type { Entitlements } from '../app/entitlements';
 import {
   authorize,
+  budgetOf,
   classify,
   grantorFilter,
   listRule,
@@ -118,10 +119,16 @@ export function gatewayRoutes(options: GatewayRoutesOptions): Router {
     res.locals.principal = await authenticator.authenticate(authorization, sourceAddress(req));
     next();
   };
-  const limit = rateLimit(options.rateLimit, options.clock);
-  router.use(authenticate, (req, res, next) =>
-    res.locals.operation.caller === 'none' ? next() : limit(req, res, next),
+  // DESIGN.md 4 "Budgets belong to one principal": an open route spends its source address's.
+  const limit = rateLimit(
+    options.rateLimit,
+    (req, res) =>
+      res.locals.operation.caller === 'none'
+        ? { kind: 'address', key: sourceAddress(req) }
+        : budgetOf(res.locals.principal),
+    options.clock,
   );
+  router.use(authenticate, limit);
   // DESIGN.md 3 "Content negotiation": after authentication, before anything is done.
   router.use((req, res, next) => {
     if (res.locals.operation.json && !admitsJson(req))
@@ -154,7 +161,7 @@ export function gatewayRoutes(options: GatewayRoutesOptions): Router {
     const token = await options.signer.tokenFor(principal);
     const key = req.get('idempotency-key');
     if (key !== undefined && takesIdempotencyKey(req.method, req.path))
-      return idempotent(req, res, upstream, token, principal.clientId, key);
+      return idempotent(req, res, upstream, token, budgetOf(principal).key, key);
     await options.forwarder.forward(req, res, upstream, token);
   });
   // The gateway parses only its own bodies; forwarded ones stream through untouched.
