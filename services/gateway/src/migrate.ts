@@ -9,5 +9,5 @@ import { RevocationStore } from './store/revocation-store';
 
 runMigration('gateway', z.object(serviceEnvShape('gateway')), async (db, logger) => {
   await new IdempotencyStore(db, systemClock).ensureIndexes();
-  await new RevocationStore(db, logger).ensureIndexes();
+  await new RevocationStore(db, { logger, minimumMs: 0 }).ensureIndexes();
 });

@@ -4,7 +4,7 @@ import { defineService, serveHttp } from '@rs/runtime';
 import { z } from 'zod';
 import { Authenticator } from './auth/authenticator';
 import { TrustedProxies } from './domain/source-address';
-import { BearerVerifier } from './auth/bearer';
+import { BearerVerifier, DEFAULT_CLOCK_TOLERANCE_S } from './auth/bearer';
 import { FailureThrottle } from './auth/failure-throttle';
 import { hashSecret, verifySecret } from './auth/secrets';
 import { Forwarder } from './http/forward';
@@ -40,6 +40,8 @@ export const Config = z
     JWT_PUBLIC_KEY: z.string().includes('BEGIN PUBLIC KEY', { message: 'must be a PEM public key' }).optional(),
     JWT_ISSUER: z.string().min(1).optional(),
     JWT_AUDIENCE: z.string().min(1).optional(),
+    /** DESIGN.md 4: the longest lifetime of an access token accepted, and so of a revocation at least. */
+    JWT_MAX_TOKEN_LIFETIME_S: z.coerce.number().int().min(60).default(86_400),
     INTERNAL_TOKEN_SECRET: env.secret.optional(),
     INTERNAL_TOKEN_SECRET_PREVIOUS: env.secret.optional(),
     CATALOG_URL: serviceUrl('catalog'),
@@ -105,11 +107,18 @@ export const start = defineService(
             publicKeyPem: config.JWT_PUBLIC_KEY,
             issuer: config.JWT_ISSUER!,
             audience: config.JWT_AUDIENCE!,
+            maxLifetimeSeconds: config.JWT_MAX_TOKEN_LIFETIME_S,
           })
         : null;
     const clients = new ClientStore(db, clock);
     const users = new UserStore(db, config.AUTH_CACHE_TTL_MS, clock);
-    const revocations = await runtime.migrated(new RevocationStore(db, logger, undefined, clock));
+    const revocations = await runtime.migrated(
+      new RevocationStore(db, {
+        logger,
+        minimumMs: (config.JWT_MAX_TOKEN_LIFETIME_S + DEFAULT_CLOCK_TOLERANCE_S) * 1000,
+        clock,
+      }),
+    );
     await revocations.start();
     runtime.onStop(() => revocations.stop());
     if (config.ADMIN_CLIENT_ID && config.ADMIN_CLIENT_SECRET) {

@@ -22,7 +22,12 @@ beforeAll(async () => {
   database = await testDatabase('gateway_administration');
   clients = new ClientStore(database.db, clock);
   users = new UserStore(database.db, 0, clock);
-  const revocations = new RevocationStore(database.db, createLogger('administration-test', 'silent'), 60_000, clock);
+  const revocations = new RevocationStore(database.db, {
+    logger: createLogger('administration-test', 'silent'),
+    minimumMs: 3_600_000,
+    refreshMs: 60_000,
+    clock,
+  });
   administration = new Administration({
     clients,
     users,

@@ -209,6 +209,13 @@ describe('Bearer tokens', () => {
     await expect401(await call('GET', '/id/users/alice', `Bearer ${token}`), SEE.bearer('revoked'));
   });
 
+  it('when a token is of the access token types, or names none, then it is accepted', async () => {
+    for (const typ of [undefined, 'JWT', 'at+jwt', 'application/at+jwt']) {
+      const token = await issuer.token('app-a', 'alice', {}, { typ });
+      expect((await call('GET', '/id/users/alice', `Bearer ${token}`)).status, String(typ)).toBe(200);
+    }
+  });
+
   it('when tokens are bad in any of the usual ways, then each gets the invalid_token challenge quickly', async () => {
     const now = Math.floor(Date.now() / 1000);
     const good = await issuer.token('app-a', 'alice', { scope: 'id.user.right.read' });
@@ -238,6 +245,20 @@ describe('Bearer tokens', () => {
       ['unknown kid', await issuer.token('app-a', 'alice', {}, { kid: 'no-such-key' }), 'unknown signing key'],
       ['unknown client', await issuer.token('nobody', 'alice'), 'unknown client'],
       ['no client_id', await issuer.token('', 'alice'), 'client_id missing'],
+      // RFC 9068: another kind of token, a lifetime past JWT_MAX_TOKEN_LIFETIME_S, no jti (never revocable).
+      ['a right token', await issuer.token('app-a', 'alice', {}, { typ: 'right+jwt' }), 'not an access token'],
+      ['an ID token', await issuer.token('app-a', 'alice', {}, { typ: 'id+jwt' }), 'not an access token'],
+      [
+        'valid for 100 years',
+        await issuer.token('app-a', 'alice', { exp: now + 100 * 365 * 86_400 }),
+        'lifetime too long',
+      ],
+      [
+        'no iat, valid for two days',
+        await issuer.token('app-a', 'alice', { iat: undefined, exp: now + 2 * 86_400 }),
+        'lifetime too long',
+      ],
+      ['no jti', await issuer.token('app-a', 'alice', { jti: undefined }), 'jti missing'],
       ['garbage', 'not-a-jwt', 'malformed'],
       ['three dots of nothing', 'a.b.c', 'malformed'],
     ];

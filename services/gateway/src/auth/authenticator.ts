@@ -160,7 +160,7 @@ export class Authenticator {
       if (error instanceof BearerRejected) throw reject(error.message);
       throw error;
     }
-    if (access.jti && this.options.revocations.isRevoked(access.jti)) throw reject('revoked');
+    if (this.options.revocations.isRevoked(access.jti)) throw reject('revoked');
     const client = await this.clients.get(access.clientId);
     if (!client) throw reject('unknown client');
     return {

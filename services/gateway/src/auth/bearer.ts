@@ -10,7 +10,7 @@ export interface AccessToken {
   clientId: string;
   subject: string;
   scopes: string[];
-  jti: string | null;
+  jti: string;
 }
 
 export interface BearerVerifierOptions {
@@ -20,7 +20,18 @@ export interface BearerVerifierOptions {
   audience: string;
   clockToleranceSeconds?: number;
   jwksTimeoutMs?: number;
+  /** JWT_MAX_TOKEN_LIFETIME_S: the longest lifetime a token may have. */
+  maxLifetimeSeconds: number;
 }
+
+/** The clock tolerance on `exp` and `nbf` unless another is given. */
+export const DEFAULT_CLOCK_TOLERANCE_S = 30;
+/**
+ * Header `typ` values of an access token (RFC 9068 2.1, RFC 7519 5.1); compared without case
+ * and the `application/` prefix (RFC 8725 3.11). Absent is accepted too. Any other names
+ * another kind of token (a right token, `right+jwt`; an ID token…), never an access token.
+ */
+const ACCESS_TOKEN_TYPES = new Set(['jwt', 'at+jwt']);
 
 /** Asymmetric algorithms only: `none` and HMAC (a shared secret) are never accepted. */
 const ALGORITHMS_BY_KEY: Record<string, string[]> = {
@@ -36,7 +47,9 @@ const MAX_TOKEN_LENGTH = 8192;
 /**
  * Verifies RFC 9068 access tokens with jose (DESIGN.md 4): signature against the remote
  * JWKS (cached; refetched when a token names an unknown `kid`) or a static public key;
- * `iss`, `aud`, `exp`, `nbf` with a small clock tolerance; `sub` and `client_id` required.
+ * `iss`, `aud`, `exp`, `nbf` with a small clock tolerance; `sub`, `jti` (so that any token can
+ * be revoked) and `client_id` required; the header `typ` of an access token; a lifetime
+ * (`exp` − `iat`, or `exp` − now without `iat`) of at most `maxLifetimeSeconds`.
  */
 export class BearerVerifier {
   private readonly key: KeyObject | JWTVerifyGetKey;
@@ -64,21 +77,29 @@ export class BearerVerifier {
   async verify(token: string): Promise<AccessToken> {
     if (token.length > MAX_TOKEN_LENGTH || !COMPACT_JWS.test(token)) throw new BearerRejected('malformed');
     let payload: JWTPayload;
+    let typ: string | undefined;
     try {
       const options = {
         issuer: this.options.issuer,
         audience: this.options.audience,
         algorithms: this.algorithms,
-        clockTolerance: this.options.clockToleranceSeconds ?? 30,
-        requiredClaims: ['exp', 'sub'],
+        clockTolerance: this.options.clockToleranceSeconds ?? DEFAULT_CLOCK_TOLERANCE_S,
+        requiredClaims: ['exp', 'sub', 'jti'],
       };
-      ({ payload } =
+      ({
+        payload,
+        protectedHeader: { typ },
+      } =
         typeof this.key === 'function'
           ? await jwtVerify(token, this.key, options)
           : await jwtVerify(token, this.key, options));
     } catch (error) {
       throw new BearerRejected(describe(error));
     }
+    if (typ !== undefined && !ACCESS_TOKEN_TYPES.has(typ.toLowerCase().replace(/^application\//, '')))
+      throw new BearerRejected('not an access token');
+    const lifetime = payload.exp! - (payload.iat ?? Math.floor(Date.now() / 1000));
+    if (lifetime > this.options.maxLifetimeSeconds) throw new BearerRejected('lifetime too long');
     const clientId = payload.client_id;
     if (typeof clientId !== 'string' || clientId === '') throw new BearerRejected('client_id missing');
     if (typeof payload.sub !== 'string' || payload.sub === '') throw new BearerRejected('sub missing');
@@ -86,7 +107,7 @@ export class BearerVerifier {
       clientId,
       subject: payload.sub,
       scopes: scopesOf(payload),
-      jti: typeof payload.jti === 'string' ? payload.jti : null,
+      jti: payload.jti!,
     };
   }
 }
@@ -102,6 +123,7 @@ function scopesOf(payload: JWTPayload): string[] {
 function describe(error: unknown): string {
   if (error instanceof errors.JWTExpired) return 'expired';
   if (error instanceof errors.JWTClaimValidationFailed) {
+    if (error.reason === 'missing') return `${error.claim} missing`;
     if (error.claim === 'nbf') return 'not yet valid';
     if (error.claim === 'iss') return 'wrong issuer';
     if (error.claim === 'aud') return 'wrong audience';

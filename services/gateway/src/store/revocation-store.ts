@@ -6,6 +6,7 @@ import { type Connection, type Model } from 'mongoose';
 
 interface RevokedTokenDocument {
   _id: string;
+  /** When it was last revoked: every replica reloads what was revoked since it last looked. */
   revokedAt: Date;
   /** After this instant the token would be refused as expired anyway; the entry can go. */
   expiresAt: Date;
@@ -16,8 +17,17 @@ const revokedSchema = documentSchema<RevokedTokenDocument>('revoked_tokens', { r
 revokedSchema.index({ revokedAt: 1 }, { name: 'by_revocation' });
 revokedSchema.index({ expiresAt: 1 }, { name: 'by_expiry' });
 
-/** How long a revocation is kept when the caller does not say when the token expires. */
-export const DEFAULT_REVOCATION_RETENTION_MS = 30 * 24 * 3600 * 1000;
+export interface RevocationStoreOptions {
+  logger: Logger;
+  /**
+   * How long a revocation lasts at least, whatever end it is given: the longest lifetime a
+   * token may have (JWT_MAX_TOKEN_LIFETIME_S) and the clock tolerance, so that no token it
+   * names can outlive it.
+   */
+  minimumMs: number;
+  refreshMs?: number;
+  clock?: Clock;
+}
 
 /**
  * Revoked token ids (`jti`), DESIGN.md 6. Every gateway replica keeps them in memory and
@@ -30,13 +40,17 @@ export class RevocationStore {
   private loadedUpTo = new Date(0);
   private refreshing: Repeating | undefined;
 
-  constructor(
-    db: Connection,
-    private readonly logger: Logger,
-    private readonly refreshMs = 2_000,
-    private readonly clock: Clock = systemClock,
-  ) {
+  private readonly logger: Logger;
+  private readonly minimumMs: number;
+  private readonly refreshMs: number;
+  private readonly clock: Clock;
+
+  constructor(db: Connection, options: RevocationStoreOptions) {
     this.model = db.model<RevokedTokenDocument>('RevokedToken', revokedSchema);
+    this.logger = options.logger;
+    this.minimumMs = options.minimumMs;
+    this.refreshMs = options.refreshMs ?? 2_000;
+    this.clock = options.clock ?? systemClock;
   }
 
   /** A migration step (`services/gateway/dist/migrate.js`). */
@@ -62,16 +76,20 @@ export class RevocationStore {
     return until !== undefined && until > this.clock().getTime();
   }
 
-  /** True when the token id was not revoked before. */
+  /**
+   * Revokes a token id until `expiresAt` or the minimum, whichever is later; a revocation
+   * is never shortened, only extended, and every revocation reaches every replica. True when
+   * the token id was not revoked before.
+   */
   async revoke(jti: string, expiresAt: Date | undefined): Promise<boolean> {
     const now = this.clock();
-    const until = expiresAt ?? new Date(now.getTime() + DEFAULT_REVOCATION_RETENTION_MS);
+    const until = new Date(Math.max(now.getTime() + this.minimumMs, expiresAt?.getTime() ?? 0));
     const result = await this.model.collection.updateOne(
       { _id: jti } as never,
-      { $set: { expiresAt: until }, $setOnInsert: { revokedAt: now } },
+      { $max: { expiresAt: until }, $set: { revokedAt: now } },
       { upsert: true },
     );
-    this.revoked.set(jti, until.getTime());
+    this.revoked.set(jti, Math.max(until.getTime(), this.revoked.get(jti) ?? 0));
     return result.upsertedCount === 1;
   }
 
@@ -80,7 +98,8 @@ export class RevocationStore {
     const since = new Date(this.loadedUpTo.getTime() - 5_000);
     const now = this.clock();
     const docs = await this.model.find({ revokedAt: { $gte: since } }).lean<RevokedTokenDocument[]>();
-    for (const doc of docs) this.revoked.set(doc._id, doc.expiresAt.getTime());
+    for (const doc of docs)
+      this.revoked.set(doc._id, Math.max(doc.expiresAt.getTime(), this.revoked.get(doc._id) ?? 0));
     for (const [jti, until] of this.revoked) if (until <= now.getTime()) this.revoked.delete(jti);
     this.loadedUpTo = now;
     await this.model.deleteMany({ expiresAt: { $lt: now } });
