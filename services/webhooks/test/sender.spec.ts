@@ -20,7 +20,7 @@ describe('the sender at delivery time', () => {
       for (const url of [`http://localhost:${port()}/hook`, receiver.url, `http://[::ffff:127.0.0.1]:${port()}/hook`]) {
         const result = await sender.post(url, {}, '{}');
         expect(result.status, url).toBeNull();
-        expect(result.error, url).toMatch(/not public|not a public address/);
+        expect(result.error, url).toMatch(/to public addresses only|not a public address/);
       }
       expect(receiver.received).toHaveLength(0);
     } finally {

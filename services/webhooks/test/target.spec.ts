@@ -20,10 +20,23 @@ describe('isPublicAddress', () => {
       'fd00::1',
       '::ffff:10.0.0.1',
       '::ffff:7f00:1',
+      // IPv4-compatible, IPv4-translated, local-use NAT64, 6to4, Teredo, site-local, documentation, benchmarking.
+      '::7f00:1',
+      '::ffff:0:7f00:1',
+      '64:ff9b:1::7f00:1',
+      '64:ff9b::808:808',
+      '2002:7f00:1::',
+      '2001::1',
+      'fec0::1',
+      '2001:db8::1',
+      '198.18.0.1',
+      '192.0.2.1',
+      '255.255.255.255',
       'not-an-ip',
+      '0x7f000001',
     ])
       expect(isPublicAddress(address), address).toBe(false);
-    for (const address of ['93.184.216.34', '8.8.8.8', '2606:4700::1111', '::ffff:8.8.8.8'])
+    for (const address of ['93.184.216.34', '8.8.8.8', '2606:4700::1111', '2a00:1450:4001:80b::200e', '::ffff:8.8.8.8'])
       expect(isPublicAddress(address), address).toBe(true);
   });
 });

@@ -16,13 +16,17 @@ export class TargetRefused extends Error {
   override readonly name = 'TargetRefused';
 }
 
-/** The addresses of `host`, all of them public unless `allowPrivate`; throws `TargetRefused` otherwise. */
+/**
+ * The addresses of `host`, all of them public unless `allowPrivate`; throws `TargetRefused`
+ * otherwise, with one message whether the name does not resolve or resolves to a refused
+ * address: what the platform's resolver sees of internal names is nobody's to learn.
+ */
 export function resolveTarget(host: string, allowPrivate: boolean): Promise<LookupAddress[]> {
   return new Promise((resolve, reject) => {
     dnsLookup(host, { all: true }, (error, addresses) => {
-      if (error) return reject(new TargetRefused(`cannot resolve ${host}: ${error.code ?? error.message}`));
-      if (!allowPrivate && addresses.some((address) => !isPublicAddress(address.address)))
-        return reject(new TargetRefused(`${host} resolves to an address that is not public`));
+      const refused = error !== null || (!allowPrivate && addresses.some((one) => !isPublicAddress(one.address)));
+      if (refused)
+        return reject(new TargetRefused(`${host} cannot be a target: it must resolve, to public addresses only`));
       resolve(addresses);
     });
   });
