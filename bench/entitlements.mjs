@@ -67,7 +67,12 @@ const system = await TestSystem.start({
   processes: true,
   name: 'bench_entitlements',
   backends: ['catalog', 'rights'],
-  env: { LOG_LEVEL: 'info', RATE_LIMIT_PER_SECOND: '0', RATE_LIMIT_USER_PER_SECOND: '0', RATE_LIMIT_OPEN_PER_SECOND: '0' },
+  env: {
+    LOG_LEVEL: 'info',
+    RATE_LIMIT_PER_SECOND: '0',
+    RATE_LIMIT_USER_PER_SECOND: '0',
+    RATE_LIMIT_OPEN_PER_SECOND: '0',
+  },
 });
 try {
   await system.seed({ clients: [{ clientId: 'bench-grantor', grantorId: 'B' }], skus: { monthly: {} } });
@@ -89,7 +94,7 @@ try {
 
   const gateway = system.service('gateway');
   const metric = (text, name) => Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text)?.[1]);
-  const scrape = async () => (await fetch(`${gateway.url}/metrics`)).text();
+  const scrape = async () => (await fetch(gateway.metricsUrl)).text();
   await gateway.stop();
   const starting = performance.now();
   await gateway.start(600_000);

@@ -28,7 +28,12 @@ const system = await TestSystem.start({
   name: 'bench_latency',
   backends: ['catalog', 'rights', 'subscriptions', 'scheduler'],
   replicas: { gateway: 2 },
-  env: { LOG_LEVEL: 'warn', RATE_LIMIT_PER_SECOND: '0', RATE_LIMIT_USER_PER_SECOND: '0', RATE_LIMIT_OPEN_PER_SECOND: '0' },
+  env: {
+    LOG_LEVEL: 'warn',
+    RATE_LIMIT_PER_SECOND: '0',
+    RATE_LIMIT_USER_PER_SECOND: '0',
+    RATE_LIMIT_OPEN_PER_SECOND: '0',
+  },
 });
 for (const signal of ['SIGINT', 'SIGTERM'])
   process.once(signal, () => void system.stop().finally(() => servers.stop().finally(() => process.exit(1))));

@@ -30,7 +30,12 @@ const system = await TestSystem.start({
   name: 'bench_rebuild',
   backends: ['catalog', 'rights', 'subscriptions'],
   gateway: true,
-  env: { LOG_LEVEL: 'warn', RATE_LIMIT_PER_SECOND: '0', RATE_LIMIT_USER_PER_SECOND: '0', RATE_LIMIT_OPEN_PER_SECOND: '0' },
+  env: {
+    LOG_LEVEL: 'warn',
+    RATE_LIMIT_PER_SECOND: '0',
+    RATE_LIMIT_USER_PER_SECOND: '0',
+    RATE_LIMIT_OPEN_PER_SECOND: '0',
+  },
 });
 const database = await testDatabase('bench_rebuild_scheduler');
 try {

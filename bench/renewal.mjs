@@ -96,7 +96,9 @@ const system = await TestSystem.start({
   backends: ['catalog', 'rights', 'subscriptions', 'scheduler'],
   env: {
     LOG_LEVEL: 'warn',
-    RATE_LIMIT_PER_SECOND: '0', RATE_LIMIT_USER_PER_SECOND: '0', RATE_LIMIT_OPEN_PER_SECOND: '0',
+    RATE_LIMIT_PER_SECOND: '0',
+    RATE_LIMIT_USER_PER_SECOND: '0',
+    RATE_LIMIT_OPEN_PER_SECOND: '0',
     SCHEDULER_TICK_MS: '200',
     ...(process.env.BENCH_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS } : {}),
   },

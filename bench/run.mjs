@@ -108,7 +108,9 @@ const system = await TestSystem.start({
   // to measure what tracing costs.
   env: {
     LOG_LEVEL: 'warn',
-    RATE_LIMIT_PER_SECOND: '0', RATE_LIMIT_USER_PER_SECOND: '0', RATE_LIMIT_OPEN_PER_SECOND: '0',
+    RATE_LIMIT_PER_SECOND: '0',
+    RATE_LIMIT_USER_PER_SECOND: '0',
+    RATE_LIMIT_OPEN_PER_SECOND: '0',
     ...issuer.env,
     ...JSON.parse(process.env.BENCH_SERVICE_ENV ?? '{}'),
   },
@@ -132,20 +134,22 @@ try {
   if (client.status !== 201 || user.status !== 201) throw new Error('cannot create the benchmark client and user');
   const appBasic = `Basic ${Buffer.from('bench-app:bench-app-secret').toString('base64')}`;
   const appBearer = `Bearer ${await issuer.token('bench-app', 'bench-user', { scope: 'id.user.right.read' })}`;
-  // Valid for the whole run (services' own tokens live 60 s).
-  const internalToken = await new InternalTokenSigner(TEST_INTERNAL_SECRET, 'bench', 3600).tokenFor({
+  // Valid for the whole run (services' own tokens live 60 s), one for each service called directly.
+  const benchSigner = new InternalTokenSigner(TEST_INTERNAL_SECRET, 'bench', 3600);
+  const benchPrincipal = {
     clientId: 'bench',
     grantorId: null,
     admin: true,
     scheme: 'basic',
     scopes: [],
     subject: null,
-  });
+  };
+  const internalTokenFor = (service) => benchSigner.tokenFor(benchPrincipal, service);
   const targets = {
     'GET sku via gateway (Basic)': [`${system.gatewayUrl}/catalog/skus/bench-sku`, system.adminHeaders()],
     'GET sku direct to catalog': [
       `${system.service('catalog').url}/catalog/skus/bench-sku`,
-      { 'x-internal-token': internalToken },
+      { 'x-internal-token': await internalTokenFor('catalog') },
     ],
     'GET user via gateway (Basic, cached)': [`${system.gatewayUrl}/id/users/bench-user`, { authorization: appBasic }],
     'GET user via gateway (Bearer)': [`${system.gatewayUrl}/id/users/bench-user`, { authorization: appBearer }],
@@ -234,7 +238,7 @@ try {
   ];
   targets['GET right direct to rights (internal token)'] = [
     `${system.service('rights').url}/id/users/bench-user/rights/${rightId}`,
-    { 'x-internal-token': internalToken },
+    { 'x-internal-token': await internalTokenFor('rights') },
   ];
   targets['GET right from a bare findOne server'] = [`${bare.url}/${rightId}`, {}];
   let nextReader = 0;

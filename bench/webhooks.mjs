@@ -44,7 +44,12 @@ const system = await TestSystem.start({
   processes: true,
   name: 'bench_webhooks',
   backends: ['catalog', 'rights', 'webhooks'],
-  env: { LOG_LEVEL: 'warn', RATE_LIMIT_PER_SECOND: '0', RATE_LIMIT_USER_PER_SECOND: '0', RATE_LIMIT_OPEN_PER_SECOND: '0' },
+  env: {
+    LOG_LEVEL: 'warn',
+    RATE_LIMIT_PER_SECOND: '0',
+    RATE_LIMIT_USER_PER_SECOND: '0',
+    RATE_LIMIT_OPEN_PER_SECOND: '0',
+  },
 });
 const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 

@@ -35,7 +35,13 @@ const system = await TestSystem.start({
   backends: ['catalog', 'rights', 'subscriptions'],
   // The fuzzer is one client sending as fast as it can: no rate limit, quiet logs.
   // The hooks send each request from its own address through X-Forwarded-For.
-  env: { LOG_LEVEL: 'warn', RATE_LIMIT_PER_SECOND: '0', RATE_LIMIT_USER_PER_SECOND: '0', RATE_LIMIT_OPEN_PER_SECOND: '0', TRUSTED_PROXIES: '127.0.0.1' },
+  env: {
+    LOG_LEVEL: 'warn',
+    RATE_LIMIT_PER_SECOND: '0',
+    RATE_LIMIT_USER_PER_SECOND: '0',
+    RATE_LIMIT_OPEN_PER_SECOND: '0',
+    TRUSTED_PROXIES: '127.0.0.1',
+  },
 });
 const reports = mkdtempSync(path.join(tmpdir(), 'rs-fuzz-'));
 let status;

@@ -55,6 +55,8 @@ const nodeEnv = process.env.NODE_ENV ?? 'development';
 const defaultAdmin = nodeEnv !== 'production' && !process.env.ADMIN_CLIENT_ID;
 const baseEnv = {
   NODE_ENV: nodeEnv,
+  // On a laptop nothing but the laptop reaches the services (the gateway's port included).
+  BIND_ADDRESS: '127.0.0.1',
   ...(defaultAdmin ? { ADMIN_CLIENT_ID: 'admin', ADMIN_CLIENT_SECRET: 'admin-secret-change-me' } : {}),
   ...process.env,
 };

@@ -14,9 +14,10 @@ SET client_min_messages = warning;
 
 CREATE OR REPLACE FUNCTION rs_ferretdb_index_fields(target text) RETURNS text[] LANGUAGE sql IMMUTABLE AS $$
   SELECT CASE
-    -- The history collections (`right_history`, `subscription_history`) are read by `subject`
-    -- only, and written on the renewal path: that index and no other (docs/decisions/0016).
-    WHEN target LIKE '%history%' THEN ARRAY['subject']
+    -- The history collections (`right_history`, `subscription_history`) are read by `span` (a
+    -- subject's run of generations, one page's worth) only, and written on the renewal path:
+    -- that index and no other (docs/decisions/0016, 0040).
+    WHEN target LIKE '%history%' THEN ARRAY['span']
     -- Webhook deliveries: claimed by `_id`, swept by `due`, listed by `endpointId` (0017).
     WHEN target LIKE '%deliveries%' THEN ARRAY['_id', 'due', 'endpointId']
     -- Webhook endpoints: read by `_id`, and by `grantorId` for every event (DESIGN.md 9).
@@ -85,7 +86,7 @@ BEGIN
     WHERE a.attname = '_jsonb' AND c.relkind = 'r'
   LOOP
     PERFORM rs_index_ferretdb_table(existing.target);
-    FOREACH field IN ARRAY ARRAY['_id', 'outboxPending', 'due', 'bucket', 'userId', 'subject', 'endpointId', 'grantorId'] LOOP
+    FOREACH field IN ARRAY ARRAY['_id', 'outboxPending', 'due', 'bucket', 'userId', 'subject', 'span', 'endpointId', 'grantorId'] LOOP
       IF NOT field = ANY (rs_ferretdb_index_fields(replace(existing.target::text, '"', ''))) THEN
         EXECUTE format('DROP INDEX IF EXISTS %s',
           quote_ident(split_part(replace(existing.target::text, '"', ''), '.', 1)) || '.' ||

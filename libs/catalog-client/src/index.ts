@@ -127,7 +127,7 @@ export class SkuDirectory implements SkuLookup {
     try {
       response = await getFromService(
         url,
-        await this.options.signer.tokenFor(this.principal),
+        await this.options.signer.tokenFor(this.principal, 'catalog'),
         this.options.requestTimeoutMs ?? 2_000,
       );
     } catch (error) {

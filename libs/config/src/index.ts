@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { z } from 'zod';
 
 /**
@@ -86,6 +87,17 @@ export const env = {
     .default('rights'),
   /** Shared key of the internal tokens (DESIGN.md 4); at least 32 characters. */
   secret: z.string().min(32, 'must be at least 32 characters'),
+};
+
+/**
+ * What every service reads beside its own variables: the address its servers listen on
+ * (BIND_ADDRESS; `npm start` gives 127.0.0.1 so that nothing but the machine reaches them).
+ */
+export const listenEnvShape = {
+  BIND_ADDRESS: z
+    .string()
+    .refine((address) => isIP(address) !== 0, 'must be an IPv4 or IPv6 address')
+    .default('0.0.0.0'),
 };
 
 /** The base URL of another service, by default where `npm start` runs it (DESIGN.md 6). */

@@ -36,6 +36,8 @@ export interface HttpAppOptions {
   jsonLimit?: string;
   /** AUTH_REALM: of the Basic challenge a use case's `not_permitted` is answered with (default `rights`). */
   realm?: string;
+  /** Whether this app serves `/metrics` itself (default), or a `metricsApp` on a port of its own does. */
+  metrics?: boolean;
   routes: (app: Express) => void;
 }
 
@@ -51,6 +53,15 @@ declare global {
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+/**
+ * On every answer (docs/security.md "Exposure"): nothing is sniffed into another type, and
+ * nothing, an HTML error page included, loads anything or is framed. A page that needs more
+ * (the API reference) widens its own policy.
+ */
+const SECURITY_HEADERS = {
+  'X-Content-Type-Options': 'nosniff',
+  'Content-Security-Policy': "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+};
 const QUIET_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 
 /** Express 5 app with request ids, one log line per request, metrics, health, and the error format of DESIGN.md 3. */
@@ -73,6 +84,10 @@ export function createHttpApp(options: HttpAppOptions): Express {
     next();
   });
   app.use(traceRequests(QUIET_PATHS));
+  app.use((_req, res, next) => {
+    res.set(SECURITY_HEADERS);
+    next();
+  });
   app.use((req, res, next) => {
     const incoming = req.get('x-request-id');
     res.locals.requestId = incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID();
@@ -102,9 +117,7 @@ export function createHttpApp(options: HttpAppOptions): Express {
     if (!ready) res.status(503).set('Retry-After', '5');
     res.json({ status: ready ? 'ready' : 'not ready', checks });
   });
-  app.get('/metrics', async (_req, res) => {
-    res.type(metricsRegistry.contentType).send(await metricsRegistry.metrics());
-  });
+  if (options.metrics ?? true) app.get('/metrics', serveMetrics);
 
   if (options.guard) app.use(options.guard);
   if (options.jsonLimit) app.use(jsonBody(options.jsonLimit));
@@ -129,6 +142,24 @@ export function createHttpApp(options: HttpAppOptions): Express {
 export function originForm(target: string): string {
   const { pathname, search } = new URL(target, 'http://origin.invalid');
   return `${pathname}${search}`;
+}
+
+const serveMetrics: RequestHandler = async (_req, res) => {
+  res.type(metricsRegistry.contentType).send(await metricsRegistry.metrics());
+};
+
+/**
+ * `/metrics` alone, for a port of its own (the gateway's METRICS_PORT): what the platform
+ * counts is for its operators, never on the public port.
+ */
+export function metricsApp(): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.get('/metrics', serveMetrics);
+  app.use((_req: Request, res: Response) => {
+    res.status(404).type('text/plain').send('not found');
+  });
+  return app;
 }
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH']);

@@ -18,7 +18,8 @@ declare global {
 }
 
 const ISSUER = 'rs-internal';
-const AUDIENCE = 'rs-services';
+/** The audience of an internal token for `service`: it is accepted there and nowhere else (DESIGN.md 4). */
+const audienceOf = (service: string) => `rs-${service}`;
 const ALGORITHM = 'HS256';
 export const INTERNAL_TOKEN_TTL_SECONDS = 60;
 /** Header that carries the internal token; clients' own Authorization never reaches a service. */
@@ -82,8 +83,9 @@ export class InternalTokenSigner {
     this.keyId = keyIdOf(secret);
   }
 
-  async tokenFor(principal: Principal): Promise<string> {
-    const cacheKey = JSON.stringify(principal);
+  /** A token for `principal` addressed to `service`, the one service that will accept it. */
+  async tokenFor(principal: Principal, service: string): Promise<string> {
+    const cacheKey = `${service}\n${JSON.stringify(principal)}`;
     const now = Date.now();
     const cached = this.cache.get(cacheKey);
     if (cached && cached.renewAt > now) return cached.token;
@@ -98,7 +100,7 @@ export class InternalTokenSigner {
     })
       .setProtectedHeader({ alg: ALGORITHM, kid: this.keyId })
       .setIssuer(ISSUER)
-      .setAudience(AUDIENCE)
+      .setAudience(audienceOf(service))
       .setIssuedAt()
       .setExpirationTime(`${this.ttlSeconds}s`)
       .sign(this.key);
@@ -107,12 +109,15 @@ export class InternalTokenSigner {
   }
 }
 
-/** The principal of an internal token signed with one of `keys`; throws when none verifies it. */
-export async function verifyInternalToken(keys: InternalTokenKeys, token: string): Promise<Principal> {
+/**
+ * The principal of an internal token signed with one of `keys` and addressed to `service`;
+ * throws when none verifies it.
+ */
+export async function verifyInternalToken(keys: InternalTokenKeys, token: string, service: string): Promise<Principal> {
   let failure: unknown;
   for (const key of keys.for(token)) {
     try {
-      return principalOf(await verify(key, token));
+      return principalOf(await verify(key, token, service));
     } catch (error) {
       failure ??= error;
     }
@@ -120,10 +125,10 @@ export async function verifyInternalToken(keys: InternalTokenKeys, token: string
   throw failure;
 }
 
-async function verify(key: Uint8Array, token: string) {
+async function verify(key: Uint8Array, token: string, service: string) {
   const { payload } = await jwtVerify(token, key, {
     issuer: ISSUER,
-    audience: AUDIENCE,
+    audience: audienceOf(service),
     algorithms: [ALGORITHM],
     clockTolerance: 5,
   });
@@ -141,7 +146,7 @@ function principalOf(payload: Awaited<ReturnType<typeof verify>>): Principal {
   };
 }
 
-const INTERNAL_CHALLENGE = 'Bearer realm="internal", error="invalid_token"';
+export const INTERNAL_CHALLENGE = 'Bearer realm="internal", error="invalid_token"';
 
 /** For internal routes that only the platform's own services may call (never forwarded by the gateway). */
 export function requireServiceCaller(principal: Principal): void {
@@ -149,12 +154,13 @@ export function requireServiceCaller(principal: Principal): void {
 }
 
 /**
- * Refuses every request that did not come through the gateway (or another service).
+ * Refuses every request that did not come through the gateway (or another service) with a
+ * token addressed to this `service`: one that was signed for another service is refused here.
  * A verified token is remembered until it expires (the gateway reuses one per principal for
  * half its life), so the hot path verifies a signature once per principal and token, not
  * once per request.
  */
-export function requireInternalToken(secrets: SecretRing | string): RequestHandler {
+export function requireInternalToken(secrets: SecretRing | string, service: string): RequestHandler {
   const keys = new InternalTokenKeys(secrets);
   const verified = new LRUCache<string, Principal>({ max: 10_000, ttl: INTERNAL_TOKEN_TTL_SECONDS * 1000 });
   return async (req, res, next) => {
@@ -166,7 +172,7 @@ export function requireInternalToken(secrets: SecretRing | string): RequestHandl
       return next();
     }
     try {
-      res.locals.principal = await verifyInternalToken(keys, token);
+      res.locals.principal = await verifyInternalToken(keys, token, service);
     } catch {
       return next(unauthorized('invalid internal token', INTERNAL_CHALLENGE));
     }

@@ -4,6 +4,7 @@ import {
   IF_MATCH_PATTERN,
   KEYSET_CURSOR_PATTERN,
   type HistoryEntry,
+  type HistoryPageRequest,
   type Principal,
 } from '@rs/contracts';
 import type { Request, RequestHandler, Response } from 'express';
@@ -107,28 +108,23 @@ export async function sendNewestFirst<T extends { createdAt: Date }>(
 
 /**
  * One page of a resource's history (DESIGN.md 8 "History"), oldest first, paginated as lists:
- * `cursor` is the generation and position of the previous page's last entry.
+ * `cursor` is the generation and position of the previous page's last entry. `read` reads that
+ * page alone.
  */
 export async function sendHistory(
   req: Request,
   res: Response,
   publicBaseUrl: string,
-  read: () => Promise<ReadonlyArray<HistoryEntry & { cursor: string }>>,
+  read: (page: HistoryPageRequest) => Promise<ReadonlyArray<HistoryEntry & { cursor: string }>>,
 ): Promise<void> {
   const page = pageParams(req);
   if (page.after !== undefined && !HISTORY_CURSOR.test(page.after))
     throw badRequest(`cursor: must match ${HISTORY_CURSOR_PATTERN}`);
-  const entries = await read();
-  let start = 0;
-  if (page.after !== undefined) {
-    const [generation, order] = page.after.split('.').map(Number) as [number, number];
-    const after = entries.findIndex((entry) => {
-      const [g, o] = entry.cursor.split('.').map(Number) as [number, number];
-      return g > generation || (g === generation && o > order);
-    });
-    start = after < 0 ? entries.length : after;
-  }
-  const found = entries.slice(start, start + page.limit);
+  const [generation, order] = (page.after ?? '').split('.').map(Number);
+  const found = await read({
+    after: page.after === undefined ? null : { generation: generation!, order: order! },
+    limit: page.limit,
+  });
   setNextLink(req, res, publicBaseUrl, page, found.at(-1)?.cursor, found.length);
   res.json({ history: found.map(({ cursor: _cursor, ...entry }) => entry) });
 }

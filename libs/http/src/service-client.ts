@@ -45,6 +45,8 @@ export async function readBucket<T>(
   options: {
     signer: InternalTokenSigner;
     caller: Principal;
+    /** The service that answers `url`: the audience of the caller's token. */
+    service: string;
     pageSize: number;
     schema: z.ZodType<{ items: T[]; next: string | null }>;
     timeoutMs?: number;
@@ -59,7 +61,7 @@ export async function readBucket<T>(
     target.searchParams.set('cursor', cursor);
     const response = await getFromService(
       target,
-      await options.signer.tokenFor(options.caller),
+      await options.signer.tokenFor(options.caller, options.service),
       options.timeoutMs ?? 10_000,
     );
     if (response.status !== 200) {

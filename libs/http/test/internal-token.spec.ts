@@ -19,31 +19,39 @@ describe('internal tokens through a rotation (DESIGN.md 10)', () => {
       // During a rolling change pods of step i and step i+1 run side by side.
       const pair = [steps[i]!, steps[i + 1]!] as const;
       for (const [signer, verifier] of [pair, [pair[1], pair[0]]] as const) {
-        const token = await new InternalTokenSigner(signer.current, 'gateway').tokenFor(principal);
-        await expect(verifyInternalToken(new InternalTokenKeys(verifier), token)).resolves.toEqual(principal);
+        const token = await new InternalTokenSigner(signer.current, 'gateway').tokenFor(principal, 'rights');
+        await expect(verifyInternalToken(new InternalTokenKeys(verifier), token, 'rights')).resolves.toEqual(principal);
       }
     }
-    const signedOld = await new InternalTokenSigner(OLD, 'gateway').tokenFor(principal);
-    await expect(verifyInternalToken(new InternalTokenKeys(steps[3]!), signedOld)).rejects.toThrow();
+    const signedOld = await new InternalTokenSigner(OLD, 'gateway').tokenFor(principal, 'rights');
+    await expect(verifyInternalToken(new InternalTokenKeys(steps[3]!), signedOld, 'rights')).rejects.toThrow();
   });
 
   it('when a token carries no kid (signed before rotation existed) or a garbled one, then each key is tried; a forged one is refused', async () => {
     const legacy = await new SignJWT({ cid: 'c1', sch: 'basic' })
       .setProtectedHeader({ alg: 'HS256' })
       .setIssuer('rs-internal')
-      .setAudience('rs-services')
+      .setAudience('rs-rights')
       .setIssuedAt()
       .setExpirationTime('60s')
       .sign(new TextEncoder().encode(OLD));
     const keys = new InternalTokenKeys({ current: NEW, previous: OLD });
-    await expect(verifyInternalToken(keys, legacy)).resolves.toMatchObject({ clientId: 'c1' });
+    await expect(verifyInternalToken(keys, legacy, 'rights')).resolves.toMatchObject({ clientId: 'c1' });
     const forged = await new SignJWT({ cid: 'admin', adm: true })
       .setProtectedHeader({ alg: 'HS256', kid: 'anything' })
       .setIssuer('rs-internal')
-      .setAudience('rs-services')
+      .setAudience('rs-rights')
       .setExpirationTime('60s')
       .sign(new TextEncoder().encode('x'.repeat(32)));
-    await expect(verifyInternalToken(keys, forged)).rejects.toThrow();
-    await expect(verifyInternalToken(keys, 'not a token')).rejects.toThrow();
+    await expect(verifyInternalToken(keys, forged, 'rights')).rejects.toThrow();
+    await expect(verifyInternalToken(keys, 'not a token', 'rights')).rejects.toThrow();
+  });
+
+  it('when a token addressed to one service is presented to another, then the other refuses it', async () => {
+    const keys = new InternalTokenKeys(NEW);
+    const forRights = await new InternalTokenSigner(NEW, 'gateway').tokenFor(principal, 'rights');
+    await expect(verifyInternalToken(keys, forRights, 'rights')).resolves.toEqual(principal);
+    for (const other of ['catalog', 'subscriptions', 'webhooks', 'scheduler'])
+      await expect(verifyInternalToken(keys, forRights, other), other).rejects.toThrow();
   });
 });

@@ -1,5 +1,6 @@
 import {
   internalTokenSecrets,
+  listenEnvShape,
   loadConfig,
   mongoTarget,
   redactUrl,
@@ -8,6 +9,7 @@ import {
 } from '@rs/config';
 import {
   createHttpApp,
+  metricsApp,
   InternalTokenSigner,
   requireInternalToken,
   runService,
@@ -23,7 +25,7 @@ import { declaredIndexes, purgeExpired, serverLimits, type HistoryLog, type Reta
 import { shutdownTelemetry } from '@rs/telemetry';
 import { systemClock, type Clock } from '@rs/time';
 import mongoose, { type Connection } from 'mongoose';
-import type { z } from 'zod';
+import { z } from 'zod';
 
 /** What every service holds: its config, logger, database, broker, internal-token signer and clock. */
 export interface Runtime<C> {
@@ -38,6 +40,8 @@ export interface Runtime<C> {
   internalSecrets: SecretRing;
   signer: InternalTokenSigner;
   clock: Clock;
+  /** BIND_ADDRESS: where its servers listen. */
+  bindAddress: string;
   /** Applies a store's migration (indexes) at start, outside production or with MIGRATE_ON_START=true. */
   migrated<S extends { ensureIndexes(): Promise<void> }>(store: S): Promise<S>;
   /** Registers how to stop something the service started; stopped after its server, in reverse order. */
@@ -119,6 +123,7 @@ export async function startService<S extends z.ZodType<BaseConfig>>(
 ): Promise<RunningService> {
   const logger = createLogger(service, env.LOG_LEVEL ?? 'info', options.logTo);
   const config = loadConfig(schema, env);
+  const { BIND_ADDRESS: bindAddress } = loadConfig(z.object(listenEnvShape), env);
   logger.level = config.LOG_LEVEL;
   const internalSecrets = internalTokenSecrets(config);
   const stops: Array<() => unknown> = [];
@@ -143,6 +148,7 @@ export async function startService<S extends z.ZodType<BaseConfig>>(
       internalSecrets,
       signer: new InternalTokenSigner(internalSecrets.current, service),
       clock: options.clock ?? systemClock,
+      bindAddress,
       migrated: async (store) => {
         if (migrateOnStart(config.NODE_ENV, env)) await store.ensureIndexes();
         return store;
@@ -218,6 +224,8 @@ export async function serveHttp(
     public?: boolean;
     /** The service's outbox relays: kicked after every request that may have stored events (not GET). */
     relays?: readonly OutboxRelay[];
+    /** `/metrics` on this port of its own instead of `port` (the public edge's METRICS_PORT). */
+    metricsPort?: number;
   },
 ): Promise<RunningServer> {
   const { relays = [], routes } = options;
@@ -227,9 +235,10 @@ export async function serveHttp(
     service: runtime.service,
     logger: runtime.logger,
     readiness,
-    ...(options.public ? {} : { guard: requireInternalToken(runtime.internalSecrets) }),
+    ...(options.public ? {} : { guard: requireInternalToken(runtime.internalSecrets, runtime.service) }),
     jsonLimit: options.jsonLimit,
     realm: options.realm,
+    metrics: options.metricsPort === undefined,
     routes: (app) => {
       if (relays.length > 0) {
         // A change stored its events: publish them now rather than at the next poll.
@@ -241,9 +250,17 @@ export async function serveHttp(
       routes(app);
     },
   });
-  const server = await startHttpServer(app, port);
-  runtime.logger.info({ port: server.port }, 'listening');
-  return server;
+  const server = await startHttpServer(app, port, runtime.bindAddress);
+  runtime.logger.info({ address: runtime.bindAddress, port: server.port }, 'listening');
+  if (options.metricsPort === undefined) return server;
+  const metrics = await startHttpServer(metricsApp(), options.metricsPort, runtime.bindAddress);
+  runtime.logger.info({ address: runtime.bindAddress, port: metrics.port }, 'serving /metrics');
+  return {
+    port: server.port,
+    close: async (graceMs) => {
+      await Promise.all([server.close(graceMs), metrics.close(graceMs)]);
+    },
+  };
 }
 
 /**

@@ -1,4 +1,4 @@
-import { actorOfEvent, type Actor, type CloudEvent, type HistoryRecord } from '@rs/contracts';
+import { actorOfEvent, type Actor, type CloudEvent, type HistoryPosition, type HistoryRecord } from '@rs/contracts';
 import type { mongo } from 'mongoose';
 import { isDuplicateKey } from './items';
 import { chunks, serverLimits } from './server-limits';
@@ -14,6 +14,12 @@ interface HistoryDocument {
   /** The event's id: recording an event again (a crash before it was published) stores nothing. */
   _id: string;
   subject: string;
+  /**
+   * The subject and the run of `SPAN` generations the record falls in: the one equality a
+   * page of history is read by, so that a page costs at most a few spans, however long the
+   * history (an equality is what FerretDB's index serves; a range on `generation` is not).
+   */
+  span: string;
   generation: number;
   order: number;
   type: string;
@@ -22,6 +28,22 @@ interface HistoryDocument {
   actorId: string;
   data: string;
 }
+
+/** Generations per span: a page of `limit` entries reads about `limit / SPAN + 1` spans, each at most this many records. */
+export const HISTORY_SPAN = 16;
+const spanOf = (subject: string, generation: number) => `${subject}|${Math.floor(generation / HISTORY_SPAN)}`;
+
+/** One page of a resource's history, and the record before it (whose data its first entry's changes are counted from). */
+export interface HistoryPageRead {
+  records: HistoryRecord[];
+  before: HistoryRecord | null;
+}
+
+const isAfter = (doc: HistoryDocument, position: HistoryPosition | null) =>
+  position === null ||
+  doc.generation > position.generation ||
+  (doc.generation === position.generation && doc.order > position.order);
+const byPosition = (a: HistoryDocument, b: HistoryDocument) => a.generation - b.generation || a.order - b.order;
 
 const toRecord = (doc: HistoryDocument): HistoryRecord => ({
   subject: doc.subject,
@@ -67,12 +89,12 @@ export class HistoryLog {
   readonly retained: RetainedCollection;
 
   /**
-   * One equality per read (`subject`; on FerretDB its GIN index comes from
+   * One equality per read (`span`; on FerretDB its GIN index comes from
    * ferretdb-indexes.sql), and the retention's TTL index.
    */
   async ensureIndexes(): Promise<void> {
     await declareIndexes(this.db, this.records.collectionName, [
-      { key: { subject: 1, generation: 1 }, name: 'by_subject' },
+      { key: { span: 1 }, name: 'by_span' },
       ...retentionIndexes(this.retained.retention),
     ]);
   }
@@ -91,9 +113,35 @@ export class HistoryLog {
     }
   }
 
-  /** Every record of one resource, in no particular order (`historyOf` orders them). */
-  async of(subject: string): Promise<HistoryRecord[]> {
-    return (await this.records.find({ subject }).toArray()).map(toRecord);
+  /**
+   * One page of a resource's history: up to `limit` records after `after` in order, read a
+   * span at a time up to the span of `lastGeneration` (the resource's current generation, a
+   * bound that spares reading past its end), and the record before the page. A page reads what
+   * it shows and at most two spans more, however long the history (DESIGN.md 9 "Reads cost what
+   * they return"); only the records it returns are parsed.
+   */
+  async page(
+    subject: string,
+    { after, limit, lastGeneration }: { after: HistoryPosition | null; limit: number; lastGeneration: number },
+  ): Promise<HistoryPageRead> {
+    const firstSpan = Math.floor((after?.generation ?? 0) / HISTORY_SPAN);
+    const lastSpan = Math.floor(lastGeneration / HISTORY_SPAN);
+    const read: HistoryDocument[] = [];
+    const page: HistoryDocument[] = [];
+    for (let span = firstSpan; span <= lastSpan && page.length < limit; span += 1) {
+      const docs = (await this.records.find({ span: `${subject}|${span}` }).toArray()).sort(byPosition);
+      read.push(...docs);
+      page.push(...docs.filter((doc) => isAfter(doc, after)).slice(0, limit - page.length));
+    }
+    const first = page[0];
+    if (!first) return { records: [], before: null };
+    let before = read.findLast((doc) => doc.generation < first.generation);
+    // The generation before the page's first may lie in the span before those read.
+    if (!before && first.generation > 1 && Math.floor((first.generation - 1) / HISTORY_SPAN) < firstSpan)
+      before = (await this.records.find({ span: spanOf(subject, first.generation - 1) }).toArray())
+        .sort(byPosition)
+        .findLast((doc) => doc.generation < first.generation);
+    return { records: page.map(toRecord), before: before ? toRecord(before) : null };
   }
 
   private recordsOf(events: readonly CloudEvent[]): HistoryDocument[] {
@@ -109,6 +157,7 @@ export class HistoryLog {
         {
           _id: event.id,
           subject: event.subject,
+          span: spanOf(event.subject, data.sequence),
           generation: data.sequence,
           order,
           type: event.type,

@@ -84,7 +84,7 @@ describe('the dashboard and the alerts read metrics the services export', () => 
   beforeAll(async () => {
     exported = new Map();
     for (const process of fx.system.processes.values()) {
-      const response = await fetch(`http://127.0.0.1:${process.port}/metrics`);
+      const response = await fetch(process.metricsUrl);
       expect(response.status).toBe(200);
       for (const name of declaredNames(await response.text()))
         exported.set(name, (exported.get(name) ?? new Set()).add(process.service));
@@ -148,7 +148,7 @@ describe('the dashboard and the alerts read metrics the services export', () => 
 
 /** The value of one series on a service's /metrics (first replica), or undefined. */
 async function sample(service: string, series: string): Promise<number | undefined> {
-  const text = await (await fetch(`http://127.0.0.1:${fx.system.processes.get(service)!.port}/metrics`)).text();
+  const text = await (await fetch(fx.system.processes.get(service)!.metricsUrl)).text();
   const line = text.split('\n').find((candidate) => candidate.startsWith(`${series} `));
   return line === undefined ? undefined : Number(line.slice(series.length + 1));
 }

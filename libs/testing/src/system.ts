@@ -215,6 +215,8 @@ export class TestSystem {
       : { OTEL_TRACES_EXPORTER: 'none' };
     const common = {
       NODE_ENV: 'test',
+      // Nothing but this machine reaches a test's services.
+      BIND_ADDRESS: '127.0.0.1',
       LOG_LEVEL: 'info',
       AMQP_URL: this.amqpUrl,
       INTERNAL_TOKEN_SECRET: TEST_INTERNAL_SECRET,
@@ -263,6 +265,7 @@ export class TestSystem {
           {
             ...common,
             GATEWAY_PORT: String(port),
+            METRICS_PORT: String(await freePort()),
             GATEWAY_MONGODB_URL: this.mongoUrlFor('gateway'),
             ADMIN_CLIENT_ID: TEST_ADMIN.clientId,
             ADMIN_CLIENT_SECRET: TEST_ADMIN.secret,

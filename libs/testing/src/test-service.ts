@@ -6,6 +6,8 @@ export interface TestService {
   readonly service: string;
   readonly port: number;
   readonly url: string;
+  /** Where its metrics are scraped: `/metrics` on its port, or on its METRICS_PORT (the gateway). */
+  readonly metricsUrl: string;
   /** Everything it logged, one JSON line per entry. */
   readonly logs: string[];
   /** Its process id, when it runs as its own process. */
@@ -36,6 +38,11 @@ export abstract class LocalService implements TestService {
 
   get url(): string {
     return `http://127.0.0.1:${this.port}`;
+  }
+
+  get metricsUrl(): string {
+    const own = this.env.METRICS_PORT;
+    return own ? `http://127.0.0.1:${own}/metrics` : `${this.url}/metrics`;
   }
 
   get logs(): string[] {

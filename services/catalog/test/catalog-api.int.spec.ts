@@ -208,15 +208,18 @@ describe('who may call', () => {
     const catalog = fx.system.service('catalog').url;
     const signer = new InternalTokenSigner(TEST_INTERNAL_SECRET, 'test');
     const tokenFor = (principal: Partial<Principal>) =>
-      signer.tokenFor({
-        clientId: 'c',
-        grantorId: 'g',
-        admin: false,
-        scheme: 'basic',
-        scopes: [],
-        subject: null,
-        ...principal,
-      });
+      signer.tokenFor(
+        {
+          clientId: 'c',
+          grantorId: 'g',
+          admin: false,
+          scheme: 'basic',
+          scopes: [],
+          subject: null,
+          ...principal,
+        },
+        'catalog',
+      );
     const call = async (method: string, principal: Partial<Principal>) =>
       fetch(`${catalog}/catalog/skus/internal-check`, {
         method,

@@ -45,7 +45,10 @@ afterAll(async () => {
 
 describe('a service in-process (start/stop)', () => {
   it('when a SKU is written on a pinned clock, then its times are the clock’s', async () => {
-    const token = await new InternalTokenSigner(TEST_INTERNAL_SECRET, 'gateway').tokenFor(basicCaller('ADMIN', true));
+    const token = await new InternalTokenSigner(TEST_INTERNAL_SECRET, 'gateway').tokenFor(
+      basicCaller('ADMIN', true),
+      'catalog',
+    );
     const response = await fetch(`http://127.0.0.1:${service.port}/catalog/skus/news`, {
       method: 'PUT',
       headers: { 'x-internal-token': token, 'content-type': 'application/json' },

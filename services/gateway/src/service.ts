@@ -29,6 +29,8 @@ export const Config = z
     AMQP_URL: env.amqpUrl.default('amqp://guest:guest@127.0.0.1:5672'),
     GATEWAY_MONGODB_URL: env.mongoUrl.optional(),
     GATEWAY_PORT: env.port.default(DEFAULT_PORTS.gateway),
+    /** DESIGN.md 4: `/metrics` on a port of its own, never on the public one. */
+    METRICS_PORT: env.port.default(9464),
     PUBLIC_BASE_URL: env.baseUrl.optional(),
     AUTH_REALM: env.realm,
     ADMIN_CLIENT_ID: z
@@ -169,6 +171,7 @@ export const start = defineService(
     logger.info({ public_base_url: publicBaseUrl, bearer: bearer !== null }, 'gateway configured');
     return serveHttp(runtime, config.GATEWAY_PORT, {
       public: true,
+      metricsPort: config.METRICS_PORT,
       readiness: { entitlements: () => entitlements.loaded },
       realm: config.AUTH_REALM,
       routes: (app) =>

@@ -29,15 +29,34 @@ describe('the API reference page (GET /docs)', () => {
     page.on('request', (request) => requested.push(request.url()));
     const failed: string[] = [];
     page.on('requestfailed', (request) => failed.push(request.url()));
+    const refusedByPolicy: string[] = [];
+    page.on('console', (message) => {
+      if (/Content Security Policy/i.test(message.text())) refusedByPolicy.push(message.text());
+    });
     const answer = await page.goto(`${fx.system.gatewayUrl}/docs`);
     expect(answer?.status()).toBe(200);
+    expect(answer?.headers()['content-security-policy']).toMatch(/frame-ancestors 'none'/);
+    expect(answer?.headers()['x-content-type-options']).toBe('nosniff');
     await page.waitForSelector('.opblock', { timeout: 30_000 });
     const shown = await page.$$eval('.opblock', (blocks) => blocks.map((block) => block.id));
     expect(shown.sort()).toEqual((ROUTES as readonly PublicRoute[]).map(blockOf).sort());
     // Nothing from a CDN: every file came from the gateway.
     expect(requested.filter((url) => !url.startsWith(fx.system.gatewayUrl))).toEqual([]);
     expect(failed).toEqual([]);
+    // The page's own policy lets it do all it does.
+    expect(refusedByPolicy).toEqual([]);
     await page.close();
+  });
+
+  it('when an HTML error page is answered, then it may load nothing, be framed nowhere and not be sniffed', async () => {
+    for (const path of ['/no-such-page', '/id/users/alice']) {
+      const answer = await fetch(`${fx.system.gatewayUrl}${path}`);
+      expect(answer.headers.get('content-type'), path).toMatch(/^text\/html/);
+      expect(answer.headers.get('content-security-policy'), path).toBe(
+        "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+      );
+      expect(answer.headers.get('x-content-type-options'), path).toBe('nosniff');
+    }
   });
 
   it('when an operation is tried out from the page, then the request reaches this gateway and its answer is shown', async () => {

@@ -1,8 +1,10 @@
 import http from 'node:http';
-import { createServer, type Server } from 'node:net';
+import { connect, createServer, type Server } from 'node:net';
+import { networkInterfaces } from 'node:os';
 import { gzipSync } from 'node:zlib';
 import { Exchanges } from '@rs/contracts';
-import { freePort, systemFixture, TestSystem, type CollectedMessage } from '@rs/testing';
+import { InternalTokenSigner } from '@rs/http';
+import { freePort, systemFixture, TEST_INTERNAL_SECRET, TestSystem, type CollectedMessage } from '@rs/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 /**
@@ -324,5 +326,51 @@ describe('bad bodies are the client’s: never a 500 (DESIGN.md 9)', () => {
       expect(answer.headers['content-type']).toMatch(/^text\/plain/);
     }
     expect(await rightsOfAlice()).toBe(before);
+  });
+});
+
+describe('exposure: what is not the public API is not on the public port, nor beyond this machine', () => {
+  it("when /metrics is asked of the gateway's public port, then 404; its own METRICS_PORT serves it", async () => {
+    const publicPort = await fetch(`${fx.system.gatewayUrl}/metrics`);
+    expect(publicPort.status).toBe(404);
+    expect(await publicPort.text()).not.toMatch(/entitlements_/);
+    const own = await fetch(fx.system.service('gateway').metricsUrl);
+    expect(own.status).toBe(200);
+    expect(await own.text()).toMatch(/^# HELP /m);
+  });
+
+  it('when a service is called with an internal token addressed to another service, then it refuses it', async () => {
+    const signer = new InternalTokenSigner(TEST_INTERNAL_SECRET, 'attacker');
+    const admin = { clientId: 'x', grantorId: null, admin: true, scheme: 'basic' as const, scopes: [], subject: null };
+    const read = async (audience: string) =>
+      (
+        await fetch(`${fx.system.service('rights').url}/id/users/alice/rights?grantorId=A`, {
+          headers: { 'x-internal-token': await signer.tokenFor(admin, audience) },
+        })
+      ).status;
+    expect(await read('catalog')).toBe(401);
+    expect(await read('webhooks')).toBe(401);
+    expect(await read('rights')).toBe(200);
+  });
+
+  it('when a service is reached at an address of this machine other than loopback, then nothing listens there', async () => {
+    const outward = Object.values(networkInterfaces())
+      .flat()
+      .find((one) => one && one.family === 'IPv4' && !one.internal);
+    // A machine with only loopback has nothing to test here; this one has an outward address.
+    expect(outward, 'an outward IPv4 address of this machine').toBeDefined();
+    const connects = (host: string, port: number) =>
+      new Promise<boolean>((resolve) => {
+        const socket = connect({ host, port });
+        const settle = (connected: boolean) => {
+          socket.destroy();
+          resolve(connected);
+        };
+        socket.once('connect', () => settle(true)).once('error', () => settle(false));
+        socket.setTimeout(2_000, () => settle(false));
+      });
+    const rights = fx.system.service('rights');
+    expect(await connects('127.0.0.1', rights.port)).toBe(true);
+    expect(await connects(outward!.address, rights.port)).toBe(false);
   });
 });

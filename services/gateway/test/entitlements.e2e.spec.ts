@@ -212,7 +212,7 @@ describe('entitlement checks (DESIGN.md 8)', () => {
 
   it('when the broker is cut, then checks answer from the last known state while the lag grows, and catch up once it is back', async () => {
     const lagOf = async (replica: string) => {
-      const metrics = await (await fetch(`${fx.system.service(replica).url}/metrics`)).text();
+      const metrics = await (await fetch(fx.system.service(replica).metricsUrl)).text();
       return Number(/^entitlements_projection_lag_seconds(?:\{[^}]*\})? (\S+)$/m.exec(metrics)?.[1]);
     };
     expect(await lagOf(SECOND)).toBeLessThan(1);

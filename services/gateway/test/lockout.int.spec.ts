@@ -26,7 +26,7 @@ const from = (address: string, authorization: string) =>
 const wrongSecret = (i: number) => `Basic ${Buffer.from(`verified:wrong-secret-${i}`).toString('base64')}`;
 
 async function invalidVerifications(): Promise<number> {
-  const metrics = await (await fetch(`${fx.system.gatewayUrl}/metrics`)).text();
+  const metrics = await (await fetch(fx.system.service('gateway').metricsUrl)).text();
   return Number(/^gateway_secret_verifications_total\{[^}]*outcome="invalid"[^}]*\} (\d+)$/m.exec(metrics)?.[1] ?? 0);
 }
 

@@ -46,7 +46,9 @@ function getFrom(localAddress: string, path: string, authorization: string): Pro
 }
 
 async function metric(name: string, labels: string, replica = 1): Promise<number> {
-  const text = await (await fetch(`${gatewayUrl(replica)}/metrics`)).text();
+  const text = await (
+    await fetch(fx.system.service(replica === 1 ? 'gateway' : `gateway#${replica}`).metricsUrl)
+  ).text();
   const line = text.split('\n').find((l) => l.startsWith(`${name}{`) && l.includes(labels));
   return line ? Number(line.split(' ').at(-1)) : 0;
 }

@@ -37,6 +37,18 @@ export type HistoryEntry = z.infer<typeof HistoryEntry>;
 
 export const HistoryPage = z.object({ history: z.array(HistoryEntry) });
 
+/** Where a page of history starts: after this entry (the last of the previous page). */
+export interface HistoryPosition {
+  generation: number;
+  order: number;
+}
+
+/** Which page of a history is asked for: after the entry its cursor names (null: from the first), and how many. */
+export interface HistoryPageRequest {
+  after: HistoryPosition | null;
+  limit: number;
+}
+
 /** A history page's cursor: the generation and position of the last entry of the previous page. */
 export const HISTORY_CURSOR_PATTERN = '^[0-9]{1,15}\\.[0-9]{1,3}$';
 
@@ -59,14 +71,18 @@ export interface HistoryRecord {
 const NOT_CHANGES = new Set(['connectId', 'sequence', 'generation']);
 
 /**
- * A resource's history, oldest first, from its records (any order). Pure: each entry's
- * changes are the fields whose value differs from the last record of an earlier generation
- * (so the two events of one change show the same changes).
+ * A page of a resource's history, oldest first, from its records (any order) and the record
+ * before the page (null on the first page). Pure: each entry's changes are the fields whose
+ * value differs from the last record of an earlier generation (so the two events of one
+ * change show the same changes).
  */
-export function historyOf(records: readonly HistoryRecord[]): Array<HistoryEntry & { cursor: string }> {
+export function historyOf(
+  records: readonly HistoryRecord[],
+  previous: HistoryRecord | null = null,
+): Array<HistoryEntry & { cursor: string }> {
   const sorted = [...records].sort((a, b) => a.generation - b.generation || a.order - b.order);
   let before: Record<string, unknown> | null = null;
-  let current: { generation: number; data: Record<string, unknown> } | null = null;
+  let current: { generation: number; data: Record<string, unknown> } | null = previous;
   return sorted.map((record) => {
     if (current && current.generation !== record.generation) before = current.data;
     current = { generation: record.generation, data: record.data };

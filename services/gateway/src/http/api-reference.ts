@@ -41,6 +41,14 @@ const TYPES: Record<Asset, string> = {
   'reference.js': 'text/javascript; charset=utf-8',
 };
 
+/**
+ * What the page may load: its own files and its own gateway, nothing inline but styles
+ * (Swagger UI sets style attributes), Swagger UI's icons as data: images; never framed.
+ */
+export const API_REFERENCE_POLICY =
+  "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; " +
+  "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
+
 export interface ApiReference {
   page: string;
   /** An asset of the page with its content type, or null for any other name. */

@@ -2,6 +2,7 @@ import http, { type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:h
 import {
   AppError,
   hasBody,
+  INTERNAL_CHALLENGE,
   INTERNAL_TOKEN_HEADER,
   RESOURCE_ID_HEADER,
   sendError,
@@ -121,6 +122,13 @@ export class Forwarder {
       });
       outgoing.on('response', (incoming) => {
         span.end(incoming.statusCode);
+        // The service refused the gateway's own token (a key out of step, a clock far off):
+        // the hop between them failed, not the client's credentials (DESIGN.md 4).
+        if (incoming.statusCode === 401 && incoming.headers['www-authenticate'] === INTERNAL_CHALLENGE) {
+          incoming.resume();
+          res.locals.log?.error({ upstream: upstream.origin }, 'the service refused the internal token');
+          return fail(serviceUnavailable('the service is unavailable; try again shortly'));
+        }
         this.options.onAnswer?.(incoming.headers);
         res.status(incoming.statusCode ?? 502);
         for (const [name, value] of Object.entries(filterHeaders(incoming.headers, NEVER_ANSWERED))) {

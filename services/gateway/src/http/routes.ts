@@ -48,7 +48,7 @@ import type { KnownUser } from '../store/user-store';
 import type { Forwarder } from './forward';
 import { idempotentForwarder, type IdempotencyOptions } from './idempotent';
 import { rateLimit, type RateLimitOptions } from './rate-limit';
-import { apiReference } from './api-reference';
+import { API_REFERENCE_POLICY, apiReference } from './api-reference';
 
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace
@@ -158,7 +158,7 @@ export function gatewayRoutes(options: GatewayRoutesOptions): Router {
     }
     if (rule) throw refused(rule, realm);
     const upstream = options.upstreams[operation.owner];
-    const token = await options.signer.tokenFor(principal);
+    const token = await options.signer.tokenFor(principal, operation.owner);
     const key = req.get('idempotency-key');
     if (key !== undefined && takesIdempotencyKey(req.method, req.path))
       return idempotent(req, res, upstream, token, budgetOf(principal).key, key);
@@ -185,7 +185,7 @@ export function gatewayRoutes(options: GatewayRoutesOptions): Router {
       res.type('application/json').send(openApi);
     },
     getApiReference: (_req, res) => {
-      res.type('text/html; charset=utf-8').send(reference.page);
+      res.set('Content-Security-Policy', API_REFERENCE_POLICY).type('text/html; charset=utf-8').send(reference.page);
     },
     getApiReferenceAsset: (req, res) => {
       const asset = reference.asset(String(req.params.asset));

@@ -59,7 +59,7 @@ export function rightsSnapshot(rightsUrl: string, signer: InternalTokenSigner): 
         const inBucket = await readBucket(
           url,
           bucket,
-          { signer, caller, pageSize: PAGE, schema: ProjectedRightPage },
+          { signer, caller, service: 'rights', pageSize: PAGE, schema: ProjectedRightPage },
           eachPage,
         );
         read += inBucket;

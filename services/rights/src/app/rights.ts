@@ -3,6 +3,7 @@ import { skuForUseCase, type SkuLookup } from '@rs/catalog-client';
 import {
   actorOf,
   historyOf,
+  type HistoryPageRequest,
   InvalidMessage,
   newId,
   RightEventTypes,
@@ -128,11 +129,15 @@ export class RightsUseCases {
    * DESIGN.md 8 "History": every change of a right the caller may read, oldest first; a
    * removed right's history stays readable by its grantor and admins.
    */
-  async history(principal: Principal, userId: string, rightId: string) {
+  async history(principal: Principal, userId: string, rightId: string, page: HistoryPageRequest) {
     const found = await this.store.findEvenRemoved(userId, rightId);
     if (!found || !canReadHistory(principal, found.entity, found.removed))
       throw DomainError.notFound(`no right ${rightId} for user ${userId}`);
-    return historyOf(await this.changes.of(rightId));
+    const { records, before } = await this.changes.page(rightId, {
+      ...page,
+      lastGeneration: found.entity.generation,
+    });
+    return historyOf(records, before);
   }
 
   /** A page of a bucket's rights as stored while they may expire, for the scheduler's rebuild. */

@@ -67,8 +67,8 @@ export function rightsRoutes(
     suspendRight: transition('suspend'),
     usageRight: change((principal, user, id, ifMatch) => rights.use(principal, user, id, ifMatch)),
     getRightHistory: (req, res) =>
-      http.sendHistory(req, res, publicBaseUrl, () =>
-        rights.history(res.locals.principal, http.connectIdOf(req), rightId(req)),
+      http.sendHistory(req, res, publicBaseUrl, (page) =>
+        rights.history(res.locals.principal, http.connectIdOf(req), rightId(req), page),
       ),
     // DESIGN.md 8: signed right tokens.
     getRightToken: async (req, res) => {

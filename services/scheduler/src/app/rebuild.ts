@@ -27,6 +27,7 @@ export async function rebuildSchedules(
 ): Promise<number> {
   /** Every entry of the owned buckets of one listing recorded in one store, as due items (those with a due time). */
   const rebuild = async <T>(
+    service: 'subscriptions' | 'rights',
     url: string,
     schema: z.ZodType<{ items: T[]; next: string | null }>,
     store: DueStore,
@@ -34,23 +35,30 @@ export async function rebuildSchedules(
   ) => {
     let read = 0;
     for (const bucket of bucketsOf(partitions))
-      read += await readBucket(url, bucket, { signer, caller: SCHEDULER, pageSize: PAGE, schema }, async (entries) => {
-        await store.recordMany(
-          entries.map(dueOf).filter((item) => item !== null),
-          clock,
-        );
-      });
+      read += await readBucket(
+        url,
+        bucket,
+        { signer, caller: SCHEDULER, service, pageSize: PAGE, schema },
+        async (entries) => {
+          await store.recordMany(
+            entries.map(dueOf).filter((item) => item !== null),
+            clock,
+          );
+        },
+      );
     return read;
   };
   const item = (id: string, sequence: number, connectId: string, dueAt: Date | null): DueItem | null =>
     dueAt ? { id, sequence, connectId, dueAt } : null;
   const subscriptions = await rebuild(
+    'subscriptions',
     new URL('/internal/schedules', urls.subscriptions).toString(),
     SchedulePage,
     stores.subscriptionSchedules,
     (e) => item(e.subscriptionId, e.sequence, e.connectId, subscriptionDueAt(e)),
   );
   const rights = await rebuild(
+    'rights',
     new URL('/internal/expiries', urls.rights).toString(),
     ExpiryPage,
     stores.rightExpiries,

@@ -2,6 +2,7 @@ import { skuForUseCase, type SkuLookup } from '@rs/catalog-client';
 import {
   actorOf,
   historyOf,
+  type HistoryPageRequest,
   systemActor,
   newId,
   SubscriptionEventTypes,
@@ -163,11 +164,15 @@ export class SubscriptionUseCases {
    * DESIGN.md 8 "History": every change of a subscription the caller may read, oldest first;
    * a deleted subscription's history stays readable by its grantor and admins.
    */
-  async history(principal: Principal, userId: string, subscriptionId: string) {
+  async history(principal: Principal, userId: string, subscriptionId: string, page: HistoryPageRequest) {
     const found = await this.store.findEvenRemoved(userId, subscriptionId);
     if (!found || !canReadHistory(principal, found.entity, found.removed))
       throw DomainError.notFound(`no subscription ${subscriptionId} for user ${userId}`);
-    return historyOf(await this.changes.of(subscriptionId));
+    const { records, before } = await this.changes.page(subscriptionId, {
+      ...page,
+      lastGeneration: found.entity.generation,
+    });
+    return historyOf(records, before);
   }
 
   /** A page of a bucket's live subscriptions, for the scheduler's rebuild. */

@@ -39,8 +39,8 @@ export function subscriptionRoutes(subscriptions: SubscriptionUseCases, publicBa
       subscriptions.remove(principal, user, subscriptionId, ifMatch),
     ),
     getSubscriptionHistory: (req, res) =>
-      http.sendHistory(req, res, publicBaseUrl, () =>
-        subscriptions.history(res.locals.principal, http.connectIdOf(req), id(req)),
+      http.sendHistory(req, res, publicBaseUrl, (page) =>
+        subscriptions.history(res.locals.principal, http.connectIdOf(req), id(req), page),
       ),
     activateSubscription: transition('activate'),
     suspendSubscription: transition('suspend'),
