@@ -51,6 +51,8 @@ export const Config = z
     SUBSCRIPTIONS_URL: serviceUrl('subscriptions'),
     WEBHOOKS_URL: serviceUrl('webhooks'),
     UPSTREAM_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
+    /** DESIGN.md 4 "Forwarding holds nothing shared": how long a request body may take to arrive (408 after). */
+    BODY_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
     /** DESIGN.md 6 and 8: how long an Idempotency-Key and its response are kept. */
     IDEMPOTENCY_TTL_S: z.coerce.number().int().min(1).default(86_400),
     AUTH_CACHE_TTL_MS: z.coerce.number().int().min(0).max(60_000).default(5_000),
@@ -190,6 +192,7 @@ export const start = defineService(
               webhooks: new URL(config.WEBHOOKS_URL),
             },
             forwarder,
+            bodyTimeoutMs: config.BODY_TIMEOUT_MS,
             signer: runtime.signer,
             rateLimit: {
               client: { perSecond: config.RATE_LIMIT_PER_SECOND, burst: config.RATE_LIMIT_BURST },

@@ -4,10 +4,12 @@ import {
   hasBody,
   INTERNAL_CHALLENGE,
   INTERNAL_TOKEN_HEADER,
+  payloadTooLarge,
   RESOURCE_ID_HEADER,
   sendError,
   serviceUnavailable,
   startClientSpan,
+  unsupportedMediaType,
 } from '@rs/http';
 import { PROJECTED_RIGHT_HEADER } from '@rs/contracts';
 import type { Request, Response } from 'express';
@@ -27,9 +29,18 @@ const HOP_BY_HOP = new Set([
 ]);
 const NEVER_FORWARDED = new Set(['authorization', INTERNAL_TOKEN_HEADER, RESOURCE_ID_HEADER, 'cookie']);
 
-/** What an idempotent request sends and keeps (see `forward`). */
-export interface ForwardTap {
+/** What is sent to the service: the body read already, and who sends it. */
+export interface Outgoing {
+  /** The whole request body (empty on a route that takes none): never streamed from the client. */
   body: Buffer;
+  /** Whose fair share of the service's connections the request takes (domain/access.ts `budgetOf`). */
+  owner: string;
+  /** The internal token, signed when the request is sent (a wait for a connection cannot expire it). */
+  sign: () => Promise<string>;
+}
+
+/** What an idempotent request adds and keeps (see `forward`). */
+export interface ForwardTap {
   headers: Record<string, string>;
   /** Called with the whole answer before it is sent on to the client. */
   keep: (answer: ForwardedResponse) => Promise<void>;
@@ -42,50 +53,68 @@ export interface ForwardedResponse {
 }
 
 export interface ForwarderOptions {
+  /** UPSTREAM_TIMEOUT_MS: the whole wait for a service's answer, a connection included; and its longest silence. */
   timeoutMs: number;
+  /** Connections to each service (256). */
   maxSockets?: number;
   /** Sees every service's answer before the client does (its headers, internal ones included). */
   onAnswer?: (headers: IncomingHttpHeaders) => void;
 }
 
+/** The part of a service's connections one owner's requests may hold at once. */
+const FAIR_SHARE = 1 / 4;
+
 /**
  * Forwards a request to the service that owns it, over a keep-alive connection pool per
  * service, with the internal token in place of the client's credentials. The service's
- * status, headers (but those meant for the gateway) and body come back unchanged; an unreachable service is 503 with
- * Retry-After, a slow one 504.
+ * status, headers (but those meant for the gateway) and body come back unchanged.
+ *
+ * Forwarding holds nothing shared for a caller who is not there (docs/security.md
+ * "Forwarding"): the body was read before (`readRequestBody`), so a connection to the service
+ * carries a whole request at once; it is released the moment the answer ends or the client
+ * leaves; one owner holds at most a fair share of the connections (503 beyond); and the whole
+ * wait, queueing for a connection included, is bounded (503 while queued, 504 once sent).
  */
 export class Forwarder {
   private readonly agents = new Map<string, http.Agent>();
+  /** Requests under way per service and owner. */
+  private readonly inFlight = new Map<string, number>();
+  private readonly fairShare: number;
 
-  constructor(private readonly options: ForwarderOptions) {}
+  constructor(private readonly options: ForwarderOptions) {
+    this.fairShare = Math.max(1, Math.floor((options.maxSockets ?? 256) * FAIR_SHARE));
+  }
 
   /**
-   * With `tap` (idempotent requests): the body was read already and is sent as given, the
-   * extra headers are added, and the answer is also collected and returned (null when the
-   * service gave none).
+   * With `tap` (idempotent requests): its headers are added, and the answer is also collected
+   * and returned (null when the service gave none).
    */
-  forward(req: Request, res: Response, upstream: URL, internalToken: string): Promise<void>;
+  forward(req: Request, res: Response, upstream: URL, outgoing: Outgoing): Promise<void>;
   forward(
     req: Request,
     res: Response,
     upstream: URL,
-    internalToken: string,
+    outgoing: Outgoing,
     tap: ForwardTap,
   ): Promise<ForwardedResponse | null>;
   forward(
     req: Request,
     res: Response,
     upstream: URL,
-    internalToken: string,
+    outgoing: Outgoing,
     tap?: ForwardTap,
   ): Promise<ForwardedResponse | null | void> {
-    const headers: OutgoingHttpHeaders = filterHeaders(req.headers, NEVER_FORWARDED);
-    headers[INTERNAL_TOKEN_HEADER] = internalToken;
-    if (tap) {
-      Object.assign(headers, tap.headers);
-      headers['content-length'] = String(tap.body.length);
-      delete headers['transfer-encoding'];
+    const share = `${upstream.origin} ${outgoing.owner}`;
+    const holding = this.inFlight.get(share) ?? 0;
+    if (holding >= this.fairShare) {
+      sendError(req, res, serviceUnavailable('too many of your requests are under way; try again shortly', 1));
+      return Promise.resolve(null);
     }
+    this.inFlight.set(share, holding + 1);
+
+    const headers: OutgoingHttpHeaders = filterHeaders(req.headers, NEVER_FORWARDED);
+    if (tap) Object.assign(headers, tap.headers);
+    headers['content-length'] = String(outgoing.body.length);
     headers['x-request-id'] = res.locals.requestId;
     headers['x-forwarded-for'] = [req.get('x-forwarded-for'), req.socket.remoteAddress].filter(Boolean).join(', ');
     headers['x-forwarded-proto'] = req.protocol;
@@ -94,7 +123,7 @@ export class Forwarder {
     const span = startClientSpan(req.method, upstream, headers);
     let answered: ForwardedResponse | null = null;
     return new Promise<ForwardedResponse | null | void>((resolve) => {
-      const outgoing = http.request({
+      const request = http.request({
         protocol: upstream.protocol,
         hostname: upstream.hostname,
         port: upstream.port,
@@ -106,26 +135,45 @@ export class Forwarder {
       });
       const fail = (error: AppError) => {
         span.end();
+        request.destroy();
         if (!res.headersSent) sendError(req, res, error);
         else res.destroy();
-        resolve(null);
       };
-      outgoing.on('timeout', () => {
-        outgoing.destroy();
-        // DESIGN.md 9: the answer names no internal host or port.
-        fail(new AppError(504, 'the service did not answer in time'));
+      // The whole wait for an answer, from now: queued for a connection, then sent.
+      const deadline = setTimeout(
+        () =>
+          fail(
+            request.socket
+              ? new AppError(504, 'the service did not answer in time') // DESIGN.md 9: no internal host or port
+              : serviceUnavailable('the service is busy; try again shortly', 1),
+          ),
+        this.options.timeoutMs,
+      );
+      request.on('socket', () => {
+        outgoing.sign().then(
+          (token) => {
+            if (request.destroyed) return;
+            request.setHeader(INTERNAL_TOKEN_HEADER, token);
+            request.end(outgoing.body);
+          },
+          (error: unknown) => {
+            res.locals.log?.error({ err: error }, 'cannot sign an internal token');
+            fail(serviceUnavailable('the service is unavailable; try again shortly'));
+          },
+        );
       });
-      outgoing.on('error', (error: NodeJS.ErrnoException) => {
-        if (outgoing.destroyed && res.headersSent) return resolve(null);
+      request.on('timeout', () => fail(new AppError(504, 'the service did not answer in time')));
+      request.on('error', (error: NodeJS.ErrnoException) => {
+        if (res.headersSent || res.writableEnded) return;
         res.locals.log?.warn({ err: error, upstream: upstream.origin }, 'service unavailable');
         fail(serviceUnavailable('the service is unavailable; try again shortly'));
       });
-      outgoing.on('response', (incoming) => {
+      request.on('response', (incoming) => {
+        clearTimeout(deadline);
         span.end(incoming.statusCode);
         // The service refused the gateway's own token (a key out of step, a clock far off):
         // the hop between them failed, not the client's credentials (DESIGN.md 4).
         if (incoming.statusCode === 401 && incoming.headers['www-authenticate'] === INTERNAL_CHALLENGE) {
-          incoming.resume();
           res.locals.log?.error({ upstream: upstream.origin }, 'the service refused the internal token');
           return fail(serviceUnavailable('the service is unavailable; try again shortly'));
         }
@@ -154,21 +202,17 @@ export class Forwarder {
             .then(() => res.end(answer.body));
         });
       });
-      // Settled when the client's response is done, or the client went away (which cancels
-      // the forwarded request too).
+      // Settled when the client's response is done, or the client went away: either way the
+      // connection to the service is free again (an answer not wholly read is cut off).
       res.on('close', () => {
+        clearTimeout(deadline);
         span.end();
-        if (!res.writableFinished) outgoing.destroy();
+        if (!res.writableFinished || !request.writableFinished) request.destroy();
+        const left = (this.inFlight.get(share) ?? 1) - 1;
+        if (left > 0) this.inFlight.set(share, left);
+        else this.inFlight.delete(share);
         resolve(answered);
       });
-      if (tap) {
-        outgoing.end(tap.body);
-      } else if (hasBody(req)) {
-        req.on('error', () => outgoing.destroy());
-        req.pipe(outgoing);
-      } else {
-        outgoing.end();
-      }
     });
   }
 
@@ -185,6 +229,50 @@ export class Forwarder {
     return agent;
   }
 }
+
+/**
+ * The body of a request to forward, read whole before any connection to a service is taken
+ * (docs/security.md "Forwarding"): empty, unread, on a route that takes none; at most
+ * `maxBytes` (413); in no `Content-Encoding` (415); arrived within `timeoutMs` (408, and the
+ * connection is closed, its body unread).
+ */
+export async function readRequestBody(
+  req: Request,
+  res: Response,
+  options: { takesBody: boolean; maxBytes: number; timeoutMs: number },
+): Promise<Buffer> {
+  if (!options.takesBody || !hasBody(req)) return EMPTY;
+  const encoding = req.get('content-encoding');
+  if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity')
+    throw unsupportedMediaType('request bodies are accepted without a Content-Encoding');
+  if (Number(req.get('content-length') ?? 0) > options.maxBytes)
+    throw payloadTooLarge(`the body exceeds ${options.maxBytes} bytes`);
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => {
+      res.set('Connection', 'close');
+      reject(new AppError(408, 'the request body did not arrive in time'));
+    }, options.timeoutMs);
+  });
+  const read = (async () => {
+    for await (const chunk of req as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > options.maxBytes) throw payloadTooLarge(`the body exceeds ${options.maxBytes} bytes`);
+      chunks.push(chunk);
+    }
+    return Buffer.concat(chunks);
+  })();
+  try {
+    return await Promise.race([read, late]);
+  } finally {
+    clearTimeout(timer);
+    read.catch(() => undefined);
+  }
+}
+
+const EMPTY = Buffer.alloc(0);
 
 /** What a service tells the gateway alone (DESIGN.md 8 "Entitlement checks"). */
 const NEVER_ANSWERED = new Set([PROJECTED_RIGHT_HEADER]);

@@ -1,8 +1,8 @@
-import { AppError, badRequest, payloadTooLarge, RESOURCE_ID_HEADER } from '@rs/http';
+import { AppError, badRequest, RESOURCE_ID_HEADER } from '@rs/http';
 import type { Request, Response } from 'express';
 import { fingerprintOf, isValidIdempotencyKey, keepsResponse, resourceIdOf } from '../domain/idempotency';
 import type { IdempotencyStore, KeptResponse } from '../store/idempotency-store';
-import type { ForwardedResponse, Forwarder } from './forward';
+import type { ForwardedResponse, Forwarder, Outgoing } from './forward';
 
 export interface IdempotencyOptions {
   store: IdempotencyStore;
@@ -13,8 +13,6 @@ export interface IdempotencyOptions {
   leaseMs: number;
 }
 
-/** Forwarded bodies are at most this large (the services' own limit). */
-const MAX_BODY_BYTES = 64 * 1024;
 /** What a replay restores besides the status and the body. */
 const KEPT_HEADERS = ['content-type', 'etag', 'location', 'link'];
 
@@ -26,10 +24,10 @@ const KEPT_HEADERS = ['content-type', 'etag', 'location', 'link'];
  * resource of the first attempt instead of making a second one.
  */
 export function idempotentForwarder(options: IdempotencyOptions) {
-  // `owner`: whose keys these are, a Basic client or a (client, user) pair (domain/access.ts `budgetOf`).
-  return async (req: Request, res: Response, upstream: URL, internalToken: string, owner: string, key: string) => {
+  // The keys are `outgoing.owner`'s: a Basic client's or a (client, user) pair's (domain/access.ts `budgetOf`).
+  return async (req: Request, res: Response, upstream: URL, outgoing: Outgoing, key: string) => {
     if (!isValidIdempotencyKey(key)) throw badRequest('Idempotency-Key: must be 1 to 255 visible ASCII characters');
-    const body = await readBody(req);
+    const { owner, body } = outgoing;
     const fingerprint = fingerprintOf(req.method, req.originalUrl, body);
     const begun = await options.store.begin(owner, key, fingerprint, options);
     if (begun.kind === 'replay') return replay(res, begun.response);
@@ -37,8 +35,7 @@ export function idempotentForwarder(options: IdempotencyOptions) {
       throw new AppError(422, 'this Idempotency-Key was used for another request', {}, 'idempotency_key_reused');
     if (begun.kind === 'running')
       throw new AppError(409, 'a request with this Idempotency-Key is still running', { 'Retry-After': '1' });
-    const answer = await options.forwarder.forward(req, res, upstream, internalToken, {
-      body,
+    const answer = await options.forwarder.forward(req, res, upstream, outgoing, {
       headers: { [RESOURCE_ID_HEADER]: resourceIdOf(owner, key, begun.nonce) },
       keep: (answer: ForwardedResponse) =>
         keepsResponse(answer.status)
@@ -63,16 +60,4 @@ function replay(res: Response, response: KeptResponse): void {
   res.status(response.status).set(response.headers).set('Idempotent-Replayed', 'true');
   if (response.body.length > 0) res.send(response.body);
   else res.end();
-}
-
-/** The whole body, which the fingerprint covers and the forwarded request then carries. */
-async function readBody(req: Request): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_BODY_BYTES) throw payloadTooLarge(`the body exceeds ${MAX_BODY_BYTES} bytes`);
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks);
 }

@@ -45,7 +45,7 @@ import {
 } from '../domain/access';
 import type { TrustedProxies } from '../domain/source-address';
 import type { KnownUser } from '../store/user-store';
-import type { Forwarder } from './forward';
+import { readRequestBody, type Forwarder, type Outgoing } from './forward';
 import { idempotentForwarder, type IdempotencyOptions } from './idempotent';
 import { rateLimit, type RateLimitOptions } from './rate-limit';
 import { API_REFERENCE_POLICY, apiReference } from './api-reference';
@@ -79,7 +79,12 @@ export interface GatewayRoutesOptions {
   openApiPath: string;
   clock: Clock;
   idempotency: Omit<IdempotencyOptions, 'forwarder'>;
+  /** How long a request body may take to arrive (408 after). */
+  bodyTimeoutMs: number;
 }
+
+/** Forwarded bodies are at most this large (the services' own limit). */
+const MAX_BODY_BYTES = 64 * 1024;
 
 export function gatewayRoutes(options: GatewayRoutesOptions): Router {
   const { realm, authenticator } = options;
@@ -158,11 +163,19 @@ export function gatewayRoutes(options: GatewayRoutesOptions): Router {
     }
     if (rule) throw refused(rule, realm);
     const upstream = options.upstreams[operation.owner];
-    const token = await options.signer.tokenFor(principal, operation.owner);
+    const outgoing: Outgoing = {
+      body: await readRequestBody(req, res, {
+        takesBody: operation.route.body !== undefined,
+        maxBytes: MAX_BODY_BYTES,
+        timeoutMs: options.bodyTimeoutMs,
+      }),
+      owner: open ? `address ${sourceAddress(req)}` : budgetOf(principal).key,
+      sign: () => options.signer.tokenFor(principal, operation.owner),
+    };
     const key = req.get('idempotency-key');
     if (key !== undefined && takesIdempotencyKey(req.method, req.path))
-      return idempotent(req, res, upstream, token, budgetOf(principal).key, key);
-    await options.forwarder.forward(req, res, upstream, token);
+      return idempotent(req, res, upstream, outgoing, key);
+    await options.forwarder.forward(req, res, upstream, outgoing);
   });
   // The gateway parses only its own bodies; forwarded ones stream through untouched.
   router.use('/admin', jsonBody('16kb'));
