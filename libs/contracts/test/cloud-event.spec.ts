@@ -6,6 +6,7 @@ const upserted = {
   name: 'Daily news',
   serviceProviderId: null,
   announceOnUsage: false,
+  grantorIds: null,
   generation: '1',
   createdAt: '2026-01-01T00:00:00.000Z',
   updatedAt: '2026-01-01T00:00:00.000Z',

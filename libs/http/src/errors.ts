@@ -1,3 +1,4 @@
+import { isTransient } from '@rs/store';
 import { STATUS_CODES } from 'node:http';
 import { DomainError, type DomainErrorCode } from '@rs/contracts';
 import type { Request, Response } from 'express';
@@ -146,6 +147,9 @@ export function toAppError(error: unknown, realm = 'rights'): AppError {
     case 'request.size.invalid':
       return badRequest('request body was incomplete');
   }
+  // The database is down, restarting or hanging (DESIGN.md 9): nothing was acknowledged, and
+  // a retry in a moment may well succeed.
+  if (isTransient(error)) return serviceUnavailable('a dependency is unavailable; try again shortly', 2);
   // Any other refusal of a body by its parser is the client's, as the parser says.
   if (parserError?.expose === true && parserError.status === 415)
     return unsupportedMediaType('unsupported body encoding');

@@ -2,3 +2,4 @@ export * from './amqp-client';
 export * from './consumer';
 export * from '@rs/telemetry/trace-context';
 export * from './topology';
+export { batchItemsFailed } from './metrics';

@@ -30,7 +30,10 @@ export async function testDatabase(name: string): Promise<TestDatabase> {
 
 /** A catalog of fixed entries, for use cases that only ask whether a SKU exists and how it is set. */
 export function fixedCatalog(
-  entries: Record<string, { serviceProviderId?: string | null; announceOnUsage?: boolean }>,
+  entries: Record<
+    string,
+    { serviceProviderId?: string | null; announceOnUsage?: boolean; grantorIds?: string[] | null }
+  >,
 ) {
   return {
     async find(sku: string) {
@@ -41,6 +44,7 @@ export function fixedCatalog(
         name: null,
         serviceProviderId: entry.serviceProviderId ?? null,
         announceOnUsage: entry.announceOnUsage ?? false,
+        grantorIds: entry.grantorIds ?? null,
         generation: '1',
         createdAt: '2026-01-01T00:00:00.000Z',
         updatedAt: '2026-01-01T00:00:00.000Z',

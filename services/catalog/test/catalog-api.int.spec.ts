@@ -28,6 +28,7 @@ describe('catalog admin API through the gateway', () => {
       name: 'Daily news',
       serviceProviderId: null,
       announceOnUsage: true,
+      grantorIds: null,
       generation: '1',
     });
 
@@ -60,8 +61,17 @@ describe('catalog admin API through the gateway', () => {
     expect(await (await get('/catalog/skus/news-daily')).json()).toMatchObject({
       serviceProviderId: 'newsroom',
       announceOnUsage: false,
+      grantorIds: null,
       generation: '2',
     });
+    // Who may grant it besides its provider: kept sorted, once each; the same list again changes nothing.
+    expect((await put('news-daily', { serviceProviderId: 'newsroom', grantorIds: ['b', 'a', 'b'] })).status).toBe(204);
+    expect(await (await get('/catalog/skus/news-daily')).json()).toMatchObject({
+      grantorIds: ['a', 'b'],
+      generation: '3',
+    });
+    expect((await put('news-daily', { serviceProviderId: 'newsroom', grantorIds: ['a', 'b'] })).status).toBe(204);
+    expect(await (await get('/catalog/skus/news-daily')).json()).toMatchObject({ generation: '3' });
 
     const removed = await fetch(`${fx.system.gatewayUrl}/catalog/skus/news-daily`, {
       method: 'DELETE',
@@ -74,18 +84,19 @@ describe('catalog admin API through the gateway', () => {
 
     const all = await fx
       .events('catalog.events')
-      .waitFor((m) => m.filter((e) => e.body.subject === 'news-daily').length >= 3);
+      .waitFor((m) => m.filter((e) => e.body.subject === 'news-daily').length >= 4);
     const ofSku = all.filter((e) => e.body.subject === 'news-daily');
     expect(ofSku.map((e) => [e.routingKey, e.body.data?.sequence])).toEqual([
       ['sku.upserted', 1],
       ['sku.upserted', 2],
-      ['sku.deleted', 3],
+      ['sku.upserted', 3],
+      ['sku.deleted', 4],
     ]);
 
     // Put again after delete: created anew, and its generation keeps growing.
     const revived = await put('news-daily', {});
     expect(revived.status).toBe(201);
-    expect(((await revived.json()) as { generation: string }).generation).toBe('4');
+    expect(((await revived.json()) as { generation: string }).generation).toBe('5');
   });
 
   it('when SKUs are listed with a limit, then a Link header leads to the next page', async () => {

@@ -14,7 +14,7 @@ const fx = systemFixture({
   seed: {
     clients: clientsOf({ 'grantor-a': 'A', 'grantor-b': 'B', 'provider-p': 'P', 'other-o': 'O' }),
     users: ['alice', 'bob', 'carol', 'dave', 'erin', 'frank', 'gina'],
-    skus: { video: {}, music: {} },
+    skus: { video: { serviceProviderId: 'P', grantorIds: ['A', 'B'] }, music: {} },
   },
 });
 beforeAll(fx.start);
@@ -162,7 +162,13 @@ describe('entitlement checks (DESIGN.md 8)', () => {
 
   it('when clients of different parties check the same user and SKU, then each sees the rights it may read (DESIGN.md 3)', async () => {
     const fromA = await createRight('dave', { serviceProviderId: 'P' });
-    const fromB = await createRight('dave', { grantorId: 'B' }, FIRST, TestSystem.clientAuthorization('grantor-b'));
+    // B serves its own right (naming itself, not the catalog's provider): P does not see it.
+    const fromB = await createRight(
+      'dave',
+      { grantorId: 'B', serviceProviderId: 'B' },
+      FIRST,
+      TestSystem.clientAuthorization('grantor-b'),
+    );
     const idsFor = async (authorization: string, replica = FIRST) =>
       (await check(replica, 'dave', 'video', authorization)).rights.map((right) => right.rightId).sort();
     for (const replica of [FIRST, SECOND]) {

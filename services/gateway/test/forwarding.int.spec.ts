@@ -135,7 +135,7 @@ describe('forwarding holds nothing shared', () => {
   it('when a body trickles, then it is answered 408 once its time is up, and no service connection was taken meanwhile', async () => {
     const before = service.received.length;
     const trickling = await Promise.all(
-      Array.from({ length: 2 * SOCKETS }, () => promise('/takes-body', 'POST', 200, '{')),
+      Array.from({ length: 2 * SOCKETS }, (_, i) => promise('/takes-body', 'POST', 200, '{', `trickler-${i}`)),
     );
     expect((await get('/no-body?during-trickle', 'someone-else')).status).toBe(200);
     expect(await Promise.all(trickling.map((attempt) => attempt.status))).toEqual(Array(2 * SOCKETS).fill(408));

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { aRight } from './right-fixture';
-import { isActive, normalizedServiceProvider, representation, type RightEntity } from '../src/domain/right';
+import { isActive, representation, type RightEntity } from '../src/domain/right';
 
 const right = (fields: Partial<RightEntity> = {}): RightEntity =>
   aRight({
@@ -37,11 +37,5 @@ describe('DESIGN.md 3 "href and links" and "Rights"', () => {
       { rel: 'subscription', href: `${user}/subs/S1`, type: null, idref: null },
     ]);
     expect(view).toMatchObject({ generation: '1', active: true, timeInterval: right().timeInterval });
-  });
-
-  it('when the service provider is the grantor, then it is stored as null', () => {
-    expect(normalizedServiceProvider('A', 'A')).toBeNull();
-    expect(normalizedServiceProvider('A', 'SP')).toBe('SP');
-    expect(normalizedServiceProvider('A', undefined)).toBeNull();
   });
 });

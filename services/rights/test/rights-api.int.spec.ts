@@ -65,7 +65,7 @@ const fx = systemFixture({
   seed: {
     clients: clientsOf({ 'grantor-a': 'A', 'grantor-b': 'B', 'provider-sp': 'SP', 'app-a': 'A' }),
     users: ['alice', 'bob'],
-    skus: { news: { announceOnUsage: true, serviceProviderId: 'SP' }, video: {} },
+    skus: { news: { announceOnUsage: true, serviceProviderId: 'SP', grantorIds: ['A', 'B'] }, video: {} },
   },
 });
 beforeAll(fx.start);
@@ -100,7 +100,8 @@ describe('create and retrieve (spec 4.2)', () => {
       ],
       grantorId: 'A',
       grantorContext: 'order-17',
-      serviceProviderId: null,
+      // Named by the catalog: the SKU's provider (DESIGN of provider consent).
+      serviceProviderId: 'SP',
       timeInterval: '2026-01-31T00:00:00+01:00/2026-02-28T00:00:00+01:00',
       sku: 'news',
       payload: { seats: 2 },

@@ -49,7 +49,7 @@ const fx = systemFixture({
   backends: ['catalog', 'rights', 'scheduler'],
   env: { SCHEDULER_TICK_MS: '200' },
   collect: { 'rights.events': '#' },
-  seed: { users: ['carol'], skus: { news: {} } },
+  seed: { users: ['carol'], skus: { news: { serviceProviderId: 'SP', grantorIds: ['A'] } } },
 });
 beforeAll(async () => {
   await fx.start();

@@ -21,7 +21,7 @@ beforeAll(async () => {
   database = await testDatabase('rights_use_cases');
   store = new RightStore(database.db, rightEvents('https://api.example.com'), clock);
   await store.ensureIndexes();
-  const catalog = fixedCatalog({ news: { serviceProviderId: 'SP', announceOnUsage: true } });
+  const catalog = fixedCatalog({ news: { serviceProviderId: 'SP', announceOnUsage: true, grantorIds: ['A', 'B'] } });
   rights = new RightsUseCases(store, rightHistory(database.db.db!), catalog, clock);
 });
 afterAll(async () => {

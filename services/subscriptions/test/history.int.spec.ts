@@ -17,7 +17,7 @@ const fx = systemFixture({
   seed: {
     clients: clientsOf({ 'grantor-a': 'A', 'grantor-b': 'B', 'provider-sp': 'SP', 'app-a': 'A' }),
     users: ['alice', 'bob'],
-    skus: { news: { serviceProviderId: 'SP' } },
+    skus: { news: { serviceProviderId: 'SP', grantorIds: ['A', 'B'] } },
   },
 });
 beforeAll(fx.start);

@@ -39,7 +39,7 @@ const fx = systemFixture({
   seed: {
     clients: clientsOf({ 'grantor-a': 'A', 'grantor-b': 'B' }),
     users: ['erin'],
-    skus: { news: {} },
+    skus: { news: { serviceProviderId: 'SP', grantorIds: ['A', 'B'] } },
   },
 });
 beforeAll(async () => {

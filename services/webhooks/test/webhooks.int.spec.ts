@@ -15,7 +15,7 @@ const fx = systemFixture({
   seed: {
     clients: clientsOf({ 'grantor-a': 'A', 'grantor-b': 'B', 'provider-sp': 'SP' }),
     users: ['alice'],
-    skus: { news: { serviceProviderId: 'SP' }, video: {} },
+    skus: { news: { serviceProviderId: 'SP', grantorIds: ['A', 'B'] }, video: {} },
   },
 });
 const receivers: WebhookReceiver[] = [];

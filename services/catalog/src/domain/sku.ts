@@ -6,6 +6,8 @@ export interface SkuEntry {
   name: string | null;
   serviceProviderId: string | null;
   announceOnUsage: boolean;
+  /** Who may grant it besides its provider (null: see `grantOf` in @rs/contracts). */
+  grantorIds: string[] | null;
   generation: number;
   createdAt: Date;
   updatedAt: Date;
@@ -15,11 +17,15 @@ export interface SkuEntry {
 export const EVENT_SOURCE = '/catalog';
 
 /** PUT replaces the entry: fields left out take their defaults. */
-export function settingsFrom(body: SkuUpsertBody): Pick<SkuEntry, 'name' | 'serviceProviderId' | 'announceOnUsage'> {
+export function settingsFrom(
+  body: SkuUpsertBody,
+): Pick<SkuEntry, 'name' | 'serviceProviderId' | 'announceOnUsage' | 'grantorIds'> {
   return {
     name: body.name ?? null,
     serviceProviderId: body.serviceProviderId ?? null,
     announceOnUsage: body.announceOnUsage ?? false,
+    // Kept in a stable order, without repeats: the same list PUT twice changes nothing.
+    grantorIds: body.grantorIds == null ? null : [...new Set(body.grantorIds)].sort(),
   };
 }
 
@@ -30,7 +36,8 @@ export function isUnchanged(entry: SkuEntry, body: SkuUpsertBody): boolean {
     !entry.deleted &&
     entry.name === next.name &&
     entry.serviceProviderId === next.serviceProviderId &&
-    entry.announceOnUsage === next.announceOnUsage
+    entry.announceOnUsage === next.announceOnUsage &&
+    JSON.stringify(entry.grantorIds) === JSON.stringify(next.grantorIds)
   );
 }
 
@@ -60,6 +67,7 @@ export function representation(entry: SkuEntry): Sku {
     name: entry.name,
     serviceProviderId: entry.serviceProviderId,
     announceOnUsage: entry.announceOnUsage,
+    grantorIds: entry.grantorIds,
     generation: String(entry.generation),
     createdAt: entry.createdAt.toISOString(),
     updatedAt: entry.updatedAt.toISOString(),

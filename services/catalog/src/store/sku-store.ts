@@ -18,6 +18,7 @@ const skuSchema = documentSchema<SkuDocument>('skus', {
   name: 'string?',
   serviceProviderId: 'string?',
   announceOnUsage: 'flag',
+  grantorIds: { type: [String], default: undefined },
   deleted: 'flag',
   ...outboxDocumentFields,
 });
@@ -28,6 +29,7 @@ const toEntry = (doc: SkuDocument): SkuEntry => ({
   name: doc.name ?? null,
   serviceProviderId: doc.serviceProviderId ?? null,
   announceOnUsage: doc.announceOnUsage ?? false,
+  grantorIds: doc.grantorIds ?? null,
   generation: doc.generation,
   createdAt: doc.createdAt,
   updatedAt: doc.updatedAt,
@@ -38,6 +40,7 @@ const toFields = (entry: SkuEntry) => ({
   name: entry.name,
   serviceProviderId: entry.serviceProviderId,
   announceOnUsage: entry.announceOnUsage,
+  grantorIds: entry.grantorIds,
   generation: entry.generation,
   createdAt: entry.createdAt,
   updatedAt: entry.updatedAt,

@@ -12,6 +12,8 @@ import {
   type RightsCascadeData,
   type RightsIssueData,
   DomainError,
+  grantOf,
+  refusedGrant,
 } from '@rs/contracts';
 import type { Principal } from '@rs/contracts';
 import { canGrantFor, canManage, canReadHistory, canSee, canUse, visibilityOf } from '../domain/access';
@@ -20,7 +22,6 @@ import {
   decide,
   type ReadExpiry,
   hasEnded,
-  normalizedServiceProvider,
   recordUsage,
   removal,
   type Decision,
@@ -40,8 +41,16 @@ export function periodRightId(subscriptionId: string, periodStart: string, templ
   return createHash('sha256').update(`${subscriptionId}|${instant}|${templateIndex}`).digest('hex').slice(0, 32);
 }
 
-/** The right a template yields for a period (DESIGN.md 3 "Renewal"); throws when its interval does not parse. */
-function issuedRight(command: RightsIssueData, template: RightsIssueData['rights'][number], now: Date): RightEntity {
+/**
+ * The right a template yields for a period (DESIGN.md 3 "Renewal"), with the provider its
+ * grant gets as the catalog stands now; throws when its interval does not parse.
+ */
+function issuedRight(
+  command: RightsIssueData,
+  template: RightsIssueData['rights'][number],
+  serviceProviderId: string | null,
+  now: Date,
+): RightEntity {
   const interval = parseTimeInterval(template.timeInterval);
   if (!interval.ok) throw new InvalidMessage(`rights[${template.templateIndex}].timeInterval: ${interval.reason}`);
   return {
@@ -50,7 +59,7 @@ function issuedRight(command: RightsIssueData, template: RightsIssueData['rights
     state: template.state,
     grantorId: command.grantorId,
     grantorContext: template.grantorContext,
-    serviceProviderId: normalizedServiceProvider(command.grantorId, template.serviceProviderId),
+    serviceProviderId,
     sku: template.sku,
     payload: null,
     used: false,
@@ -62,6 +71,13 @@ function issuedRight(command: RightsIssueData, template: RightsIssueData['rights
     createdAt: now,
     updatedAt: now,
   };
+}
+
+/** A template of a period that issued no right: its grantor may no longer grant its SKU. */
+export interface Withheld {
+  command: RightsIssueData;
+  templateIndex: number;
+  reason: string;
 }
 
 /** A right as a change left it (what the gateway's entitlement projection is told: DESIGN.md 8). */
@@ -92,7 +108,11 @@ export class RightsUseCases {
     }
     const interval = parseTimeInterval(body.timeInterval);
     if (!interval.ok) throw DomainError.invalid(`timeInterval: ${interval.reason}`);
-    if (!(await this.skuExists(body.sku))) throw DomainError.invalid(`sku: ${body.sku} is not in the catalog`);
+    const entry = await this.sku(body.sku);
+    if (!entry) throw DomainError.invalid(`sku: ${body.sku} is not in the catalog`);
+    // Service providers agree to what they serve (docs/security.md "Who may grant what").
+    const grant = grantOf(entry, body.grantorId, body.serviceProviderId);
+    if (!grant.ok) throw refusedGrant(grant.refusal);
     const now = this.clock();
     const right: RightEntity = {
       rightId: id ?? newId(now.getTime()),
@@ -100,7 +120,7 @@ export class RightsUseCases {
       state: body.state ?? 'CREATED',
       grantorId: body.grantorId,
       grantorContext: body.grantorContext ?? null,
-      serviceProviderId: normalizedServiceProvider(body.grantorId, body.serviceProviderId),
+      serviceProviderId: grant.serviceProviderId,
       sku: body.sku,
       payload: body.payload ?? null,
       used: false,
@@ -235,18 +255,42 @@ export class RightsUseCases {
    */
   async issueForPeriods(
     commands: readonly RightsIssueData[],
-  ): Promise<{ issued: RightEntity[]; failed: ItemFailure[] }> {
+  ): Promise<{ issued: RightEntity[]; failed: ItemFailure[]; withheld: Withheld[] }> {
     const now = this.clock();
+    // The catalog as it stands at this renewal decides who may grant what: a template whose
+    // grantor may no longer grant its SKU issues no right this period, and only it.
+    const withheld: Withheld[] = [];
+    const grants = await Promise.all(
+      commands.map((command) =>
+        Promise.all(
+          command.rights.map(async (template) => {
+            const entry = await this.skus.find(template.sku);
+            const grant = entry
+              ? grantOf(entry, command.grantorId, template.serviceProviderId)
+              : {
+                  ok: false as const,
+                  refusal: { kind: 'grantor' as const, reason: `${template.sku} is not in the catalog` },
+                };
+            if (grant.ok) return { template, serviceProviderId: grant.serviceProviderId };
+            withheld.push({ command, templateIndex: template.templateIndex, reason: grant.refusal.reason });
+            return null;
+          }),
+        ),
+      ),
+    );
     // DESIGN.md 9: a period whose rights cannot be made fails alone.
     const failed: ItemFailure[] = [];
     const built = eachItem(
       commands,
-      (command) => command.rights.map((template) => issuedRight(command, template, now)),
+      (command, index) =>
+        grants[index]!.flatMap((granted) =>
+          granted ? [issuedRight(command, granted.template, granted.serviceProviderId, now)] : [],
+        ),
       failed,
     );
     const rights = built.flatMap(({ value }) => value);
     await this.store.insertManyWithoutEvents(rights);
-    return { issued: rights, failed };
+    return { issued: rights, failed, withheld };
   }
 
   /**

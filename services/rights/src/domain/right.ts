@@ -145,14 +145,6 @@ export function representation(right: RightEntity, publicBaseUrl: string, now: D
   };
 }
 
-/** DESIGN.md 3: stored null when it equals the grantor. */
-export function normalizedServiceProvider(
-  grantorId: string,
-  serviceProviderId: string | null | undefined,
-): string | null {
-  return serviceProviderId && serviceProviderId !== grantorId ? serviceProviderId : null;
-}
-
 /** What the gateway's entitlement projection knows of a right (DESIGN.md 8, docs/decisions/0034). Pure. */
 export function projectedOf(right: RightEntity, removed: boolean): ProjectedRight {
   return {

@@ -10,7 +10,7 @@ import {
   systemActor,
 } from '@rs/contracts';
 import type { Logger } from '@rs/logging';
-import { consume, type AmqpClient, type FailedItem } from '@rs/messaging';
+import { batchItemsFailed, consume, type AmqpClient, type FailedItem } from '@rs/messaging';
 import { recordAndPublish } from '@rs/outbox-relay';
 import { isTransient, outboxEntry, type HistoryLog } from '@rs/store';
 import type { Clock } from '@rs/time';
@@ -52,7 +52,16 @@ export async function consumeRightsCommands(
     const issues = commands.flatMap((command, message) =>
       command.type === CommandTypes.rightsIssue ? itemsOf(command.data).map((data) => ({ message, data })) : [],
     );
-    const { issued, failed: failedIssues } = await rights.issueForPeriods(issues.map(({ data }) => data));
+    const { issued, failed: failedIssues, withheld } = await rights.issueForPeriods(issues.map(({ data }) => data));
+    // A template whose grantor may no longer grant its SKU issued nothing this period (its
+    // period's other rights were issued): counted and logged as an item that failed alone.
+    for (const { command, templateIndex, reason } of withheld) {
+      batchItemsFailed.inc({ command: CommandTypes.rightsIssue });
+      logger.warn(
+        { subscription_id: command.subscriptionId, period_start: command.periodStart, template: templateIndex, reason },
+        'renewal issued no right for a template its grantor may no longer grant',
+      );
+    }
     for (const { index, error } of failedIssues) {
       const { message, data } = issues[index]!;
       failedItems.push({ message, data, id: `${data.subscriptionId}@${data.periodStart}`, error });

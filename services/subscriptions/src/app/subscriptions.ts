@@ -9,6 +9,8 @@ import {
   type SubscriptionCreateBody,
   type SubscriptionsRenewData,
   DomainError,
+  grantOf,
+  refusedGrant,
 } from '@rs/contracts';
 import type { Principal } from '@rs/contracts';
 import { canManage, canReadHistory, canSee, canSubscribeFor, visibleGrantorOf } from '../domain/access';
@@ -120,8 +122,12 @@ export class SubscriptionUseCases {
     const violation = boundsViolation(spec.value, body.rightsSpec, this.minPeriod);
     if (violation) throw DomainError.invalid(violation);
     for (const [index, template] of body.rightsSpec.entries()) {
-      if (!(await this.skuExists(template.sku)))
-        throw DomainError.invalid(`rightsSpec[${index}].sku: ${template.sku} is not in the catalog`);
+      const entry = await skuForUseCase(this.skus, template.sku);
+      if (!entry) throw DomainError.invalid(`rightsSpec[${index}].sku: ${template.sku} is not in the catalog`);
+      // Service providers agree to what they serve (docs/security.md "Who may grant what");
+      // each renewal asks again, of the catalog as it stands then.
+      const grant = grantOf(entry, body.grantorId, template.serviceProviderId);
+      if (!grant.ok) throw refusedGrant(grant.refusal, `rightsSpec[${index}].serviceProviderId`);
     }
     const now = this.clock();
     const nextPeriod = firstPeriodToIssue(spec.value, now);
@@ -368,9 +374,5 @@ export class SubscriptionUseCases {
           removes,
         }),
     });
-  }
-
-  private async skuExists(sku: string): Promise<boolean> {
-    return (await skuForUseCase(this.skus, sku)) !== null;
   }
 }

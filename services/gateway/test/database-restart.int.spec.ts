@@ -1,0 +1,105 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { clientsOf, freePort, systemFixture, TestSystem } from '@rs/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+/**
+ * A fault is never a 500 (docs/security.md "Bounds"): the MongoDB-wire server restarts while
+ * clients write through the gateway. The system runs on a FerretDB of its own (over the local
+ * PostgreSQL of deploy/local), so that stopping it disturbs no other test.
+ */
+const POSTGRES = 'postgres://postgres@127.0.0.1:5433/ferretdb?pool_max_conns=100';
+let ferretdb: ChildProcess | undefined;
+let port: number;
+const stateDir = mkdtempSync(path.join(tmpdir(), 'ferretdb-'));
+
+async function startFerretDb(): Promise<void> {
+  ferretdb = spawn(
+    'ferretdb',
+    [
+      '--handler=postgresql',
+      `--postgresql-url=${POSTGRES}`,
+      `--state-dir=${stateDir}`,
+      `--listen-addr=127.0.0.1:${port}`,
+      '--debug-addr=127.0.0.1:0',
+      '--telemetry=disable',
+      '--log-level=error',
+    ],
+    { stdio: 'ignore' },
+  );
+  const failed = once(ferretdb, 'error');
+  for (let tries = 0; tries < 100; tries++) {
+    const up = await Promise.race([
+      fetch(`http://127.0.0.1:${port}`).then(
+        () => true,
+        (error: { cause?: { code?: string } }) => error.cause?.code !== 'ECONNREFUSED',
+      ),
+      failed.then(([error]) => {
+        throw new Error(`ferretdb (deploy/local/setup.sh installs it) did not start: ${String(error)}`);
+      }),
+    ]);
+    if (up) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error('ferretdb did not listen within 10 s');
+}
+
+const fx = systemFixture({
+  name: 'database_restart',
+  backends: ['catalog', 'rights'],
+  env: { RATE_LIMIT_PER_SECOND: '0' },
+  seed: { clients: clientsOf({ writer: 'W' }), users: ['w'], skus: { news: {} } },
+});
+beforeAll(async () => {
+  port = await freePort();
+  await startFerretDb();
+  process.env.MONGODB_URL = `mongodb://127.0.0.1:${port}`;
+  await fx.start();
+}, 180_000);
+afterAll(async () => {
+  await fx.stop();
+  ferretdb?.kill('SIGKILL');
+});
+
+const WRITER = TestSystem.clientAuthorization('writer');
+
+describe('a restart of the database under write load', () => {
+  it('when the MongoDB-wire server is killed and restarted while clients create rights, then no answer is a 500, and every right answered 201 is there', async () => {
+    const statuses: number[] = [];
+    const created: string[] = [];
+    let writing = true;
+    const writer = async () => {
+      while (writing) {
+        const response = await fx.call('POST', '/id/users/w/rights', WRITER, {
+          sku: 'news',
+          grantorId: 'W',
+          timeInterval: '2026-01-01T00:00:00Z/P1D',
+        });
+        statuses.push(response.status);
+        if (response.status === 201) created.push(((await response.json()) as { rightId: string }).rightId);
+        else await response.body?.cancel();
+      }
+    };
+    const writers = Array.from({ length: 4 }, writer);
+    await expect.poll(() => created.length).toBeGreaterThan(20);
+    ferretdb!.kill('SIGKILL');
+    await once(ferretdb!, 'exit');
+    await new Promise((resolve) => setTimeout(resolve, 8_000)); // down for a while, as a restart is
+    await startFerretDb();
+    const createdBefore = created.length;
+    await expect.poll(() => created.length).toBeGreaterThan(createdBefore + 20);
+    writing = false;
+    await Promise.all(writers);
+
+    expect(statuses.filter((status) => status >= 500 && status !== 503 && status !== 504)).toEqual([]);
+    expect(statuses.filter((status) => ![201, 503, 504].includes(status))).toEqual([]);
+    const listed = await fx.call('GET', '/id/users/w/rights?grantorId=W&limit=1000', WRITER);
+    const stored = new Set(
+      ((await listed.json()) as { right: Array<{ rightId: string }> }).right.map((r) => r.rightId),
+    );
+    expect(created.filter((rightId) => !stored.has(rightId))).toEqual([]);
+  });
+});
