@@ -162,13 +162,13 @@ try {
   rows.push(['during the attack', await victimLatencies()]);
   stop();
   rows.push(['after', await victimLatencies()]);
-  console.log('\n| phase | list p50 / p99 / slowest ms | create p50 / p99 / slowest ms |');
-  console.log('|---|---:|---:|');
+  console.log('\n| phase | list p50 ms | p99 | slowest | create p50 ms | p99 | slowest |');
+  console.log('|---|---:|---:|---:|---:|---:|---:|');
   for (const [phase, { list, create }] of rows) console.log(`| ${phase} | ${summary(list)} | ${summary(create)} |`);
 
   const history = await historyReads();
-  console.log(`\n| history?limit=1 | reads | p50 / p99 / slowest ms | mean ms |`);
-  console.log('|---|---:|---:|---:|');
+  console.log(`\n| history?limit=1 | reads | p50 ms | p99 | slowest | mean ms |`);
+  console.log('|---|---:|---:|---:|---:|---:|');
   for (const which of ['fresh', 'long'])
     console.log(
       `| ${which === 'fresh' ? '1 entry' : `${ENTRIES} entries`} | ${READS} | ${summary(history[which])} | ${mean(history[which]).toFixed(1)} |`,

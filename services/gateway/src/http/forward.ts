@@ -154,7 +154,9 @@ export class Forwarder {
           (token) => {
             if (request.destroyed) return;
             request.setHeader(INTERNAL_TOKEN_HEADER, token);
-            request.end(outgoing.body);
+            // Headers and body in one write; no empty write after the headers of a GET.
+            if (outgoing.body.length > 0) request.end(outgoing.body);
+            else request.end();
           },
           (error: unknown) => {
             res.locals.log?.error({ err: error }, 'cannot sign an internal token');
