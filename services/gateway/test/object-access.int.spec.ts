@@ -1,0 +1,194 @@
+import { ROUTES, SCOPES, type PublicRoute } from '@rs/contracts';
+import { clientsOf, systemFixture, TestSystem } from '@rs/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+/**
+ * Object access, walked in full (docs/security.md): every route of the route table that names
+ * an object (a right, a subscription, a webhook endpoint) × every kind of principal × objects
+ * owned by each grantor, each answer checked against the visibility rules. What the caller
+ * may not see is never a 2xx: reads and usage are 404, the changes of spec 5 rules 3 and 4 are
+ * 401 whether or not it could read the object. Calls the caller may make are sent when they
+ * only read; the changes it may make are left out, so that nothing changes at all.
+ */
+const fx = systemFixture({
+  name: 'object_access',
+  backends: ['catalog', 'rights', 'subscriptions', 'webhooks'],
+  bearer: true,
+  seed: {
+    clients: clientsOf({ 'client-a': 'A', 'client-b': 'B', 'provider-sp': 'SP' }),
+    users: ['victim', 'other'],
+    skus: { news: { serviceProviderId: 'SP', grantorIds: ['A', 'B'] } },
+  },
+});
+
+interface Principal {
+  name: string;
+  /** The grantor whose objects it sees (null: an admin, who sees all). */
+  grantor: string | null;
+  bearer: boolean;
+  /** A Bearer token's user. */
+  user?: string;
+  authorization: string;
+}
+interface Owned {
+  kind: 'right' | 'subscription' | 'endpoint';
+  id: string;
+  grantor: string;
+  provider: string | null;
+}
+
+let principals: Principal[];
+const objects: Owned[] = [];
+
+beforeAll(async () => {
+  await fx.start();
+  const start = new Date(Date.now() - 60_000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+  for (const [grantor, client, provider] of [
+    ['A', 'client-a', undefined],
+    ['B', 'client-b', 'B'],
+  ] as const) {
+    const authorization = TestSystem.clientAuthorization(client);
+    const right = await fx.call('POST', '/id/users/victim/rights', authorization, {
+      sku: 'news',
+      grantorId: grantor,
+      timeInterval: `${start}/P1D`,
+      state: 'ACTIVE',
+      ...(provider ? { serviceProviderId: provider } : {}),
+    });
+    const made = (await right.json()) as { rightId: string; serviceProviderId: string | null };
+    objects.push({ kind: 'right', id: made.rightId, grantor, provider: made.serviceProviderId });
+    const subscription = await fx.call('POST', '/id/users/victim/subs', authorization, {
+      grantorId: grantor,
+      timeSpec: `R/2030-01-01T00:00:00Z/P1D`,
+      rightsSpec: [{ sku: 'news' }],
+    });
+    const { subscriptionId } = (await subscription.json()) as { subscriptionId: string };
+    objects.push({ kind: 'subscription', id: subscriptionId, grantor, provider: null });
+    const endpoint = await fx.call('POST', '/webhooks/endpoints', authorization, {
+      url: `http://127.0.0.1:9/${grantor}`,
+    });
+    const { endpointId } = (await endpoint.json()) as { endpointId: string };
+    objects.push({ kind: 'endpoint', id: endpointId, grantor, provider: null });
+  }
+  const token = async (client: string, user: string) =>
+    `Bearer ${await fx.issuer.token(client, user, { scope: SCOPES.join(' ') })}`;
+  principals = [
+    { name: 'grantor A', grantor: 'A', bearer: false, authorization: TestSystem.clientAuthorization('client-a') },
+    { name: 'grantor B', grantor: 'B', bearer: false, authorization: TestSystem.clientAuthorization('client-b') },
+    { name: 'provider SP', grantor: 'SP', bearer: false, authorization: TestSystem.clientAuthorization('provider-sp') },
+    { name: 'admin', grantor: null, bearer: false, authorization: fx.system.adminHeaders().authorization! },
+    {
+      name: "victim's app of A",
+      grantor: 'A',
+      bearer: true,
+      user: 'victim',
+      authorization: await token('client-a', 'victim'),
+    },
+    {
+      name: "victim's app of B",
+      grantor: 'B',
+      bearer: true,
+      user: 'victim',
+      authorization: await token('client-b', 'victim'),
+    },
+    {
+      name: "other's app of A",
+      grantor: 'A',
+      bearer: true,
+      user: 'other',
+      authorization: await token('client-a', 'other'),
+    },
+  ];
+}, 180_000);
+afterAll(fx.stop);
+
+/** The changes spec 5 rules 3 and 4 keep to the object's grantor (and admins): 401 for anyone else. */
+const MANAGE = new Set([
+  'removeRight',
+  'activateRight',
+  'suspendRight',
+  'deleteSubscription',
+  'activateSubscription',
+  'suspendSubscription',
+]);
+const READS = new Set(['GET', 'HEAD']);
+
+const kindOf = (route: PublicRoute): Owned['kind'] | null =>
+  route.path.includes('{rightId}')
+    ? 'right'
+    : route.path.includes('{subscriptionId}')
+      ? 'subscription'
+      : route.path.includes('{endpointId}')
+        ? 'endpoint'
+        : null;
+
+/** What the rules say a principal gets for a route on an object: allowed, or the refusal. */
+function expected(route: PublicRoute, principal: Principal, object: Owned): 'allowed' | 401 | 404 {
+  if (principal.bearer && (route.bearer === null || principal.user !== 'victim')) return 401;
+  const admin = principal.grantor === null;
+  const visible =
+    admin || object.grantor === principal.grantor || (object.kind === 'right' && object.provider === principal.grantor);
+  if (MANAGE.has(route.operationId))
+    return admin || (!principal.bearer && object.grantor === principal.grantor) ? 'allowed' : 401;
+  return visible ? 'allowed' : 404;
+}
+
+async function send(route: PublicRoute, authorization: string, object: Owned): Promise<number> {
+  const path = route.path
+    .replace('{connectId}', 'victim')
+    .replace(/\{(rightId|subscriptionId|endpointId)\}/, object.id)
+    .replace('{deliveryId}', '0'.repeat(32)); // well formed, and no delivery of anyone's
+  const response = await fetch(`${fx.system.gatewayUrl}${path}`, { method: route.method, headers: { authorization } });
+  await response.body?.cancel();
+  return response.status;
+}
+
+/** Every object as an admin reads it, with its history: must not change. */
+async function state(): Promise<string> {
+  const admin = fx.system.adminHeaders().authorization!;
+  const read = async (path: string) => (await fx.call('GET', path, admin)).text();
+  const parts: string[] = [];
+  for (const object of objects) {
+    if (object.kind === 'right') {
+      parts.push(await read(`/id/users/victim/rights/${object.id}`));
+      parts.push(await read(`/id/users/victim/rights/${object.id}/history`));
+    } else if (object.kind === 'subscription') {
+      parts.push(await read(`/id/users/victim/subs/${object.id}`));
+      parts.push(await read(`/id/users/victim/subs/${object.id}/history`));
+    } else parts.push(await read(`/webhooks/endpoints/${object.id}`));
+  }
+  return parts.join('\n');
+}
+
+describe('object access: every route × every principal × every owner', () => {
+  it('when each principal calls each route on each grantor’s objects, then every answer is what the visibility rules say, and nothing changes', async () => {
+    // The setup's own changes are in history once their events are out: wait for them first.
+    await expect.poll(async () => (await state()).match(/"history":\[\]/g)?.length ?? 0).toBe(0);
+    const before = await state();
+    const wrong: string[] = [];
+    let sent = 0;
+    for (const route of ROUTES as readonly PublicRoute[]) {
+      const kind = kindOf(route);
+      if (kind === null) continue;
+      for (const object of objects.filter((one) => one.kind === kind))
+        for (const principal of principals) {
+          const want = expected(route, principal, object);
+          // A change the principal may make is left out: the walk changes nothing.
+          if (want === 'allowed' && !READS.has(route.method)) continue;
+          const status = await send(route, principal.authorization, object);
+          sent += 1;
+          const ok =
+            want === 'allowed'
+              ? status < 300 || (route.path.includes('{deliveryId}') && status === 404)
+              : status === want;
+          if (!ok)
+            wrong.push(
+              `${principal.name} ${route.operationId} on ${object.grantor}'s ${kind}: ${status}, wanted ${want}`,
+            );
+        }
+    }
+    expect(wrong).toEqual([]);
+    expect(sent).toBeGreaterThan(150);
+    expect(await state()).toBe(before);
+  });
+});
