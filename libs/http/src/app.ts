@@ -170,7 +170,7 @@ export const MAX_NESTING = 64;
 /**
  * JSON bodies only: a body with another content type or in any `Content-Encoding` is 415,
  * malformed JSON 400, an oversized body 413, a field nested deeper than `MAX_NESTING`
- * levels 400 naming it (DESIGN.md 3), each before any handler runs, so nothing is written.
+ * levels 400 naming it (docs/security.md), each before any handler runs, so nothing is written.
  */
 export function jsonBody(limit: string): RequestHandler[] {
   // inflate: false: the platform accepts bodies as sent (identity) only; a compressed body

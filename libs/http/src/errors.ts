@@ -147,7 +147,7 @@ export function toAppError(error: unknown, realm = 'rights'): AppError {
     case 'request.size.invalid':
       return badRequest('request body was incomplete');
   }
-  // The database is down, restarting or hanging (DESIGN.md 9): nothing was acknowledged, and
+  // The database is down, restarting or hanging (docs/security.md): nothing was acknowledged, and
   // a retry in a moment may well succeed.
   if (isTransient(error)) return serviceUnavailable('a dependency is unavailable; try again shortly', 2);
   // Any other refusal of a body by its parser is the client's, as the parser says.

@@ -18,7 +18,7 @@ declare global {
 }
 
 const ISSUER = 'rs-internal';
-/** The audience of an internal token for `service`: it is accepted there and nowhere else (DESIGN.md 4). */
+/** The audience of an internal token for `service`: it is accepted there and nowhere else (docs/security.md). */
 const audienceOf = (service: string) => `rs-${service}`;
 const ALGORITHM = 'HS256';
 export const INTERNAL_TOKEN_TTL_SECONDS = 60;

@@ -117,8 +117,7 @@ export class HistoryLog {
    * One page of a resource's history: up to `limit` records after `after` in order, read a
    * span at a time up to the span of `lastGeneration` (the resource's current generation, a
    * bound that spares reading past its end), and the record before the page. A page reads what
-   * it shows and at most two spans more, however long the history (DESIGN.md 9 "Reads cost what
-   * they return"); only the records it returns are parsed.
+   * it shows and at most two spans more, however long the history (docs/decisions/0040); only the records it returns are parsed.
    */
   async page(
     subject: string,

@@ -4,7 +4,7 @@ import mongoose, { type mongo } from 'mongoose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HISTORY_SPAN, HistoryLog } from '../src/index';
 
-// DESIGN.md 9 "Reads cost what they return": a page of a long history reads that page (and
+// docs/decisions/0040: a page of a long history reads that page (and
 // at most a span or two beside it), whatever the history's length. What a read costs is
 // counted as the documents the server sends back, seen by the driver's command monitoring.
 

@@ -29,7 +29,7 @@ export const Config = z
     AMQP_URL: env.amqpUrl.default('amqp://guest:guest@127.0.0.1:5672'),
     GATEWAY_MONGODB_URL: env.mongoUrl.optional(),
     GATEWAY_PORT: env.port.default(DEFAULT_PORTS.gateway),
-    /** DESIGN.md 4: `/metrics` on a port of its own, never on the public one. */
+    /** `/metrics` on a port of its own, never on the public one (docs/security.md). */
     METRICS_PORT: env.port.default(9464),
     PUBLIC_BASE_URL: env.baseUrl.optional(),
     AUTH_REALM: env.realm,
@@ -42,7 +42,7 @@ export const Config = z
     JWT_PUBLIC_KEY: z.string().includes('BEGIN PUBLIC KEY', { message: 'must be a PEM public key' }).optional(),
     JWT_ISSUER: z.string().min(1).optional(),
     JWT_AUDIENCE: z.string().min(1).optional(),
-    /** DESIGN.md 4: the longest lifetime of an access token accepted, and so of a revocation at least. */
+    /** The longest lifetime of an access token accepted, and so of a revocation at least (docs/security.md). */
     JWT_MAX_TOKEN_LIFETIME_S: z.coerce.number().int().min(60).default(86_400),
     INTERNAL_TOKEN_SECRET: env.secret.optional(),
     INTERNAL_TOKEN_SECRET_PREVIOUS: env.secret.optional(),
@@ -51,14 +51,14 @@ export const Config = z
     SUBSCRIPTIONS_URL: serviceUrl('subscriptions'),
     WEBHOOKS_URL: serviceUrl('webhooks'),
     UPSTREAM_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
-    /** DESIGN.md 4 "Forwarding holds nothing shared": how long a request body may take to arrive (408 after). */
+    /** How long a request body may take to arrive (408 after; docs/security.md). */
     BODY_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
     /** DESIGN.md 6 and 8: how long an Idempotency-Key and its response are kept. */
     IDEMPOTENCY_TTL_S: z.coerce.number().int().min(1).default(86_400),
     AUTH_CACHE_TTL_MS: z.coerce.number().int().min(0).max(60_000).default(5_000),
     RATE_LIMIT_PER_SECOND: z.coerce.number().min(0).default(200),
     RATE_LIMIT_BURST: z.coerce.number().int().min(1).default(400),
-    /** DESIGN.md 4 "Budgets belong to one principal": each (client, user) pair of Bearer calls. */
+    /** Each (client, user) pair of Bearer calls has a budget of its own (docs/security.md). */
     RATE_LIMIT_USER_PER_SECOND: z.coerce.number().min(0).default(20),
     RATE_LIMIT_USER_BURST: z.coerce.number().int().min(1).default(40),
     /** The open routes (JWKS, OpenAPI, /docs), per source address. */

@@ -272,7 +272,7 @@ describe('a request target never chooses a host', () => {
   });
 });
 
-describe('bad bodies are the client’s: never a 500 (DESIGN.md 9)', () => {
+describe('bad bodies are the client’s: never a 500 (docs/security.md)', () => {
   const rightBody = (payload: unknown) =>
     JSON.stringify({ sku: 'news', grantorId: 'A', timeInterval: `${inAMinute()}/P1D`, payload });
   const rightsOfAlice = async () =>

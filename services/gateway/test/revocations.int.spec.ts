@@ -4,7 +4,7 @@ import { manualClock } from '@rs/time';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RevocationStore } from '../src/store/revocation-store';
 
-// Revocations of access tokens (DESIGN.md 4, docs/security.md): two gateway replicas' stores
+// Revocations of access tokens (docs/security.md): two gateway replicas' stores
 // on one real database, on a clock the test moves.
 
 const HOUR = 3_600_000;

@@ -156,7 +156,7 @@ export interface Budget {
 }
 
 /**
- * DESIGN.md 4 "Budgets belong to one principal" and DESIGN.md 8 "Idempotency-Key": a Basic
+ * Budgets and Idempotency-Keys belong to one principal (docs/security.md): a Basic
  * client spends its own budget and keys; each (client, user) pair of Bearer calls has its
  * own, apart from the client's, so a user's app can neither spend its grantor's budget nor
  * collide with its keys. (A client id holds no space, so the pair's key is unambiguous.)

@@ -144,7 +144,7 @@ export class Forwarder {
         () =>
           fail(
             request.socket
-              ? new AppError(504, 'the service did not answer in time') // DESIGN.md 9: no internal host or port
+              ? new AppError(504, 'the service did not answer in time') // an answer names no internal host or port
               : serviceUnavailable('the service is busy; try again shortly', 1),
           ),
         this.options.timeoutMs,
@@ -174,7 +174,7 @@ export class Forwarder {
         clearTimeout(deadline);
         span.end(incoming.statusCode);
         // The service refused the gateway's own token (a key out of step, a clock far off):
-        // the hop between them failed, not the client's credentials (DESIGN.md 4).
+        // the hop between them failed, not the client's credentials (docs/security.md).
         if (incoming.statusCode === 401 && incoming.headers['www-authenticate'] === INTERNAL_CHALLENGE) {
           res.locals.log?.error({ upstream: upstream.origin }, 'the service refused the internal token');
           return fail(serviceUnavailable('the service is unavailable; try again shortly'));

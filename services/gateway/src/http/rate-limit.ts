@@ -32,7 +32,7 @@ const MAX_BUCKETS = 100_000;
  * Token buckets, one per budget (docs/security.md "Budgets"): a Basic client's own, each
  * (client, user) pair of Bearer calls apart from it, and each source address on the open
  * routes, so that no caller spends another's. Each gateway replica holds its share of a limit
- * (DESIGN.md 10): `perSecond` and `burst` divided by the live replicas, so that a caller
+ * (docs/operations.md): `perSecond` and `burst` divided by the live replicas, so that a caller
  * spread over them gets the configured rate in all. Every response carries the IETF RateLimit
  * fields (draft-ietf-httpapi-ratelimit-headers): the policy (the cluster's), and what remains
  * here; past the limit, 429 with Retry-After.

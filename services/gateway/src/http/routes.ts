@@ -124,7 +124,7 @@ export function gatewayRoutes(options: GatewayRoutesOptions): Router {
     res.locals.principal = await authenticator.authenticate(authorization, sourceAddress(req));
     next();
   };
-  // DESIGN.md 4 "Budgets belong to one principal": an open route spends its source address's.
+  // Budgets belong to one principal (docs/security.md): an open route spends its source address's.
   const limit = rateLimit(
     options.rateLimit,
     (req, res) =>
