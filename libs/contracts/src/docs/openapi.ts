@@ -235,7 +235,8 @@ export function buildOpenApiDocument(): Record<string, unknown> {
         ),
         IdempotencyKeyReused: text('The Idempotency-Key was used for another request (method, path or body)'),
         PayloadTooLarge: text('The body exceeds the limit'),
-        UnsupportedMediaType: text('The body is not application/json'),
+        RequestTimeout: text('The body did not arrive in time (BODY_TIMEOUT_MS); the connection is closed'),
+        UnsupportedMediaType: text('The body is not application/json, or comes in a Content-Encoding'),
         ServiceUnavailable: text('A service or dependency is unavailable, or busy; retry after the time given', {
           'Retry-After': { schema: { type: 'integer' } },
         }),
@@ -267,15 +268,15 @@ function pathsOf(routes: readonly PublicRoute[]) {
     const add = (status: string, response: string) => {
       responses[status] ??= ref(response);
     };
-    if (route.caller !== 'none') {
-      add('401', 'Unauthorized');
-      add('429', 'TooManyRequests');
-      add('503', 'ServiceUnavailable');
-    }
+    if (route.caller !== 'none') add('401', 'Unauthorized');
+    // Every caller has a budget, an anonymous one its address's (docs/security.md "Budgets").
+    add('429', 'TooManyRequests');
+    if (route.caller !== 'none' || route.owner !== 'gateway') add('503', 'ServiceUnavailable');
     if (route.owner !== 'gateway') add('504', 'GatewayTimeout');
     if (route.json) add('406', 'NotAcceptable');
     if (route.body) {
       add('400', 'BadRequest');
+      add('408', 'RequestTimeout');
       add('413', 'PayloadTooLarge');
       add('415', 'UnsupportedMediaType');
     }
