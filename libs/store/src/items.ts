@@ -21,8 +21,27 @@ const TRANSIENT_NAMES = new Set([
   'MongoWaitQueueTimeoutError',
   'MongoOperationTimeoutError',
   'PoolClearedOnNetworkError',
+  'MongooseServerSelectionError',
   'ConcurrentChanges',
 ]);
+/**
+ * Server errors that say the server is unavailable, not that the operation was wrong: host
+ * unreachable or not found, network timeout, shutting down, interrupted at shutdown, not
+ * writable or no longer primary, time limit exceeded, socket errors.
+ */
+const UNAVAILABLE_CODES = new Set([6, 7, 89, 91, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436]);
+/** Socket errors the driver lets through as they are (a write to a connection the server closed: EPIPE). */
+const NETWORK_CODES = new Set([
+  'EPIPE',
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'ECONNABORTED',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+]);
+/** Mongoose holds operations while the connection is down, and gives up on them after `bufferTimeoutMS`. */
+const BUFFERING_TIMED_OUT = /buffering timed out/;
 
 /**
  * Whether an error says nothing about the item it happened on: the store or the network
@@ -30,8 +49,12 @@ const TRANSIENT_NAMES = new Set([
  * other fails only its item.
  */
 export function isTransient(error: unknown): boolean {
-  const { name, errorLabels } = (error ?? {}) as { name?: string; errorLabels?: unknown };
+  const { name, errorLabels, message } = (error ?? {}) as { name?: string; errorLabels?: unknown; message?: unknown };
   if (name && TRANSIENT_NAMES.has(name)) return true;
+  const code = (error as { code?: unknown } | null)?.code;
+  if (name === 'MongoServerError' && UNAVAILABLE_CODES.has(code as number)) return true;
+  if (typeof code === 'string' && NETWORK_CODES.has(code)) return true;
+  if (name === 'MongooseError' && typeof message === 'string' && BUFFERING_TIMED_OUT.test(message)) return true;
   if (error instanceof Error && 'errorLabelSet' in error) {
     const labels = (error as { errorLabelSet?: Set<string> }).errorLabelSet;
     if (labels?.has('RetryableWriteError') || labels?.has('TransientTransactionError')) return true;

@@ -72,7 +72,7 @@ beforeAll(async () => {
           });
           await forwarder.forward(req, res, service.url, {
             body,
-            owner: req.get('x-owner') ?? 'anyone',
+            owner: { kind: 'client', key: req.get('x-owner') ?? 'anyone' },
             sign: async () => `token-${(signed += 1)}`,
           });
         } catch (error) {

@@ -13,6 +13,7 @@ import {
 } from '@rs/http';
 import { PROJECTED_RIGHT_HEADER } from '@rs/contracts';
 import type { Request, Response } from 'express';
+import type { Budget } from '../domain/access';
 
 /** Hop-by-hop headers (RFC 9110 7.6.1) are not forwarded; nor are the client's credentials. */
 const HOP_BY_HOP = new Set([
@@ -33,8 +34,8 @@ const NEVER_FORWARDED = new Set(['authorization', INTERNAL_TOKEN_HEADER, RESOURC
 export interface Outgoing {
   /** The whole request body (empty on a route that takes none): never streamed from the client. */
   body: Buffer;
-  /** Whose fair share of the service's connections the request takes (domain/access.ts `budgetOf`). */
-  owner: string;
+  /** Whose fair share of the service's connections the request takes, and whose Idempotency-Keys it uses. */
+  owner: Budget;
   /** The internal token, signed when the request is sent (a wait for a connection cannot expire it). */
   sign: () => Promise<string>;
 }
@@ -104,7 +105,7 @@ export class Forwarder {
     outgoing: Outgoing,
     tap?: ForwardTap,
   ): Promise<ForwardedResponse | null | void> {
-    const share = `${upstream.origin} ${outgoing.owner}`;
+    const share = `${upstream.origin} ${outgoing.owner.kind} ${outgoing.owner.key}`;
     const holding = this.inFlight.get(share) ?? 0;
     if (holding >= this.fairShare) {
       sendError(req, res, serviceUnavailable('too many of your requests are under way; try again shortly', 1));

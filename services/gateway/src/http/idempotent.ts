@@ -24,10 +24,10 @@ const KEPT_HEADERS = ['content-type', 'etag', 'location', 'link'];
  * resource of the first attempt instead of making a second one.
  */
 export function idempotentForwarder(options: IdempotencyOptions) {
-  // The keys are `outgoing.owner`'s: a Basic client's or a (client, user) pair's (domain/access.ts `budgetOf`).
   return async (req: Request, res: Response, upstream: URL, outgoing: Outgoing, key: string) => {
     if (!isValidIdempotencyKey(key)) throw badRequest('Idempotency-Key: must be 1 to 255 visible ASCII characters');
-    const { owner, body } = outgoing;
+    const { body } = outgoing;
+    const owner = outgoing.owner.key; // a client's, or a (client, user) pair's: keys never mix
     const fingerprint = fingerprintOf(req.method, req.originalUrl, body);
     const begun = await options.store.begin(owner, key, fingerprint, options);
     if (begun.kind === 'replay') return replay(res, begun.response);

@@ -169,7 +169,7 @@ export function gatewayRoutes(options: GatewayRoutesOptions): Router {
         maxBytes: MAX_BODY_BYTES,
         timeoutMs: options.bodyTimeoutMs,
       }),
-      owner: open ? `address ${sourceAddress(req)}` : budgetOf(principal).key,
+      owner: open ? { kind: 'address', key: sourceAddress(req) } : budgetOf(principal),
       sign: () => options.signer.tokenFor(principal, operation.owner),
     };
     const key = req.get('idempotency-key');
