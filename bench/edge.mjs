@@ -8,35 +8,16 @@
 // - History: GET …/history?limit=1 of a right with 1 entry and of one with 1,000 entries (a
 //   14 KiB payload in each), BENCH_EDGE_READS of each (default 200), alternated; prints the
 //   ratio of their means (promise: within 2×).
-import { createRequire } from 'node:module';
 import { connect } from 'node:net';
 import { clearInterval, setInterval } from 'node:timers';
-import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
-
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const require = createRequire(import.meta.url);
-const { useTestServers, TestSystem } = require(path.join(root, 'libs/testing/dist/index.js'));
+import { startBenchSystem, TestSystem } from './system.mjs';
 
 const CALLS = Number(process.env.BENCH_EDGE_CALLS ?? 40);
 const READS = Number(process.env.BENCH_EDGE_READS ?? 200);
 const ENTRIES = 1_000;
 
-const servers = await useTestServers();
-const system = await TestSystem.start({
-  processes: true,
-  name: 'bench_edge',
-  backends: ['catalog', 'rights'],
-  env: {
-    LOG_LEVEL: 'warn',
-    RATE_LIMIT_PER_SECOND: '0',
-    RATE_LIMIT_USER_PER_SECOND: '0',
-    RATE_LIMIT_OPEN_PER_SECOND: '0',
-  },
-});
-for (const signal of ['SIGINT', 'SIGTERM'])
-  process.once(signal, () => void system.stop().finally(() => servers.stop().finally(() => process.exit(1))));
+const { system, stop } = await startBenchSystem({ name: 'bench_edge', backends: ['catalog', 'rights'] });
 
 const VICTIM = TestSystem.clientAuthorization('victim');
 const ATTACKER = TestSystem.clientAuthorization('attacker');
@@ -157,10 +138,10 @@ try {
   });
   const rows = [];
   rows.push(['before', await victimLatencies()]);
-  const stop = attack();
+  const stopAttack = attack();
   await new Promise((resolve) => setTimeout(resolve, 3_000)); // the attack at full strength
   rows.push(['during the attack', await victimLatencies()]);
-  stop();
+  stopAttack();
   rows.push(['after', await victimLatencies()]);
   console.log('\n| phase | list p50 ms | p99 | slowest | create p50 ms | p99 | slowest |');
   console.log('|---|---:|---:|---:|---:|---:|---:|');
@@ -177,6 +158,5 @@ try {
     `\nhistory at ${ENTRIES} entries / at 1 entry: ${(mean(history.long) / mean(history.fresh)).toFixed(2)} (promise: within 2)`,
   );
 } finally {
-  await system.stop();
-  await servers.stop();
+  await stop();
 }

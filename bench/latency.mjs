@@ -8,35 +8,19 @@
 // - another gateway replica (DESIGN.md 8, 1 s): a right is created, then suspended, through
 //   one replica; until an entitlement check on the other shows it, then no longer shows it.
 // It prints p50, p99 and the slowest of each against the promise.
-import { createRequire } from 'node:module';
-import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
-
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const require = createRequire(import.meta.url);
-const { useTestServers, TestSystem } = require(path.join(root, 'libs/testing/dist/index.js'));
+import { startBenchSystem, TestSystem } from './system.mjs';
 
 const CHANGES = Number(process.env.BENCH_LATENCY_CHANGES ?? 100);
 /** Longer than this and the change is reported as not seen (the run stops). */
 const GIVE_UP_MS = 30_000;
 
-const servers = await useTestServers();
-const system = await TestSystem.start({
+const { system, stop } = await startBenchSystem({
   // As the images run them: one process per service, two gateway replicas.
-  processes: true,
   name: 'bench_latency',
   backends: ['catalog', 'rights', 'subscriptions', 'scheduler'],
   replicas: { gateway: 2 },
-  env: {
-    LOG_LEVEL: 'warn',
-    RATE_LIMIT_PER_SECOND: '0',
-    RATE_LIMIT_USER_PER_SECOND: '0',
-    RATE_LIMIT_OPEN_PER_SECOND: '0',
-  },
 });
-for (const signal of ['SIGINT', 'SIGTERM'])
-  process.once(signal, () => void system.stop().finally(() => servers.stop().finally(() => process.exit(1))));
 
 const A = TestSystem.clientAuthorization('bench-grantor');
 const FIRST = system.service('gateway').url;
@@ -154,6 +138,5 @@ try {
   console.log('|---|---:|---:|---:|---:|---:|');
   for (const row of rows) console.log(row);
 } finally {
-  await system.stop();
-  await servers.stop();
+  await stop();
 }

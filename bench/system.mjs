@@ -1,0 +1,29 @@
+// What a benchmark of the running system starts with: the test servers, and the services as
+// real processes with every rate limit off (a benchmark measures the work, not the limiter)
+// and quiet logs; stopped on SIGINT or SIGTERM too.
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const require = createRequire(import.meta.url);
+export const { useTestServers, TestSystem } = require(path.join(root, 'libs/testing/dist/index.js'));
+
+/** Starts the system `options` describes (TestSystem options; `env` adds to the defaults); resolves it and `stop`. */
+export async function startBenchSystem(options) {
+  const servers = await useTestServers();
+  const system = await TestSystem.start({
+    processes: true,
+    ...options,
+    env: {
+      LOG_LEVEL: 'warn',
+      RATE_LIMIT_PER_SECOND: '0',
+      RATE_LIMIT_USER_PER_SECOND: '0',
+      RATE_LIMIT_OPEN_PER_SECOND: '0',
+      ...options.env,
+    },
+  });
+  const stop = () => system.stop().finally(() => servers.stop());
+  for (const signal of ['SIGINT', 'SIGTERM']) process.once(signal, () => void stop().finally(() => process.exit(1)));
+  return { system, stop };
+}
