@@ -150,9 +150,7 @@ export function toAppError(error: unknown, realm = 'rights'): AppError {
   // The database is down, restarting or hanging (docs/security.md): nothing was acknowledged, and
   // a retry in a moment may well succeed.
   if (isTransient(error)) return serviceUnavailable('a dependency is unavailable; try again shortly', 2);
-  // Any other refusal of a body by its parser is the client's, as the parser says.
-  if (parserError?.expose === true && parserError.status === 415)
-    return unsupportedMediaType('unsupported body encoding');
+  // Any other refusal of a body by its parser is the client's.
   if (parserError?.expose === true) return badRequest('request body could not be read');
   return new AppError(500, 'internal error');
 }

@@ -31,7 +31,8 @@ interface HistoryDocument {
 
 /** Generations per span: a page of `limit` entries reads about `limit / SPAN + 1` spans, each at most this many records. */
 export const HISTORY_SPAN = 16;
-const spanOf = (subject: string, generation: number) => `${subject}|${Math.floor(generation / HISTORY_SPAN)}`;
+const spanNumberOf = (generation: number) => Math.floor(generation / HISTORY_SPAN);
+const spanKey = (subject: string, span: number) => `${subject}|${span}`;
 
 /** One page of a resource's history, and the record before it (whose data its first entry's changes are counted from). */
 export interface HistoryPageRead {
@@ -123,12 +124,12 @@ export class HistoryLog {
     subject: string,
     { after, limit, lastGeneration }: { after: HistoryPosition | null; limit: number; lastGeneration: number },
   ): Promise<HistoryPageRead> {
-    const firstSpan = Math.floor((after?.generation ?? 0) / HISTORY_SPAN);
-    const lastSpan = Math.floor(lastGeneration / HISTORY_SPAN);
+    const firstSpan = spanNumberOf(after?.generation ?? 0);
+    const lastSpan = spanNumberOf(lastGeneration);
     const read: HistoryDocument[] = [];
     const page: HistoryDocument[] = [];
     for (let span = firstSpan; span <= lastSpan && page.length < limit; span += 1) {
-      const docs = (await this.records.find({ span: `${subject}|${span}` }).toArray()).sort(byPosition);
+      const docs = await this.span(subject, span);
       read.push(...docs);
       page.push(...docs.filter((doc) => isAfter(doc, after)).slice(0, limit - page.length));
     }
@@ -136,11 +137,14 @@ export class HistoryLog {
     if (!first) return { records: [], before: null };
     let before = read.findLast((doc) => doc.generation < first.generation);
     // The generation before the page's first may lie in the span before those read.
-    if (!before && first.generation > 1 && Math.floor((first.generation - 1) / HISTORY_SPAN) < firstSpan)
-      before = (await this.records.find({ span: spanOf(subject, first.generation - 1) }).toArray())
-        .sort(byPosition)
-        .findLast((doc) => doc.generation < first.generation);
+    if (!before && first.generation > 1 && spanNumberOf(first.generation - 1) < firstSpan)
+      before = (await this.span(subject, spanNumberOf(first.generation - 1))).at(-1);
     return { records: page.map(toRecord), before: before ? toRecord(before) : null };
+  }
+
+  /** The records of one span of a subject's generations, in order. */
+  private async span(subject: string, span: number): Promise<HistoryDocument[]> {
+    return (await this.records.find({ span: spanKey(subject, span) }).toArray()).sort(byPosition);
   }
 
   private recordsOf(events: readonly CloudEvent[]): HistoryDocument[] {
@@ -156,7 +160,7 @@ export class HistoryLog {
         {
           _id: event.id,
           subject: event.subject,
-          span: spanOf(event.subject, data.sequence),
+          span: spanKey(event.subject, spanNumberOf(data.sequence)),
           generation: data.sequence,
           order,
           type: event.type,

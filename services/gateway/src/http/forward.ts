@@ -9,7 +9,6 @@ import {
   sendError,
   serviceUnavailable,
   startClientSpan,
-  unsupportedMediaType,
 } from '@rs/http';
 import { PROJECTED_RIGHT_HEADER } from '@rs/contracts';
 import type { Request, Response } from 'express';
@@ -134,7 +133,11 @@ export class Forwarder {
         agent: this.agentFor(upstream),
         timeout: this.options.timeoutMs,
       });
+      // Once: the whole-wait deadline and the connection's silence may both fire.
+      let failed = false;
       const fail = (error: AppError) => {
+        if (failed) return;
+        failed = true;
         span.end();
         request.destroy();
         if (!res.headersSent) sendError(req, res, error);
@@ -245,9 +248,6 @@ export async function readRequestBody(
   options: { takesBody: boolean; maxBytes: number; timeoutMs: number },
 ): Promise<Buffer> {
   if (!options.takesBody || !hasBody(req)) return EMPTY;
-  const encoding = req.get('content-encoding');
-  if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity')
-    throw unsupportedMediaType('request bodies are accepted without a Content-Encoding');
   if (Number(req.get('content-length') ?? 0) > options.maxBytes)
     throw payloadTooLarge(`the body exceeds ${options.maxBytes} bytes`);
   const chunks: Buffer[] = [];
