@@ -5,28 +5,10 @@ import { applyOnce } from './migrations';
 import { migrateOutbox, newOutbox, setWithOutbox } from './outbox';
 import type { OutboxEntry } from './outbox-entry';
 import { isDuplicateKey, isTransient, WriteFailed } from './items';
-import { chunks, serverLimits } from './server-limits';
+import { serverLimits } from './server-limits';
+import { chunks } from '@rs/batching';
 import { declareIndexes, indexesOf } from './indexes';
-
-/**
- * Buckets of a collection: reading all of it (the scheduler's rebuild) goes a bucket at a
- * time by equality on `bucket`, which FerretDB answers from an index, where paging by a
- * range of ids and a sort made it read (and hold in memory) the whole collection for every
- * page: at 100,000 subscriptions it ran out of memory (docs/decisions/0011).
- */
-export const BUCKETS = 64;
-
-/** FNV-1a (32 bits) of an id: stable and evenly spread, for buckets and partitions. */
-export function hashOf(id: string): number {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < id.length; i++) {
-    hash ^= id.charCodeAt(i);
-    hash = Math.imul(hash, 0x01000193);
-  }
-  return hash >>> 0;
-}
-
-export const bucketOf = (id: string): number => hashOf(id) % BUCKETS;
+import { bucketOf } from '@rs/hashing';
 
 /** The index of a rebuild's pages (`inBucket`, DESIGN.md 10): a bucket in id order. */
 export const BUCKET_PAGE_INDEX = { bucket: 1, _id: 1 } as const;

@@ -1,7 +1,8 @@
 import { actorOfEvent, type Actor, type CloudEvent, type HistoryPosition, type HistoryRecord } from '@rs/contracts';
 import type { mongo } from 'mongoose';
 import { isDuplicateKey } from './items';
-import { chunks, serverLimits } from './server-limits';
+import { serverLimits } from './server-limits';
+import { chunks } from '@rs/batching';
 import { declareIndexes } from './indexes';
 import { retentionIndexes, retentionOf, type RetainedCollection } from './retention';
 

@@ -1,5 +1,4 @@
 import type { mongo, Schema } from 'mongoose';
-import { RETENTION_INDEX } from './retention';
 import { serverLimits } from './server-limits';
 
 /** An index a collection's queries need: its keys and the driver's options (name, sparse, unique…). */
@@ -38,7 +37,7 @@ export async function declareIndexes(db: mongo.Db, name: string, indexes: readon
 /**
  * On MongoDB: the declared indexes created, a TTL index whose retention changed given its new
  * one (`collMod`: an index cannot be created again with other options), and a TTL index no
- * longer declared (the retention unset) dropped.
+ * longer declared (its retention unset) dropped: every TTL index is a retention's.
  */
 async function declareOnMongoDb(db: mongo.Db, name: string, indexes: readonly IndexSpec[]): Promise<void> {
   const collection = db.collection(name);
@@ -49,8 +48,10 @@ async function declareOnMongoDb(db: mongo.Db, name: string, indexes: readonly In
       await db.command({ collMod: name, index: { name: index.name, expireAfterSeconds: index.expireAfterSeconds } });
   }
   if (indexes.length > 0) await collection.createIndexes([...indexes]);
-  if (existing.some((one) => one.name === RETENTION_INDEX) && !indexes.some((one) => one.name === RETENTION_INDEX))
-    await collection.dropIndex(RETENTION_INDEX);
+  for (const stale of existing.filter(
+    (one) => one.expireAfterSeconds !== undefined && !indexes.some((index) => index.name === one.name),
+  ))
+    await collection.dropIndex(stale.name!);
 }
 
 /** MongoDB's (and FerretDB's) error code for a collection that exists already. */

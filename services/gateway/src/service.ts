@@ -15,7 +15,7 @@ import { RevocationStore } from './store/revocation-store';
 import { UserStore } from './store/user-store';
 import { IdempotencyStore } from './store/idempotency-store';
 import { repeat } from '@rs/time';
-import { ReplicaRegistry } from '@rs/store';
+import { ReplicaRegistry } from '@rs/replicas';
 import { decodeProjectedRight, PROJECTED_RIGHT_HEADER } from '@rs/contracts';
 import { Entitlements } from './app/entitlements';
 import { keepEntitlements, rightsSnapshot } from './messaging/entitlements';

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { bucketOf } from '@rs/store';
+import { bucketOf } from '@rs/hashing';
 import {
   bucketsOf,
   CLOCK_SKEW_MS,

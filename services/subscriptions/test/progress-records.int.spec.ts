@@ -1,6 +1,7 @@
 import { createCloudEvent } from '@rs/contracts';
 import { testDatabase, type TestDatabase } from '@rs/testing';
-import { bucketOf, WriteFailed } from '@rs/store';
+import { WriteFailed } from '@rs/store';
+import { bucketOf } from '@rs/hashing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SubscriptionEntity } from '../src/domain/subscription';
 import { SubscriptionStore, type Outgoing } from '../src/store/subscription-store';

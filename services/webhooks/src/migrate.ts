@@ -3,7 +3,8 @@
 // WEBHOOK_SECRET_KEY changed.
 import { secretRing } from '@rs/config';
 import { runMigration } from '@rs/runtime';
-import { applyOnce, Sealer } from '@rs/store';
+import { applyOnce } from '@rs/store';
+import { Sealer } from '@rs/sealing';
 import { Config, ENDPOINT_SECRETS_PURPOSE } from './service';
 import { DeliveryStore } from './store/delivery-store';
 import { EndpointStore } from './store/endpoint-store';

@@ -1,6 +1,7 @@
 import { env, publicApiShape, secretRing, serviceEnvShape } from '@rs/config';
 import { defineService, serveHttp, startPurge } from '@rs/runtime';
-import { ReplicaRegistry, Sealer } from '@rs/store';
+import { ReplicaRegistry } from '@rs/replicas';
+import { Sealer } from '@rs/sealing';
 import { z } from 'zod';
 import { Dispatcher } from './app/dispatcher';
 import { EndpointUseCases } from './app/endpoints';

@@ -9,7 +9,7 @@ import {
 import { readBucket, servicePrincipal, type InternalTokenSigner } from '@rs/http';
 import type { Logger } from '@rs/logging';
 import { consume, type AmqpClient } from '@rs/messaging';
-import { BUCKETS } from '@rs/store';
+import { BUCKETS } from '@rs/hashing';
 import { counter, gauge } from '@rs/telemetry/metrics';
 import { repeat, type Repeating } from '@rs/time';
 import { setTimeout as sleep } from 'node:timers/promises';

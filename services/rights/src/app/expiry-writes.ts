@@ -1,6 +1,6 @@
 import pLimit from 'p-limit';
 import type { Logger } from '@rs/logging';
-import { chunks } from '@rs/store';
+import { chunks } from '@rs/batching';
 import { counter, gauge } from '@rs/telemetry/metrics';
 import type { ReadExpiry } from '../domain/right';
 

@@ -1,4 +1,4 @@
-import { BUCKETS } from '@rs/store';
+import { BUCKETS } from '@rs/hashing';
 import { encodeProjectedRight, PROJECTED_RIGHT_HEADER, RightCreateBody, RightId } from '@rs/contracts';
 import * as http from '@rs/http';
 import type { Request, Response, Router } from 'express';

@@ -4,7 +4,6 @@ import { Exchanges, type Actor, type CloudEvent } from '@rs/contracts';
 import {
   BUCKET_PAGE_INDEX,
   BUCKET_PAGE_INDEX_OPTIONS,
-  bucketOf,
   OUTBOX_INDEX,
   OUTBOX_INDEX_OPTIONS,
   outboxEntry,
@@ -16,6 +15,7 @@ import {
   documentSchema,
   OUTBOX_PROJECTION,
 } from '@rs/store';
+import { bucketOf } from '@rs/hashing';
 import { systemClock, type Clock } from '@rs/time';
 import { type Connection } from 'mongoose';
 import { asOf, hasEnded, type ReadExpiry, type RightEntity } from '../domain/right';

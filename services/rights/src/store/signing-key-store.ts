@@ -1,4 +1,5 @@
-import { documentSchema, Sealer, type Sealed, type SealingSecrets } from '@rs/store';
+import { documentSchema } from '@rs/store';
+import { Sealer, type Sealed, type SealingSecrets } from '@rs/sealing';
 import type { Connection, Model } from 'mongoose';
 import type { SigningKeyLife } from '../domain/right-token';
 

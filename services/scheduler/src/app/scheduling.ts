@@ -1,7 +1,7 @@
 import type { InternalTokenSigner } from '@rs/http';
 import type { Logger } from '@rs/logging';
 import type { AmqpClient } from '@rs/messaging';
-import { ReplicaRegistry } from '@rs/store';
+import { ReplicaRegistry } from '@rs/replicas';
 import { repeat, type Clock } from '@rs/time';
 import { ownedPartitions } from '../domain/due';
 import { expireCommand, renewCommand } from '../messaging/commands';

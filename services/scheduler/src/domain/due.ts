@@ -8,7 +8,7 @@ import {
   type SubscriptionEventData,
 } from '@rs/contracts';
 import { landedLate as landedLateFor, secondOf, type SweepTiming } from '@rs/due';
-import { BUCKETS, hashOf } from '@rs/store';
+import { BUCKETS, hashOf } from '@rs/hashing';
 import { parseTimeSpec, periodExists, periodStartOrNull, subscriptionEnd } from '@rs/time';
 
 /**

@@ -1,4 +1,4 @@
-import { BUCKETS } from '@rs/store';
+import { BUCKETS } from '@rs/hashing';
 import { SubscriptionCreateBody, SubscriptionId } from '@rs/contracts';
 import * as http from '@rs/http';
 import type { Request, Router } from 'express';

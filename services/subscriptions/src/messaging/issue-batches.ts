@@ -6,7 +6,8 @@ import {
   type RightsIssueBatch,
   type RightsIssueData,
 } from '@rs/contracts';
-import { weighedChunks, type OutboxEntry } from '@rs/store';
+import { type OutboxEntry } from '@rs/store';
+import { weighedChunks } from '@rs/batching';
 import { EVENT_SOURCE as SOURCE } from './events';
 
 /**

@@ -5,7 +5,6 @@ import {
   afterId,
   BUCKET_PAGE_INDEX,
   BUCKET_PAGE_INDEX_OPTIONS,
-  bucketOf,
   declareIndexes,
   OUTBOX_INDEX,
   OUTBOX_INDEX_OPTIONS,
@@ -22,6 +21,7 @@ import {
   documentSchema,
   OUTBOX_PROJECTION,
 } from '@rs/store';
+import { bucketOf } from '@rs/hashing';
 import { type Connection } from 'mongoose';
 import {
   beforeRenewal,

@@ -1,5 +1,6 @@
 import { DomainError, newId, type EndpointCreateBody, type Principal } from '@rs/contracts';
-import { untilStored, RACE_LOST, type Sealer } from '@rs/store';
+import { untilStored, RACE_LOST } from '@rs/store';
+import { type Sealer } from '@rs/sealing';
 import { systemClock, type Clock } from '@rs/time';
 import { EVENT_TYPES, invalidPatterns } from '../domain/endpoint';
 import { newSecret } from '../domain/signature';

@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { SweepCursor } from '@rs/due';
 import {
-  chunks,
   declareIndexes,
   isDuplicateKey,
   retentionIndexes,
@@ -9,6 +8,7 @@ import {
   serverLimits,
   type RetainedCollection,
 } from '@rs/store';
+import { chunks } from '@rs/batching';
 import { SCRAPE_QUERY_MAX_TIME_MS } from '@rs/telemetry/metrics';
 import type { mongo } from 'mongoose';
 import type { DeliveryStatus } from '../domain/delivery';

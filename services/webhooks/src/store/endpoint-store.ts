@@ -1,5 +1,6 @@
 import type { mongo } from 'mongoose';
-import { declareIndexes, type Sealed, type Sealer } from '@rs/store';
+import { declareIndexes } from '@rs/store';
+import { type Sealed, type Sealer } from '@rs/sealing';
 
 /** A secret of an endpoint, sealed; `retiresAt` is set when a newer one replaced it (it signs until then). */
 export interface StoredSecret {
