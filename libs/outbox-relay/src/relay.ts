@@ -5,6 +5,7 @@ import {
   documentLock,
   isDuplicateKey,
   loadedEntries,
+  whenPending,
   pendingKeyAt,
   PENDING_KEYS,
   type HistoryLog,
@@ -14,6 +15,7 @@ import {
 } from '@rs/store';
 import { gauge, SCRAPE_QUERY_MAX_TIME_MS } from '@rs/telemetry/metrics';
 import { repeat, type Repeating } from '@rs/time';
+import { publishRecorded } from './publish';
 import type { mongo } from 'mongoose';
 
 // Registered on the process registry; its value is computed at scrape time.
@@ -47,7 +49,7 @@ export interface OutboxRelayOptions {
   collection: string;
   client: AmqpClient;
   logger: Logger;
-  /** Backstop polling of the recent seconds' keys; writes call `kick()` so events normally go out at once. */
+  /** Backstop polling of the recent seconds' keys; writes in this process wake the relay (`whenPending`). */
   pollIntervalMs?: number;
   /** How often every key is read, for what the recent ones miss: a relay that fell behind, a broker outage. */
   fullPassMs?: number;
@@ -86,6 +88,7 @@ export class OutboxRelay {
   /** What the next run reads, when a kick came during a run: the recent keys, or every key. */
   private again: 'recent' | 'all' | undefined;
   private stopped = true;
+  private stopListening: (() => void) | undefined;
   /** Until when this relay holds the lease, as far as it knows (ms since the epoch). */
   private leaseUntil = 0;
   private readonly log: Logger;
@@ -106,6 +109,7 @@ export class OutboxRelay {
   start(): void {
     this.stopped = false;
     relays.add(this);
+    this.stopListening = whenPending(this.options.db, this.options.collection, () => this.kick());
     // The poll catches what no kick announced (a write of another replica, a broker outage).
     this.polling = repeat(() => this.kick(), {
       everyMs: this.options.pollIntervalMs ?? 500,
@@ -121,6 +125,7 @@ export class OutboxRelay {
   async stop(): Promise<void> {
     this.stopped = true;
     relays.delete(this);
+    this.stopListening?.();
     await Promise.all([this.polling?.stop(), this.fullPass?.stop()]);
     await this.running;
     this.leaseUntil = 0;
@@ -240,31 +245,27 @@ export class OutboxRelay {
   }
 
   /**
-   * Publishes every entry of the batch at once on the confirm channel (a document's entries
-   * in order, so they reach the broker in order) and waits for all the confirms together;
+   * Publishes every entry of the batch at once on the confirm channel, their history recorded
+   * beside (`publishRecorded`, as a command that publishes its own changes does; a document's
+   * entries in order, so they reach the broker in order) and waits for all the confirms together;
    * then clears each document's published entries in one compare-and-set on the generation
    * it was read at. A document changed meanwhile (a newer generation with
    * more entries) has only its published entries removed, one `$pop` each, guarded by the
    * entry's id. False when some entry could not be published; it stays pending.
    */
   private async publishBatch(batch: OutboxDocument[]): Promise<boolean> {
-    const published = Promise.all(
-      batch.map(async (document) => {
-        const outcomes = await Promise.allSettled(
-          document.outbox.map((entry) => this.options.client.publishEvent(entry.exchange, entry.event, entry.trace)),
-        );
-        const failed = outcomes.findIndex((outcome) => outcome.status === 'rejected');
-        if (failed >= 0) {
-          const { reason } = outcomes[failed] as PromiseRejectedResult;
-          this.log.warn({ err: reason, event_id: document.outbox[failed]!.id }, 'cannot publish event yet');
-        }
-        return { document, confirmed: failed < 0 ? document.outbox.length : failed };
-      }),
-    );
-    // History is recorded beside the publishing, and before anything is cleared (DESIGN.md 8);
-    // if it cannot be, nothing is cleared and the round is tried again.
-    const events = batch.flatMap((document) => document.outbox.map((entry) => entry.event));
-    const [results] = await Promise.all([published, this.options.history?.record(events)]);
+    const entries = batch.flatMap((document) => document.outbox);
+    const outcomes = await publishRecorded(this.options.history, this.options.client, entries);
+    let position = 0;
+    const results = batch.map((document) => {
+      const own = outcomes.slice(position, (position += document.outbox.length));
+      const failed = own.findIndex((outcome) => outcome.status === 'rejected');
+      if (failed >= 0) {
+        const { reason } = own[failed] as PromiseRejectedResult;
+        this.log.warn({ err: reason, event_id: document.outbox[failed]!.id }, 'cannot publish event yet');
+      }
+      return { document, confirmed: failed < 0 ? document.outbox.length : failed };
+    });
     const whole = results.filter(
       ({ document, confirmed }) =>
         confirmed > 0 && confirmed === document.outbox.length && typeof document.generation === 'number',

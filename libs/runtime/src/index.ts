@@ -222,13 +222,11 @@ export async function serveHttp(
     readiness?: HttpAppOptions['readiness'];
     /** The public edge: no internal token (the gateway authenticates callers itself). */
     public?: boolean;
-    /** The service's outbox relays: kicked after every request that may have stored events (not GET). */
-    relays?: readonly OutboxRelay[];
     /** `/metrics` on this port of its own instead of `port` (the public edge's METRICS_PORT). */
     metricsPort?: number;
   },
 ): Promise<RunningServer> {
-  const { relays = [], routes } = options;
+  const { routes } = options;
   const readiness: HttpAppOptions['readiness'] = { mongodb: () => runtime.db.readyState === 1, ...options.readiness };
   if (runtime.brokerRequired) readiness.rabbitmq = () => runtime.broker.connected;
   const app = createHttpApp({
@@ -239,16 +237,7 @@ export async function serveHttp(
     jsonLimit: options.jsonLimit,
     realm: options.realm,
     metrics: options.metricsPort === undefined,
-    routes: (app) => {
-      if (relays.length > 0) {
-        // A change stored its events: publish them now rather than at the next poll.
-        app.use((req, res, next) => {
-          if (req.method !== 'GET') res.on('finish', () => relays.forEach((relay) => relay.kick()));
-          next();
-        });
-      }
-      routes(app);
-    },
+    routes,
   });
   const server = await startHttpServer(app, port, runtime.bindAddress);
   runtime.logger.info({ address: runtime.bindAddress, port: server.port }, 'listening');

@@ -8,6 +8,7 @@ import { isDuplicateKey, isTransient, WriteFailed } from './items';
 import { serverLimits } from './server-limits';
 import { chunks } from '@rs/batching';
 import { declareIndexes, indexesOf } from './indexes';
+import { announcePending } from './pending';
 import { bucketOf } from '@rs/hashing';
 
 /** The index of a rebuild's pages (`inBucket`, DESIGN.md 10): a bucket in id order. */
@@ -68,6 +69,7 @@ export class OutboxCollection {
   async insert(doc: { _id: string }, outbox: OutboxEntry[]): Promise<boolean> {
     try {
       await this.collection.insertOne(withBucket(doc, outbox) as never);
+      this.announce(outbox);
       return true;
     } catch (error) {
       if (isDuplicateKey(error)) return false;
@@ -95,6 +97,7 @@ export class OutboxCollection {
         inserted += (error as { result?: { insertedCount?: number } }).result?.insertedCount ?? 0;
       }
     }
+    if (inserted > 0) this.announce(docs.flatMap(({ outbox }) => outbox));
     return inserted;
   }
 
@@ -125,6 +128,7 @@ export class OutboxCollection {
       }
       outcomes.push(...done);
     }
+    this.announce(docs.flatMap(({ outbox }, index) => (outcomes[index] === true ? outbox : [])));
     return outcomes;
   }
 
@@ -141,7 +145,14 @@ export class OutboxCollection {
         setWithOutbox(change.set, change.outbox),
       ),
     );
-    return result.modifiedCount === 1;
+    if (result.modifiedCount !== 1) return false;
+    this.announce(change.outbox);
+    return true;
+  }
+
+  /** Wakes the collection's relay when a write stored entries (`whenPending`). */
+  private announce(entries: readonly OutboxEntry[]): void {
+    if (entries.length > 0) announcePending(this.db, this.name);
   }
 
   /**

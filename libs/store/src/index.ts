@@ -2,6 +2,7 @@ export * from './document-lock';
 export * from './documents';
 export * from './outbox';
 export * from './outbox-entry';
+export * from './pending';
 export * from './retry';
 export * from './change';
 export * from './server-limits';

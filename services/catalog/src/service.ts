@@ -10,11 +10,11 @@ export const Config = z.object({ ...serviceEnvShape('catalog'), ...publicApiShap
 /** The catalog service (DESIGN.md 6): the admin catalog API, and `sku.*` events through its outbox. */
 export const start = defineService('catalog', Config, async (runtime) => {
   const store = await runtime.migrated(new SkuStore(runtime.db));
+  startRelay(runtime, store.model.collection.collectionName);
   const routes = catalogRoutes(new CatalogUseCases(store, runtime.clock), runtime.config.PUBLIC_BASE_URL);
   return serveHttp(runtime, runtime.config.PORT, {
     realm: runtime.config.AUTH_REALM,
     jsonLimit: '16kb',
-    relays: [startRelay(runtime, store.model.collection.collectionName)],
     routes: (app) => app.use(routes),
   });
 });

@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { deleted, isUnchanged, representation, upserted } from '../src/domain/sku';
+import { deleted, isUnchanged, neverCatalogued, representation, upserted } from '../src/domain/sku';
 
 const T1 = new Date('2026-03-01T00:00:00Z');
 const T2 = new Date('2026-03-02T00:00:00Z');
 
 describe('DESIGN.md 6: catalog entries', () => {
   it('when a SKU is put, then fields left out take their defaults and the generation starts at 1', () => {
-    const entry = upserted(null, 'news', { name: 'News' }, T1);
+    const entry = upserted(neverCatalogued('news'), { name: 'News' }, T1);
     expect(entry).toEqual({
       sku: 'news',
       name: 'News',
@@ -21,24 +21,24 @@ describe('DESIGN.md 6: catalog entries', () => {
   });
 
   it('when the same settings are put again, then nothing changes; other settings replace them all', () => {
-    const entry = upserted(null, 'news', { name: 'News', announceOnUsage: true }, T1);
+    const entry = upserted(neverCatalogued('news'), { name: 'News', announceOnUsage: true }, T1);
     expect(isUnchanged(entry, { name: 'News', announceOnUsage: true })).toBe(true);
     expect(isUnchanged(entry, { name: 'News' })).toBe(false);
-    const replaced = upserted(entry, 'news', { serviceProviderId: 'SP' }, T2);
+    const replaced = upserted(entry, { serviceProviderId: 'SP' }, T2);
     expect(replaced).toMatchObject({ name: null, serviceProviderId: 'SP', announceOnUsage: false, generation: 2 });
     expect(replaced.createdAt).toEqual(T1);
   });
 
   it('when a deleted SKU is put again, then its generation goes on from the tombstone (consumers order by it)', () => {
-    const tombstone = deleted(upserted(null, 'news', {}, T1), T2);
+    const tombstone = deleted(upserted(neverCatalogued('news'), {}, T1), T2);
     expect(tombstone).toMatchObject({ deleted: true, generation: 2 });
     expect(isUnchanged(tombstone, {})).toBe(false);
-    const revived = upserted(tombstone, 'news', {}, T2);
+    const revived = upserted(tombstone, {}, T2);
     expect(revived).toMatchObject({ deleted: false, generation: 3, createdAt: T2 });
   });
 
   it('then the representation shows the generation as a string and the times in ISO 8601', () => {
-    expect(representation(upserted(null, 'news', { announceOnUsage: true }, T1))).toEqual({
+    expect(representation(upserted(neverCatalogued('news'), { announceOnUsage: true }, T1))).toEqual({
       sku: 'news',
       name: null,
       serviceProviderId: null,

@@ -10,7 +10,7 @@ import { rightHistory } from './store/right-history';
 import { SigningKeyStore } from './store/signing-key-store';
 
 runMigration('rights', Config, async (db, logger, config) => {
-  await new RightStore(db, () => []).ensureIndexes();
+  await new RightStore(db).ensureIndexes();
   await rightHistory(db.db!, config.HISTORY_RETENTION_DAYS).ensureIndexes();
   const keys = new SigningKeyStore(db, secretRing(config, 'RIGHT_TOKEN_KEY_SECRET'));
   await applyOnce(db.db!, `right_token_keys:sealed-with:${keys.sealingKeyId}`, async () => {

@@ -8,7 +8,7 @@ import { ExpiryWrites } from './app/expiry-writes';
 import { SigningKeyStore } from './store/signing-key-store';
 import { rightsRoutes } from './http/routes';
 import { consumeRightsCommands } from './messaging/commands';
-import { rightEvents } from './messaging/events';
+import { RightMessages } from './messaging/events';
 import { RightStore } from './store/right-store';
 import { rightHistory } from './store/right-history';
 
@@ -29,12 +29,17 @@ export const Config = z.object({
  */
 export const start = defineService('rights', Config, async (runtime) => {
   const { config, clock } = runtime;
-  const eventsFor = rightEvents(config.PUBLIC_BASE_URL);
-  const store = await runtime.migrated(new RightStore(runtime.db, eventsFor, clock));
+  const store = await runtime.migrated(new RightStore(runtime.db, clock));
   const history = await runtime.migrated(rightHistory(runtime.db.db!, config.HISTORY_RETENTION_DAYS));
   startPurge(runtime, history.retained);
-  const relay = startRelay(runtime, 'rights', history);
-  const rights = new RightsUseCases(store, history, await startSkuDirectory(runtime, config.CATALOG_URL), clock);
+  startRelay(runtime, 'rights', history);
+  const rights = new RightsUseCases({
+    store,
+    history,
+    skus: await startSkuDirectory(runtime, config.CATALOG_URL),
+    messages: new RightMessages(config.PUBLIC_BASE_URL),
+    clock,
+  });
   const keys = new SigningKeyStore(runtime.db, secretRing(config, 'RIGHT_TOKEN_KEY_SECRET'));
   const tokens = new RightTokens(rights, keys, {
     issuer: config.PUBLIC_BASE_URL,
@@ -45,20 +50,10 @@ export const start = defineService('rights', Config, async (runtime) => {
   await tokens.ensureSigningKey();
   const expiryWrites = new ExpiryWrites((expired) => rights.writeExpiries(expired), runtime.logger);
   runtime.onStop(() => expiryWrites.drain());
-  await consumeRightsCommands(
-    runtime.broker,
-    rights,
-    history,
-    eventsFor,
-    runtime.logger,
-    clock,
-    () => relay.kick(),
-    expiryWrites,
-  );
+  await consumeRightsCommands({ broker: runtime.broker, rights, history, logger: runtime.logger, clock, expiryWrites });
   return serveHttp(runtime, config.PORT, {
     realm: config.AUTH_REALM,
     jsonLimit: '64kb',
-    relays: [relay],
     routes: (app) => app.use(rightsRoutes(rights, tokens, config.PUBLIC_BASE_URL, clock)),
   });
 });

@@ -3,7 +3,7 @@ import { basicCaller, fixedCatalog, testDatabase, type TestDatabase } from '@rs/
 import { manualClock } from '@rs/time';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RightsUseCases } from '../src/app/rights';
-import { rightEvents } from '../src/messaging/events';
+import { RightMessages } from '../src/messaging/events';
 import { RightStore } from '../src/store/right-store';
 import { rightHistory } from '../src/store/right-history';
 
@@ -19,10 +19,16 @@ let rights: RightsUseCases;
 
 beforeAll(async () => {
   database = await testDatabase('rights_use_cases');
-  store = new RightStore(database.db, rightEvents('https://api.example.com'), clock);
+  store = new RightStore(database.db, clock);
   await store.ensureIndexes();
   const catalog = fixedCatalog({ news: { serviceProviderId: 'SP', announceOnUsage: true, grantorIds: ['A', 'B'] } });
-  rights = new RightsUseCases(store, rightHistory(database.db.db!), catalog, clock);
+  rights = new RightsUseCases({
+    store,
+    history: rightHistory(database.db.db!),
+    skus: catalog,
+    messages: new RightMessages('https://api.example.com'),
+    clock,
+  });
 });
 afterAll(async () => {
   await database?.drop();

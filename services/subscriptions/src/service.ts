@@ -39,9 +39,9 @@ export const start = defineService('subscriptions', Config, async (runtime) => {
   const store = await runtime.migrated(new SubscriptionStore(runtime.db));
   const history = await runtime.migrated(subscriptionHistory(runtime.db.db!, config.HISTORY_RETENTION_DAYS));
   startPurge(runtime, history.retained);
-  const relay = startRelay(runtime, 'subscriptions', history);
+  startRelay(runtime, 'subscriptions', history);
   // Changes after creation are stored as progress records, with their events (docs/decisions/0026).
-  const progressRelay = startRelay(runtime, SUBSCRIPTION_PROGRESS, history);
+  startRelay(runtime, SUBSCRIPTION_PROGRESS, history);
   const skus = await startSkuDirectory(runtime, config.CATALOG_URL);
   const subscriptions = new SubscriptionUseCases({
     store,
@@ -51,12 +51,11 @@ export const start = defineService('subscriptions', Config, async (runtime) => {
     minPeriod: config.SUBSCRIPTION_MIN_PERIOD,
     clock: runtime.clock,
   });
-  await consumeSubscriptionCommands(runtime.broker, subscriptions, history, runtime.logger, () => relay.kick());
+  await consumeSubscriptionCommands({ broker: runtime.broker, subscriptions, history, logger: runtime.logger });
   const routes = subscriptionRoutes(subscriptions, config.PUBLIC_BASE_URL);
   return serveHttp(runtime, config.PORT, {
     realm: config.AUTH_REALM,
     jsonLimit: '64kb',
-    relays: [relay, progressRelay],
     routes: (app) => app.use(routes),
   });
 });

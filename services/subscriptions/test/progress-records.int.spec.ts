@@ -1,10 +1,10 @@
-import { createCloudEvent } from '@rs/contracts';
+import { createCloudEvent, Exchanges } from '@rs/contracts';
 import { testDatabase, type TestDatabase } from '@rs/testing';
-import { WriteFailed } from '@rs/store';
+import { outboxEntry, WriteFailed, type OutboxEntry } from '@rs/store';
 import { bucketOf } from '@rs/hashing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SubscriptionEntity } from '../src/domain/subscription';
-import { SubscriptionStore, type Outgoing } from '../src/store/subscription-store';
+import { SubscriptionStore } from '../src/store/subscription-store';
 
 // docs/decisions/0026 on the real database: every change after creation is a record claimed
 // by its (subscription, generation); reads apply the latest.
@@ -19,7 +19,7 @@ beforeAll(async () => {
 });
 afterAll(() => database?.drop());
 
-const NONE: Outgoing = { events: [], commands: [] };
+const NONE: OutboxEntry[] = [];
 const WHOLE = { after: undefined, limit: 1000 };
 const created = (subscriptionId: string): SubscriptionEntity => ({
   subscriptionId,
@@ -47,12 +47,12 @@ describe('progress records (docs/decisions/0026)', () => {
   it('when two writers decide from the same generation, then one stores and the other finds its generation taken', async () => {
     const first = created('S1');
     expect(await store.insert(first, NONE)).toBe(true);
-    const renewal = { current: first, next: renewedFrom(first), outgoing: NONE };
+    const renewal = { current: first, next: renewedFrom(first) };
     const suspended = { ...first, state: 'SUSPENDED' as const, generation: 2, updatedAt: new Date() };
 
     expect(await store.renewMany([renewal])).toEqual([true]);
     // The suspend was decided from generation 1 too: its record's key is taken.
-    expect(await store.update({ current: first, next: suspended, outgoing: NONE })).toBe(false);
+    expect(await store.update({ current: first, next: suspended, outbox: NONE })).toBe(false);
     // A repeated renewal from the same snapshot stores nothing either.
     expect(await store.renewMany([renewal])).toEqual([false]);
 
@@ -68,12 +68,12 @@ describe('progress records (docs/decisions/0026)', () => {
       subject: 'S-pending',
       data: {},
     });
-    expect(await store.insert(first, { events: [announced], commands: [] })).toBe(true);
+    expect(await store.insert(first, [outboxEntry(Exchanges.subscriptionsEvents, announced)])).toBe(true);
     const stored = () => database.db.collection('subscriptions').findOne({ _id: 'S-pending' } as never);
     expect(await stored()).toMatchObject({ generation: 1, outbox: [expect.anything()] });
 
     const suspended = { ...first, state: 'SUSPENDED' as const, generation: 2, updatedAt: new Date() };
-    expect(await store.update({ current: first, next: suspended, outgoing: NONE })).toBe(true);
+    expect(await store.update({ current: first, next: suspended, outbox: NONE })).toBe(true);
     // Left alone: a rewrite could race the relay clearing the outbox and put the event back.
     expect(await stored()).toMatchObject({ generation: 1, state: 'ACTIVE', outbox: [expect.anything()] });
     expect(await store.find('alice', 'S-pending')).toMatchObject({ state: 'SUSPENDED', generation: 2 });
@@ -83,7 +83,7 @@ describe('progress records (docs/decisions/0026)', () => {
       .collection('subscriptions')
       .updateOne({ _id: 'S-pending' } as never, { $set: { outbox: [], outboxPending: false } });
     const active = { ...suspended, state: 'ACTIVE' as const, generation: 3, updatedAt: new Date() };
-    expect(await store.update({ current: suspended, next: active, outgoing: NONE })).toBe(true);
+    expect(await store.update({ current: suspended, next: active, outbox: NONE })).toBe(true);
     expect(await stored()).toMatchObject({ generation: 3, state: 'ACTIVE', outbox: [] });
   });
 
@@ -91,11 +91,11 @@ describe('progress records (docs/decisions/0026)', () => {
     const first = created('S2');
     await store.insert(first, NONE);
     const renewed = renewedFrom(first);
-    expect(await store.renewMany([{ current: first, next: renewed, outgoing: NONE }])).toEqual([true]);
+    expect(await store.renewMany([{ current: first, next: renewed }])).toEqual([true]);
     const suspended = { ...renewed, state: 'SUSPENDED' as const, generation: 3, updatedAt: new Date() };
-    expect(await store.update({ current: renewed, next: suspended, outgoing: NONE })).toBe(true);
+    expect(await store.update({ current: renewed, next: suspended, outbox: NONE })).toBe(true);
     const again = renewedFrom(suspended);
-    expect(await store.renewMany([{ current: suspended, next: again, outgoing: NONE }])).toEqual([true]);
+    expect(await store.renewMany([{ current: suspended, next: again }])).toEqual([true]);
 
     const latest = { state: 'SUSPENDED', nextPeriod: 2, generation: 4 };
     expect(await store.find('alice', 'S2')).toMatchObject(latest);
@@ -106,7 +106,7 @@ describe('progress records (docs/decisions/0026)', () => {
     ).toMatchObject(latest);
 
     const deleted = { ...again, generation: 5, updatedAt: new Date() };
-    expect(await store.update({ current: again, next: deleted, outgoing: NONE, removes: true })).toBe(true);
+    expect(await store.update({ current: again, next: deleted, outbox: NONE, removes: true })).toBe(true);
     expect(await store.find('alice', 'S2')).toBeNull();
     expect(await store.findEvenRemoved('alice', 'S2')).toMatchObject({ removed: true, entity: { generation: 5 } });
     expect(
@@ -122,10 +122,10 @@ describe('progress records (docs/decisions/0026)', () => {
     const b = created('S4');
     await store.insert(a, NONE);
     await store.insert(b, NONE);
-    await store.renewMany([{ current: a, next: renewedFrom(a), outgoing: NONE }]);
+    await store.renewMany([{ current: a, next: renewedFrom(a) }]);
     const outcomes = await store.renewMany([
-      { current: a, next: renewedFrom(a), outgoing: NONE },
-      { current: b, next: renewedFrom(b), outgoing: NONE },
+      { current: a, next: renewedFrom(a) },
+      { current: b, next: renewedFrom(b) },
     ]);
     expect(outcomes).toEqual([false, true]);
     expect(outcomes.some((one) => one instanceof WriteFailed)).toBe(false);
@@ -140,7 +140,7 @@ describe('progress records (docs/decisions/0026)', () => {
     for (const [i, id] of ids.entries()) {
       const first = created(id);
       await store.insert(first, NONE);
-      if (i % 2 === 0) await store.renewMany([{ current: first, next: renewedFrom(first), outgoing: NONE }]);
+      if (i % 2 === 0) await store.renewMany([{ current: first, next: renewedFrom(first) }]);
     }
     const pages: Array<Array<[string, number]>> = [];
     let after: string | undefined;

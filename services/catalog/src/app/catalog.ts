@@ -1,9 +1,9 @@
 import { systemClock, type Clock } from '@rs/time';
 import { DomainError, type SkuUpsertBody } from '@rs/contracts';
 import type { Principal } from '@rs/contracts';
-import { changeOne, RACE_LOST, untilStored } from '@rs/store';
+import { changeOne, UNCHANGED, type Decision } from '@rs/store';
 import { canReadCatalog, canWriteCatalog } from '../domain/access';
-import { deleted, isUnchanged, upserted, type SkuEntry } from '../domain/sku';
+import { deleted, isUnchanged, neverCatalogued, upserted, type SkuEntry } from '../domain/sku';
 import { outboxOf } from '../messaging/events';
 import type { SkuStore } from '../store/sku-store';
 
@@ -29,23 +29,32 @@ export class CatalogUseCases {
     return entry;
   }
 
-  /** PUT: creates or replaces the entry; `expectedGeneration` is the If-Match value. */
-  put(
+  /**
+   * PUT: creates or replaces the entry, through the change pipeline as every change is; a
+   * deleted or never catalogued entry is a tombstone the PUT brings back. `expectedGeneration`
+   * is the If-Match value, of the entry as callers see it: one deleted has no generation.
+   */
+  async put(
     principal: Principal,
     sku: string,
     body: SkuUpsertBody,
     expectedGeneration?: number,
   ): Promise<{ created: boolean; entry: SkuEntry }> {
     requireWriter(principal);
-    return untilStored(`SKU ${sku}`, async () => {
-      const current = await this.store.findStored(sku);
-      const visible = current && !current.deleted ? current : null;
-      if (expectedGeneration !== undefined && visible?.generation !== expectedGeneration) throw mismatch(sku);
-      if (visible && isUnchanged(visible, body)) return { created: false, entry: visible };
-      const next = upserted(current, sku, body, this.clock());
-      if (!(await this.store.write(current, next, outboxOf(next)))) return RACE_LOST;
-      return { created: !visible, entry: next };
+    const done = await changeOne({
+      what: `SKU ${sku}`,
+      load: async () => (await this.store.findStored(sku)) ?? neverCatalogued(sku),
+      decide: (current): Decision<{ next: SkuEntry }> => {
+        const visible = current.deleted ? null : current;
+        if (expectedGeneration !== undefined && visible?.generation !== expectedGeneration) throw mismatch(sku);
+        if (visible && isUnchanged(visible, body)) return UNCHANGED;
+        return { kind: 'change', next: upserted(current, body, this.clock()) };
+      },
+      write: (current, { next }) => this.store.write(current, next, outboxOf(next)),
     });
+    if (done.outcome === 'missing') throw new Error(`SKU ${sku} cannot be missing: it loads as a tombstone`);
+    if (done.outcome === 'unchanged') return { created: false, entry: done.current };
+    return { created: done.current.deleted, entry: done.change.next };
   }
 
   async remove(principal: Principal, sku: string, expectedGeneration?: number): Promise<void> {

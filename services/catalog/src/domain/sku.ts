@@ -42,15 +42,31 @@ export function isUnchanged(entry: SkuEntry, body: SkuUpsertBody): boolean {
 }
 
 /**
+ * A SKU never catalogued, as the change pipeline sees it: deleted at generation 0, so a PUT
+ * decides from it as from a tombstone, and the store inserts what follows it.
+ */
+export function neverCatalogued(sku: string): SkuEntry {
+  const epoch = new Date(0);
+  return {
+    sku,
+    ...settingsFrom({}),
+    generation: 0,
+    createdAt: epoch,
+    updatedAt: epoch,
+    deleted: true,
+  };
+}
+
+/**
  * The next state after a PUT. A deleted entry is kept as a tombstone so its generation
  * keeps growing: consumers order catalog events by it, and it must never start over.
  */
-export function upserted(current: SkuEntry | null, sku: string, body: SkuUpsertBody, now: Date): SkuEntry {
-  const revived = !current || current.deleted;
+export function upserted(current: SkuEntry, body: SkuUpsertBody, now: Date): SkuEntry {
+  const revived = current.deleted;
   return {
-    sku,
+    sku: current.sku,
     ...settingsFrom(body),
-    generation: (current?.generation ?? 0) + 1,
+    generation: current.generation + 1,
     createdAt: revived ? now : current.createdAt,
     updatedAt: now,
     deleted: false,

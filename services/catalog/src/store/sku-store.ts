@@ -80,11 +80,11 @@ export class SkuStore extends OutboxStore<SkuDocument, SkuEntry> {
   }
 
   /**
-   * Compare-and-set: stores `next` with its events only if nobody changed the entry since
-   * `current` (null: it did not exist) was read; false when another writer won.
+   * Compare-and-set: stores `next` with its messages only if nobody changed the entry since
+   * `current` was read (at generation 0: it was never stored); false when another writer won.
    */
-  write(current: SkuEntry | null, next: SkuEntry, outbox: OutboxEntry[]): Promise<boolean> {
-    if (!current) return this.documents.insert({ _id: next.sku, ...toFields(next) }, outbox);
+  write(current: SkuEntry, next: SkuEntry, outbox: OutboxEntry[]): Promise<boolean> {
+    if (current.generation === 0) return this.documents.insert({ _id: next.sku, ...toFields(next) }, outbox);
     return this.documents.compareAndSet({ id: next.sku, generation: current.generation, set: toFields(next), outbox });
   }
 }

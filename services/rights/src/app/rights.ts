@@ -28,8 +28,17 @@ import {
   type RightCommand,
   type RightEntity,
 } from '../domain/right';
-import { changeOne, eachItem, reasonOf, UNCHANGED, type HistoryLog, type ItemFailure } from '@rs/store';
+import {
+  changeOne,
+  eachItem,
+  reasonOf,
+  UNCHANGED,
+  type HistoryLog,
+  type ItemFailure,
+  type OutboxEntry,
+} from '@rs/store';
 import { parseTimeInterval, systemClock, type Clock } from '@rs/time';
+import type { RightMessages } from '../messaging/events';
 import { UnreadableRight, type RightQuery, type RightStore } from '../store/right-store';
 
 /**
@@ -86,17 +95,35 @@ export interface Changed {
   removed: boolean;
 }
 
+/** What the rights use cases work with. */
+export interface RightsUseCasesOptions {
+  store: RightStore;
+  /** The rights' history (read by `history`; written where their messages are published). */
+  history: HistoryLog;
+  skus: SkuLookup;
+  messages: RightMessages;
+  clock?: Clock;
+}
+
 /**
  * The rights use cases (spec 4.2): each checks who may do it (DESIGN.md 3), asks the pure
- * domain what happens, and stores the result with its events. HTTP routes call one each.
+ * domain what happens, turns the change into its messages (`RightMessages`) and stores both
+ * together. HTTP routes call one each; the command handlers call the batch ones.
  */
 export class RightsUseCases {
-  constructor(
-    private readonly store: RightStore,
-    private readonly changes: HistoryLog,
-    private readonly skus: SkuLookup,
-    private readonly clock: Clock = systemClock,
-  ) {}
+  private readonly store: RightStore;
+  private readonly changes: HistoryLog;
+  private readonly skus: SkuLookup;
+  private readonly messages: RightMessages;
+  private readonly clock: Clock;
+
+  constructor(options: RightsUseCasesOptions) {
+    this.store = options.store;
+    this.changes = options.history;
+    this.skus = options.skus;
+    this.messages = options.messages;
+    this.clock = options.clock ?? systemClock;
+  }
 
   /**
    * `id`: the id the gateway derived from an Idempotency-Key; when a right has it already (a
@@ -132,7 +159,8 @@ export class RightsUseCases {
       createdAt: now,
       updatedAt: now,
     };
-    if (await this.store.insert(right, [RightEventTypes.created], actorOf(principal))) return right;
+    if (await this.store.insert(right, this.messages.of(right, [RightEventTypes.created], actorOf(principal))))
+      return right;
     const earlier = id === undefined ? null : await this.store.find(userId, id);
     if (!earlier) throw DomainError.conflict(`right ${right.rightId} exists no more, or not for this user`);
     return earlier;
@@ -210,7 +238,7 @@ export class RightsUseCases {
   async expireMany(
     items: ReadonlyArray<{ connectId: string; rightId: string; end?: string }>,
     judgedAt: Date,
-  ): Promise<{ expired: RightEntity[]; unwritten: RightEntity[]; failed: ItemFailure[] }> {
+  ): Promise<{ expired: RightEntity[]; unwritten: RightEntity[]; failed: ItemFailure[]; outbox: OutboxEntry[] }> {
     const now = new Date(Math.max(this.clock().getTime(), judgedAt.getTime()));
     const found = await this.store.storedMany(
       items.map((item) => ({
@@ -234,10 +262,12 @@ export class RightsUseCases {
       const right = found[index];
       if (right) await this.store.setAside(right.rightId, right.generation, reasonOf(error)).catch(() => undefined);
     }
+    const expired = read.map(({ right }) => right);
     return {
-      expired: read.map(({ right }) => right),
+      expired,
       unwritten: read.filter(({ unwritten }) => unwritten).map(({ right }) => right),
       failed,
+      outbox: expired.flatMap((right) => this.messages.of(right, [RightEventTypes.expired], systemActor('scheduler'))),
     };
   }
 
@@ -250,12 +280,12 @@ export class RightsUseCases {
    * `rights.issue`, for a batch of periods (DESIGN.md 3 "Renewal"): every right of every
    * period in few `insertMany` calls. Each right's id is derived from (subscription, period
    * start, template), so a repeated or half-done batch creates nothing twice. Returns every
-   * right of the batch, new or found, whose `right.created` the caller publishes before it
-   * acks the commands (docs/decisions/0011).
+   * right of the batch, new or found, and their `right.created`, which the caller publishes
+   * before it acks the commands (docs/decisions/0011).
    */
   async issueForPeriods(
     commands: readonly RightsIssueData[],
-  ): Promise<{ issued: RightEntity[]; failed: ItemFailure[]; withheld: Withheld[] }> {
+  ): Promise<{ issued: RightEntity[]; failed: ItemFailure[]; withheld: Withheld[]; outbox: OutboxEntry[] }> {
     const now = this.clock();
     // The catalog as it stands at this renewal decides who may grant what: a template whose
     // grantor may no longer grant its SKU issues no right this period, and only it.
@@ -290,7 +320,10 @@ export class RightsUseCases {
     );
     const rights = built.flatMap(({ value }) => value);
     await this.store.insertManyWithoutEvents(rights);
-    return { issued: rights, failed, withheld };
+    const outbox = rights.flatMap((right) =>
+      this.messages.of(right, [RightEventTypes.created], systemActor('subscriptions')),
+    );
+    return { issued: rights, failed, withheld, outbox };
   }
 
   /**
@@ -302,7 +335,7 @@ export class RightsUseCases {
       await changeOne({
         what: `right ${right.rightId}`,
         load: () => this.store.find(right.userId, right.rightId),
-        decide: (current) => {
+        decide: (current): Decision => {
           const now = this.clock();
           if (command.action === 'activate' && (current.state !== 'SUSPENDED' || hasEnded(current, now)))
             return UNCHANGED;
@@ -310,7 +343,7 @@ export class RightsUseCases {
           return orUnchanged(decide(current, command.action, now));
         },
         write: (current, { next, events }) =>
-          this.store.update({ current, next, events, actor: systemActor('subscriptions') }),
+          this.store.update({ current, next, outbox: this.messages.of(next, events, systemActor('subscriptions')) }),
       });
     }
   }
@@ -338,7 +371,7 @@ export class RightsUseCases {
       expectedGeneration,
       decide: decideChange,
       write: (current, { next, events, removes }) =>
-        this.store.update({ current, next, events, actor: actorOf(principal), removes }),
+        this.store.update({ current, next, outbox: this.messages.of(next, events, actorOf(principal)), removes }),
     });
     if (done.outcome === 'missing') throw DomainError.notFound(`no right ${rightId} for user ${userId}`);
     if (done.outcome === 'unchanged') return { right: done.current, removed: false };

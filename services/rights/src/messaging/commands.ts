@@ -1,20 +1,9 @@
-import {
-  commandBindings,
-  CommandTypes,
-  Exchanges,
-  itemsOf,
-  parseEvent,
-  RightEventTypes,
-  RightsCommands,
-  type ParsedEvent,
-  systemActor,
-} from '@rs/contracts';
+import { commandBindings, CommandTypes, itemsOf, parseEvent, RightsCommands, type ParsedEvent } from '@rs/contracts';
 import type { Logger } from '@rs/logging';
 import { batchItemsFailed, consume, type AmqpClient, type FailedItem } from '@rs/messaging';
 import { recordAndPublish } from '@rs/outbox-relay';
-import { isTransient, outboxEntry, type HistoryLog } from '@rs/store';
+import { isTransient, type HistoryLog } from '@rs/store';
 import type { Clock } from '@rs/time';
-import type { RightEventsOf } from './events';
 import { observeExpiryLag, observeRenewalLag } from './lag';
 import type { RightsUseCases } from '../app/rights';
 import type { ExpiryWrites } from '../app/expiry-writes';
@@ -23,36 +12,38 @@ export const RIGHTS_COMMAND_QUEUE = 'rights.commands';
 
 type RightsCommand = ParsedEvent<typeof RightsCommands>;
 
+/** What the rights service's command handlers work with. */
+export interface RightsCommandsOptions {
+  broker: AmqpClient;
+  rights: RightsUseCases;
+  /** Where issued and expired rights' changes are recorded as they are published. */
+  history: HistoryLog;
+  logger: Logger;
+  clock: Clock;
+  /** Writes, behind their published events, the expiries that reads derive already. */
+  expiryWrites: ExpiryWrites;
+}
+
 /**
  * The rights service's command queue (DESIGN.md 2): expiry from the scheduler, issue and
  * cascade from the subscriptions service. Malformed commands are dead-lettered at once;
  * failures are retried, then dead-lettered. Every handler is idempotent.
  */
-export async function consumeRightsCommands(
-  broker: AmqpClient,
-  rights: RightsUseCases,
-  history: HistoryLog,
-  eventsFor: RightEventsOf,
-  logger: Logger,
-  clock: Clock,
-  onStored: () => void,
-  expiryWrites: ExpiryWrites,
-): Promise<void> {
+export async function consumeRightsCommands(options: RightsCommandsOptions): Promise<void> {
+  const { broker, rights, history, logger, clock, expiryWrites } = options;
+
   /**
-   * Issue and expiry record and publish their events here, all with confirms, before the
-   * commands are acked: the durable command is their outbox (docs/decisions/0011).
-   * Redelivered after a crash, it builds the same events (same ids) and publishes them again.
-   * The platform made these changes: rights issued for a period as the subscriptions service,
-   * expiries as the scheduler (DESIGN.md 8 "History").
+   * `rights.issue`: every period of the batch issued together (docs/decisions/0020); each
+   * fails alone. Their `right.created` go out through `recordAndPublish` before the commands
+   * are acked: the durable command is their outbox (docs/decisions/0011), and redelivered
+   * after a crash it builds the same messages (same ids) and publishes them again.
    */
-  const handleBatch = async (commands: RightsCommand[]): Promise<FailedItem[]> => {
-    // DESIGN.md 9: what fails alone is dead-lettered alone, as a one-item command.
-    const failedItems: FailedItem[] = [];
-    // Periods arrive one a command or many (docs/decisions/0020); each fails alone.
+  const issue = async (commands: readonly RightsCommand[], failedItems: FailedItem[]) => {
     const issues = commands.flatMap((command, message) =>
       command.type === CommandTypes.rightsIssue ? itemsOf(command.data).map((data) => ({ message, data })) : [],
     );
-    const { issued, failed: failedIssues, withheld } = await rights.issueForPeriods(issues.map(({ data }) => data));
+    if (issues.length === 0) return;
+    const { failed, withheld, outbox } = await rights.issueForPeriods(issues.map(({ data }) => data));
     // A template whose grantor may no longer grant its SKU issued nothing this period (its
     // period's other rights were issued): counted and logged as an item that failed alone.
     for (const { command, templateIndex, reason } of withheld) {
@@ -62,46 +53,46 @@ export async function consumeRightsCommands(
         'renewal issued no right for a template its grantor may no longer grant',
       );
     }
-    for (const { index, error } of failedIssues) {
+    for (const { index, error } of failed) {
       const { message, data } = issues[index]!;
       failedItems.push({ message, data, id: `${data.subscriptionId}@${data.periodStart}`, error });
     }
-    // The expiries of every command of the batch are read together: a second's commands split
-    // the rights ending together under one key over several commands, and each command read
-    // that whole key again (docs/decisions/0039). Judged as of the latest command's instant:
-    // each was sent once its items were due, so a right ended by then had ended by its own.
+    await recordAndPublish(history, broker, outbox);
+    const publishedAt = clock();
+    for (const { data } of issues) observeRenewalLag(data.dueAt, publishedAt);
+  };
+
+  /**
+   * `rights.expire`: the expiries of every command of the batch read together, since a
+   * second's commands split the rights ending together under one key over several commands
+   * (docs/decisions/0039); judged as of the latest command's instant (each was sent once its
+   * items were due, so a right ended by then had ended by its own). Published as issues are,
+   * then the expiries that reads derive are written behind their events (docs/decisions/0027).
+   */
+  const expire = async (commands: readonly RightsCommand[], failedItems: FailedItem[]) => {
     const expiries = commands.flatMap((command, message) =>
       command.type === CommandTypes.rightsExpire ? itemsOf(command.data).map((item) => ({ message, item })) : [],
     );
+    if (expiries.length === 0) return;
     const judgedAt = Math.max(
       ...commands.filter((command) => command.type === CommandTypes.rightsExpire).map((c) => Date.parse(c.time)),
     );
-    const { expired, unwritten, failed } =
-      expiries.length === 0
-        ? { expired: [], unwritten: [], failed: [] }
-        : await rights.expireMany(
-            expiries.map(({ item }) => item),
-            new Date(judgedAt),
-          );
+    const { expired, unwritten, failed, outbox } = await rights.expireMany(
+      expiries.map(({ item }) => item),
+      new Date(judgedAt),
+    );
     for (const { index, error } of failed) {
       const { message, item } = expiries[index]!;
       failedItems.push({ message, data: item, id: item.rightId, error });
     }
-    const events = [
-      ...issued.flatMap((right) => eventsFor(right, [RightEventTypes.created], systemActor('subscriptions'))),
-      ...expired.flatMap((right) => eventsFor(right, [RightEventTypes.expired], systemActor('scheduler'))),
-    ];
-    await recordAndPublish(
-      history,
-      broker,
-      events.map((event) => outboxEntry(Exchanges.rightsEvents, event)),
-    );
-    // Their events are out: the expiries that reads derive are written behind them (docs/decisions/0027).
+    await recordAndPublish(history, broker, outbox);
     expiryWrites.add(unwritten);
     const publishedAt = clock();
-    for (const { data } of issues) observeRenewalLag(data.dueAt, publishedAt);
     for (const right of expired) observeExpiryLag(right.end, publishedAt);
-    // One by one: each cascade reads and changes every right of its subscription (through the outbox).
+  };
+
+  /** `rights.cascade`, one by one: each reads and changes every right of its subscription (through the outbox). */
+  const cascade = async (commands: readonly RightsCommand[], failedItems: FailedItem[]) => {
     for (const [message, command] of commands.entries()) {
       if (command.type !== CommandTypes.rightsCascade) continue;
       await rights.cascade(command.data).catch((error: unknown) => {
@@ -109,7 +100,14 @@ export async function consumeRightsCommands(
         failedItems.push({ message, data: command.data, id: command.data.subscriptionId, error });
       });
     }
-    onStored();
+  };
+
+  /** A batch of commands, each kind by its handler; what fails alone is dead-lettered alone (DESIGN.md 9). */
+  const handleBatch = async (commands: RightsCommand[]): Promise<FailedItem[]> => {
+    const failedItems: FailedItem[] = [];
+    await issue(commands, failedItems);
+    await expire(commands, failedItems);
+    await cascade(commands, failedItems);
     return failedItems;
   };
   await consume(

@@ -1,31 +1,45 @@
-import { createCloudEvent, eventIdOf, type Actor, type CloudEvent, type RightEventData } from '@rs/contracts';
+import {
+  createCloudEvent,
+  eventIdOf,
+  Exchanges,
+  type Actor,
+  type RightEventData,
+  type RightEventType,
+} from '@rs/contracts';
+import { outboxEntry, type OutboxEntry } from '@rs/store';
 import { representation, type RightEntity } from '../domain/right';
 
 export const EVENT_SOURCE = '/rights';
 
 /**
- * The one place that builds the rights service's events (DESIGN.md 2): the right as the API
- * returns it, plus `connectId` and `sequence` (its generation). An event's id is derived from
- * (right, generation, type), so an event built again (a redelivered command) is the same event.
- * `actor`: who made the change (DESIGN.md 8 "History").
+ * The one place that turns a change of a right into its messages (docs/architecture.md, "From
+ * a change to its messages"): each event on `rights.events` is the right as the API returns
+ * it, plus `connectId` and `sequence` (its generation). An event's id is derived from (right,
+ * generation, type), so messages built again (a redelivered command) are the same messages.
+ * `actor`: who made the change (its history entry names it). Use cases call it and hand what it
+ * returns to the store with the change, or, for a batch command, to `recordAndPublish`.
  */
-export const rightEvents =
-  (publicBaseUrl: string) =>
-  (right: RightEntity, types: readonly string[], actor: Actor): CloudEvent[] =>
-    types.map((type) =>
-      createCloudEvent<RightEventData>({
-        id: eventIdOf(right.rightId, right.generation, type),
-        source: EVENT_SOURCE,
-        type,
-        subject: right.rightId,
-        time: right.updatedAt,
-        actor,
-        data: {
-          ...representation(right, publicBaseUrl, right.updatedAt),
-          connectId: right.userId,
-          sequence: right.generation,
-        },
-      }),
-    );
+export class RightMessages {
+  constructor(private readonly publicBaseUrl: string) {}
 
-export type RightEventsOf = ReturnType<typeof rightEvents>;
+  of(right: RightEntity, types: readonly RightEventType[], actor: Actor): OutboxEntry[] {
+    return types.map((type) =>
+      outboxEntry(
+        Exchanges.rightsEvents,
+        createCloudEvent<RightEventData>({
+          id: eventIdOf(right.rightId, right.generation, type),
+          source: EVENT_SOURCE,
+          type,
+          subject: right.rightId,
+          time: right.updatedAt,
+          actor,
+          data: {
+            ...representation(right, this.publicBaseUrl, right.updatedAt),
+            connectId: right.userId,
+            sequence: right.generation,
+          },
+        }),
+      ),
+    );
+  }
+}

@@ -1,12 +1,10 @@
 import pLimit from 'p-limit';
 import type { Keyset } from '@rs/http';
-import { Exchanges, type Actor, type CloudEvent } from '@rs/contracts';
 import {
   BUCKET_PAGE_INDEX,
   BUCKET_PAGE_INDEX_OPTIONS,
   OUTBOX_INDEX,
   OUTBOX_INDEX_OPTIONS,
-  outboxEntry,
   outboxDocumentFields,
   UserOwnedStore,
   READ_CONCURRENCY,
@@ -151,7 +149,6 @@ export interface RightQuery {
 export class RightStore extends UserOwnedStore<RightDocument, RightEntity> {
   constructor(
     db: Connection,
-    private readonly eventsFor: (right: RightEntity, types: string[], actor: Actor) => CloudEvent[],
     private readonly clock: Clock = systemClock,
   ) {
     super(db, 'Right', rightSchema, { live: { removed: { $ne: true } }, hidden: PROJECTION, toEntity });
@@ -285,9 +282,9 @@ export class RightStore extends UserOwnedStore<RightDocument, RightEntity> {
     return page.map((right) => asOf(right, now));
   }
 
-  /** Stores a new right with its events; false when the id exists (also as a tombstone). */
-  insert(right: RightEntity, eventTypes: string[], actor: Actor): Promise<boolean> {
-    return this.documents.insert(toDocument(right), this.outboxOf(right, eventTypes, actor));
+  /** Stores a new right with its messages; false when the id exists (also as a tombstone). */
+  insert(right: RightEntity, outbox: OutboxEntry[]): Promise<boolean> {
+    return this.documents.insert(toDocument(right), outbox);
   }
 
   /**
@@ -300,15 +297,12 @@ export class RightStore extends UserOwnedStore<RightDocument, RightEntity> {
   }
 
   /**
-   * Compare-and-set: stores `next` and its events (made by `actor`) only if the right is
-   * still at `current`'s generation; a change that `removes` it leaves a tombstone.
+   * Compare-and-set: stores `next` and its messages only if the right is still at `current`'s
+   * generation; a change that `removes` it leaves a tombstone.
    */
-  update(change: { current: RightEntity; next: RightEntity; events: string[]; actor: Actor; removes?: true }) {
-    const { current, next, events, actor, removes } = change;
-    return this.documents.compareAndSet({
-      ...this.changeOf(current, next, removes ?? false),
-      outbox: this.outboxOf(next, events, actor),
-    });
+  update(change: { current: RightEntity; next: RightEntity; outbox: OutboxEntry[]; removes?: true }) {
+    const { current, next, outbox, removes } = change;
+    return this.documents.compareAndSet({ ...this.changeOf(current, next, removes ?? false), outbox });
   }
 
   /**
@@ -335,10 +329,6 @@ export class RightStore extends UserOwnedStore<RightDocument, RightEntity> {
       ...(current.state === 'EXPIRED' ? { orStoredAt: current.generation - 1 } : {}),
       set: { ...toFields(next), removed },
     };
-  }
-
-  private outboxOf(right: RightEntity, eventTypes: string[], actor: Actor): OutboxEntry[] {
-    return this.eventsFor(right, eventTypes, actor).map((event) => outboxEntry(Exchanges.rightsEvents, event));
   }
 }
 

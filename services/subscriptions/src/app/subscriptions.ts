@@ -40,12 +40,7 @@ import {
   type SubscriptionCommand,
   type SubscriptionEntity,
 } from '../domain/subscription';
-import {
-  entriesOf,
-  type RenewalChange,
-  type SubscriptionQuery,
-  type SubscriptionStore,
-} from '../store/subscription-store';
+import type { RenewalChange, SubscriptionQuery, SubscriptionStore } from '../store/subscription-store';
 
 /** Rights of one subscription that renewal came too late to issue (DESIGN.md 3 "Renewal"). */
 export interface MissedRights {
@@ -63,14 +58,16 @@ export interface RenewalOutcome {
 }
 
 interface PlannedRenewal extends RenewalChange {
+  /** Its events and `rights.issue` commands. */
+  outbox: OutboxEntry[];
   missedRights: number;
 }
 
 /** The outcome of one stored renewal. */
-function renewedBy({ current, outgoing, missedRights }: PlannedRenewal): Omit<RenewalOutcome, 'failed'> {
+function renewedBy({ current, outbox, missedRights }: PlannedRenewal): Omit<RenewalOutcome, 'failed'> {
   const { subscriptionId, userId: connectId, grantorId } = current;
   return {
-    emitted: entriesOf(outgoing),
+    emitted: outbox,
     missed: missedRights > 0 ? [{ subscriptionId, connectId, grantorId, rights: missedRights }] : [],
   };
 }
@@ -151,7 +148,7 @@ export class SubscriptionUseCases {
       createdAt: now,
       updatedAt: now,
     };
-    const created = this.messages.outgoing(subscription, [SubscriptionEventTypes.created], null, actorOf(principal));
+    const created = this.messages.of(subscription, [SubscriptionEventTypes.created], null, actorOf(principal));
     if (await this.store.insert(subscription, created)) return subscription;
     const earlier = id === undefined ? null : await this.store.find(userId, id);
     if (!earlier)
@@ -275,7 +272,7 @@ export class SubscriptionUseCases {
       if ('entries' in last) return last.entries;
       try {
         const planned = this.renewal(last.before, last.at);
-        return planned ? entriesOf(planned.outgoing) : [];
+        return planned ? planned.outbox : [];
       } catch {
         return [];
       }
@@ -344,9 +341,11 @@ export class SubscriptionUseCases {
     if (!renewed) return null;
     const { next, events } = renewed;
     // The platform renews, as the scheduler commanded (DESIGN.md 8 "History").
-    const outgoing = this.messages.outgoing(next, events, null, systemActor('scheduler'));
-    for (const issue of plan.issues) outgoing.commands.push(this.messages.issueCommand(subscription, issue, now));
-    return { current: subscription, next, outgoing, missedRights: plan.missed };
+    const outbox = [
+      ...this.messages.of(next, events, null, systemActor('scheduler')),
+      ...plan.issues.map((issue) => this.messages.issueOf(subscription, issue, now)),
+    ];
+    return { current: subscription, next, outbox, missedRights: plan.missed };
   }
 
   /** A change a caller asks for through the API (spec 4.1): the change pipeline, with its access rule. */
@@ -370,7 +369,7 @@ export class SubscriptionUseCases {
         this.store.update({
           current,
           next,
-          outgoing: this.messages.outgoing(next, events, cascade, actorOf(principal)),
+          outbox: this.messages.of(next, events, cascade, actorOf(principal)),
           removes,
         }),
     });

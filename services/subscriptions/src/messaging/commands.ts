@@ -15,13 +15,14 @@ export const SUBSCRIPTIONS_COMMAND_QUEUE = 'subscriptions.commands';
  * A delivery that may have been handled before (redelivered after a crash, or a retry)
  * publishes the last renewal's events and commands of its subscriptions again.
  */
-export async function consumeSubscriptionCommands(
-  broker: AmqpClient,
-  subscriptions: SubscriptionUseCases,
-  history: HistoryLog,
-  logger: Logger,
-  onStored: () => void,
-): Promise<void> {
+export async function consumeSubscriptionCommands(options: {
+  broker: AmqpClient;
+  subscriptions: SubscriptionUseCases;
+  /** Where renewals' changes are recorded as they are published. */
+  history: HistoryLog;
+  logger: Logger;
+}): Promise<void> {
+  const { broker, subscriptions, history, logger } = options;
   const log = logger.child({ component: 'commands' });
   await consume(
     broker,
@@ -38,7 +39,6 @@ export async function consumeSubscriptionCommands(
         // The durable command is the outbox of its renewals: recorded and published, with confirms, before it is acked.
         await recordAndPublish(history, broker, batchedIssues(renewed.emitted));
         reportMissedRights(renewed.missed, log);
-        onStored();
         // DESIGN.md 9: a subscription that failed alone is dead-lettered alone.
         return renewed.failed.map(({ index, error }) => ({
           message: 0,

@@ -2,35 +2,37 @@ import {
   CommandTypes,
   createCloudEvent,
   eventIdOf,
+  Exchanges,
   type Actor,
-  type CloudEvent,
   type RightsCascadeData,
   type RightsIssueData,
   type SubscriptionEventData,
   type SubscriptionEventType,
 } from '@rs/contracts';
+import { outboxEntry, type OutboxEntry } from '@rs/store';
 import type { PeriodIssue } from '../domain/renewal';
 import { representation, type SubscriptionCommand, type SubscriptionEntity } from '../domain/subscription';
-import type { Outgoing } from '../store/subscription-store';
 
 export const EVENT_SOURCE = '/subscriptions';
 
 /**
- * The subscriptions service's one place that turns a change into its messages (DESIGN.md 2):
- * the events on `subscriptions.events`, the rights cascade, and `rights.issue` for a period.
- * Their ids derive from the change (subscription, generation or period, type), so messages
- * built again (a redelivered renewal command, docs/decisions/0036) are the same messages.
+ * The subscriptions service's one place that turns a change into its messages (docs/architecture.md,
+ * "From a change to its messages"): the events on `subscriptions.events`, the rights cascade,
+ * and `rights.issue` for a period. Their ids derive from the change (subscription, generation
+ * or period, type), so messages built again (a redelivered renewal command, docs/decisions/0036)
+ * are the same messages. Use cases call it and hand what it returns to the store with the
+ * change, or, for a renewal command, to `recordAndPublish`.
  */
 export class SubscriptionMessages {
   constructor(private readonly publicBaseUrl: string) {}
 
   /** The events of a change made by `actor` and, for suspend/activate, the rights cascade command. */
-  outgoing(
+  of(
     subscription: SubscriptionEntity,
     types: SubscriptionEventType[],
     cascade: SubscriptionCommand | null,
     actor: Actor,
-  ): Outgoing {
+  ): OutboxEntry[] {
     const data: SubscriptionEventData = {
       ...representation(subscription, this.publicBaseUrl),
       connectId: subscription.userId,
@@ -41,8 +43,9 @@ export class SubscriptionMessages {
     };
     const time = subscription.updatedAt;
     const subject = subscription.subscriptionId;
-    return {
-      events: types.map((type) =>
+    const events = types.map((type) =>
+      outboxEntry(
+        Exchanges.subscriptionsEvents,
         createCloudEvent({
           id: eventIdOf(subject, subscription.generation, type),
           source: EVENT_SOURCE,
@@ -53,24 +56,22 @@ export class SubscriptionMessages {
           actor,
         }),
       ),
-      commands: cascade
-        ? [
-            createCloudEvent<RightsCascadeData>({
-              id: eventIdOf(subject, subscription.generation, CommandTypes.rightsCascade),
-              source: EVENT_SOURCE,
-              type: CommandTypes.rightsCascade,
-              subject,
-              data: { subscriptionId: subject, connectId: subscription.userId, action: cascade },
-              time,
-            }),
-          ]
-        : [],
-    };
+    );
+    if (!cascade) return events;
+    const command = createCloudEvent<RightsCascadeData>({
+      id: eventIdOf(subject, subscription.generation, CommandTypes.rightsCascade),
+      source: EVENT_SOURCE,
+      type: CommandTypes.rightsCascade,
+      subject,
+      data: { subscriptionId: subject, connectId: subscription.userId, action: cascade },
+      time,
+    });
+    return [...events, outboxEntry(Exchanges.commands, command)];
   }
 
   /** `rights.issue` for one period of a renewal (DESIGN.md 3 "Renewal"). */
-  issueCommand(subscription: SubscriptionEntity, issue: PeriodIssue, now: Date): CloudEvent<RightsIssueData> {
-    return createCloudEvent<RightsIssueData>({
+  issueOf(subscription: SubscriptionEntity, issue: PeriodIssue, now: Date): OutboxEntry {
+    const command = createCloudEvent<RightsIssueData>({
       id: eventIdOf(subscription.subscriptionId, issue.period, CommandTypes.rightsIssue),
       source: EVENT_SOURCE,
       type: CommandTypes.rightsIssue,
@@ -85,5 +86,6 @@ export class SubscriptionMessages {
       },
       time: now,
     });
+    return outboxEntry(Exchanges.commands, command);
   }
 }

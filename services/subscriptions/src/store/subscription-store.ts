@@ -1,6 +1,5 @@
 import pLimit from 'p-limit';
 import type { Keyset } from '@rs/http';
-import { Exchanges, type CloudEvent } from '@rs/contracts';
 import {
   afterId,
   BUCKET_PAGE_INDEX,
@@ -9,7 +8,6 @@ import {
   OUTBOX_INDEX,
   OUTBOX_INDEX_OPTIONS,
   OutboxCollection,
-  outboxEntry,
   outboxDocumentFields,
   UserOwnedStore,
   READ_CONCURRENCY,
@@ -84,23 +82,11 @@ export interface SubscriptionQuery {
   after: Keyset | null;
 }
 
-/** A renewal: the subscription as read, as renewed, and what the renewal emits. */
+/** A renewal: the subscription as read, and as renewed. */
 export interface RenewalChange {
   current: SubscriptionEntity;
   next: SubscriptionEntity;
-  outgoing: Outgoing;
 }
-
-/** What a change stores besides the new state: its events and the commands it causes. */
-export interface Outgoing {
-  events: CloudEvent[];
-  commands: CloudEvent[];
-}
-
-export const entriesOf = (outgoing: Outgoing): OutboxEntry[] => [
-  ...outgoing.events.map((event) => outboxEntry(Exchanges.subscriptionsEvents, event)),
-  ...outgoing.commands.map((command) => outboxEntry(Exchanges.commands, command)),
-];
 
 /** The subscriptions' changes after creation, one record per (subscription, generation) (docs/decisions/0026). */
 export const SUBSCRIPTION_PROGRESS = 'subscription_progress';
@@ -229,10 +215,10 @@ export class SubscriptionStore extends UserOwnedStore<SubscriptionDocument, Subs
     });
   }
 
-  /** Stores a new subscription with its events; false when its id is taken. */
-  insert(subscription: SubscriptionEntity, outgoing: Outgoing): Promise<boolean> {
+  /** Stores a new subscription with its messages; false when its id is taken. */
+  insert(subscription: SubscriptionEntity, outbox: OutboxEntry[]): Promise<boolean> {
     const doc = { _id: subscription.subscriptionId, ...toFields(subscription), deleted: false };
-    return this.documents.insert(doc, entriesOf(outgoing));
+    return this.documents.insert(doc, outbox);
   }
 
   /**
@@ -242,12 +228,12 @@ export class SubscriptionStore extends UserOwnedStore<SubscriptionDocument, Subs
   async update(change: {
     current: SubscriptionEntity;
     next: SubscriptionEntity;
-    outgoing: Outgoing;
+    outbox: OutboxEntry[];
     removes?: true;
   }): Promise<boolean> {
-    const { next, outgoing, removes } = change;
+    const { next, outbox, removes } = change;
     const record = recordOf(next, removes ?? false);
-    if (!(await this.progress.insert(record, entriesOf(outgoing)))) return false;
+    if (!(await this.progress.insert(record, outbox))) return false;
     await this.compact(record);
     return true;
   }
