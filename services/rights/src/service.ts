@@ -29,7 +29,7 @@ export const Config = z.object({
  */
 export const start = defineService('rights', Config, async (runtime) => {
   const { config, clock } = runtime;
-  const store = await runtime.migrated(new RightStore(runtime.db, clock));
+  const store = await runtime.migrated(new RightStore(runtime.db));
   const history = await runtime.migrated(rightHistory(runtime.db.db!, config.HISTORY_RETENTION_DAYS));
   startPurge(runtime, history.retained);
   startRelay(runtime, 'rights', history);

@@ -19,7 +19,7 @@ let rights: RightsUseCases;
 
 beforeAll(async () => {
   database = await testDatabase('rights_use_cases');
-  store = new RightStore(database.db, clock);
+  store = new RightStore(database.db);
   await store.ensureIndexes();
   const catalog = fixedCatalog({ news: { serviceProviderId: 'SP', announceOnUsage: true, grantorIds: ['A', 'B'] } });
   rights = new RightsUseCases({

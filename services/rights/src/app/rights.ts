@@ -89,6 +89,12 @@ export interface Withheld {
   reason: string;
 }
 
+/** What a list asks for (DESIGN.md 3 "Listing filters"); who may see what comes from the caller. */
+export type RightListQuery = Omit<RightQuery, 'grantorOrProvider' | 'active'> & {
+  /** Only rights ACTIVE with this instant inside their interval. */
+  activeAt: Date | null;
+};
+
 /** A right as a change left it (what the gateway's entitlement projection is told: DESIGN.md 8). */
 export interface Changed {
   right: RightEntity;
@@ -161,14 +167,14 @@ export class RightsUseCases {
     };
     if (await this.store.insert(right, this.messages.of(right, [RightEventTypes.created], actorOf(principal))))
       return right;
-    const earlier = id === undefined ? null : await this.store.find(userId, id);
+    const earlier = id === undefined ? null : await this.find(userId, id);
     if (!earlier) throw DomainError.conflict(`right ${right.rightId} exists no more, or not for this user`);
     return earlier;
   }
 
   /** A right the caller may see, or 404 (spec 7: "User or right not found"). */
   async get(principal: Principal, userId: string, rightId: string): Promise<RightEntity> {
-    const right = await this.store.find(userId, rightId);
+    const right = await this.find(userId, rightId);
     if (!right || !canSee(principal, right)) throw DomainError.notFound(`no right ${rightId} for user ${userId}`);
     return right;
   }
@@ -179,6 +185,8 @@ export class RightsUseCases {
    */
   async history(principal: Principal, userId: string, rightId: string, page: HistoryPageRequest) {
     const found = await this.store.findEvenRemoved(userId, rightId);
+    // The generation a read shows: an ended right's expiry counts although not written yet.
+    if (found) found.entity = asOf(found.entity, this.clock());
     if (!found || !canReadHistory(principal, found.entity, found.removed))
       throw DomainError.notFound(`no right ${rightId} for user ${userId}`);
     const { records, before } = await this.changes.page(rightId, {
@@ -193,13 +201,39 @@ export class RightsUseCases {
     return this.store.expirable(bucket, page);
   }
 
-  /** A page of a bucket's rights that may entitle now, for the gateway's projection (DESIGN.md 8). */
-  entitled(bucket: number, page: { after: string | undefined; limit: number }) {
-    return this.store.entitled(bucket, page);
+  /**
+   * A page of a bucket's rights that may entitle now (stored ACTIVE, their interval not ended),
+   * for the gateway's projection (DESIGN.md 8); `lastId` as the store read it.
+   */
+  async entitled(bucket: number, page: { after: string | undefined; limit: number }) {
+    const read = await this.store.storedActive(bucket, page);
+    const now = this.clock();
+    return { items: read.items.filter((right) => !hasEnded(right, now)), lastId: read.lastId };
   }
 
-  list(principal: Principal, query: Omit<RightQuery, 'grantorOrProvider'>): Promise<RightEntity[]> {
-    return this.store.list({ ...query, grantorOrProvider: visibilityOf(principal)?.grantorOrProvider ?? null });
+  /**
+   * A page of a user's rights the caller may see, each as of now; with `activeAt`, only those
+   * ACTIVE at that instant, which excludes every right ended by now, its expiry written or not.
+   */
+  async list(principal: Principal, query: RightListQuery): Promise<RightEntity[]> {
+    const now = this.clock();
+    const { activeAt, ...rest } = query;
+    const page = await this.store.list({
+      ...rest,
+      grantorOrProvider: visibilityOf(principal)?.grantorOrProvider ?? null,
+      active: activeAt && { at: activeAt, endsAfter: activeAt > now ? activeAt : now },
+    });
+    return page.map((right) => asOf(right, now));
+  }
+
+  /**
+   * A right as of now (docs/decisions/0027): one whose interval has ended reads EXPIRED, whether
+   * or not its expiry is written yet. Every read of the use cases goes through it; batch expiry
+   * reads what is stored, and judges as of the scheduler's instant.
+   */
+  private async find(userId: string, rightId: string): Promise<RightEntity | null> {
+    const right = await this.store.find(userId, rightId);
+    return right && asOf(right, this.clock());
   }
 
   async remove(principal: Principal, userId: string, rightId: string, expectedGeneration?: number): Promise<Changed> {
@@ -334,7 +368,7 @@ export class RightsUseCases {
     for (const right of await this.store.ofSubscription(command.connectId, command.subscriptionId)) {
       await changeOne({
         what: `right ${right.rightId}`,
-        load: () => this.store.find(right.userId, right.rightId),
+        load: () => this.find(right.userId, right.rightId),
         decide: (current): Decision => {
           const now = this.clock();
           if (command.action === 'activate' && (current.state !== 'SUSPENDED' || hasEnded(current, now)))
@@ -358,7 +392,7 @@ export class RightsUseCases {
     const { userId, rightId, expectedGeneration } = target;
     const done = await changeOne({
       what: `right ${rightId}`,
-      load: () => this.store.find(userId, rightId),
+      load: () => this.find(userId, rightId),
       authorize: (right) => {
         const allowed = permission === 'use' ? canUse(principal, right) : canManage(principal, right);
         // DESIGN.md 3 (spec 5 rules 3, 4): remove, activate and suspend of another grantor's right

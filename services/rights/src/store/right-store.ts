@@ -14,9 +14,8 @@ import {
   OUTBOX_PROJECTION,
 } from '@rs/store';
 import { bucketOf } from '@rs/hashing';
-import { systemClock, type Clock } from '@rs/time';
 import { type Connection } from 'mongoose';
-import { asOf, hasEnded, type ReadExpiry, type RightEntity } from '../domain/right';
+import type { ReadExpiry, RightEntity } from '../domain/right';
 
 interface RightDocument extends Omit<RightEntity, 'rightId' | 'payload'> {
   _id: string;
@@ -135,8 +134,8 @@ export interface RightQuery {
   /** Non-admins see rights they granted or provide (DESIGN.md 3). */
   grantorOrProvider: string | null;
   grantorId: string | null;
-  /** Only rights ACTIVE with this instant inside their interval. */
-  activeAt: Date | null;
+  /** Only rights stored ACTIVE whose interval holds `at` and ends after `endsAfter`. */
+  active: { at: Date; endsAfter: Date } | null;
   limit: number;
   /** Cursor: the (createdAt, rightId) of the last right of the previous page. */
   after: Keyset | null;
@@ -147,31 +146,12 @@ export interface RightQuery {
  * that stores the new state and its events together (DESIGN.md 2, docs/decisions/0003).
  */
 export class RightStore extends UserOwnedStore<RightDocument, RightEntity> {
-  constructor(
-    db: Connection,
-    private readonly clock: Clock = systemClock,
-  ) {
+  constructor(db: Connection) {
     super(db, 'Right', rightSchema, { live: { removed: { $ne: true } }, hidden: PROJECTION, toEntity });
   }
 
-  // Reads show each right as of now: an ended one is EXPIRED whether or not its expiry is
-  // written yet (`asOf`, docs/decisions/0027). `storedMany` and `expirable` show what is stored.
-
-  override async find(userId: string, id: string): Promise<RightEntity | null> {
-    return this.asOfNow(await super.find(userId, id));
-  }
-
-  override async findMany(keys: ReadonlyArray<{ userId: string; id: string }>): Promise<Array<RightEntity | null>> {
-    return (await super.findMany(keys)).map((right) => this.asOfNow(right));
-  }
-
-  override async findEvenRemoved(userId: string, id: string) {
-    const found = await super.findEvenRemoved(userId, id);
-    return found && { ...found, entity: asOf(found.entity, this.clock()) };
-  }
-
   /**
-   * Rights as stored (for expiry, which decides as of the scheduler's instant). Those whose
+   * Rights by id, for a batch (expiry). Those whose
    * end is given are read a key at a time (`expiryKeyOf`); the others, and any not found
    * under their key (stored before it), by id. One that cannot be read is an `UnreadableRight`.
    */
@@ -198,10 +178,6 @@ export class RightStore extends UserOwnedStore<RightDocument, RightEntity> {
       found[index] = doc && readable(doc);
     });
     return found;
-  }
-
-  private asOfNow(right: RightEntity | null): RightEntity | null {
-    return right && asOf(right, this.clock());
   }
 
   override async ensureIndexes(): Promise<void> {
@@ -246,13 +222,11 @@ export class RightStore extends UserOwnedStore<RightDocument, RightEntity> {
   }
 
   /**
-   * The rights of one bucket stored ACTIVE whose interval has not ended (for the gateway's
-   * entitlement projection, DESIGN.md 8); `lastId` as `inBucket` reads it.
+   * The rights of one bucket stored ACTIVE (for the gateway's entitlement projection, DESIGN.md
+   * 8); `lastId` as `inBucket` reads it.
    */
-  async entitled(bucket: number, page: { after: string | undefined; limit: number }) {
-    const read = await this.inBucket(bucket, page, { state: 'ACTIVE' }, true);
-    const now = this.clock();
-    return { items: read.items.filter((right) => !hasEnded(right, now)), lastId: read.lastId };
+  storedActive(bucket: number, page: { after: string | undefined; limit: number }) {
+    return this.inBucket(bucket, page, { state: 'ACTIVE' }, true);
   }
 
   /** The rights a subscription issued (for the suspend/activate cascade). */
@@ -260,12 +234,10 @@ export class RightStore extends UserOwnedStore<RightDocument, RightEntity> {
     const docs = await this.model
       .find({ subscriptionId, userId, removed: { $ne: true } }, PROJECTION)
       .lean<RightDocument[]>();
-    const now = this.clock();
-    return docs.map((doc) => asOf(toEntity(doc), now));
+    return docs.map(toEntity);
   }
 
-  async list(query: RightQuery): Promise<RightEntity[]> {
-    const now = this.clock();
+  list(query: RightQuery): Promise<RightEntity[]> {
     const conditions: object[] = [];
     if (query.grantorOrProvider !== null) {
       conditions.push({
@@ -273,13 +245,11 @@ export class RightStore extends UserOwnedStore<RightDocument, RightEntity> {
       });
     }
     if (query.grantorId !== null) conditions.push({ grantorId: query.grantorId });
-    if (query.activeAt) {
-      // ACTIVE now: a right whose interval has ended is EXPIRED, even where that is not written yet.
-      const ended = query.activeAt > now ? query.activeAt : now;
-      conditions.push({ state: 'ACTIVE', start: { $lte: query.activeAt }, end: { $gt: ended } });
+    if (query.active) {
+      const { at, endsAfter } = query.active;
+      conditions.push({ state: 'ACTIVE', start: { $lte: at }, end: { $gt: endsAfter } });
     }
-    const page = await this.pageNewestFirst({ userId: query.userId }, conditions, query.after, query.limit);
-    return page.map((right) => asOf(right, now));
+    return this.pageNewestFirst({ userId: query.userId }, conditions, query.after, query.limit);
   }
 
   /** Stores a new right with its messages; false when the id exists (also as a tombstone). */
