@@ -38,8 +38,8 @@ const keyIdOf = (secret: string) =>
 /**
  * The keys a service accepts internal tokens from: tokens signed with the current secret or,
  * while it is set, the previous one, so that pods with the old and the new secret call each
- * other without a 401 during a rolling rotation. A token's `kid` picks its key; one without
- * (signed before rotation existed) is tried with each.
+ * other without a 401 during a rolling rotation. A token's `kid` picks its key; a token
+ * naming no key of the ring is refused.
  */
 export class InternalTokenKeys {
   private readonly keys: Array<{ id: string; key: Uint8Array }>;
@@ -52,16 +52,15 @@ export class InternalTokenKeys {
     }));
   }
 
-  /** The keys to try for `token`, the one its `kid` names first. */
-  for(token: string): Uint8Array[] {
+  /** The key `token`'s `kid` names, or none. */
+  for(token: string): Uint8Array | undefined {
     let kid: unknown;
     try {
       kid = decodeProtectedHeader(token).kid;
     } catch {
-      return this.keys.map(({ key }) => key); // not a JWT: every key refuses it
+      return undefined; // not a JWT
     }
-    const named = this.keys.filter(({ id }) => id === kid);
-    return (named.length > 0 ? named : this.keys).map(({ key }) => key);
+    return this.keys.find(({ id }) => id === kid)?.key;
   }
 }
 
@@ -114,16 +113,13 @@ export class InternalTokenSigner {
  * throws when none verifies it.
  */
 export async function verifyInternalToken(keys: InternalTokenKeys, token: string, service: string): Promise<Principal> {
-  let failure: unknown;
-  for (const key of keys.for(token)) {
-    try {
-      return principalOf(await verify(key, token, service));
-    } catch (error) {
-      failure ??= error;
-    }
-  }
-  throw failure;
+  const key = keys.for(token);
+  if (!key) throw new InternalTokenRefused('the token names no key of this service');
+  return principalOf(await verify(key, token, service));
 }
+
+/** An internal token that names no key this service holds. */
+export class InternalTokenRefused extends Error {}
 
 async function verify(key: Uint8Array, token: string, service: string) {
   const { payload } = await jwtVerify(token, key, {

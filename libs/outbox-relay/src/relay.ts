@@ -63,8 +63,8 @@ export interface OutboxRelayOptions {
 
 type OutboxDocument = { _id: unknown; generation?: number; outboxPending: PendingKey; outbox: OutboxEntry[] };
 
-/** Every key a pending document may carry, the keys of old documents first. */
-const ALL_PENDING_KEYS: readonly PendingKey[] = [true, ...Array.from({ length: PENDING_KEYS }, (_, i) => i + 1)];
+/** Every key a pending document may carry. */
+const ALL_PENDING_KEYS: readonly PendingKey[] = Array.from({ length: PENDING_KEYS }, (_, i) => i + 1);
 /** Clocks of replicas may differ by this much: a relay reads the keys of the seconds around its own. */
 const RECENT_SKEW_MS = 1_000;
 const LEASES = 'outbox_leases';
@@ -316,7 +316,8 @@ export class OutboxRelay {
   /** Removes the first `confirmed` entries of the document's outbox, as read. */
   private async clear(document: OutboxDocument, confirmed: number): Promise<void> {
     if (document.outbox.length === 0) {
-      // Flagged with nothing to publish (written so before OUTBOX_PROJECTION): unflag it.
+      // Flagged with nothing to publish (a stop between the removal of its last entries, below,
+      // and the unflagging): unflag it.
       await this.documents.updateOne(
         { _id: document._id, outbox: { $size: 0 }, outboxPending: document.outboxPending } as never,
         { $set: { outboxPending: false } },

@@ -2,7 +2,7 @@ import pLimit from 'p-limit';
 import type { Connection, Model, mongo, Schema } from 'mongoose';
 import { documentLock } from './document-lock';
 import { applyOnce } from './migrations';
-import { migrateOutbox, newOutbox, setWithOutbox } from './outbox';
+import { newOutbox, setWithOutbox } from './outbox';
 import type { OutboxEntry } from './outbox-entry';
 import { isDuplicateKey, isTransient, WriteFailed } from './items';
 import { serverLimits } from './server-limits';
@@ -223,8 +223,6 @@ export abstract class OutboxStore<Doc extends { _id: string }, Entity> {
    * the collection), then its indexes (declared; creating one that exists costs nothing).
    */
   async ensureIndexes(): Promise<void> {
-    await this.applyOnce('outbox-pending-flag', () => migrateOutbox(this.model.collection));
-    await this.applyOnce('buckets', () => this.assignBuckets());
     await declareIndexes(this.model.db.db!, this.model.collection.collectionName, indexesOf(this.model.schema));
   }
 
@@ -268,20 +266,6 @@ export abstract class OutboxStore<Doc extends { _id: string }, Entity> {
     await this.model.collection.updateOne({ _id: id, generation } as never, {
       $set: { setAside: { generation, reason, at: new Date() } },
     });
-  }
-
-  /** Documents stored before buckets existed get theirs (a migration step). */
-  private async assignBuckets(): Promise<void> {
-    for (;;) {
-      const missing = await this.model.collection
-        .find({ bucket: { $exists: false } }, { projection: { _id: 1 } })
-        .limit(500)
-        .toArray();
-      if (missing.length === 0) return;
-      await pLimit(READ_CONCURRENCY).map(missing, ({ _id }) =>
-        this.model.collection.updateOne({ _id } as never, { $set: { bucket: bucketOf(String(_id)) } }),
-      );
-    }
   }
 
   /** The live document matching `filter` (top-level equalities, so FerretDB uses its index). */

@@ -18,10 +18,10 @@ export interface OutboxEntry {
 /**
  * An entry as stored: its event as JSON text, so that whatever the event carries (a right's
  * payload with keys like `$gt`, `a.b` or `_bsontype`) round-trips on MongoDB and FerretDB
- * (DESIGN.md 9 "Payloads"). Entries stored before hold the event as a document.
+ * (DESIGN.md 9 "Payloads").
  */
 export interface StoredOutboxEntry extends Omit<OutboxEntry, 'event'> {
-  event: string | CloudEvent;
+  event: string;
 }
 
 export const storedEntries = (entries: readonly OutboxEntry[]): StoredOutboxEntry[] =>
@@ -30,7 +30,7 @@ export const storedEntries = (entries: readonly OutboxEntry[]): StoredOutboxEntr
 export const loadedEntries = (entries: readonly StoredOutboxEntry[]): OutboxEntry[] =>
   entries.map((entry) => ({
     ...entry,
-    event: typeof entry.event === 'string' ? (JSON.parse(entry.event) as CloudEvent) : entry.event,
+    event: JSON.parse(entry.event) as CloudEvent,
   }));
 
 export function outboxEntry(exchange: string, event: CloudEvent): OutboxEntry {

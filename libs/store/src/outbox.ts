@@ -1,4 +1,3 @@
-import type { mongo } from 'mongoose';
 import { Schema } from 'mongoose';
 import { storedEntries, type OutboxEntry, type StoredOutboxEntry } from './outbox-entry';
 
@@ -43,13 +42,11 @@ export const outboxDocumentFields = {
 
 /**
  * What `outboxPending` holds: false when nothing is pending, else the key of the second the
- * pending events were written in (1–64, the second modulo 64), or `true` for documents made
- * pending before keys existed (docs/decisions/0021). The relay reads one key at a time by
- * equality, so a read returns the documents of that second, not the whole backlog: FerretDB
- * applies a limit only after reading every row a filter matches, and with one `true` for all
- * of them a relay round at 100,000 pending documents read all 100,000.
+ * pending events were written in (1–64, the second modulo 64; docs/decisions/0021). The relay
+ * reads one key at a time by equality, so a read returns the documents of that second, not
+ * the whole backlog: FerretDB applies a limit only after reading every row a filter matches.
  */
-export type PendingKey = number | boolean;
+export type PendingKey = number | false;
 export const PENDING_KEYS = 64;
 /** The key of documents made pending at `at` (ms since the epoch). */
 export const pendingKeyAt = (at: number): number => 1 + (Math.floor(at / 1000) % PENDING_KEYS);
@@ -66,17 +63,6 @@ export function setWithOutbox(fields: object, entries: OutboxEntry[]): object {
     $set: { ...fields, outboxPending: pendingKeyAt(Date.now()) },
     $push: { outbox: { $each: storedEntries(entries) } },
   };
-}
-
-/**
- * Brings documents written before `outboxPending` existed under the relay's query, and drops
- * the index that query used before. Part of each outbox-carrying service's migration.
- */
-export async function migrateOutbox(collection: mongo.Collection): Promise<void> {
-  await collection.updateMany({ 'outbox.0.id': { $exists: true }, outboxPending: { $exists: false } }, {
-    $set: { outboxPending: true },
-  } as never);
-  await collection.dropIndex('outbox_pending').catch(() => undefined); // absent: nothing to drop
 }
 
 /**

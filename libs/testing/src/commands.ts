@@ -26,6 +26,7 @@ export function rightsIssue(
     connectId: command.connectId,
     grantorId: command.grantorId ?? 'A',
     periodStart: command.periodStart,
+    dueAt: command.periodStart,
     rights: templates.map((template, templateIndex) => ({
       templateIndex,
       sku: command.sku ?? 'news',

@@ -207,6 +207,7 @@ describe('expiry in bulk', () => {
         connectId: USER,
         grantorId: 'A',
         periodStart: '2026-11-01T00:00:00Z',
+        dueAt: '2026-11-01T00:00:00Z',
         rights: Array.from({ length: 100 }, (_, templateIndex) => ({
           templateIndex,
           sku: 'news',

@@ -23,6 +23,7 @@ const issue = (i: number, rights: number) =>
         connectId: 'alice',
         grantorId: 'G',
         periodStart: '2026-12-01T00:00:00Z',
+        dueAt: '2026-12-01T00:00:00Z',
         rights: Array.from({ length: rights }, (_, templateIndex) => ({
           templateIndex,
           sku: 'news',

@@ -23,9 +23,8 @@ export const RightsExpireData = z.object({
   /**
    * When it ends (its due time): the rights service reads a command's rights by their bucket
    * and end second, a query per key, instead of one at a time (docs/decisions/0027).
-   * Optional: commands of an earlier version carry none, and their rights are read by id.
    */
-  end: z.iso.datetime({ offset: true }).optional(),
+  end: z.iso.datetime({ offset: true }),
 });
 export type RightsExpireData = z.infer<typeof RightsExpireData>;
 
@@ -49,10 +48,9 @@ export const RightsIssueData = z.object({
   periodStart: z.iso.datetime({ offset: true }),
   /**
    * When the period fell due: its start, or the subscription's creation when that came later.
-   * The rights service measures renewal lag from it. Optional: commands queued
-   * by an earlier version carry none.
+   * The rights service measures renewal lag from it.
    */
-  dueAt: z.iso.datetime({ offset: true }).optional(),
+  dueAt: z.iso.datetime({ offset: true }),
   rights: z.array(IssuedRight).min(1).max(100),
 });
 export type RightsIssueData = z.infer<typeof RightsIssueData>;
@@ -72,7 +70,7 @@ export const SubscriptionsRenewData = z.object({
   /**
    * The subscription as the scheduler last heard of it (docs/decisions/0026): renewal plans
    * from it instead of reading the subscription. Optional: without it (an item of the
-   * scheduler's rebuild, a command of an earlier version) the subscription is read.
+   * scheduler's rebuild) the subscription is read.
    */
   snapshot: SubscriptionSnapshot.optional(),
 });

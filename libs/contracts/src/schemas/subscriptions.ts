@@ -67,8 +67,8 @@ export const SubscriptionEventData = Subscription.extend({
   sequence: z.number().int().positive(),
   timeSpec: z.string(),
   nextPeriod: z.number().int().min(0).nullable(),
-  /** When it was created. Optional: events of an earlier version carry none. */
-  createdAt: z.iso.datetime({ offset: true }).optional(),
+  /** When it was created. */
+  createdAt: z.iso.datetime({ offset: true }),
 });
 export type SubscriptionEventData = z.infer<typeof SubscriptionEventData>;
 
@@ -104,7 +104,7 @@ export const SubscriptionSnapshot = SubscriptionEventData.pick({
 }).extend({ createdAt: z.iso.datetime({ offset: true }) });
 export type SubscriptionSnapshot = z.infer<typeof SubscriptionSnapshot>;
 
-/** The snapshot an event's data makes, or null when the event carries no creation time (an earlier version's). */
+/** The snapshot an event's data makes, or null when its data does not make one. */
 export function snapshotOf(data: SubscriptionEventData): SubscriptionSnapshot | null {
   const snapshot = SubscriptionSnapshot.safeParse(data); // keeps the snapshot's fields only
   return snapshot.success ? snapshot.data : null;

@@ -24,14 +24,12 @@ interface RightDocument extends Omit<RightEntity, 'rightId' | 'payload'> {
    * (`$`, `.`, NUL, `_bsontype`), which neither MongoDB nor FerretDB stores as a document.
    */
   payloadJson: string | null;
-  /** The payload as a document: rights stored before payloadJson, until the migration converts them. */
-  payload?: unknown;
   /** See `OutboxStore.setAside`. */
   setAside?: SetAsideField['setAside'];
   /** A removed right stays as a tombstone: its id is never reused, its events still go out. */
   removed: boolean;
-  /** `expiryKeyOf`: expiry reads the rights ending together by it. Absent on rights stored before it. */
-  expiresKey?: string;
+  /** `expiryKeyOf`: expiry reads the rights ending together by it. */
+  expiresKey: string;
 }
 
 /**
@@ -64,7 +62,7 @@ const rightSchema = documentSchema<RightDocument>('rights', {
   timeInterval: 'string',
   subscriptionId: 'string?',
   removed: 'flag',
-  expiresKey: 'string?',
+  expiresKey: 'string',
   ...outboxDocumentFields,
 });
 // One index per query the service makes (issue: "indexes for every query").
@@ -86,13 +84,12 @@ const toEntity = ({
   setAside: _setAside,
   expiresKey: _expiresKey,
   payloadJson,
-  payload,
   ...fields
 }: RightDocument): RightEntity => {
   return {
     rightId: _id,
     ...fields,
-    payload: payloadJson == null ? (payload ?? null) : JSON.parse(payloadJson),
+    payload: payloadJson === null ? null : JSON.parse(payloadJson),
     grantorContext: fields.grantorContext ?? null,
     serviceProviderId: fields.serviceProviderId ?? null,
     subscriptionId: fields.subscriptionId ?? null,
@@ -151,9 +148,9 @@ export class RightStore extends UserOwnedStore<RightDocument, RightEntity> {
   }
 
   /**
-   * Rights by id, for a batch (expiry). Those whose
-   * end is given are read a key at a time (`expiryKeyOf`); the others, and any not found
-   * under their key (stored before it), by id. One that cannot be read is an `UnreadableRight`.
+   * Rights by id, for a batch (expiry). Those whose end is given, when the batch asks for
+   * enough of one key, are read a key at a time (`expiryKeyOf`); the others, and any not found
+   * under the key its command gave, by id. One that cannot be read is an `UnreadableRight`.
    */
   async storedMany(
     keys: ReadonlyArray<{ userId: string; id: string; end?: Date }>,
@@ -178,39 +175,6 @@ export class RightStore extends UserOwnedStore<RightDocument, RightEntity> {
       found[index] = doc && readable(doc);
     });
     return found;
-  }
-
-  override async ensureIndexes(): Promise<void> {
-    await super.ensureIndexes();
-    await this.applyOnce('payloads-as-text', () => this.payloadsAsText());
-    // Served the expiry that reads by `expiresKey` since 0027; no query uses it (docs/operations.md).
-    await this.applyOnce('drop-by-interval-end', () =>
-      this.model.collection.dropIndex('by_interval_end').then(
-        () => undefined,
-        () => undefined,
-      ),
-    );
-  }
-
-  /**
-   * Migration step: payloads stored as documents (before payloadJson) become JSON text, so
-   * every right reads and writes its payload one way (DESIGN.md 9 "Payloads").
-   */
-  private async payloadsAsText(): Promise<void> {
-    const collection = this.model.collection;
-    for (;;) {
-      const stored = await collection
-        .find({ payload: { $ne: null } }, { projection: { _id: 1, payload: 1 } })
-        .limit(500)
-        .toArray();
-      if (stored.length === 0) return;
-      await pLimit(READ_CONCURRENCY).map(stored, ({ _id, payload }) =>
-        collection.updateOne({ _id } as never, {
-          $set: { payloadJson: JSON.stringify(payload) },
-          $unset: { payload: '' },
-        }),
-      );
-    }
   }
 
   /**

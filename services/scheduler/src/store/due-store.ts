@@ -1,6 +1,6 @@
 import pLimit from 'p-limit';
 import { SubscriptionSnapshot } from '@rs/contracts';
-import { applyOnce, declareIndexes, documentSchema, indexesOf, isDuplicateKey, serverLimits } from '@rs/store';
+import { declareIndexes, documentSchema, indexesOf, isDuplicateKey, serverLimits } from '@rs/store';
 import type { Clock } from '@rs/time';
 import { type Connection, type Model } from 'mongoose';
 import { dueKeyOf, landedLate, slotKey, SOON_KEY } from '../domain/due';
@@ -43,10 +43,9 @@ interface DueDocument {
   connectId: string;
   /**
    * The snapshot as JSON text: FerretDB reads a second's items, and reads them again to delete
-   * them, at half the cost of the same snapshot as a nested document (measured: 10,000 items,
-   * read 858 → 453 ms, deleted 568 → 310 ms). Items stored before held the document.
+   * them, at about half the cost of the same snapshot as a nested document (docs/performance.md).
    */
-  snapshot?: string | SubscriptionSnapshot | null;
+  snapshot?: string | null;
 }
 
 const toItem = ({ _id, id, sequence, dueAt, connectId, snapshot }: DueDocument): StoredDueItem => {
@@ -58,14 +57,12 @@ const toItem = ({ _id, id, sequence, dueAt, connectId, snapshot }: DueDocument):
  * A stored snapshot, or none when it does not read as one (DESIGN.md 9: bad stored data fails
  * alone; without a snapshot the subscription is read by its owner).
  */
-function snapshotLoaded(stored: string | SubscriptionSnapshot): SubscriptionSnapshot | undefined {
-  let value: unknown = stored;
-  if (typeof stored === 'string') {
-    try {
-      value = JSON.parse(stored);
-    } catch {
-      return undefined;
-    }
+function snapshotLoaded(stored: string): SubscriptionSnapshot | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(stored);
+  } catch {
+    return undefined;
   }
   const parsed = SubscriptionSnapshot.safeParse(value);
   return parsed.success ? parsed.data : undefined;
@@ -86,18 +83,13 @@ export class DueStore {
       dueAt: 'date',
       due: 'string',
       connectId: 'string',
-      snapshot: 'json?', // text, or a document as stored before
+      snapshot: 'json?',
     });
     schema.index({ due: 1 }, { name: 'due_key' });
     this.model = db.model<DueDocument>(collection, schema);
   }
 
   async ensureIndexes(): Promise<void> {
-    // Before 0011 items were updated in place under a range index; the rebuild records them anew.
-    await applyOnce(this.model.db.db!, `${this.collection}:keyed-by-second`, async () => {
-      await this.model.collection.deleteMany({ due: { $exists: false } });
-      await this.model.collection.dropIndex('due').catch(() => undefined);
-    });
     await declareIndexes(this.model.db.db!, this.collection, indexesOf(this.model.schema));
   }
 

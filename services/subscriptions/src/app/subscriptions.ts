@@ -262,14 +262,13 @@ export class SubscriptionUseCases {
 
   /**
    * The events and commands of each subscription's last renewal, built again from where it
-   * started (the same ids and data: docs/decisions/0036), or as stored by an earlier release.
+   * started (the same ids and data: docs/decisions/0036).
    * One that cannot be built again (its stored subscription broke since) is left out: its
    * renewal now fails alone as well.
    */
   private async lastRenewals(keys: ReadonlyArray<{ userId: string; id: string }>): Promise<OutboxEntry[]> {
     return (await this.store.lastRenewalsOf(keys)).flatMap((last) => {
       if (!last) return [];
-      if ('entries' in last) return last.entries;
       try {
         const planned = this.renewal(last.before, last.at);
         return planned ? planned.outbox : [];
@@ -332,7 +331,7 @@ export class SubscriptionUseCases {
   /** What renewing `subscription` at `now` changes, or null when it is up to date. */
   private renewal(subscription: SubscriptionEntity, now: Date): PlannedRenewal | null {
     if (subscription.state === 'EXPIRED') return null;
-    // Stored before the bounds existed, it is held to them here (DESIGN.md 9).
+    // Stored data is held to the bounds again at every renewal (docs/security.md, "Bounds").
     const spec = timeSpecOf(subscription);
     const violation = boundsViolation(spec, subscription.rightsSpec, SHORTEST_PERIOD);
     if (violation) throw new Error(`stored subscription exceeds the bounds: ${violation}`);

@@ -15,7 +15,8 @@ export const SHORTEST_PERIOD = Duration.fromObject({ seconds: 1 });
 /**
  * Why a subscription's time spec and templates exceed the bounds, naming the field; null when
  * they hold. `spec` parsed (its dates representable); `minPeriod`: SUBSCRIPTION_MIN_PERIOD at
- * creation, SHORTEST_PERIOD for a subscription stored before.
+ * creation, SHORTEST_PERIOD for a stored one at renewal (SUBSCRIPTION_MIN_PERIOD may have
+ * been lowered since it was created).
  */
 export function boundsViolation(
   spec: TimeSpec,

@@ -11,10 +11,8 @@ import {
   outboxDocumentFields,
   UserOwnedStore,
   READ_CONCURRENCY,
-  loadedEntries,
   type OutboxEntry,
   type SetAsideField,
-  type StoredOutboxEntry,
   type WriteFailed,
   documentSchema,
   OUTBOX_PROJECTION,
@@ -33,7 +31,6 @@ import {
 interface SubscriptionDocument extends Omit<SubscriptionEntity, 'subscriptionId'> {
   _id: string;
   deleted: boolean;
-  lastEvents: OutboxEntry[];
   /** See `OutboxStore.setAside`. */
   setAside?: SetAsideField['setAside'];
 }
@@ -50,23 +47,17 @@ const schema = documentSchema<SubscriptionDocument>('subscriptions', {
   nextPeriod: 'number?',
   deleted: 'flag',
   ...outboxDocumentFields,
-  /**
-   * The events and commands of the last renewal, published by the renewal command's handler
-   * before it acks; kept so a redelivered command publishes them again (docs/decisions/0011).
-   */
-  lastEvents: 'json[]',
 });
 schema.index({ userId: 1, grantorId: 1, createdAt: -1 }, { name: 'by_user_and_grantor' });
 schema.index({ userId: 1, createdAt: -1, _id: -1 }, { name: 'by_user' });
 schema.index(OUTBOX_INDEX, OUTBOX_INDEX_OPTIONS);
 schema.index(BUCKET_PAGE_INDEX, BUCKET_PAGE_INDEX_OPTIONS);
 
-const PROJECTION = { ...OUTBOX_PROJECTION, lastEvents: 0 } as const;
+const PROJECTION = OUTBOX_PROJECTION;
 
 function toEntity(doc: SubscriptionDocument): SubscriptionEntity {
   const { _id, deleted: _deleted, ...fields } = doc as SubscriptionDocument & { outbox?: unknown };
   delete (fields as { outbox?: unknown }).outbox;
-  delete (fields as { lastEvents?: unknown }).lastEvents;
   delete (fields as { setAside?: unknown }).setAside;
   return { subscriptionId: _id, ...fields };
 }
@@ -98,20 +89,21 @@ interface ProgressDocument extends Progress {
   userId: string;
   /** The subscription's bucket, so the scheduler's rebuild reads a bucket's records with its subscriptions. */
   bucket: number;
-  /** A renewal's events and commands, as records stored them before 0036 kept their origin instead. */
-  lastEvents?: StoredOutboxEntry[];
   /** A renewal's origin (`RenewalOrigin`): what its events and commands follow from (docs/decisions/0036). */
   fromState?: RenewalOrigin['fromState'];
   fromPeriod?: RenewalOrigin['fromPeriod'];
 }
 
-/** A subscription's last renewal, to publish again: where it started from, or (stored before 0036) its messages. */
-export type LastRenewal = { before: SubscriptionEntity; at: Date } | { entries: OutboxEntry[] };
+/** A subscription's last renewal, to publish its messages again: the subscription it started from, and when. */
+export interface LastRenewal {
+  before: SubscriptionEntity;
+  at: Date;
+}
 
 /** A record as folded into its subscription: no events, no outbox. */
 /** Sorts after every record id `<id>@<generation>` of an id, and before any later id. */
 const AFTER_EVERY_RECORD = '@\uffff';
-const PROGRESS_PROJECTION = { lastEvents: 0, fromState: 0, fromPeriod: 0, ...OUTBOX_PROJECTION } as const;
+const PROGRESS_PROJECTION = { fromState: 0, fromPeriod: 0, ...OUTBOX_PROJECTION } as const;
 
 const progressId = (subscriptionId: string, generation: number) => `${subscriptionId}@${generation}`;
 
@@ -141,12 +133,6 @@ export class SubscriptionStore extends UserOwnedStore<SubscriptionDocument, Subs
   override async ensureIndexes(): Promise<void> {
     await super.ensureIndexes();
     const records = this.progress.collection;
-    await this.applyOnce('progress-bucket-index', () =>
-      records.dropIndex('by_bucket').then(
-        () => undefined,
-        () => undefined,
-      ),
-    );
     await declareIndexes(this.model.db.db!, records.collectionName, [
       { key: { subscriptionId: 1 }, name: 'by_subscription' },
       { key: { userId: 1 }, name: 'by_user' },
@@ -265,14 +251,13 @@ export class SubscriptionStore extends UserOwnedStore<SubscriptionDocument, Subs
           .find({ subscriptionId: id, userId } as never, { projection: { outbox: 0, outboxPending: 0 } })
           .toArray() as unknown as Promise<ProgressDocument[]>,
       ]);
-      const renewals = records.filter((record) => record.fromState !== undefined || record.lastEvents);
+      const renewals = records.filter((record) => record.fromState !== undefined);
       const last = renewals.reduce<ProgressDocument | null>(
         (latest, record) => (latest && latest.generation > record.generation ? latest : record),
         null,
       );
       if (!last) return null;
-      if (last.fromState === undefined) return { entries: loadedEntries(last.lastEvents ?? []) };
-      if (!doc) return null;
+      if (!doc || last.fromState === undefined) return null;
       const origin = { ...last, fromState: last.fromState, fromPeriod: last.fromPeriod ?? null };
       return { before: beforeRenewal(toEntity(doc as unknown as SubscriptionDocument), origin), at: last.updatedAt };
     });
