@@ -11,7 +11,7 @@ import {
 import { clientsOf, systemFixture } from '@rs/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-// @rs/client against a running system: typed calls, the contract's helpers (issue 25).
+// @rs/client against a running system: typed calls, the contract's helpers.
 const fx = systemFixture({
   name: 'typed_client',
   backends: ['catalog', 'rights'],

@@ -1,6 +1,6 @@
 // Compiled by `npm run typecheck:tests` (tsc -p tsconfig.test.json), never run: each line
 // marked below must stay a type error, so a client that stopped being typed end to end fails
-// the build (issue 25: "a wrong field fails tsc").
+// the build: a wrong field fails tsc.
 import { createPlatformClient, type Schemas } from '@rs/client';
 
 const client = createPlatformClient({ baseUrl: 'http://localhost:8080' });

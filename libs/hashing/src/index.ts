@@ -2,7 +2,7 @@
  * Buckets of a collection: reading all of it (the scheduler's rebuild) goes a bucket at a
  * time by equality on `bucket`, which FerretDB answers from an index, where paging by a
  * range of ids and a sort made it read (and hold in memory) the whole collection for every
- * page: at 100,000 subscriptions it ran out of memory (docs/decisions/0011).
+ * page (docs/decisions/0011).
  */
 export const BUCKETS = 64;
 

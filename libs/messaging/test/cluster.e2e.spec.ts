@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { EventCollector, idsBySubject, PeriodicSubscriptions, RabbitCluster, TestSystem } from '@rs/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-// Issue 23, DESIGN.md 10 "Broker": the platform on a three-node RabbitMQ cluster
+// The platform on a three-node RabbitMQ cluster
 // (deploy/local/rabbit-cluster.sh) with AMQP_URL naming the three nodes, the first first, so
 // every service is connected to node 1 when it stops in the middle of renewals: they move to
 // the others, the quorum queues keep their messages on the two nodes left, and afterwards
@@ -34,7 +34,7 @@ describe.runIf(existsSync('/usr/lib/rabbitmq/bin/rabbitmq-server'))('a three-nod
       periodS: PERIOD_S,
       periods: PERIODS,
       userPrefix: 'clustered',
-      // 300 creations through the gateway: time enough under the suite's load (12 s was not once).
+      // 300 creations through the gateway: time enough under the suite's load.
       leadMs: 25_000,
       creators: 8,
       authorization: TestSystem.clientAuthorization('grantor-a'),

@@ -271,8 +271,8 @@ export class OutboxRelay {
         confirmed > 0 && confirmed === document.outbox.length && typeof document.generation === 'number',
     );
     const cleared = await this.clearTogether(whole.map(({ document }) => document));
-    // The rest one document at a time: on FerretDB, concurrent clean-ups competed with the
-    // writes of the request path (creating subscriptions ran 15% slower with 16 in flight).
+    // The rest one document at a time: on FerretDB, concurrent clean-ups compete with the
+    // writes of the request path (docs/performance.md, "Measurements behind the code").
     for (const { document, confirmed } of results) {
       if (cleared.has(document._id)) continue;
       await documentLock.run(this.options.collection, document._id, () => this.clear(document, confirmed));

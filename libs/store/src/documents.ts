@@ -44,7 +44,7 @@ export interface StoredChange {
 /**
  * Point reads in flight at once for a batch: FerretDB answers a lookup by `_id` from its GIN
  * index but `$in` of many ids by reading the whole collection, so a batch reads by id,
- * concurrently (measured: 16 in flight, 2.3x one at a time).
+ * concurrently (docs/performance.md, "Measurements behind the code").
  */
 export const READ_CONCURRENCY = 16;
 

@@ -8,8 +8,8 @@ import { retentionIndexes, retentionOf, type RetainedCollection } from './retent
 
 /**
  * A record as stored: flat, with the resource as JSON text. FerretDB turns every nested
- * field into typed JSONB on each insert; stored flat, records went in 3-5x faster (measured:
- * 10,000 right-sized records, 3,500 vs 17,300 a second), which keeps renewal's extra cost small.
+ * field into typed JSONB on each insert; flat records go in several times faster, which keeps
+ * renewal's extra cost small (docs/performance.md, "Measurements behind the code").
  */
 interface HistoryDocument {
   /** The event's id: recording an event again (a crash before it was published) stores nothing. */

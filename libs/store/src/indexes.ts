@@ -10,9 +10,7 @@ export type IndexSpec = mongo.IndexDescription & { name: string };
  * from a driver's indexes (MongoDB) the declared ones are created. FerretDB 1.x never does:
  * it filters with jsonb containment that only the GIN indexes of
  * deploy/local/ferretdb-indexes.sql serve, and it turns each driver index into a PostgreSQL
- * B-tree that every insert updates and no query reads (measured on the renewal path: the
- * rights collection's eight such indexes made its inserts cost 133 µs a document, against 39
- * without). There, only unique indexes (constraints) are created, and any other an earlier
+ * B-tree that every insert updates and no query reads (docs/performance.md, "Measurements behind the code"). There, only unique indexes (constraints) are created, and any other an earlier
  * release created is dropped (docs/decisions/0031).
  */
 export async function declareIndexes(db: mongo.Db, name: string, indexes: readonly IndexSpec[]): Promise<void> {

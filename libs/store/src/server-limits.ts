@@ -16,9 +16,8 @@ export interface ServerLimits {
 /**
  * FerretDB 1.24 on PostgreSQL keeps one pooled connection per statement of an update
  * command until the whole command ends: more statements than its pool has connections
- * deadlocks it for good (seen with one bulkWrite of ~490 updates), and it runs the
- * statements of one command one after another anyway (measured: a bulkWrite of 50 took as
- * long as 50 sequential updates; 16 single updates in flight ran 1.65x faster). So a batch
+ * deadlocks it for good, and it runs the statements of one command one after another
+ * anyway, so single updates in flight are faster than one bulk write (docs/performance.md, "Measurements behind the code"). So a batch
  * of updates is sent as single-document compare-and-sets, 16 in flight on FerretDB and more
  * on MongoDB (DESIGN.md 7, docs/decisions/0011).
  */

@@ -3,7 +3,7 @@ import { clientsOf, TestSystem, ZipkinServer, type ZipkinSpan } from '@rs/testin
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 /**
- * Issue 13: traces on a machine without Docker. Zipkin's server (installed by the setup from
+ * Traces on a machine without Docker. Zipkin's server (installed by the setup from
  * Maven Central, as `npm start -- --traces` runs it) receives the services' spans through the
  * OpenTelemetry SDK's standard Zipkin exporter, and one request's trace is found through
  * Zipkin's own HTTP API.

@@ -2,8 +2,7 @@
  * A pure function remembered for its last `limit` distinct arguments (oldest forgotten
  * first). Renewal parses the same few time specs and intervals thousands of times a second
  * (a grantor's monthly base shares one start and one period), and luxon's parsing and
- * calendar arithmetic were a seventh of the services' busy time (docs/performance.md, issue
- * 21). The bound keeps a flood of distinct inputs from growing memory; what is remembered
+ * calendar arithmetic were a large share of the services' busy time (docs/performance.md). The bound keeps a flood of distinct inputs from growing memory; what is remembered
  * must be immutable, as luxon's values are.
  */
 export function memoized<K, V>(limit: number, compute: (key: K) => V): (key: K) => V {

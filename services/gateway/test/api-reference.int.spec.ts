@@ -4,7 +4,7 @@ import { systemFixture } from '@rs/testing';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-// GET /docs in a real browser (issue 25): Debian's Chromium (deploy/local/setup.sh) driven
+// GET /docs in a real browser: Debian's Chromium (deploy/local/setup.sh) driven
 // by playwright-core.
 const CHROMIUM = '/usr/bin/chromium';
 const fx = systemFixture({ name: 'api_reference', backends: ['catalog'] });

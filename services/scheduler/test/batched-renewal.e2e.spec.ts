@@ -5,7 +5,7 @@ import { EventCollector, idsBySubject, rightsIssue, TestSystem } from '@rs/testi
 import amqp, { type ChannelModel, type ConfirmChannel } from 'amqplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-// Issue 8: renewal and expiry in batches. Commands are published here exactly as the
+// Renewal and expiry in batches. Commands are published here exactly as the
 // scheduler and the subscriptions service publish them; effects are read through the API.
 let system: TestSystem;
 let rightEvents: EventCollector;

@@ -1,7 +1,7 @@
 import { TestSystem, WebhookReceiver, clientsOf, systemFixture } from '@rs/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-// Issue 12, Reliability: at least once through a killed webhooks service, a cut broker
+// Reliability: at least once through a killed webhooks service, a cut broker
 // connection and an endpoint that is down for a while; never to an endpoint that may not see it.
 
 const A = TestSystem.clientAuthorization('grantor-a');

@@ -20,7 +20,7 @@ function payloadOf(type: string, data: z.ZodType): Record<string, unknown> {
 }
 
 /**
- * The AsyncAPI 3.0 document of everything on the broker and of the webhooks (issue 25):
+ * The AsyncAPI 3.0 document of everything on the broker and of the webhooks:
  * each event and command type a channel (its routing key on its exchange, DESIGN.md 2), each
  * command queue a channel, what each service sends and receives an operation, and every
  * payload the CloudEvent envelope around the zod contract of its `data`, as producers and

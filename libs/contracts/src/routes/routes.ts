@@ -186,7 +186,7 @@ export const ROUTES = [
       '200': { description: 'The OpenAPI document', content: { 'application/json': {} } },
     },
   }),
-  // Issue 25: this document as a page, in a browser, every asset served by the gateway (no CDN).
+  // This document as a page, in a browser, every asset served by the gateway (no CDN).
   {
     owner: 'gateway',
     tag: 'meta',

@@ -7,8 +7,8 @@ let next = 0;
 
 /**
  * Cryptographic randomness drawn from a pooled buffer: the ulid library asks its PRNG once
- * per character (16 per id), and one `getRandomValues` call each cost 3 % of the rights
- * service's CPU when creating rights. Bytes are uniform on 0..255, and 256 is a
+ * per character (16 per id), and a `getRandomValues` call each was a visible share of the
+ * rights service's CPU when creating rights (docs/performance.md, "Measurements behind the code"). Bytes are uniform on 0..255, and 256 is a
  * multiple of ULID's 32 symbols, so each character stays uniform.
  */
 const pooledRandom: PRNG = () => {

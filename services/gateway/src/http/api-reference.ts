@@ -5,7 +5,7 @@ import { API_REFERENCE_ASSETS } from '@rs/contracts';
 type Asset = (typeof API_REFERENCE_ASSETS)[number];
 
 /**
- * The page of `GET /docs` (issue 25, docs/decisions/0035): Swagger UI over this gateway's own
+ * The page of `GET /docs` (docs/decisions/0035): Swagger UI over this gateway's own
  * OpenAPI document, every file served by the gateway (no CDN), its "Try it out" aimed at the
  * gateway that served the page (the document's `servers` name `npm start`'s). Relative URLs,
  * so it works behind a path prefix too.

@@ -121,8 +121,7 @@ export async function consumeRightsCommands(options: RightsCommandsOptions): Pro
       handle: (command) => handleBatch([command]),
       // Many `rights.issue` arrive at once in a renewal: their rights go into few insertMany
       // calls. Bounded: a command carries up to 1,000 rights (MAX_ISSUE_BATCH_RIGHTS; or 500
-      // expiries), so a batch holds at most 8,000 rights (250 messages of 100 rights exhausted
-      // a 256 MB heap).
+      // expiries), so a batch holds at most 8,000 rights, whatever the messages carry.
       prefetch: 16,
       batch: { max: 8, lingerMs: 20, handle: (messages) => handleBatch(messages.map(({ message }) => message)) },
     },

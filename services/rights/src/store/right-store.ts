@@ -65,7 +65,7 @@ const rightSchema = documentSchema<RightDocument>('rights', {
   expiresKey: 'string',
   ...outboxDocumentFields,
 });
-// One index per query the service makes (issue: "indexes for every query").
+// One index per query the service makes (docs/operations.md, "Queries and their indexes").
 rightSchema.index({ userId: 1, createdAt: -1, _id: -1 }, { name: 'by_user' });
 rightSchema.index({ userId: 1, grantorId: 1, createdAt: -1 }, { name: 'by_user_and_grantor' });
 rightSchema.index({ serviceProviderId: 1, userId: 1 }, { name: 'by_service_provider', sparse: true });

@@ -230,8 +230,7 @@ export class SubscriptionStore extends UserOwnedStore<SubscriptionDocument, Subs
    * its events and commands: the renewal command's handler publishes those before it acks
    * (docs/decisions/0011), and builds them again from the origin when the command comes back
    * (docs/decisions/0036). Events kept as documents were most of a record's size, and FerretDB's
-   * cost of an insert grows with it (measured: 7,300–8,500 records a second with them, 28,000
-   * without).
+   * cost of an insert grows with it (docs/performance.md, "Measurements behind the code").
    */
   renewMany(changes: readonly RenewalChange[]): Promise<Array<boolean | WriteFailed>> {
     return this.progress.insertEach(
