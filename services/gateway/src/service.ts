@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { DEFAULT_PORTS, env, serviceUrl } from '@rs/config';
 import { defineService, serveHttp } from '@rs/runtime';
+import { servicePrincipal } from '@rs/http';
 import { z } from 'zod';
 import { Authenticator } from './auth/authenticator';
 import { TrustedProxies } from './domain/source-address';
@@ -9,6 +10,7 @@ import { FailureThrottle } from './auth/failure-throttle';
 import { hashSecret, verifySecret } from './auth/secrets';
 import { Forwarder } from './http/forward';
 import { Administration } from './app/administration';
+import { Forwarding } from './app/forwarding';
 import { gatewayRoutes } from './http/routes';
 import { ClientStore } from './store/client-store';
 import { RevocationStore } from './store/revocation-store';
@@ -184,6 +186,7 @@ export const start = defineService(
             authenticator,
             proxies: config.TRUSTED_PROXIES,
             administration: new Administration({ clients, users, revocations, authenticator, clock }),
+            forwarding: new Forwarding({ users, publicBaseUrl, gateway: servicePrincipal('gateway') }),
             entitlements,
             upstreams: {
               catalog: new URL(config.CATALOG_URL),

@@ -24,7 +24,8 @@ const KEPT_HEADERS = ['content-type', 'etag', 'location', 'link'];
  * resource of the first attempt instead of making a second one.
  */
 export function idempotentForwarder(options: IdempotencyOptions) {
-  return async (req: Request, res: Response, upstream: URL, outgoing: Outgoing, key: string) => {
+  return async (call: { req: Request; res: Response; upstream: URL; outgoing: Outgoing; key: string }) => {
+    const { req, res, upstream, outgoing, key } = call;
     if (!isValidIdempotencyKey(key)) throw badRequest('Idempotency-Key: must be 1 to 255 visible ASCII characters');
     const { body } = outgoing;
     const owner = outgoing.owner.key; // a client's, or a (client, user) pair's: keys never mix

@@ -25,24 +25,15 @@ import {
   parseParam,
   sendDone,
   serveRoutes,
-  servicePrincipal,
   unauthorized,
   type InternalTokenSigner,
 } from '@rs/http';
 import type { Request, RequestHandler, Response, Router } from 'express';
 import { type Authenticator, bearerChallenge, insufficientScopeChallenge, isBearer } from '../auth/authenticator';
 import type { Administration } from '../app/administration';
+import type { Forwarding } from '../app/forwarding';
 import type { Entitlements } from '../app/entitlements';
-import {
-  authorize,
-  budgetOf,
-  classify,
-  grantorFilter,
-  listRule,
-  redirectLocation,
-  type Operation,
-  type Refusal,
-} from '../domain/access';
+import { budgetOf, classify, type Operation, type Refusal } from '../domain/access';
 import type { TrustedProxies } from '../domain/source-address';
 import type { KnownUser } from '../store/user-store';
 import { readRequestBody, type Forwarder, type Outgoing } from './forward';
@@ -59,15 +50,14 @@ declare global {
   }
 }
 
-/** Who calls a service for a route that needs no caller. */
-const GATEWAY = servicePrincipal('gateway');
-
 export interface GatewayRoutesOptions {
   realm: string;
   publicBaseUrl: string;
   authenticator: Authenticator;
   /** The gateway's own use cases. */
   administration: Administration;
+  /** What is done with a request bound for a service (spec 5). */
+  forwarding: Forwarding;
   /** DESIGN.md 8 "Entitlement checks". */
   entitlements: Pick<Entitlements, 'check'>;
   /** TRUSTED_PROXIES: whose X-Forwarded-For names the source address (DESIGN.md 4). */
@@ -140,42 +130,41 @@ export function gatewayRoutes(options: GatewayRoutesOptions): Router {
       return next(notAcceptable('this operation answers application/json, which the Accept header excludes'));
     next();
   });
-  // spec 5: the one decision of who may call what; then what a service owns is forwarded.
+  // spec 5: the forwarding use case decides; this carries it out.
   router.use(async (req, res, next) => {
     const operation = res.locals.operation;
-    // A route open to anyone (the JWKS) reaches its service as the gateway itself.
-    const open = operation.caller === 'none';
-    const principal = open ? GATEWAY : res.locals.principal;
-    if (!open) {
-      const refusal = authorize(operation, principal);
-      if (refusal) throw refused(refusal, realm);
+    const routing = await options.forwarding.route({
+      operation,
+      principal: operation.caller === 'none' ? undefined : res.locals.principal,
+      url: req.originalUrl,
+      sourceAddress: sourceAddress(req),
+    });
+    switch (routing.kind) {
+      case 'answer':
+        return next();
+      case 'refuse':
+        throw refused(routing.refusal, realm);
+      case 'redirect':
+        res.redirect(307, routing.location);
+        return;
+      case 'forward': {
+        res.locals.routeLabel = `forward:${routing.service}`;
+        const outgoing: Outgoing = {
+          body: await readRequestBody(req, res, {
+            takesBody: operation.route.body !== undefined,
+            maxBytes: MAX_BODY_BYTES,
+            timeoutMs: options.bodyTimeoutMs,
+          }),
+          owner: routing.budget,
+          sign: () => options.signer.tokenFor(routing.caller, routing.service),
+        };
+        const upstream = options.upstreams[routing.service];
+        const key = req.get('idempotency-key');
+        if (key !== undefined && takesIdempotencyKey(req.method, req.path))
+          return idempotent({ req, res, upstream, outgoing, key });
+        return options.forwarder.forward(req, res, upstream, outgoing);
+      }
     }
-    if (operation.owner === 'gateway') return next();
-    res.locals.routeLabel = `forward:${operation.owner}`;
-    if (operation.connectId !== null) {
-      const connectId = parseParam(ConnectId, 'connectId', operation.connectId);
-      await options.administration.user(connectId); // DESIGN.md 3 "Users": 404 for an unknown user
-    }
-    const rule = listRule(operation, principal, grantorFilter(new URL(req.originalUrl, 'http://gateway').searchParams));
-    if (rule && 'redirectWith' in rule) {
-      res.redirect(307, redirectLocation(options.publicBaseUrl, req.originalUrl, operation.list!, rule.redirectWith));
-      return;
-    }
-    if (rule) throw refused(rule, realm);
-    const upstream = options.upstreams[operation.owner];
-    const outgoing: Outgoing = {
-      body: await readRequestBody(req, res, {
-        takesBody: operation.route.body !== undefined,
-        maxBytes: MAX_BODY_BYTES,
-        timeoutMs: options.bodyTimeoutMs,
-      }),
-      owner: open ? { kind: 'address', key: sourceAddress(req) } : budgetOf(principal),
-      sign: () => options.signer.tokenFor(principal, operation.owner),
-    };
-    const key = req.get('idempotency-key');
-    if (key !== undefined && takesIdempotencyKey(req.method, req.path))
-      return idempotent(req, res, upstream, outgoing, key);
-    await options.forwarder.forward(req, res, upstream, outgoing);
   });
   // The gateway parses only its own bodies; forwarded ones stream through untouched.
   router.use('/admin', jsonBody('16kb'));
