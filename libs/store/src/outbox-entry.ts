@@ -1,4 +1,4 @@
-import type { CloudEvent } from '@rs/contracts';
+import { createCloudEvent, eventIdOf, type Actor, type CloudEvent } from '@rs/contracts';
 import { currentTraceCarrier, type TraceCarrier } from '@rs/telemetry/trace-context';
 
 /**
@@ -35,4 +35,20 @@ export const loadedEntries = (entries: readonly StoredOutboxEntry[]): OutboxEntr
 
 export function outboxEntry(exchange: string, event: CloudEvent): OutboxEntry {
   return { id: event.id, exchange, event, trace: currentTraceCarrier(), createdAt: new Date() };
+}
+
+/**
+ * The outbox entry of one message of a change, on `exchange`: its id derived from (subject,
+ * sequence, type), so a message built again for the same change (a redelivered command, a
+ * retried write) is the same message, and consumers apply it once.
+ */
+export function changeMessage<Data>(
+  exchange: string,
+  message: { source: string; type: string; subject: string; sequence: number; time: Date; data: Data; actor?: Actor },
+): OutboxEntry {
+  const { sequence, ...fields } = message;
+  return outboxEntry(
+    exchange,
+    createCloudEvent<Data>({ id: eventIdOf(fields.subject, sequence, fields.type), ...fields }),
+  );
 }

@@ -1,3 +1,4 @@
+import amqp, { type ChannelModel, type ConfirmChannel } from 'amqplib';
 import { EventCollector } from './event-collector';
 import { OtlpReceiver } from './otlp-receiver';
 import { TestSystem, type TestSystemOptions } from './system';
@@ -16,6 +17,8 @@ export interface SystemFixtureOptions extends TestSystemOptions {
   bearer?: boolean;
   /** Start an OTLP receiver the services export their traces to. */
   traces?: boolean;
+  /** Open a confirm channel to the broker, for a test that sends commands itself. */
+  commands?: boolean;
 }
 
 /** What a test file's system fixture gives its tests, once `start` has run. */
@@ -29,6 +32,8 @@ export interface SystemFixture {
   events(exchange: string): EventCollector;
   readonly issuer: TokenIssuer;
   readonly receiver: OtlpReceiver;
+  /** The confirm channel of `commands`. */
+  readonly commands: ConfirmChannel;
   /** A request through the gateway with these headers, a JSON body when one is given. */
   call(method: string, path: string, authorization: string, body?: unknown): Promise<Response>;
 }
@@ -43,6 +48,8 @@ export function systemFixture(options: SystemFixtureOptions): SystemFixture {
     system?: TestSystem;
     issuer?: TokenIssuer;
     receiver?: OtlpReceiver;
+    broker?: ChannelModel;
+    commands?: ConfirmChannel;
     collectors: Map<string, EventCollector>;
   } = { collectors: new Map() };
   const started = <T>(value: T | undefined, what: string): T => {
@@ -69,8 +76,13 @@ export function systemFixture(options: SystemFixtureOptions): SystemFixture {
     for (const [exchange, routingKey] of Object.entries(options.collect ?? {}))
       state.collectors.set(exchange, await EventCollector.start(state.system.amqpUrl, exchange, routingKey));
     if (options.seed) await state.system.seed(options.seed);
+    if (options.commands) {
+      state.broker = await amqp.connect(state.system.amqpUrl);
+      state.commands = await state.broker.createConfirmChannel();
+    }
   };
   const stop = async () => {
+    await state.broker?.close();
     for (const collector of state.collectors.values()) await collector.close();
     await state.system?.stop();
     await state.issuer?.close();
@@ -89,6 +101,9 @@ export function systemFixture(options: SystemFixtureOptions): SystemFixture {
     },
     get receiver() {
       return started(state.receiver, 'the trace receiver');
+    },
+    get commands() {
+      return started(state.commands, 'the command channel');
     },
     call: (method, path, authorization, body) =>
       fetch(`${started(state.system, 'the system').gatewayUrl}${path}`, {

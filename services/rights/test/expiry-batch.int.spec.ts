@@ -1,6 +1,6 @@
 import { createCloudEvent, type CloudEvent, type RightsExpireBatch } from '@rs/contracts';
 import { systemFixture } from '@rs/testing';
-import amqp, { type ChannelModel, type ConfirmChannel, type GetMessage } from 'amqplib';
+import type { GetMessage } from 'amqplib';
 import mongoose from 'mongoose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -9,21 +9,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // alone (DESIGN.md 9), dead-lettered as a one-item copy of the command that carried it.
 const fx = systemFixture({
   name: 'rights_expiry_batch',
+  commands: true,
   backends: ['catalog', 'rights'],
   collect: { 'rights.events': 'right.expired' },
   seed: { users: ['erin'], skus: { news: {} } },
 });
-let connection: ChannelModel;
-let channel: ConfirmChannel;
-beforeAll(async () => {
-  await fx.start();
-  connection = await amqp.connect(fx.system.amqpUrl);
-  channel = await connection.createConfirmChannel();
-});
-afterAll(async () => {
-  await connection?.close();
-  await fx.stop();
-});
+beforeAll(fx.start);
+afterAll(fx.stop);
 
 /** Rights of erin's ending together, a second from now. */
 async function rightsEndingSoon(count: number): Promise<{ ids: string[]; end: string }> {
@@ -49,11 +41,11 @@ async function rightsEndingSoon(count: number): Promise<{ ids: string[]; end: st
 /** Publishes the commands one after another and waits for their confirms once: they arrive together. */
 async function sendTogether(commands: Array<CloudEvent<RightsExpireBatch>>) {
   for (const command of commands)
-    channel.publish('commands', command.type, Buffer.from(JSON.stringify(command)), {
+    fx.commands.publish('commands', command.type, Buffer.from(JSON.stringify(command)), {
       persistent: true,
       messageId: command.id,
     });
-  await channel.waitForConfirms();
+  await fx.commands.waitForConfirms();
 }
 
 describe('rights.expire commands handled together', () => {
@@ -92,11 +84,13 @@ describe('rights.expire commands handled together', () => {
     const healthy = ids.filter((id) => id !== broken);
     await expired.waitFor(() => healthy.every((id) => subjects().includes(id)));
     let dead: GetMessage | false = false;
-    await expect.poll(async () => (dead = await channel.get('rights.commands.dlq', { noAck: true }))).not.toBe(false);
+    await expect
+      .poll(async () => (dead = await fx.commands.get('rights.commands.dlq', { noAck: true })))
+      .not.toBe(false);
     const copy = JSON.parse((dead as unknown as GetMessage).content.toString('utf8')) as CloudEvent<unknown>;
     expect(copy.id).toBe(`${second.id}.${broken}`);
     expect(copy.data).toEqual({ rightId: broken, connectId: 'erin', end });
-    expect(await channel.get('rights.commands.dlq', { noAck: true })).toBe(false);
+    expect(await fx.commands.get('rights.commands.dlq', { noAck: true })).toBe(false);
     expect(subjects()).not.toContain(broken);
     expect(healthy.map((id) => subjects().filter((subject) => subject === id).length)).toEqual(healthy.map(() => 1));
   });

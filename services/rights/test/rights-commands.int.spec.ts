@@ -1,11 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { createCloudEvent, type RightsCascadeData, type RightsIssueData } from '@rs/contracts';
 import { rightsIssue, systemFixture } from '@rs/testing';
-import amqp, { type ChannelModel, type ConfirmChannel } from 'amqplib';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-let connection: ChannelModel;
-let channel: ConfirmChannel;
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const admin = () => fx.system.adminHeaders();
 const NOW = Date.now();
@@ -14,11 +11,11 @@ const iso = (offsetMs: number) => new Date(NOW + offsetMs).toISOString().replace
 /** Publishes a command exactly as the subscriptions service or the scheduler does. */
 async function send(type: string, subject: string, data: unknown, raw?: string) {
   const event = createCloudEvent({ source: '/test', type, subject, data });
-  channel.publish('commands', type, Buffer.from(raw ?? JSON.stringify(event)), {
+  fx.commands.publish('commands', type, Buffer.from(raw ?? JSON.stringify(event)), {
     persistent: true,
     messageId: event.id,
   });
-  await channel.waitForConfirms();
+  await fx.commands.waitForConfirms();
 }
 
 type RightView = { rightId: string; state: string; generation: string; link: Array<{ rel: string; href: string }> };
@@ -46,20 +43,14 @@ function issue(
 
 const fx = systemFixture({
   name: 'rights_cmd',
+  commands: true,
   backends: ['catalog', 'rights', 'scheduler'],
   env: { SCHEDULER_TICK_MS: '200' },
   collect: { 'rights.events': '#' },
   seed: { users: ['carol'], skus: { news: { serviceProviderId: 'SP', grantorIds: ['A'] } } },
 });
-beforeAll(async () => {
-  await fx.start();
-  connection = await amqp.connect(fx.system.amqpUrl);
-  channel = await connection.createConfirmChannel();
-});
-afterAll(async () => {
-  await connection?.close();
-  await fx.stop();
-});
+beforeAll(fx.start);
+afterAll(fx.stop);
 
 describe('rights.issue', () => {
   it('when the same command is delivered 10 times at once, then each right exists once, with its subscription link', async () => {

@@ -1,12 +1,5 @@
-import {
-  createCloudEvent,
-  eventIdOf,
-  Exchanges,
-  type Actor,
-  type RightEventData,
-  type RightEventType,
-} from '@rs/contracts';
-import { outboxEntry, type OutboxEntry } from '@rs/store';
+import { Exchanges, type Actor, type RightEventData, type RightEventType } from '@rs/contracts';
+import { changeMessage, type OutboxEntry } from '@rs/store';
 import { representation, type RightEntity } from '../domain/right';
 
 export const EVENT_SOURCE = '/rights';
@@ -23,23 +16,21 @@ export class RightMessages {
   constructor(private readonly publicBaseUrl: string) {}
 
   of(right: RightEntity, types: readonly RightEventType[], actor: Actor): OutboxEntry[] {
+    const data: RightEventData = {
+      ...representation(right, this.publicBaseUrl, right.updatedAt),
+      connectId: right.userId,
+      sequence: right.generation,
+    };
     return types.map((type) =>
-      outboxEntry(
-        Exchanges.rightsEvents,
-        createCloudEvent<RightEventData>({
-          id: eventIdOf(right.rightId, right.generation, type),
-          source: EVENT_SOURCE,
-          type,
-          subject: right.rightId,
-          time: right.updatedAt,
-          actor,
-          data: {
-            ...representation(right, this.publicBaseUrl, right.updatedAt),
-            connectId: right.userId,
-            sequence: right.generation,
-          },
-        }),
-      ),
+      changeMessage(Exchanges.rightsEvents, {
+        source: EVENT_SOURCE,
+        type,
+        subject: right.rightId,
+        sequence: right.generation,
+        time: right.updatedAt,
+        actor,
+        data,
+      }),
     );
   }
 }

@@ -1,7 +1,5 @@
 import {
   CommandTypes,
-  createCloudEvent,
-  eventIdOf,
   Exchanges,
   type Actor,
   type RightsCascadeData,
@@ -9,7 +7,7 @@ import {
   type SubscriptionEventData,
   type SubscriptionEventType,
 } from '@rs/contracts';
-import { outboxEntry, type OutboxEntry } from '@rs/store';
+import { changeMessage, type OutboxEntry } from '@rs/store';
 import type { PeriodIssue } from '../domain/renewal';
 import { representation, type SubscriptionCommand, type SubscriptionEntity } from '../domain/subscription';
 
@@ -41,41 +39,29 @@ export class SubscriptionMessages {
       nextPeriod: subscription.nextPeriod,
       createdAt: subscription.createdAt.toISOString(),
     };
-    const time = subscription.updatedAt;
-    const subject = subscription.subscriptionId;
-    const events = types.map((type) =>
-      outboxEntry(
-        Exchanges.subscriptionsEvents,
-        createCloudEvent({
-          id: eventIdOf(subject, subscription.generation, type),
-          source: EVENT_SOURCE,
-          type,
-          subject,
-          data,
-          time,
-          actor,
-        }),
-      ),
-    );
-    if (!cascade) return events;
-    const command = createCloudEvent<RightsCascadeData>({
-      id: eventIdOf(subject, subscription.generation, CommandTypes.rightsCascade),
+    const change = {
       source: EVENT_SOURCE,
+      subject: subscription.subscriptionId,
+      sequence: subscription.generation,
+      time: subscription.updatedAt,
+    };
+    const events = types.map((type) => changeMessage(Exchanges.subscriptionsEvents, { ...change, type, data, actor }));
+    if (!cascade) return events;
+    const command = changeMessage<RightsCascadeData>(Exchanges.commands, {
+      ...change,
       type: CommandTypes.rightsCascade,
-      subject,
-      data: { subscriptionId: subject, connectId: subscription.userId, action: cascade },
-      time,
+      data: { subscriptionId: change.subject, connectId: subscription.userId, action: cascade },
     });
-    return [...events, outboxEntry(Exchanges.commands, command)];
+    return [...events, command];
   }
 
   /** `rights.issue` for one period of a renewal (DESIGN.md 3 "Renewal"). */
   issueOf(subscription: SubscriptionEntity, issue: PeriodIssue, now: Date): OutboxEntry {
-    const command = createCloudEvent<RightsIssueData>({
-      id: eventIdOf(subscription.subscriptionId, issue.period, CommandTypes.rightsIssue),
+    return changeMessage<RightsIssueData>(Exchanges.commands, {
       source: EVENT_SOURCE,
       type: CommandTypes.rightsIssue,
       subject: subscription.subscriptionId,
+      sequence: issue.period,
       data: {
         subscriptionId: subscription.subscriptionId,
         connectId: subscription.userId,
@@ -86,6 +72,5 @@ export class SubscriptionMessages {
       },
       time: now,
     });
-    return outboxEntry(Exchanges.commands, command);
   }
 }
