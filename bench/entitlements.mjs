@@ -10,12 +10,10 @@ import { performance } from 'node:perf_hooks';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { issueRights, startBenchSystem } from './system.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(import.meta.url);
-const { useTestServers, TestSystem, EventCollector, issueRightsInBulk } = require(
-  path.join(root, 'libs/testing/dist/index.js'),
-);
 const { EntitlementProjection } = require(path.join(root, 'services/gateway/dist/domain/entitlements.js'));
 
 const N = Number(process.env.BENCH_RIGHTS ?? 100_000);
@@ -62,35 +60,22 @@ function heapAfterGc() {
 }
 
 // 2. The load at start, in a running system.
-const servers = await useTestServers();
-const system = await TestSystem.start({
-  processes: true,
+const { system, stop } = await startBenchSystem({
   name: 'bench_entitlements',
   backends: ['catalog', 'rights'],
   env: {
     LOG_LEVEL: 'info',
-    RATE_LIMIT_PER_SECOND: '0',
-    RATE_LIMIT_USER_PER_SECOND: '0',
-    RATE_LIMIT_OPEN_PER_SECOND: '0',
   },
 });
 try {
   await system.seed({ clients: [{ clientId: 'bench-grantor', grantorId: 'B' }], skus: { monthly: {} } });
-  const created = await EventCollector.start(system.amqpUrl, 'rights.events', 'right.created');
-  const issuing = performance.now();
-  const end = new Date(Date.now() + 86_400_000).toISOString();
-  await issueRightsInBulk(system.amqpUrl, {
+  await issueRights(system, {
     prefix: 'Sbenchentitlements',
     count: N,
     perCommand: 2,
-    grantorId: 'B',
-    sku: 'monthly',
-    timeInterval: `${new Date(Date.now() - 60_000).toISOString()}/${end}`,
+    start: new Date(Date.now() - 60_000),
     connectIdOf: (c) => `bench-user-${c}`,
   });
-  await created.waitFor((messages) => messages.length >= N, 3_600_000);
-  await created.close();
-  console.log(`issued ${N} rights in ${((performance.now() - issuing) / 1000).toFixed(1)} s`);
 
   const gateway = system.service('gateway');
   const metric = (text, name) => Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text)?.[1]);
@@ -116,6 +101,5 @@ try {
       `heap used ${(metric(metrics, 'nodejs_heap_size_used_bytes') / MB).toFixed(0)} MB`,
   );
 } finally {
-  await system.stop();
-  await servers.stop();
+  await stop();
 }

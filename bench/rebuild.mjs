@@ -10,12 +10,11 @@ import { performance } from 'node:perf_hooks';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { issueRights, startBenchSystem } from './system.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(import.meta.url);
-const { useTestServers, TestSystem, EventCollector, issueRightsInBulk, TEST_INTERNAL_SECRET, testDatabase } = require(
-  path.join(root, 'libs/testing/dist/index.js'),
-);
+const { TEST_INTERNAL_SECRET, testDatabase } = require(path.join(root, 'libs/testing/dist/index.js'));
 const { InternalTokenSigner } = require(path.join(root, 'libs/http/dist/index.js'));
 const { rebuildSchedules } = require(path.join(root, 'services/scheduler/dist/app/rebuild.js'));
 const { createStores } = require(path.join(root, 'services/scheduler/dist/store/stores.js'));
@@ -24,45 +23,28 @@ const { PARTITIONS } = require(path.join(root, 'services/scheduler/dist/domain/d
 const N = Number(process.env.BENCH_RIGHTS ?? 100_000);
 const USERS = 1_000;
 
-const servers = await useTestServers();
-const system = await TestSystem.start({
-  processes: true,
+const { system, stop } = await startBenchSystem({
   name: 'bench_rebuild',
   backends: ['catalog', 'rights', 'subscriptions'],
   gateway: true,
-  env: {
-    LOG_LEVEL: 'warn',
-    RATE_LIMIT_PER_SECOND: '0',
-    RATE_LIMIT_USER_PER_SECOND: '0',
-    RATE_LIMIT_OPEN_PER_SECOND: '0',
-  },
 });
 const database = await testDatabase('bench_rebuild_scheduler');
 try {
   const users = Array.from({ length: USERS }, (_, i) => `bench-user-${i}`);
   await system.seed({ clients: [{ clientId: 'bench-grantor', grantorId: 'B' }], users, skus: { monthly: {} } });
-  const created = await EventCollector.start(system.amqpUrl, 'rights.events', 'right.created');
-  const issuing = performance.now();
-  const end = new Date(Date.now() + 86_400_000).toISOString();
-  await issueRightsInBulk(system.amqpUrl, {
+  await issueRights(system, {
     prefix: 'Sbenchrebuild',
     count: N,
     perCommand: 100,
-    grantorId: 'B',
-    sku: 'monthly',
-    timeInterval: `${new Date().toISOString()}/${end}`,
     connectIdOf: (c) => users[c % USERS],
   });
-  await created.waitFor((messages) => messages.length >= N, 3_600_000);
-  await created.close();
-  console.log(`issued ${N} rights in ${((performance.now() - issuing) / 1000).toFixed(1)} s`);
 
   const urls = { subscriptions: system.service('subscriptions').url, rights: system.service('rights').url };
   const signer = new InternalTokenSigner(TEST_INTERNAL_SECRET, 'scheduler');
   const stores = createStores(database.db);
   const timed = async (partitions) => {
     const started = performance.now();
-    const read = await rebuildSchedules(urls, signer, stores, partitions);
+    const read = await rebuildSchedules({ urls, signer, stores, partitions });
     return { partitions, read, seconds: (performance.now() - started) / 1000 };
   };
   const all = Array.from({ length: PARTITIONS }, (_, p) => p);
@@ -81,6 +63,5 @@ try {
   console.log(`\npeak resident memory of the rights service: ${peak} MB`);
 } finally {
   await database.drop().catch(() => undefined);
-  await system.stop();
-  await servers.stop();
+  await stop();
 }

@@ -20,12 +20,11 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
+import { startBenchSystem } from './system.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(import.meta.url);
-const { useTestServers, TestSystem, TEST_INTERNAL_SECRET, TokenIssuer } = require(
-  path.join(root, 'libs/testing/dist/index.js'),
-);
+const { TEST_INTERNAL_SECRET, TokenIssuer } = require(path.join(root, 'libs/testing/dist/index.js'));
 const { InternalTokenSigner } = require(path.join(root, 'libs/http/dist/index.js'));
 
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 8);
@@ -93,24 +92,16 @@ function summarize(results) {
   };
 }
 
-const servers = await useTestServers();
 const stops = [];
-// warn: the services' per-request log lines would otherwise be parsed by this process.
 const issuer = new TokenIssuer();
 await issuer.start();
-const system = await TestSystem.start({
+const { system, stop } = await startBenchSystem({
   // As the images run them: one process per service (the figures are of processes).
-  processes: true,
   name: 'bench',
   backends: ['catalog', 'rights'],
-  // No rate limit: the benchmark is one client.
   // BENCH_SERVICE_ENV: more settings for every service, e.g. '{"OTEL_SDK_DISABLED":"true"}'
   // to measure what tracing costs.
   env: {
-    LOG_LEVEL: 'warn',
-    RATE_LIMIT_PER_SECOND: '0',
-    RATE_LIMIT_USER_PER_SECOND: '0',
-    RATE_LIMIT_OPEN_PER_SECOND: '0',
     ...issuer.env,
     ...JSON.parse(process.env.BENCH_SERVICE_ENV ?? '{}'),
   },
@@ -347,8 +338,7 @@ try {
   console.log(`results: ${path.relative(root, file)}`);
   if (rows.some((row) => row.failures > 0)) process.exitCode = 1;
 } finally {
-  for (const stop of stops) stop();
-  await system.stop();
+  for (const end of stops) end();
+  await stop();
   await issuer.close();
-  await servers.stop();
 }

@@ -2,12 +2,15 @@
 // real processes with every rate limit off (a benchmark measures the work, not the limiter)
 // and quiet logs; stopped on SIGINT or SIGTERM too.
 import { createRequire } from 'node:module';
+import { performance } from 'node:perf_hooks';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(import.meta.url);
-export const { useTestServers, TestSystem } = require(path.join(root, 'libs/testing/dist/index.js'));
+export const { useTestServers, TestSystem, EventCollector, issueRightsInBulk } = require(
+  path.join(root, 'libs/testing/dist/index.js'),
+);
 
 /** Starts the system `options` describes (TestSystem options; `env` adds to the defaults); resolves it and `stop`. */
 export async function startBenchSystem(options) {
@@ -26,4 +29,27 @@ export async function startBenchSystem(options) {
   const stop = () => system.stop().finally(() => servers.stop());
   for (const signal of ['SIGINT', 'SIGTERM']) process.once(signal, () => void stop().finally(() => process.exit(1)));
   return { system, stop };
+}
+
+/**
+ * Issues `count` rights of grantor B's SKU `monthly`, ending in a day, as renewals do
+ * (`rights.issue` commands, `perCommand` rights each), and waits for every `right.created`;
+ * logs how long it took.
+ */
+export async function issueRights(system, { prefix, count, perCommand, start = new Date(), connectIdOf }) {
+  const created = await EventCollector.start(system.amqpUrl, 'rights.events', 'right.created');
+  const issuing = performance.now();
+  const end = new Date(Date.now() + 86_400_000).toISOString();
+  await issueRightsInBulk(system.amqpUrl, {
+    prefix,
+    count,
+    perCommand,
+    grantorId: 'B',
+    sku: 'monthly',
+    timeInterval: `${start.toISOString()}/${end}`,
+    connectIdOf,
+  });
+  await created.waitFor((messages) => messages.length >= count, 3_600_000);
+  await created.close();
+  console.log(`issued ${count} rights in ${((performance.now() - issuing) / 1000).toFixed(1)} s`);
 }

@@ -13,16 +13,15 @@ import http from 'node:http';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { startBenchSystem } from './system.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(import.meta.url);
-const { useTestServers, TestSystem, issueRightsInBulk } = require(path.join(root, 'libs/testing/dist/index.js'));
+const { TestSystem, issueRightsInBulk } = require(path.join(root, 'libs/testing/dist/index.js'));
 const amqp = require(path.join(root, 'node_modules/amqplib'));
 
 const N = Number(process.env.BENCH_WEBHOOK_EVENTS ?? 10_000);
 const PER_COMMAND = 100;
-
-const servers = await useTestServers();
 
 /** The endpoint: answers 204 at once and notes when each webhook-id first arrived. */
 const firstAttempt = new Map();
@@ -39,17 +38,10 @@ const receiver = http.createServer((req, res) => {
 await new Promise((resolve) => receiver.listen(0, '127.0.0.1', resolve));
 const receiverUrl = `http://127.0.0.1:${receiver.address().port}/hook`;
 
-const system = await TestSystem.start({
+const { system, stop } = await startBenchSystem({
   // As the images run them: one process per service (the figures are of processes).
-  processes: true,
   name: 'bench_webhooks',
   backends: ['catalog', 'rights', 'webhooks'],
-  env: {
-    LOG_LEVEL: 'warn',
-    RATE_LIMIT_PER_SECOND: '0',
-    RATE_LIMIT_USER_PER_SECOND: '0',
-    RATE_LIMIT_OPEN_PER_SECOND: '0',
-  },
 });
 const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 
@@ -110,7 +102,6 @@ try {
     `| ${N} | ${carriedRate.toFixed(0)} | ${deliveredRate.toFixed(0)} | ${(deliveredRate / carriedRate).toFixed(2)} | ${percentile(lags, 50)} ms | ${percentile(lags, 99)} ms |`,
   );
 } finally {
-  await system.stop();
-  await servers.stop();
+  await stop();
   receiver.close();
 }

@@ -13,10 +13,11 @@ import { tmpdir } from 'node:os';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { startBenchSystem } from '../bench/system.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(import.meta.url);
-const { useTestServers, TestSystem, TEST_ADMIN } = require(path.join(root, 'libs/testing/dist/index.js'));
+const { TEST_ADMIN } = require(path.join(root, 'libs/testing/dist/index.js'));
 
 const schemathesis = path.join(root, '.local/fuzz/bin/st');
 if (!existsSync(schemathesis)) {
@@ -27,19 +28,13 @@ const EXAMPLES = process.env.FUZZ_EXAMPLES ?? '25';
 const SEED = process.env.FUZZ_SEED ?? '20261122';
 const MOST_THROTTLED_SHARE = 0.05;
 
-const servers = await useTestServers();
-const system = await TestSystem.start({
+const { system, stop } = await startBenchSystem({
   // As the images run them: one process per service.
-  processes: true,
   name: 'fuzz',
   backends: ['catalog', 'rights', 'subscriptions'],
   // The fuzzer is one client sending as fast as it can: no rate limit, quiet logs.
   // The hooks send each request from its own address through X-Forwarded-For.
   env: {
-    LOG_LEVEL: 'warn',
-    RATE_LIMIT_PER_SECOND: '0',
-    RATE_LIMIT_USER_PER_SECOND: '0',
-    RATE_LIMIT_OPEN_PER_SECOND: '0',
     TRUSTED_PROXIES: '127.0.0.1',
   },
 });
@@ -105,8 +100,7 @@ try {
   if (status === 0 && throttledShare(reports) >= MOST_THROTTLED_SHARE) status = 1;
 } finally {
   rmSync(reports, { recursive: true, force: true });
-  await system.stop();
-  await servers.stop();
+  await stop();
 }
 process.exit(status);
 

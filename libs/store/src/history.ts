@@ -1,4 +1,12 @@
-import { actorOfEvent, type Actor, type CloudEvent, type HistoryPosition, type HistoryRecord } from '@rs/contracts';
+import {
+  actorOfEvent,
+  historyOf,
+  type Actor,
+  type CloudEvent,
+  type HistoryPageRequest,
+  type HistoryPosition,
+  type HistoryRecord,
+} from '@rs/contracts';
 import type { mongo } from 'mongoose';
 import { isDuplicateKey } from './items';
 import { serverLimits } from './server-limits';
@@ -113,6 +121,12 @@ export class HistoryLog {
         if (!isDuplicateKey(error)) throw error;
       }
     }
+  }
+
+  /** The entries of one page of the history of a resource now at `generation` (DESIGN.md 8 "History"). */
+  async entries(subject: string, page: HistoryPageRequest, generation: number) {
+    const { records, before } = await this.page(subject, { ...page, lastGeneration: generation });
+    return historyOf(records, before);
   }
 
   /**

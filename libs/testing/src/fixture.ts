@@ -8,6 +8,22 @@ import { TokenIssuer } from './token-issuer';
 export const clientsOf = (grantorOf: Record<string, string>) =>
   Object.entries(grantorOf).map(([clientId, grantorId]) => ({ clientId, grantorId }));
 
+/** What a client sees of an answer: its status, its content type and its body as text. */
+export async function answerOf(response: Response): Promise<{ status: number; type: string | null; text: string }> {
+  return { status: response.status, type: response.headers.get('content-type'), text: await response.text() };
+}
+
+/**
+ * The parties of most system tests: grantor A's and grantor B's clients and provider SP's,
+ * with their Basic credentials, and the clients to seed.
+ */
+export const PARTIES = {
+  A: TestSystem.clientAuthorization('grantor-a'),
+  B: TestSystem.clientAuthorization('grantor-b'),
+  SP: TestSystem.clientAuthorization('provider-sp'),
+  grantors: { 'grantor-a': 'A', 'grantor-b': 'B', 'provider-sp': 'SP' } as Record<string, string>,
+};
+
 export interface SystemFixtureOptions extends TestSystemOptions {
   /** Registered through the gateway once the system runs (see `TestSystem.seed`). */
   seed?: Parameters<TestSystem['seed']>[0];

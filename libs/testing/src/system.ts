@@ -113,6 +113,17 @@ export class TestSystem {
     return url.toString();
   }
 
+  /** How many documents of `collection` in `service`'s database hold events not yet published. */
+  async pendingEvents(service: string, collection: string): Promise<number> {
+    const db = mongoose.createConnection(this.mongoUrlFor(service));
+    try {
+      await db.asPromise();
+      return await db.collection(collection).countDocuments({ 'outbox.0.id': { $exists: true } });
+    } finally {
+      await db.close();
+    }
+  }
+
   service(name: string): TestService {
     const found = this.processes.get(name);
     if (!found) throw new Error(`${name} is not running in this test system`);

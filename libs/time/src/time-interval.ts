@@ -113,17 +113,9 @@ const parseIntervalInstants = memoized(4096, (text: string): Parsed<IntervalInst
     const from = parseDateTime(first);
     if (!from.ok) return from;
     start = from.value;
-    if (second.startsWith('P')) {
-      const duration = parseDuration(second);
-      if (!duration.ok) return duration;
-      const until = plusOrNull(start, duration.value);
-      if (!until) return { ok: false, reason: `its end ${RANGE_REASON}` };
-      end = until;
-    } else {
-      const until = parseDateTime(second);
-      if (!until.ok) return until;
-      end = until.value;
-    }
+    const until = second.startsWith('P') ? endAfter(start, second) : parseDateTime(second);
+    if (!until.ok) return until;
+    end = until.value;
   }
   // Seconds precision everywhere: the stored instants are exactly what the text says.
   start = start.startOf('second');
@@ -135,3 +127,11 @@ const parseIntervalInstants = memoized(4096, (text: string): Parsed<IntervalInst
     value: { start: start.toMillis(), end: end.toMillis(), text: `${formatDateTime(start)}/${formatDateTime(end)}` },
   };
 });
+
+/** `start` plus the ISO 8601 duration `text`, or why there is none. */
+function endAfter(start: DateTime, text: string): Parsed<DateTime> {
+  const duration = parseDuration(text);
+  if (!duration.ok) return duration;
+  const until = plusOrNull(start, duration.value);
+  return until ? { ok: true, value: until } : { ok: false, reason: `its end ${RANGE_REASON}` };
+}

@@ -45,12 +45,18 @@ describe('RefreshingCache', () => {
     expect(subject.loads()).toBe(1);
   });
 
-  it('when the value is stale, then callers get it at once while one load refreshes it; the next get sees the new value', async () => {
+  /** A cache that loaded `v1` for `k`, whose value has since become `v2`, `ageMs` ago. */
+  async function changedSince(ageMs: number) {
     const clock = manualClock(START);
     const subject = counting(clock);
     await subject.cache.get('k');
     subject.change('v2');
-    clock.advance(1_500);
+    clock.advance(ageMs);
+    return subject;
+  }
+
+  it('when the value is stale, then callers get it at once while one load refreshes it; the next get sees the new value', async () => {
+    const subject = await changedSince(1_500);
     subject.hold();
     const served = await Promise.all(Array.from({ length: 10 }, () => subject.cache.get('k')));
     expect(served).toEqual(Array(10).fill('v1'));
@@ -61,36 +67,21 @@ describe('RefreshingCache', () => {
   });
 
   it('when the value is older than fresh plus stale, then callers wait for the load and never see the old value', async () => {
-    const clock = manualClock(START);
-    const subject = counting(clock);
-    await subject.cache.get('k');
-    subject.change('v2');
-    clock.advance(2_500);
+    const subject = await changedSince(2_500);
     expect(await subject.cache.get('k')).toBe('v2');
   });
 });
 
 describe('FailureThrottle (DESIGN.md 4 "No lock-out")', () => {
-  /** Attempts of `clientOf(i)` from `addressOf(i)`, for i from 0 while below `count`. */
-  const attempts = (
-    throttle: FailureThrottle,
-    count: number,
-    clientOf: (i: number) => string,
-    addressOf: (i: number) => string,
-  ) => Array.from({ length: count }, (_, i) => throttle.attempt(clientOf(i), addressOf(i)));
+  /** Attempts of the client from the address `who(i)` names, for i from 0 while below `count`. */
+  const attempts = (throttle: FailureThrottle, count: number, who: (i: number) => [client: string, address: string]) =>
+    Array.from({ length: count }, (_, i) => throttle.attempt(...who(i)));
 
   it('when one address tries a client past its free attempts, then that pair waits, but the client from another address does not', () => {
     const clock = manualClock(START);
     const throttle = new FailureThrottle(undefined, clock);
     const free = PER_CLIENT_AND_ADDRESS.freeFailures;
-    expect(
-      attempts(
-        throttle,
-        free,
-        () => 'victim',
-        () => '203.0.113.9',
-      ),
-    ).toEqual(Array(free).fill(0));
+    expect(attempts(throttle, free, () => ['victim', '203.0.113.9'])).toEqual(Array(free).fill(0));
     expect(throttle.attempt('victim', '203.0.113.9')).toBeGreaterThan(0);
     expect(throttle.attempt('victim', '198.51.100.7')).toBe(0);
     clock.advance(PER_CLIENT_AND_ADDRESS.baseBlockMs);
@@ -107,42 +98,22 @@ describe('FailureThrottle (DESIGN.md 4 "No lock-out")', () => {
 
   it('when one address tries many clients, then the address waits for all of them', () => {
     const throttle = new FailureThrottle();
-    attempts(
-      throttle,
-      PER_ADDRESS.freeFailures,
-      (i) => `name-${i}`,
-      () => '203.0.113.9',
-    );
+    attempts(throttle, PER_ADDRESS.freeFailures, (i) => [`name-${i}`, '203.0.113.9']);
     expect(throttle.attempt('anyone', '203.0.113.9')).toBeGreaterThan(0);
     expect(throttle.attempt('anyone', '203.0.113.10')).toBe(0);
   });
 
   it('when an IPv6 host moves within its /64, then it is still the same address', () => {
     const throttle = new FailureThrottle();
-    attempts(
-      throttle,
-      PER_ADDRESS.freeFailures,
-      (i) => `name-${i}`,
-      (i) => `2001:db8:0:1::${i + 1}`,
-    );
+    attempts(throttle, PER_ADDRESS.freeFailures, (i) => [`name-${i}`, `2001:db8:0:1::${i + 1}`]);
     expect(throttle.attempt('anyone', '2001:db8:0:1:ffff::1')).toBeGreaterThan(0);
     expect(throttle.attempt('anyone', '2001:db8:0:2::1')).toBe(0);
   });
 
   it('when an address floods names past the memory bound, then its own record stays and nothing is reset at once', () => {
     const throttle = new FailureThrottle(undefined, manualClock(START), 1_000);
-    attempts(
-      throttle,
-      PER_ADDRESS.freeFailures,
-      (i) => `name-${i}`,
-      () => '203.0.113.9',
-    );
-    attempts(
-      throttle,
-      5_000,
-      (i) => `flood-${i}`,
-      () => '203.0.113.9',
-    );
+    attempts(throttle, PER_ADDRESS.freeFailures, (i) => [`name-${i}`, '203.0.113.9']);
+    attempts(throttle, 5_000, (i) => [`flood-${i}`, '203.0.113.9']);
     expect(throttle.attempt('victim', '203.0.113.9')).toBeGreaterThan(0);
   });
 });

@@ -67,7 +67,7 @@ describe('the rebuild, shared by replicas (DESIGN.md 10)', () => {
       Array.from({ length: PARTITIONS / 2 }, (_, p) => p + PARTITIONS / 2),
     ];
     const read = [];
-    for (const partitions of halves) read.push(await rebuildSchedules(urls, signer, stores, partitions));
+    for (const partitions of halves) read.push(await rebuildSchedules({ urls, signer, stores, partitions }));
     expect(read[0]! + read[1]!).toBe(subscriptions.length + rights.length);
     expect(read.every((count) => count > 0)).toBe(true);
 
@@ -81,7 +81,7 @@ describe('the rebuild, shared by replicas (DESIGN.md 10)', () => {
     };
     await recorded(stores.subscriptionSchedules, subscriptions);
     await recorded(stores.rightExpiries, rights);
-    const first = await rebuildSchedules(urls, signer, stores, halves[0]!);
+    const first = await rebuildSchedules({ urls, signer, stores, partitions: halves[0]! });
     const owned = [...subscriptions, ...rights].filter((id) => halves[0]!.includes(partitionOf(id)));
     expect(first).toBe(owned.length);
   });

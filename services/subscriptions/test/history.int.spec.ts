@@ -1,13 +1,11 @@
-import { TestSystem, clientsOf, systemFixture, type CollectedMessage } from '@rs/testing';
+import { PARTIES, clientsOf, systemFixture, type CollectedMessage } from '@rs/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 // History of rights and subscriptions through the gateway (DESIGN.md 8 "History"): every
 // change in generation order, with who made it and what it changed, kept
 // after the resource is gone; the change events carry the same actor.
 
-const A = TestSystem.clientAuthorization('grantor-a');
-const B = TestSystem.clientAuthorization('grantor-b');
-const SP = TestSystem.clientAuthorization('provider-sp');
+const { A, B, SP } = PARTIES;
 const fx = systemFixture({
   name: 'history',
   backends: ['catalog', 'rights', 'subscriptions', 'scheduler'],
@@ -15,7 +13,7 @@ const fx = systemFixture({
   env: { SCHEDULER_TICK_MS: '200' },
   collect: { 'rights.events': '#', 'subscriptions.events': '#' },
   seed: {
-    clients: clientsOf({ 'grantor-a': 'A', 'grantor-b': 'B', 'provider-sp': 'SP', 'app-a': 'A' }),
+    clients: clientsOf({ ...PARTIES.grantors, 'app-a': 'A' }),
     users: ['alice', 'bob'],
     skus: { news: { serviceProviderId: 'SP', grantorIds: ['A', 'B'] } },
   },

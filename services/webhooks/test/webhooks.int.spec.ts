@@ -1,19 +1,17 @@
-import { TestSystem, WebhookReceiver, clientsOf, systemFixture } from '@rs/testing';
+import { PARTIES, WebhookReceiver, clientsOf, systemFixture } from '@rs/testing';
 import mongoose from 'mongoose';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 // Webhooks through the gateway, to real receivers on this machine (DESIGN.md 8).
 
-const A = TestSystem.clientAuthorization('grantor-a');
-const B = TestSystem.clientAuthorization('grantor-b');
-const SP = TestSystem.clientAuthorization('provider-sp');
+const { A, B, SP } = PARTIES;
 const fx = systemFixture({
   name: 'webhooks',
   backends: ['catalog', 'rights', 'subscriptions', 'webhooks'],
   env: { WEBHOOK_RETRY_SCHEDULE: '1s,1s,1s', WEBHOOK_TIMEOUT_MS: '1500' },
   seed: {
-    clients: clientsOf({ 'grantor-a': 'A', 'grantor-b': 'B', 'provider-sp': 'SP' }),
+    clients: clientsOf(PARTIES.grantors),
     users: ['alice'],
     skus: { news: { serviceProviderId: 'SP', grantorIds: ['A', 'B'] }, video: {} },
   },

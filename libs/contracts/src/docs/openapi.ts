@@ -34,22 +34,17 @@ const schemaOf = (schema: z.ZodType) => {
   return rest;
 };
 
-const text = (description: string, headers?: Record<string, unknown>) => ({
+/** An error answer in the contract's `type`, or as a problem to a client that asks for one. */
+const errorIn = (type: 'text/plain' | 'text/html') => (description: string, headers?: Record<string, unknown>) => ({
   description,
   ...(headers ? { headers } : {}),
   content: {
-    'text/plain': { schema: { type: 'string' } },
+    [type]: { schema: { type: 'string' } },
     'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } },
   },
 });
-const html = (description: string, headers?: Record<string, unknown>) => ({
-  description,
-  ...(headers ? { headers } : {}),
-  content: {
-    'text/html': { schema: { type: 'string' } },
-    'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } },
-  },
-});
+const text = errorIn('text/plain');
+const html = errorIn('text/html');
 const ref = (name: string) => ({ $ref: `#/components/responses/${name}` });
 const param = (name: string) => ({ $ref: `#/components/parameters/${name}` });
 

@@ -87,3 +87,11 @@ export function parseEvent<S extends EventSchemas>(schemas: S, raw: unknown): Pa
   if (!data.success) throw new InvalidMessage(`invalid ${envelope.data.type} data: ${z.prettifyError(data.error)}`);
   return { ...envelope.data, data: data.data } as ParsedEvent<S>;
 }
+
+/** The data schema of each event type of a family whose events all carry the same data. */
+export function eventFamily<Types extends Record<string, string>, Data>(
+  types: Types,
+  data: Data,
+): Record<Types[keyof Types], Data> {
+  return Object.fromEntries(Object.values(types).map((type) => [type, data])) as Record<Types[keyof Types], Data>;
+}

@@ -1,5 +1,6 @@
 import { storableText, TIME_INTERVAL_PATTERN } from './formats';
 import { z } from 'zod';
+import { eventFamily } from './cloud-event';
 import { PartyId, SkuName } from './catalog';
 import { ConnectId } from './identity';
 
@@ -79,9 +80,7 @@ export const RightEventTypes = {
 } as const;
 export type RightEventType = (typeof RightEventTypes)[keyof typeof RightEventTypes];
 
-export const RightEvents = Object.fromEntries(
-  Object.values(RightEventTypes).map((type) => [type, RightEventData]),
-) as Record<RightEventType, typeof RightEventData>;
+export const RightEvents = eventFamily(RightEventTypes, RightEventData);
 
 /** What the scheduler needs of one right to rebuild its expiries (internal, service callers only). */
 export const ExpiryEntry = RightEventData.pick({

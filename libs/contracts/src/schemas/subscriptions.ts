@@ -1,5 +1,6 @@
 import { storableText, TIME_SPEC_PATTERN } from './formats';
 import { z } from 'zod';
+import { eventFamily } from './cloud-event';
 import { PartyId, SkuName } from './catalog';
 import { ConnectId } from './identity';
 import { Link } from './rights';
@@ -82,9 +83,7 @@ export const SubscriptionEventTypes = {
 } as const;
 export type SubscriptionEventType = (typeof SubscriptionEventTypes)[keyof typeof SubscriptionEventTypes];
 
-export const SubscriptionEvents = Object.fromEntries(
-  Object.values(SubscriptionEventTypes).map((type) => [type, SubscriptionEventData]),
-) as Record<SubscriptionEventType, typeof SubscriptionEventData>;
+export const SubscriptionEvents = eventFamily(SubscriptionEventTypes, SubscriptionEventData);
 
 /**
  * A subscription as of one generation (`sequence`), as much as renewing it needs: the

@@ -2,7 +2,6 @@ import { createHash } from 'node:crypto';
 import { skuForUseCase, type SkuLookup } from '@rs/catalog-client';
 import {
   actorOf,
-  historyOf,
   type HistoryPageRequest,
   InvalidMessage,
   newId,
@@ -189,11 +188,7 @@ export class RightsUseCases {
     if (found) found.entity = asOf(found.entity, this.clock());
     if (!found || !canReadHistory(principal, found.entity, found.removed))
       throw DomainError.notFound(`no right ${rightId} for user ${userId}`);
-    const { records, before } = await this.changes.page(rightId, {
-      ...page,
-      lastGeneration: found.entity.generation,
-    });
-    return historyOf(records, before);
+    return this.changes.entries(rightId, page, found.entity.generation);
   }
 
   /** A page of a bucket's rights as stored while they may expire, for the scheduler's rebuild. */

@@ -47,7 +47,7 @@ export async function startScheduling(options: SchedulingOptions): Promise<{ sto
       // Until its membership is stored (the database was away at start), retried soon.
       if (!replicas.members.includes(me)) throw new Error('not a scheduler member yet');
       const partitions = owned();
-      const read = await rebuildSchedules(options.urls, options.signer, stores, partitions, clock);
+      const read = await rebuildSchedules({ urls: options.urls, signer: options.signer, stores, partitions, clock });
       logger.info({ entries: read, partitions }, 'schedules rebuilt');
     },
     {

@@ -1,7 +1,6 @@
 import { skuForUseCase, type SkuLookup } from '@rs/catalog-client';
 import {
   actorOf,
-  historyOf,
   type HistoryPageRequest,
   systemActor,
   newId,
@@ -171,11 +170,7 @@ export class SubscriptionUseCases {
     const found = await this.store.findEvenRemoved(userId, subscriptionId);
     if (!found || !canReadHistory(principal, found.entity, found.removed))
       throw DomainError.notFound(`no subscription ${subscriptionId} for user ${userId}`);
-    const { records, before } = await this.changes.page(subscriptionId, {
-      ...page,
-      lastGeneration: found.entity.generation,
-    });
-    return historyOf(records, before);
+    return this.changes.entries(subscriptionId, page, found.entity.generation);
   }
 
   /** A page of a bucket's live subscriptions, for the scheduler's rebuild. */
