@@ -18,13 +18,14 @@ const PAGE = 500;
  * event) is left alone, and one lost (an event purged, a late write) is recorded again.
  * Returns how many entries were read.
  */
-export async function rebuildSchedules(
-  urls: { subscriptions: string; rights: string },
-  signer: InternalTokenSigner,
-  stores: { rightExpiries: DueStore; subscriptionSchedules: DueStore },
-  partitions: readonly number[],
-  clock: Clock = systemClock,
-): Promise<number> {
+export async function rebuildSchedules(options: {
+  urls: { subscriptions: string; rights: string };
+  signer: InternalTokenSigner;
+  stores: { rightExpiries: DueStore; subscriptionSchedules: DueStore };
+  partitions: readonly number[];
+  clock?: Clock;
+}): Promise<number> {
+  const { urls, signer, stores, partitions, clock = systemClock } = options;
   /** Every entry of the owned buckets of one listing recorded in one store, as due items (those with a due time). */
   const rebuild = async <T>(
     service: 'subscriptions' | 'rights',
