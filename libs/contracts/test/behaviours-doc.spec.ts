@@ -78,3 +78,20 @@ describe('docs/behaviours.md', () => {
     }
   });
 });
+
+describe('docs/decisions/README.md', () => {
+  it('when a decision is recorded, then the index links it with its title and status', () => {
+    const folder = path.resolve(__dirname, '../../../docs/decisions');
+    const index = readFileSync(path.join(folder, 'README.md'), 'utf8');
+    const records = readdirSync(folder).filter((name) => /^\d{4}-.*\.md$/.test(name));
+    expect(records.length).toBeGreaterThan(40);
+    for (const record of records) {
+      const text = readFileSync(path.join(folder, record), 'utf8');
+      const status = /^Status:\s*(.+)$/m.exec(text)?.[1]?.trim();
+      const row = index.split('\n').find((line) => line.includes(`](${record})`));
+      expect(row, record).toBeDefined();
+      expect(status, `${record} has a status line`).toBeDefined();
+      expect(row, record).toContain(status!);
+    }
+  });
+});

@@ -1,9 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { createLogger } from '@rs/logging';
 import { RabbitAdmin } from '@rs/testing';
 import amqp from 'amqplib';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { AmqpClient, BrokerUnavailable, consume, deadLetterQueueOf } from '../src/index';
 
@@ -86,11 +85,14 @@ describe('consumer with retry and dead-letter queue', () => {
   });
 
   it('when the broker connection is lost, then publishing fails fast, and after the automatic reconnect consuming resumes', async () => {
-    let names: string[] = [];
-    for (let tries = 0; tries < 150 && names.length === 0; tries++) {
-      names = await rabbit.connectionsNamed(vhost, 'consumer-test');
-      if (names.length === 0) await sleep(100);
-    }
+    const names = await vi.waitFor(
+      async () => {
+        const found = await rabbit.connectionsNamed(vhost, 'consumer-test');
+        if (found.length === 0) throw new Error('the broker lists no connection of the consumer yet');
+        return found;
+      },
+      { timeout: 15_000, interval: 100 },
+    );
     expect(names).toHaveLength(1);
     const disconnected = new Promise<void>((resolve) => client.once('disconnected', () => resolve()));
     await rabbit.closeConnection(names[0]!);

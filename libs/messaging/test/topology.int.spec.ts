@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { createLogger } from '@rs/logging';
 import { RabbitAdmin } from '@rs/testing';
 import amqp from 'amqplib';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import {
   AmqpClient,
@@ -91,17 +91,20 @@ describe('the broker topology (DESIGN.md 10)', () => {
         persistent: true,
       });
       let deliveries = 0;
-      let dead: amqp.GetMessage | false = false;
-      for (let i = 0; i < DELIVERY_LIMIT * 3 && !dead; i++) {
-        const message = await channel.get('test.limited', { noAck: false });
-        if (message) {
-          deliveries += 1;
-          channel.nack(message, false, true); // given back unhandled, as a dying consumer's message is
-        }
-        dead = await channel.get(deadLetterQueueOf('test.limited'), { noAck: true });
-        if (!message && !dead) await new Promise((resolve) => setTimeout(resolve, 50));
-      }
-      expect(dead && JSON.parse(dead.content.toString())).toEqual({ name: 'crashes-its-consumer' });
+      const dead = await vi.waitFor(
+        async (): Promise<amqp.GetMessage> => {
+          const message = await channel.get('test.limited', { noAck: false });
+          if (message) {
+            deliveries += 1;
+            channel.nack(message, false, true); // given back unhandled, as a dying consumer's message is
+          }
+          const deadLettered = await channel.get(deadLetterQueueOf('test.limited'), { noAck: true });
+          if (!deadLettered) throw new Error(`not dead-lettered after ${deliveries} deliveries`);
+          return deadLettered;
+        },
+        { timeout: 20_000, interval: 50 },
+      );
+      expect(JSON.parse(dead.content.toString())).toEqual({ name: 'crashes-its-consumer' });
       expect(deliveries).toBeGreaterThanOrEqual(DELIVERY_LIMIT);
       expect(deliveries).toBeLessThanOrEqual(DELIVERY_LIMIT + 1);
     } finally {

@@ -60,7 +60,7 @@ function traffic(rightId: string) {
         );
         if (response) statuses.push(response.status);
       }
-      await sleep(20); // within the gateway's rate limit per client (DESIGN.md 9)
+      await sleep(20); // the wait is the test's subject: calls paced within the gateway's rate limit per client
     }
   })();
   return {

@@ -1,5 +1,5 @@
 import client from 'prom-client';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { gauge } from '../src/metrics';
 
 describe('gauges computed at scrape time', () => {
@@ -23,6 +23,7 @@ describe('gauges computed at scrape time', () => {
 
   it('when scrapes come while a slow computation is still running, then they wait for it instead of starting another', async () => {
     let started = 0;
+    let finished = 0;
     let release: () => void = () => undefined;
     gauge('test_slow_gauge', 'A gauge whose source is slow', ['source'], async function collect() {
       started += 1;
@@ -30,16 +31,17 @@ describe('gauges computed at scrape time', () => {
         release = resolve;
       });
       this.set({ source: 'db' }, started);
+      finished += 1;
     });
     // Three scrapes give up on it (each after its 2 s bound): one computation in all.
     for (let scrape = 0; scrape < 3; scrape++)
       expect(await client.register.metrics()).not.toMatch(/^test_slow_gauge\{/m);
     expect(started).toBe(1);
     release();
-    await new Promise((resolve) => setTimeout(resolve, 10));
+    await vi.waitFor(() => expect(finished).toBe(1));
     // Once it has finished, the next scrape computes afresh.
     const next = client.register.metrics();
-    await new Promise((resolve) => setTimeout(resolve, 10));
+    await vi.waitFor(() => expect(started).toBe(2));
     release();
     expect(await next).toMatch(/^test_slow_gauge\{source="db"\} 2$/m);
     expect(started).toBe(2);

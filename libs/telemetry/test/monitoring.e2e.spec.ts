@@ -3,7 +3,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { clientsOf, systemFixture, TestSystem } from '@rs/testing';
 import amqp from 'amqplib';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 
 const root = path.resolve(__dirname, '../../..');
@@ -154,13 +154,14 @@ async function sample(service: string, series: string): Promise<number | undefin
 }
 
 async function until<T>(read: () => Promise<T>, ok: (value: T) => boolean, what: string): Promise<T> {
-  let value = await read();
-  for (let waited = 0; !ok(value); waited += 200) {
-    if (waited > 20_000) throw new Error(`${what}: still ${String(value)}`);
-    await sleep(200);
-    value = await read();
-  }
-  return value;
+  return vi.waitFor(
+    async () => {
+      const value = await read();
+      if (!ok(value)) throw new Error(`${what}: still ${String(value)}`);
+      return value;
+    },
+    { timeout: 20_000, interval: 200 },
+  );
 }
 
 describe("the operators' metrics measure what happens", () => {
@@ -196,7 +197,7 @@ describe("the operators' metrics measure what happens", () => {
     });
     expect(created.status).toBe(201);
     const { subscriptionId } = (await created.json()) as { subscriptionId: string };
-    await sleep(start + 4_500 - Date.now());
+    await sleep(start + 4_500 - Date.now()); // the wait is the test's subject: both periods end while the scheduler is down
     await scheduler.start();
     expect(
       await until(

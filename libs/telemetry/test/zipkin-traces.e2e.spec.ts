@@ -1,6 +1,5 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { clientsOf, TestSystem, ZipkinServer, type ZipkinSpan } from '@rs/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
 /**
  * Traces on a machine without Docker. Zipkin's server (installed by the setup from
@@ -45,11 +44,14 @@ describe('a request traced in Zipkin', () => {
       ['scheduler', 'webhooks'].every((service) =>
         spans.some((span) => serviceOf(span) === service && span.kind === 'CONSUMER'),
       );
-    for (let waited = 0; waited < 30_000 && !complete(trace); waited += 500) {
-      await sleep(500);
-      const found = (await zipkin.traces('gateway')).find((spans) => spans.some(isCreate));
-      if (found) trace = await zipkin.trace(found[0]!.traceId);
-    }
+    await vi.waitFor(
+      async () => {
+        const found = (await zipkin.traces('gateway')).find((spans) => spans.some(isCreate));
+        if (found) trace = await zipkin.trace(found[0]!.traceId);
+        if (!complete(trace)) throw new Error('the trace has not reached Zipkin whole yet');
+      },
+      { timeout: 30_000, interval: 500 },
+    );
     expect(trace.length).toBeGreaterThan(0);
     const kinds = new Set(trace.map((span) => `${serviceOf(span)} ${span.kind ?? 'INTERNAL'}`));
     expect(kinds).toContain('gateway SERVER');

@@ -16,3 +16,4 @@ export * from './zipkin';
 export * from './ferretdb';
 export * from './rabbit-cluster';
 export * from './periodic-subscriptions';
+export * from './markers';

@@ -39,7 +39,7 @@ async function writeSkus(
         const response = await putSku(sku);
         if (response.status === 201) acknowledged.push(sku);
         else expect.fail(`PUT ${sku} answered ${response.status}: ${await response.text()}`);
-        if (pauseMs) await sleep(pauseMs);
+        if (pauseMs) await sleep(pauseMs); // the wait is the test's subject: writes spread over the faults
       }
     }),
   );
@@ -63,7 +63,7 @@ describe('no lost events', () => {
     let kills = 0;
     for (let round = 0; round < 3; round++) {
       kills += await killCatalogConnection();
-      await sleep(200);
+      await sleep(200); // the wait is the test's subject: the connection killed again while writes go on
     }
     killing = false;
     const acknowledged = await writing;

@@ -4,7 +4,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { clientsOf, freePort, systemFixture, TestSystem } from '@rs/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
 /**
  * A fault is never a 500 (docs/security.md "Bounds"): the MongoDB-wire server restarts while
@@ -33,8 +33,8 @@ async function startFerretDb(): Promise<void> {
     { stdio: 'ignore' },
   );
   const failed = once(ferretdb, 'error');
-  for (let tries = 0; tries < 100; tries++) {
-    const up = await Promise.race([
+  const listening = () =>
+    Promise.race([
       fetch(`http://127.0.0.1:${port}`).then(
         () => true,
         (error: { cause?: { code?: string } }) => error.cause?.code !== 'ECONNREFUSED',
@@ -43,10 +43,12 @@ async function startFerretDb(): Promise<void> {
         throw new Error(`ferretdb (deploy/local/setup.sh installs it) did not start: ${String(error)}`);
       }),
     ]);
-    if (up) return;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error('ferretdb did not listen within 10 s');
+  await vi.waitFor(
+    async () => {
+      if (!(await listening())) throw new Error('ferretdb does not listen yet');
+    },
+    { timeout: 10_000, interval: 100 },
+  );
 }
 
 const fx = systemFixture({
@@ -89,7 +91,7 @@ describe('a restart of the database under write load', () => {
     await expect.poll(() => created.length).toBeGreaterThan(20);
     ferretdb!.kill('SIGKILL');
     await once(ferretdb!, 'exit');
-    await new Promise((resolve) => setTimeout(resolve, 12_000)); // down longer than mongoose buffers an operation (10 s)
+    await new Promise((resolve) => setTimeout(resolve, 12_000)); // the wait is the test's subject: down longer than mongoose buffers an operation (10 s)
     await startFerretDb();
     const createdBefore = created.length;
     await expect.poll(() => created.length).toBeGreaterThan(createdBefore + 20);

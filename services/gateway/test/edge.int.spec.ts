@@ -367,7 +367,7 @@ describe('exposure: what is not the public API is not on the public port, nor be
           resolve(connected);
         };
         socket.once('connect', () => settle(true)).once('error', () => settle(false));
-        socket.setTimeout(2_000, () => settle(false));
+        socket.setTimeout(2_000, () => settle(false)); // a bound, not a wait: no answer by then is the finding
       });
     const rights = fx.system.service('rights');
     expect(await connects('127.0.0.1', rights.port)).toBe(true);

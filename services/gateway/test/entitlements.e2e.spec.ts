@@ -121,7 +121,7 @@ describe('entitlement checks (DESIGN.md 8)', () => {
         const answer = await check(replica, 'bob', 'video');
         seen.push({ at: Date.parse(answer.checkedAt), entitled: answer.entitled, until: answer.until });
       }
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      await new Promise((resolve) => setTimeout(resolve, 100)); // the wait is the test's subject: answers sampled across the interval
     }
     // Every answer agrees with the interval at the instant it names, and all three phases were seen.
     for (const { at, entitled } of seen) expect(entitled, new Date(at).toISOString()).toBe(at >= start && at < end);
@@ -247,7 +247,8 @@ describe('entitlement checks (DESIGN.md 8)', () => {
     const answers: Array<{ status: number; entitled?: boolean }> = [];
     const load = (async () => {
       // Paced under the client's rate limit (a 429 would say nothing about the projection).
-      for (; loading; await new Promise((resolve) => setTimeout(resolve, 20))) {
+      const paced = () => new Promise((resolve) => setTimeout(resolve, 20)); // the wait is the test's subject: the pace
+      for (; loading; await paced()) {
         const response = await on(SECOND, 'GET', '/id/users/gina/entitlements/video', A);
         answers.push({
           status: response.status,

@@ -70,7 +70,7 @@ describe('Idempotency-Key over its lifetime (DESIGN.md 8)', () => {
     const january = ((await first.json()) as { rightId: string }).rightId;
     expect((await send('POST', '/id/users/uma/rights', 'monthly', rightBody())).status).toBe(422);
 
-    await sleep(TTL_S * 1000 + 500);
+    await sleep(TTL_S * 1000 + 500); // the wait is the test's subject: past the key's lifetime
     const second = await send('POST', '/id/users/uma/rights', 'monthly', rightBody({ grantorContext: 'february' }));
     expect(second.status, await second.clone().text()).toBe(201);
     expect(second.headers.get('idempotent-replayed')).toBeNull();

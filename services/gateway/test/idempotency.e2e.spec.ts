@@ -1,7 +1,6 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { systemFixture, TestSystem, clientsOf } from '@rs/testing';
 import mongoose from 'mongoose';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
 // Idempotency-Key through the gateway (DESIGN.md 8), with two gateway replicas sharing the keys.
 
@@ -142,12 +141,14 @@ describe('Idempotency-Key (DESIGN.md 8)', () => {
     await fx.system.service('gateway').start();
 
     // The first attempt owns the key until its lease ends; then the retry runs and finds its right.
-    let retried: Response;
-    for (;;) {
-      retried = await create('crash', 'order-4');
-      if (retried.status !== 409) break;
-      await sleep(500);
-    }
+    const retried = await vi.waitFor(
+      async () => {
+        const answer = await create('crash', 'order-4');
+        if (answer.status === 409) throw new Error('the first attempt still owns the key');
+        return answer;
+      },
+      { timeout: 30_000, interval: 500 },
+    );
     expect(retried.status, await retried.clone().text()).toBe(201);
     const { rightId } = (await retried.json()) as { rightId: string };
     expect([...createdFor('crash')]).toEqual([rightId]);

@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { systemFixture } from '@rs/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
 const SERVER = 2;
 const CLIENT = 3;
@@ -28,16 +27,18 @@ describe('one trace end to end', () => {
 
     let traceId: string | undefined;
     let services = new Set<string>();
-    for (let waited = 0; waited < 15_000; waited += 100) {
-      const gatewaySpan = fx.receiver.spans.find(
-        (s) => s.service === 'gateway' && s.kind === SERVER && s.name.startsWith('PUT'),
-      );
-      traceId = gatewaySpan?.traceId;
-      const inTrace = fx.receiver.spans.filter((s) => s.traceId === traceId);
-      services = new Set(inTrace.map((s) => `${s.service}:${s.kind}`));
-      if (services.has('catalog:2') && services.has('rights:5')) break;
-      await sleep(100);
-    }
+    await vi.waitFor(
+      () => {
+        const gatewaySpan = fx.receiver.spans.find(
+          (s) => s.service === 'gateway' && s.kind === SERVER && s.name.startsWith('PUT'),
+        );
+        traceId = gatewaySpan?.traceId;
+        const inTrace = fx.receiver.spans.filter((s) => s.traceId === traceId);
+        services = new Set(inTrace.map((s) => `${s.service}:${s.kind}`));
+        if (!services.has('catalog:2') || !services.has('rights:5')) throw new Error('the trace is not whole yet');
+      },
+      { timeout: 15_000, interval: 100 },
+    );
     expect(traceId).toMatch(/^[0-9a-f]{32}$/);
     expect(services).toContain(`gateway:${SERVER}`);
     expect(services).toContain(`catalog:${SERVER}`);
@@ -100,8 +101,9 @@ describe('OTEL_TRACES_SAMPLER', () => {
     const services = () => [
       ...new Set(sampled.receiver.spans.filter((s) => s.traceId === traceId).map((s) => s.service)),
     ];
+    // Each service exports its spans in the order they end, and the unsampled request ended
+    // before this one everywhere: with this one's spans in from every service, any of its would be.
     await expect.poll(() => services().sort()).toEqual(['catalog', 'gateway', 'rights']);
-    await sleep(500); // the export interval is 100 ms: the other request's spans would be here by now
     expect(sampled.receiver.spans.filter((s) => s.traceId !== traceId)).toEqual([]);
   });
 });

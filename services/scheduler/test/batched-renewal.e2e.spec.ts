@@ -1,9 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createCloudEvent, type RightsIssueData, type SubscriptionsRenewBatch } from '@rs/contracts';
-import { EventCollector, idsBySubject, rightsIssue, TestSystem } from '@rs/testing';
+import { EventCollector, idsBySubject, passExpiryMarker, rightsIssue, TestSystem } from '@rs/testing';
 import amqp, { type ChannelModel, type ConfirmChannel } from 'amqplib';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import mongoose from 'mongoose';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
 // Renewal and expiry in batches. Commands are published here exactly as the
 // scheduler and the subscriptions service publish them; effects are read through the API.
@@ -15,6 +16,27 @@ let channel: ConfirmChannel;
 const A = TestSystem.clientAuthorization('grantor-a');
 const USER = 'batch-user';
 
+/**
+ * With the scheduler stopped: a marker subscription renewed by a command sent now; once its
+ * right.created is in, every renew and issue command sent before it has been handled.
+ */
+async function renewalPassed(): Promise<void> {
+  const marker = await createSubscription({ timeSpec: `R1/${isoSecond(Date.now() - 1_000)}/PT1H` });
+  await send('subscriptions.renew', {
+    items: [{ subscriptionId: marker, connectId: USER }],
+  } satisfies SubscriptionsRenewBatch);
+  await rightEvents.waitFor((messages) =>
+    messages.some(
+      (m) =>
+        m.routingKey === 'right.created' &&
+        (m.body.data as { link: Array<{ href: string }> }).link.some((l) => l.href.endsWith(`/subs/${marker}`)),
+    ),
+  );
+}
+
+/** Every command sent before now has been handled (a marker right's expiry has come through after them). */
+const passed = () =>
+  passExpiryMarker(system, { authorization: A, user: 'marker', grantorId: 'A', sku: 'news', events: rightEvents });
 const isoSecond = (ms: number) => new Date(Math.floor(ms / 1000) * 1000).toISOString().replace(/\.000Z$/, 'Z');
 
 async function send(type: string, data: unknown): Promise<void> {
@@ -66,7 +88,11 @@ beforeAll(async () => {
   subscriptionEvents = await EventCollector.start(system.amqpUrl, 'subscriptions.events');
   connection = await amqp.connect(system.amqpUrl);
   channel = await connection.createConfirmChannel();
-  await system.seed({ clients: [{ clientId: 'grantor-a', grantorId: 'A' }], users: [USER], skus: { news: {} } });
+  await system.seed({
+    clients: [{ clientId: 'grantor-a', grantorId: 'A' }],
+    users: [USER, 'marker'],
+    skus: { news: {} },
+  });
 }, 120_000);
 afterAll(async () => {
   await connection?.close();
@@ -97,7 +123,7 @@ describe('batches that partly repeat', () => {
     await rightEvents.waitFor(() =>
       [...rightIds].every((id) => idsBySubject(rightEvents.messages, 'right.created').has(id)),
     );
-    await sleep(1_000);
+    await passed();
     expect(await issued()).toHaveLength(40);
     const created = idsBySubject(rightEvents.messages, 'right.created');
     for (const id of rightIds) expect(created.get(id)?.size, `right.created of ${id}`).toBe(1);
@@ -123,19 +149,13 @@ describe('batches that partly repeat', () => {
       const generationOf = async (id: string) =>
         ((await (await call('GET', `/id/users/${USER}/subs/${id}`)).json()) as { generation: string }).generation;
       // Kill it as soon as the first renewals are stored, before the batch's events go out.
-      const deadline = Date.now() + 20_000;
-      while (
-        Date.now() < deadline &&
-        !(
-          await Promise.all(
-            ids
-              .slice(0, 150)
-              .filter((_, i) => i % 15 === 0)
-              .map(generationOf),
-          )
-        ).includes('2')
-      )
-        await sleep(20);
+      const sample = ids.slice(0, 150).filter((_, i) => i % 15 === 0);
+      await vi.waitFor(
+        async () => {
+          if (!(await Promise.all(sample.map(generationOf))).includes('2')) throw new Error('no renewal stored yet');
+        },
+        { timeout: 20_000, interval: 20 },
+      );
       await system.service('subscriptions').kill();
       await system.service('subscriptions').start();
 
@@ -145,7 +165,7 @@ describe('batches that partly repeat', () => {
         () => ids.every((id) => idsBySubject(subscriptionEvents.messages, 'subscription.renewed').has(id)),
         20_000,
       );
-      await sleep(1_500);
+      await renewalPassed();
       const rights = await ofOurs();
       expect(new Set(rights.map(subscriptionOf)).size).toBe(300);
       const renewed = idsBySubject(subscriptionEvents.messages, 'subscription.renewed');
@@ -186,7 +206,7 @@ describe('a batch mixing states', () => {
         (await rightsOfUser()).filter((right) => subscriptionOf(right) === id).map((right) => right.state);
       await expect.poll(() => statesOf(active)).toEqual(['ACTIVE']);
       await expect.poll(() => statesOf(suspended)).toEqual(['SUSPENDED']);
-      await sleep(1_000);
+      await renewalPassed();
       expect(await statesOf(deleted)).toEqual([]);
       expect(await statesOf(ended)).toEqual([]);
       expect(await system.rabbit.queueMessageCount(system.vhost, 'subscriptions.commands.dlq')).toBe(0);
@@ -223,12 +243,12 @@ describe('expiry in bulk', () => {
     const rightIds = new Set((await ours()).map((right) => right.rightId));
     const expiredOf = () =>
       [...idsBySubject(rightEvents.messages, 'right.expired').keys()].filter((id) => rightIds.has(id));
-    await sleep(Math.max(0, end - Date.now()));
+    await sleep(Math.max(0, end - Date.now())); // the wait is the test's subject: the rights end together at `end`
     // Generous: beside two other test files on two cores, this took 12-14 s (session 8), and
     // more in two CI runs; the rate is measured by `npm run bench:renewal`, not here.
     await rightEvents.waitFor(() => expiredOf().length === 1_000, 60_000);
     expect((await ours()).every((right) => right.state === 'EXPIRED')).toBe(true);
-    await sleep(1_500);
+    await passed();
     const expired = idsBySubject(rightEvents.messages, 'right.expired');
     for (const id of rightIds) expect(expired.get(id)?.size, `right.expired of ${id}`).toBe(1);
   }, 120_000);
@@ -243,11 +263,20 @@ describe('catch-up', () => {
     const short = await Promise.all(
       Array.from({ length: 20 }, () => createSubscription({ timeSpec: `R2/${isoSecond(due)}/PT1S` })),
     );
-    await expect.poll(() => system.rabbit.queueMessageCount(system.vhost, 'scheduler.subscriptions-events')).toBe(0);
-    await sleep(500);
+    // Every subscription's schedule recorded by the scheduler before it stops.
+    const scheduled = async () => {
+      const db = mongoose.createConnection(system.mongoUrlFor('scheduler'));
+      try {
+        await db.asPromise();
+        return await db.collection('subscription_schedules').countDocuments({ id: { $in: [...lasting, ...short] } });
+      } finally {
+        await db.close();
+      }
+    };
+    await expect.poll(scheduled, { timeout: 20_000 }).toBeGreaterThanOrEqual(40);
     const scheduler = system.service('scheduler');
     await scheduler.stop();
-    await sleep(Math.max(0, due + 4_000 - Date.now())); // both short periods have ended by now
+    await sleep(Math.max(0, due + 4_000 - Date.now())); // the wait is the test's subject: the scheduler is down while both short periods end
     await scheduler.start();
     const rightsOf = async (ids: string[]) =>
       (await rightsOfUser()).filter((right) => ids.includes(subscriptionOf(right)!));

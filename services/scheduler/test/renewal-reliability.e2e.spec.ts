@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { EventCollector, idsBySubject, PeriodicSubscriptions, TestSystem } from '@rs/testing';
+import { EventCollector, idsBySubject, passExpiryMarker, PeriodicSubscriptions, TestSystem } from '@rs/testing';
 import mongoose from 'mongoose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -46,7 +46,11 @@ beforeAll(async () => {
     grantorId: 'A',
     sku: 'news',
   });
-  await system.seed({ clients: [{ clientId: 'grantor-a', grantorId: 'A' }], users: load.users, skus: { news: {} } });
+  await system.seed({
+    clients: [{ clientId: 'grantor-a', grantorId: 'A' }],
+    users: [...load.users, 'marker'],
+    skus: { news: {} },
+  });
 }, 120_000);
 afterAll(async () => {
   await rightEvents?.close();
@@ -60,16 +64,16 @@ describe('renewal through crashes and broker outages (issue: subscriptions and t
     const base = load.base;
 
     // Faults while periods are being renewed and rights expired.
-    const at = async (ms: number) => sleep(Math.max(0, ms - Date.now()));
+    const at = async (ms: number) => sleep(Math.max(0, ms - Date.now())); // the wait is the test's subject: the faults come at moments of the periods
     await at(base + PERIOD_S * 500);
     await system.service('subscriptions').kill();
-    await sleep(1_000);
+    await sleep(1_000); // the wait is the test's subject: the service is down for a second
     await system.service('subscriptions').start();
     expect(await system.killBrokerConnection('rights')).toBeGreaterThan(0);
     expect(await system.killBrokerConnection('scheduler')).toBeGreaterThan(0);
     await at(base + PERIOD_S * 1_500);
     await system.service('rights').kill();
-    await sleep(1_000);
+    await sleep(1_000); // the wait is the test's subject: the service is down for a second
     await system.service('rights').start();
     expect(await system.killBrokerConnection('subscriptions')).toBeGreaterThan(0);
     await system.service('scheduler#2').kill(); // for good: the other takes over its partitions
@@ -88,7 +92,14 @@ describe('renewal through crashes and broker outages (issue: subscriptions and t
       () => idsBySubject(rightEvents.messages, 'right.expired').size >= SUBSCRIPTIONS * PERIODS,
       300_000,
     );
-    await sleep(3_000); // a duplicate would show by now
+    // Every command sent before the marker has been handled: a duplicate would be in by now.
+    const marker = await passExpiryMarker(system, {
+      authorization: TestSystem.clientAuthorization('grantor-a'),
+      user: 'marker',
+      grantorId: 'A',
+      sku: 'news',
+      events: rightEvents,
+    });
 
     // What users see: every right of every subscription, through the gateway.
     const listed = await load.listedRights();
@@ -105,7 +116,7 @@ describe('renewal through crashes and broker outages (issue: subscriptions and t
       );
 
     // Every right's events arrived, one event (however often delivered) per change, none for anything else.
-    const rightIds = new Set(listed.map((right) => right.rightId));
+    const rightIds = new Set([...listed.map((right) => right.rightId), marker]);
     for (const type of ['right.created', 'right.expired']) {
       const events = idsBySubject(rightEvents.messages, type);
       expect(new Set(events.keys()), type).toEqual(rightIds);

@@ -103,7 +103,7 @@ describe('the outcome of a failed attempt', () => {
     store.slowByMs = 0;
     await deliver('D1');
     await expect.poll(() => stateOf('D1')).toEqual({ status: 'pending', attempts: 1 });
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    await dispatcher.settled(); // a retry this process took would be under way, and awaited, here
     expect(idsReceived()).toEqual(['event-D1']);
   });
 

@@ -65,7 +65,7 @@ describe('webhooks through crashes and outages', () => {
     // A's endpoint down for a few seconds: refused connections, retried later.
     await ofA.stop();
     await createRights('A', 10);
-    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    await new Promise((resolve) => setTimeout(resolve, 3_000)); // the wait is the test's subject: the endpoint is down for a few seconds
     await ofA.start();
 
     const created = fx.events('rights.events').messages;

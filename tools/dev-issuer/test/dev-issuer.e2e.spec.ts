@@ -4,7 +4,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { freePort, TestSystem } from '@rs/testing';
 import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
 const root = path.resolve(__dirname, '../../..');
 const MAIN = path.join(root, 'tools/dev-issuer/dist/main.js');
@@ -88,10 +88,12 @@ describe('Bearer tried with the development issuer', () => {
       JWT_AUDIENCE: 'rights-api',
     });
     issuerUrl = `http://127.0.0.1:${issuer.port}`;
-    for (let waited = 0; !(await answers(issuer.port)); waited += 50) {
-      if (waited > 10_000) throw new Error(`the issuer did not start: ${issuer.output()}`);
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+    await vi.waitFor(
+      async () => {
+        if (!(await answers(issuer.port))) throw new Error(`the issuer did not start: ${issuer.output()}`);
+      },
+      { timeout: 10_000, interval: 50 },
+    );
     // The gateway trusts it as `npm start` configures it: through its JWKS, like a real provider's.
     system = await TestSystem.start({
       name: 'dev-issuer',

@@ -165,7 +165,12 @@ export class Dispatcher {
     this.sweeper.stop();
     dispatchers.delete(this);
     await this.sweeping?.stop();
-    await Promise.allSettled([...this.inFlight]);
+    await this.settled();
+  }
+
+  /** Resolves once no attempt is under way here, the retries they made this process take included. */
+  async settled(): Promise<void> {
+    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
   }
 
   /**
