@@ -1,13 +1,6 @@
 import { existsSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import {
-  EventCollector,
-  idsBySubject,
-  passExpiryMarker,
-  PeriodicSubscriptions,
-  RabbitCluster,
-  TestSystem,
-} from '@rs/testing';
+import { EventCollector, idsBySubject, PeriodicSubscriptions, RabbitCluster, TestSystem } from '@rs/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 // The platform on a three-node RabbitMQ cluster
@@ -48,11 +41,7 @@ describe.runIf(existsSync('/usr/lib/rabbitmq/bin/rabbitmq-server'))('a three-nod
       grantorId: 'A',
       sku: 'news',
     });
-    await system.seed({
-      clients: [{ clientId: 'grantor-a', grantorId: 'A' }],
-      users: [...load.users, 'marker'],
-      skus: { news: {} },
-    });
+    await load.seed('grantor-a');
   }, 240_000);
   afterAll(async () => {
     await rightEvents?.close();
@@ -74,13 +63,7 @@ describe.runIf(existsSync('/usr/lib/rabbitmq/bin/rabbitmq-server'))('a three-nod
     const expected = SUBSCRIPTIONS * PERIODS;
     await rightEvents.waitFor(() => issued() >= expected, 120_000);
     // Every command sent before the marker has been handled: a duplicate would be in by now.
-    const marker = await passExpiryMarker(system, {
-      authorization: TestSystem.clientAuthorization('grantor-a'),
-      user: 'marker',
-      grantorId: 'A',
-      sku: 'news',
-      events: rightEvents,
-    });
+    const marker = await load.passed(rightEvents);
     // Renewal went on while the node was down (a period's worth is SUBSCRIPTIONS), not only after.
     expect(issuedWhileDown).toBeGreaterThan(SUBSCRIPTIONS / 2);
 

@@ -1,4 +1,9 @@
+import type { EventCollector } from './event-collector';
+import { passExpiryMarker } from './markers';
 import type { TestSystem } from './system';
+
+/** The user the marker of `passed` is created for (registered by `seed`). */
+const MARKER_USER = 'marker';
 
 /** A right as the gateway lists it, with what these tests read of it. */
 export interface ListedRight {
@@ -46,6 +51,25 @@ export class PeriodicSubscriptions {
   startOf = (i: number): number => this.base + (i % this.options.periodS) * 1000;
   get users(): string[] {
     return Array.from({ length: this.options.users }, (_, i) => this.userOf(i));
+  }
+
+  /** Registers what they need through the gateway: the grantor's client, their users, the SKU. */
+  seed(clientId: string): Promise<void> {
+    const { grantorId, sku } = this.options;
+    return this.system.seed({
+      clients: [{ clientId, grantorId }],
+      users: [...this.users, MARKER_USER],
+      skus: { [sku]: {} },
+    });
+  }
+
+  /**
+   * Every command sent before now has been handled (`passExpiryMarker`, for a user of its own);
+   * resolves the marker right's id, whose events are in `events` too.
+   */
+  passed(events: EventCollector): Promise<string> {
+    const { authorization, grantorId, sku } = this.options;
+    return passExpiryMarker(this.system, { authorization, user: MARKER_USER, grantorId, sku, events });
   }
 
   /** Creates them all; throws if one is refused or creating took past the first start. */

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { EventCollector, idsBySubject, passExpiryMarker, PeriodicSubscriptions, TestSystem } from '@rs/testing';
+import { EventCollector, idsBySubject, PeriodicSubscriptions, TestSystem } from '@rs/testing';
 import mongoose from 'mongoose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -46,11 +46,7 @@ beforeAll(async () => {
     grantorId: 'A',
     sku: 'news',
   });
-  await system.seed({
-    clients: [{ clientId: 'grantor-a', grantorId: 'A' }],
-    users: [...load.users, 'marker'],
-    skus: { news: {} },
-  });
+  await load.seed('grantor-a');
 }, 120_000);
 afterAll(async () => {
   await rightEvents?.close();
@@ -93,13 +89,7 @@ describe('renewal through crashes and broker outages (issue: subscriptions and t
       300_000,
     );
     // Every command sent before the marker has been handled: a duplicate would be in by now.
-    const marker = await passExpiryMarker(system, {
-      authorization: TestSystem.clientAuthorization('grantor-a'),
-      user: 'marker',
-      grantorId: 'A',
-      sku: 'news',
-      events: rightEvents,
-    });
+    const marker = await load.passed(rightEvents);
 
     // What users see: every right of every subscription, through the gateway.
     const listed = await load.listedRights();

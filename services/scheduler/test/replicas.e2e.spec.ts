@@ -17,6 +17,16 @@ const fx = systemFixture({
 beforeAll(fx.start);
 afterAll(fx.stop);
 
+/** The right.created events of the rights a subscription issued. */
+const ofSubscription = (id: string) =>
+  fx
+    .events('rights.events')
+    .messages.filter(
+      (m) =>
+        m.routingKey === 'right.created' &&
+        (m.body.data as { link: Array<{ href: string }> }).link.some((l) => l.href.endsWith(`/subs/${id}`)),
+    );
+
 /** Every command sent before now has been handled (a marker right's expiry has come through after them). */
 const passed = () =>
   passExpiryMarker(fx.system, {
@@ -48,14 +58,6 @@ describe('several replicas of every service (issue: renewal with replicas)', () 
     // Periods of 5 s: a renewal that comes after its period has ended issues no right for it
     // (DESIGN.md 3), and under the suite's load renewal has lagged more than 2 s.
     const ids = await subscribe((start) => `R${PERIODS}/${start}/PT5S`);
-    const ofSubscription = (id: string) =>
-      fx
-        .events('rights.events')
-        .messages.filter(
-          (m) =>
-            m.routingKey === 'right.created' &&
-            (m.body.data as { link: Array<{ href: string }> }).link.some((l) => l.href.endsWith(`/subs/${id}`)),
-        );
     await fx
       .events('rights.events')
       .waitFor(() => ids.every((id) => new Set(ofSubscription(id).map((m) => m.body.subject)).size >= PERIODS), 45_000);
@@ -99,14 +101,6 @@ describe('several replicas of every service (issue: renewal with replicas)', () 
     expect(Date.now() - killedAt).toBeLessThan(8_000);
 
     const ids = await subscribe((start) => `R1/${start}/PT1H`);
-    const ofSubscription = (id: string) =>
-      fx
-        .events('rights.events')
-        .messages.filter(
-          (m) =>
-            m.routingKey === 'right.created' &&
-            (m.body.data as { link: Array<{ href: string }> }).link.some((l) => l.href.endsWith(`/subs/${id}`)),
-        );
     await fx.events('rights.events').waitFor(() => ids.every((id) => ofSubscription(id).length >= 1), 15_000);
     await passed();
     for (const id of ids) expect(new Set(ofSubscription(id).map((m) => m.body.id)).size).toBe(1);
