@@ -245,47 +245,34 @@ export class TestSystem {
       ...telemetry,
       ...this.options.env,
     };
-    // The catalog first: the others ask it about SKUs.
-    const order = [...this.options.backends].sort((a, b) => Number(b === 'catalog') - Number(a === 'catalog'));
-    for (const name of order) {
-      for (let replica = 1; replica <= (this.options.replicas?.[name] ?? 1); replica++) {
-        const label = replica === 1 ? name : `${name}#${replica}`;
-        const port = replica === 1 ? ports.get(name)! : await freePort();
-        const process = this.serviceOf(
-          label,
-          port,
-          {
-            ...common,
-            PORT: String(port),
-            [`${name.toUpperCase()}_MONGODB_URL`]: this.mongoUrlFor(name),
-            OTEL_SERVICE_NAME: name,
-          },
-          name,
-        );
-        this.processes.set(label, process);
-        await process.start();
-      }
-    }
-    if (this.options.gateway ?? true) {
-      for (let replica = 1; replica <= (this.options.replicas?.gateway ?? 1); replica++) {
-        const label = replica === 1 ? 'gateway' : `gateway#${replica}`;
-        const port = replica === 1 ? ports.get('gateway')! : await freePort();
-        const gateway = this.serviceOf(
-          label,
-          port,
-          {
-            ...common,
+    // The catalog first (the others ask it about SKUs), the gateway last (it forwards to them).
+    const order: Array<BackendName | 'gateway'> = [
+      ...[...this.options.backends].sort((a, b) => Number(b === 'catalog') - Number(a === 'catalog')),
+      ...((this.options.gateway ?? true) ? (['gateway'] as const) : []),
+    ];
+    /** What one service's process is told beside what all are: where it listens, its database. */
+    const ownEnv = async (name: string, port: number): Promise<Record<string, string>> =>
+      name === 'gateway'
+        ? {
             GATEWAY_PORT: String(port),
             METRICS_PORT: String(await freePort()),
             GATEWAY_MONGODB_URL: this.mongoUrlFor('gateway'),
             ADMIN_CLIENT_ID: TEST_ADMIN.clientId,
             ADMIN_CLIENT_SECRET: TEST_ADMIN.secret,
-            OTEL_SERVICE_NAME: 'gateway',
-          },
-          'gateway',
+          }
+        : { PORT: String(port), [`${name.toUpperCase()}_MONGODB_URL`]: this.mongoUrlFor(name) };
+    for (const name of order) {
+      for (let replica = 1; replica <= (this.options.replicas?.[name] ?? 1); replica++) {
+        const label = replica === 1 ? name : `${name}#${replica}`;
+        const port = replica === 1 ? ports.get(name)! : await freePort();
+        const service = this.serviceOf(
+          label,
+          port,
+          { ...common, ...(await ownEnv(name, port)), OTEL_SERVICE_NAME: name },
+          name,
         );
-        this.processes.set(label, gateway);
-        await gateway.start();
+        this.processes.set(label, service);
+        await service.start();
       }
     }
   }
