@@ -4,7 +4,7 @@ import type { HistoryLog, OutboxEntry } from '@rs/store';
 /**
  * The one way a change's messages leave the service, whoever sends them (the outbox relay, or
  * a durable command that publishes its changes itself, docs/decisions/0011): their history
- * recorded (DESIGN.md 8) and every entry published with confirms, side by side, in order.
+ * recorded and every entry published with confirms, side by side, in order.
  * Resolves each entry's outcome; rejects when the history cannot be recorded, so nothing is
  * taken as done whose history is missing.
  */

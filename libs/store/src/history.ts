@@ -123,7 +123,7 @@ export class HistoryLog {
     }
   }
 
-  /** The entries of one page of the history of a resource now at `generation` (DESIGN.md 8 "History"). */
+  /** The entries of one page of the history of a resource now at `generation`. */
   async entries(subject: string, page: HistoryPageRequest, generation: number) {
     const { records, before } = await this.page(subject, { ...page, lastGeneration: generation });
     return historyOf(records, before);

@@ -83,12 +83,17 @@ describe('no lost events', () => {
 
   it('when the catalog process is killed with events still unpublished, then they are published after it restarts', async () => {
     const catalog = fx.system.service('catalog');
-    // With the broker connection just closed, the relay cannot publish until it reconnects.
-    await killCatalogConnection();
-    const acknowledged = await writeSkus('crash', 40, 4);
-    await catalog.kill();
-
-    expect(await fx.system.pendingEvents('catalog', 'skus')).toBeGreaterThan(0);
+    // The broker refuses new connections and the catalog's is closed: its relay cannot publish.
+    await fx.system.rabbit.limitConnections(fx.system.vhost, 0);
+    let acknowledged: string[];
+    try {
+      await killCatalogConnection();
+      acknowledged = await writeSkus('crash', 40, 4);
+      await catalog.kill();
+      expect(await fx.system.pendingEvents('catalog', 'skus')).toBeGreaterThan(0);
+    } finally {
+      await fx.system.rabbit.limitConnections(fx.system.vhost, null);
+    }
 
     await catalog.start();
     await fx.events('catalog.events').waitFor(() => acknowledged.every((sku) => upsertedSubjects().has(sku)), 30_000);

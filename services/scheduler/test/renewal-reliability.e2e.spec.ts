@@ -54,7 +54,7 @@ afterAll(async () => {
   await system?.stop();
 });
 
-describe('renewal through crashes and broker outages (issue: subscriptions and the scheduler, Reliability)', () => {
+describe('renewal through crashes and broker outages', () => {
   it(`when ${SUBSCRIPTIONS} subscriptions on ${PERIOD_S} s periods run for ${PERIODS} periods while services crash and broker connections drop, then every period has exactly its right, every right its events, and history exactly those changes`, async () => {
     await load.create();
     const base = load.base;

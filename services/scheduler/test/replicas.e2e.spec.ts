@@ -53,7 +53,7 @@ async function subscribe(timeSpecFrom: (start: string) => string): Promise<strin
   return ids;
 }
 
-describe('several replicas of every service (issue: renewal with replicas)', () => {
+describe('several replicas of every service', () => {
   it('when two schedulers and two replicas of each service renew subscriptions, then every period yields its right exactly once', async () => {
     // Periods of 5 s: a renewal that comes after its period has ended issues no right for it
     // (DESIGN.md 3), and under the suite's load renewal has lagged more than 2 s.

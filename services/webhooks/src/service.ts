@@ -93,10 +93,14 @@ export const start = defineService('webhooks', Config, async (runtime) => {
   await replicas.start();
   runtime.onStop(() => replicas.stop());
   const dispatcher = new Dispatcher(
-    deliveryStore,
-    new DeliverySweepCursor(db),
-    endpoints,
-    sender,
+    {
+      store: deliveryStore,
+      cursor: new DeliverySweepCursor(db),
+      endpoints,
+      sender,
+      logger: runtime.logger.child({ component: 'dispatcher' }),
+      clock,
+    },
     {
       // DESIGN.md 10: an endpoint's concurrency holds across replicas, each taking its share.
       perEndpoint: () => Math.floor(replicas.share(config.WEBHOOK_CONCURRENCY_PER_ENDPOINT, 1)),
@@ -108,8 +112,6 @@ export const start = defineService('webhooks', Config, async (runtime) => {
       schedule: config.WEBHOOK_RETRY_SCHEDULE,
       sweepEveryMs: 500,
     },
-    runtime.logger.child({ component: 'dispatcher' }),
-    clock,
   );
   await dispatcher.start();
   runtime.onStop(async () => {

@@ -51,10 +51,17 @@ beforeAll(async () => {
   await store.ensureIndexes();
   sender = new Sender({ timeoutMs: 2_000, allowPrivate: true, maxSockets: 2 });
   dispatcher = new Dispatcher(
-    store,
-    new DeliverySweepCursor(database.db.db!),
-    { withSecrets: async () => ({ endpoint, secrets: [secret] }), liveIds: async () => [endpoint.endpointId] },
-    sender,
+    {
+      store,
+      cursor: new DeliverySweepCursor(database.db.db!),
+      endpoints: {
+        withSecrets: async () => ({ endpoint, secrets: [secret] }),
+        liveIds: async () => [endpoint.endpointId],
+      },
+      sender,
+      logger: createLogger('webhooks-test', 'silent'),
+      clock,
+    },
     {
       perEndpoint: () => 2,
       queueLimit: 100,
@@ -63,8 +70,6 @@ beforeAll(async () => {
       schedule: [1_000, 1_000],
       sweepEveryMs: 3_600_000,
     },
-    createLogger('webhooks-test', 'silent'),
-    clock,
   );
 });
 afterAll(async () => {
@@ -121,10 +126,17 @@ describe('memory held by waiting deliveries (DESIGN.md 10)', () => {
     await hanging.start();
     const slow = (endpointId: string): Endpoint => ({ ...endpoint, endpointId, url: hanging.url });
     const bounded = new Dispatcher(
-      store,
-      new DeliverySweepCursor(database.db.db!),
-      { withSecrets: async (id) => ({ endpoint: slow(id), secrets: [secret] }), liveIds: async () => ['S1', 'S2'] },
-      sender,
+      {
+        store,
+        cursor: new DeliverySweepCursor(database.db.db!),
+        endpoints: {
+          withSecrets: async (id) => ({ endpoint: slow(id), secrets: [secret] }),
+          liveIds: async () => ['S1', 'S2'],
+        },
+        sender,
+        logger: createLogger('webhooks-test', 'silent'),
+        clock,
+      },
       {
         perEndpoint: () => 1,
         queueLimit: 100,
@@ -133,8 +145,6 @@ describe('memory held by waiting deliveries (DESIGN.md 10)', () => {
         schedule: [1_000],
         sweepEveryMs: 3_600_000,
       },
-      createLogger('webhooks-test', 'silent'),
-      clock,
     );
     try {
       store.slowByMs = 0;

@@ -15,8 +15,7 @@ import type { KnownUser } from '../store/user-store';
 export type ForwardedService = Exclude<RouteOwner, 'gateway'>;
 
 /**
- * What the edge does with a request it has classified and authenticated (spec 5, DESIGN.md 3
- * and 4): refuse it (with the challenge its refusal names), redirect it (307, a list without
+ * What the edge does with a request it has classified and authenticated (docs/security.md): refuse it (with the challenge its refusal names), redirect it (307, a list without
  * the caller's grantor filter), forward it to the service that owns it, as `caller` and
  * spending `budget`, or answer it itself (a route the gateway owns).
  */
@@ -74,7 +73,7 @@ export class Forwarding {
     return { kind: 'forward', service: operation.owner, caller: principal, budget: budgetOf(principal) };
   }
 
-  /** DESIGN.md 3 "Users": a path naming a user the directory does not know is 404. */
+  /** A path naming a user the directory does not know is 404 (docs/behaviours.md). */
   private async requireUser(connectId: string): Promise<void> {
     const parsed = ConnectId.safeParse(connectId);
     if (!parsed.success) throw DomainError.invalid(`connectId: ${parsed.error.issues[0]?.message ?? 'invalid'}`);

@@ -88,7 +88,7 @@ export interface Withheld {
   reason: string;
 }
 
-/** What a list asks for (DESIGN.md 3 "Listing filters"); who may see what comes from the caller. */
+/** What a list asks for; who may see what comes from the caller. */
 export type RightListQuery = Omit<RightQuery, 'grantorOrProvider' | 'active'> & {
   /** Only rights ACTIVE with this instant inside their interval. */
   activeAt: Date | null;
@@ -198,7 +198,7 @@ export class RightsUseCases {
 
   /**
    * A page of a bucket's rights that may entitle now (stored ACTIVE, their interval not ended),
-   * for the gateway's projection (DESIGN.md 8); `lastId` as the store read it.
+   * for the gateway's projection (docs/entitlements.md); `lastId` as the store read it.
    */
   async entitled(bucket: number, page: { after: string | undefined; limit: number }) {
     const read = await this.store.storedActive(bucket, page);

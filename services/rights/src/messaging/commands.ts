@@ -102,7 +102,7 @@ export async function consumeRightsCommands(options: RightsCommandsOptions): Pro
     }
   };
 
-  /** A batch of commands, each kind by its handler; what fails alone is dead-lettered alone (DESIGN.md 9). */
+  /** A batch of commands, each kind by its handler; what fails alone is dead-lettered alone. */
   const handleBatch = async (commands: RightsCommand[]): Promise<FailedItem[]> => {
     const failedItems: FailedItem[] = [];
     await issue(commands, failedItems);

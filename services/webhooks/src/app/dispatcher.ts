@@ -112,15 +112,27 @@ export class Dispatcher {
   private stopped = false;
   private readonly inFlight = new Set<Promise<unknown>>();
 
+  private readonly store: DeliveryStore;
+  private readonly endpoints: EndpointDirectory;
+  private readonly sender: Sender;
+  private readonly logger: Logger;
+  private readonly clock: Clock;
+
   constructor(
-    private readonly store: DeliveryStore,
-    private readonly cursor: SweepCursor,
-    private readonly endpoints: EndpointDirectory,
-    private readonly sender: Sender,
+    /** What it works with: its deliveries, the sweep's saved position, the endpoints, the sender. */
+    parts: {
+      store: DeliveryStore;
+      cursor: SweepCursor;
+      endpoints: EndpointDirectory;
+      sender: Sender;
+      logger: Logger;
+      clock?: Clock;
+    },
     private readonly options: DispatcherOptions,
-    private readonly logger: Logger,
-    private readonly clock: Clock = systemClock,
   ) {
+    ({ store: this.store, endpoints: this.endpoints, sender: this.sender, logger: this.logger } = parts);
+    this.clock = parts.clock ?? systemClock;
+    const { cursor } = parts;
     this.sweeper = new SecondSweeper<Delivery>({
       // A pending delivery in a second that has passed is due: its next attempt was due then, or
       // the lease of an attempt under way ended then (the process making it died).
