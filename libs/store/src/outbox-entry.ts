@@ -18,7 +18,7 @@ export interface OutboxEntry {
 /**
  * An entry as stored: its event as JSON text, so that whatever the event carries (a right's
  * payload with keys like `$gt`, `a.b` or `_bsontype`) round-trips on MongoDB and FerretDB
- * (DESIGN.md 9 "Payloads").
+ * (docs/security.md).
  */
 export interface StoredOutboxEntry extends Omit<OutboxEntry, 'event'> {
   event: string;

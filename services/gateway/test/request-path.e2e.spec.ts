@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { systemFixture, TestSystem, clientsOf } from '@rs/testing';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
-// Through the gateway: the contract's last gaps (DESIGN.md 3), no lock-out, the
+// Through the gateway: the contract's last gaps (docs/behaviours.md), no lock-out, the
 // single flight of verifications and lookups, and changes seen on every gateway replica.
 
 const CACHE_TTL_MS = 400;

@@ -25,7 +25,7 @@ describe('the migration step', () => {
         });
       await migrate();
 
-      // Recorded (DESIGN.md 10): a second run skips every data step, and the records keep the
+      // Recorded (docs/operations.md, "Migrations"): a second run skips every data step, and the records keep the
       // first run's time.
       const ledger = async () =>
         (await db.collection('migrations').find().toArray()).map((step) => [step._id, step.appliedAt]);

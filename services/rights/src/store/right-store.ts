@@ -186,8 +186,8 @@ export class RightStore extends UserOwnedStore<RightDocument, RightEntity> {
   }
 
   /**
-   * The rights of one bucket stored ACTIVE (for the gateway's entitlement projection, DESIGN.md
-   * 8); `lastId` as `inBucket` reads it.
+   * The rights of one bucket stored ACTIVE (for the gateway's entitlement projection,
+   * docs/entitlements.md); `lastId` as `inBucket` reads it.
    */
   storedActive(bucket: number, page: { after: string | undefined; limit: number }) {
     return this.inBucket(bucket, page, { state: 'ACTIVE' }, true);
