@@ -1,7 +1,6 @@
 import pLimit from 'p-limit';
 import type { Connection, Model, mongo, Schema } from 'mongoose';
 import { documentLock } from './document-lock';
-import { applyOnce } from './migrations';
 import { newOutbox, setWithOutbox } from './outbox';
 import type { OutboxEntry } from './outbox-entry';
 import { isDuplicateKey, isTransient, WriteFailed } from './items';
@@ -218,17 +217,9 @@ export abstract class OutboxStore<Doc extends { _id: string }, Entity> {
     return this.options.toEntity(doc);
   }
 
-  /**
-   * The collection's migration: its data steps once each (recorded, `applyOnce`: they scan
-   * the collection), then its indexes (declared; creating one that exists costs nothing).
-   */
+  /** The collection's migration: its indexes, declared (creating one that exists costs nothing). */
   async ensureIndexes(): Promise<void> {
     await declareIndexes(this.model.db.db!, this.model.collection.collectionName, indexesOf(this.model.schema));
-  }
-
-  /** A migration step of this collection, run once per database (`applyOnce`). */
-  protected applyOnce(step: string, run: () => Promise<void>): Promise<boolean> {
-    return applyOnce(this.model.db.db!, `${this.model.collection.collectionName}:${step}`, run);
   }
 
   /**
