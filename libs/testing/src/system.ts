@@ -124,6 +124,38 @@ export class TestSystem {
     }
   }
 
+  /**
+   * Changes one stored document of `service`'s database, as a faulty migration or a hand edit
+   * would, polling until a document matches `filter` (`set` may compute the fields from it). A
+   * document whose events are pending is not one to tamper with: the relay's clean-up is a
+   * read-modify-write on FerretDB and would undo the change; filter on `outboxPending: false`.
+   */
+  async tamper(
+    service: string,
+    collection: string,
+    filter: object,
+    set: object | ((stored: Record<string, unknown>) => object),
+  ): Promise<void> {
+    const db = mongoose.createConnection(this.mongoUrlFor(service));
+    try {
+      await db.asPromise();
+      const changed = async () => {
+        const stored = await db.collection(collection).findOne(filter as never);
+        if (!stored) return 0;
+        const fields = typeof set === 'function' ? set(stored) : set;
+        return (await db.collection(collection).updateOne(filter as never, { $set: fields })).modifiedCount;
+      };
+      // Polled without vitest: this library serves tests but does not import their runner.
+      for (const giveUp = Date.now() + 20_000; (await changed()) !== 1;) {
+        if (Date.now() > giveUp)
+          throw new Error(`no document of ${service}.${collection} matched ${JSON.stringify(filter)}`);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    } finally {
+      await db.close();
+    }
+  }
+
   service(name: string): TestService {
     const found = this.processes.get(name);
     if (!found) throw new Error(`${name} is not running in this test system`);

@@ -1,7 +1,6 @@
 import { Exchanges } from '@rs/contracts';
 import { systemFixture, TestSystem, type CollectedMessage } from '@rs/testing';
 import amqp from 'amqplib';
-import mongoose from 'mongoose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 /**
@@ -41,28 +40,6 @@ async function subscribe(clientId: string, due: number): Promise<string> {
   return ((await response.json()) as { subscriptionId: string }).subscriptionId;
 }
 
-/** Changes one stored document of a service's database, once it is there and matches (`set` may compute the fields from it). */
-async function tamper(
-  service: string,
-  collection: string,
-  filter: object,
-  set: object | ((stored: Record<string, unknown>) => object),
-): Promise<void> {
-  const db = mongoose.createConnection(fx.system.mongoUrlFor(service));
-  try {
-    await db.asPromise();
-    const changed = async () => {
-      const stored = await db.collection(collection).findOne(filter as never);
-      if (!stored) return 0;
-      const fields = typeof set === 'function' ? set(stored) : set;
-      return (await db.collection(collection).updateOne(filter as never, { $set: fields })).modifiedCount;
-    };
-    await expect.poll(changed).toBe(1);
-  } finally {
-    await db.close();
-  }
-}
-
 describe('one bad item fails alone (DESIGN.md 9)', () => {
   it('when a broken stored subscription is due in the same second as 40 good ones, then all 40 get their rights within 5 s, and it is dead-lettered alone, counted, and not batched again', async () => {
     const due = Math.ceil(Date.now() / 1000) * 1000 + 8_000;
@@ -73,12 +50,12 @@ describe('one bad item fails alone (DESIGN.md 9)', () => {
     // As stored before the bounds existed: a period no date arithmetic can add. Renewal meets
     // it in the scheduler's snapshot (docs/decisions/0026) and, once rebuilt, in the document.
     const brokenTimeSpec = `R/${iso(due)}/P300000Y`;
-    await tamper('scheduler', 'subscription_schedules', { _id: `${broken}@1` }, (stored) => ({
+    await fx.system.tamper('scheduler', 'subscription_schedules', { _id: `${broken}@1` }, (stored) => ({
       snapshot: JSON.stringify({ ...JSON.parse(stored.snapshot as string), timeSpec: brokenTimeSpec }),
     }));
     // Once its creation's events are published: the relay's clean-up of the document is a
     // read-modify-write on FerretDB, and one that read it before this change would undo it.
-    await tamper(
+    await fx.system.tamper(
       'subscriptions',
       'subscriptions',
       { _id: broken, outbox: { $size: 0 }, outboxPending: false },
