@@ -21,7 +21,15 @@ import {
 import { createLogger, type LogDestination, type Logger } from '@rs/logging';
 import { AmqpClient } from '@rs/messaging';
 import { OutboxRelay } from '@rs/outbox-relay';
-import { declaredIndexes, purgeExpired, serverLimits, type HistoryLog, type RetainedCollection } from '@rs/store';
+import {
+  declareIndexes,
+  declaredIndexes,
+  purgeExpired,
+  serverLimits,
+  type CollectionIndexes,
+  type HistoryLog,
+  type RetainedCollection,
+} from '@rs/store';
 import { shutdownTelemetry } from '@rs/telemetry';
 import { systemClock, type Clock } from '@rs/time';
 import mongoose, { type Connection } from 'mongoose';
@@ -261,18 +269,27 @@ export function migrateOnStart(nodeEnv: string, env: NodeJS.ProcessEnv = process
   return nodeEnv !== 'production' || env.MIGRATE_ON_START === 'true';
 }
 
+/** What a service's migration does: declare its collections' indexes, then its other steps. */
+export interface Migration<C> {
+  /** Every collection's queries and indexes (the service's `store/indexes.ts`), for this configuration. */
+  indexes: (config: C) => readonly CollectionIndexes[];
+  /** Steps beyond the indexes, each applied once (`applyOnce`). */
+  steps?: (db: Connection, logger: Logger, config: C) => Promise<void>;
+}
+
 /** Runs one service's migration against its own database, then exits (0 on success). */
 export function runMigration<S extends z.ZodType>(
   service: ServiceName,
   schema: S,
-  migrate: (db: Connection, logger: Logger, config: z.infer<S>) => Promise<void>,
+  migration: Migration<z.infer<S>>,
 ): void {
   const logger = createLogger(`${service}-migrate`, process.env.LOG_LEVEL ?? 'info');
   runService(logger, async () => {
     const config = loadConfig(schema);
     const db = await connectDatabase(service, config as Record<string, unknown>, logger);
     try {
-      await migrate(db, logger, config);
+      for (const declaration of migration.indexes(config)) await declareIndexes(db.db!, declaration);
+      await migration.steps?.(db, logger, config);
       // What the queries of docs/operations.md need, and whether this server got them.
       const { usesDriverIndexes } = await serverLimits(db.db!);
       logger.info({ indexes: declaredIndexes(db.db!), driverIndexesCreated: usesDriverIndexes }, 'migrated');

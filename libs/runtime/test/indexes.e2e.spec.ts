@@ -1,48 +1,40 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import {
+  ferretdbIndexFieldsSql,
+  ginFieldsOf,
+  indexTable,
+  indexTableOf,
+  mongoIndexesOf,
+  type ServiceIndexes,
+} from '@rs/store';
 import { ferretdbGinFields, REPO_ROOT, TestSystem } from '@rs/testing';
 import { MongoClient } from 'mongodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { collectionIndexes as catalog } from '../../../services/catalog/src/store/indexes';
+import { collectionIndexes as gateway } from '../../../services/gateway/src/store/indexes';
+import { collectionIndexes as rights } from '../../../services/rights/src/store/indexes';
+import { collectionIndexes as scheduler } from '../../../services/scheduler/src/store/indexes';
+import { collectionIndexes as subscriptions } from '../../../services/subscriptions/src/store/indexes';
+import { collectionIndexes as webhooks } from '../../../services/webhooks/src/store/indexes';
 
-// docs/operations.md "Queries and their indexes" is the list of every query a hot or periodic
-// path makes and the index that serves it (DESIGN.md 10). Each service's migration, run as the
-// Kubernetes Job runs it, reports the indexes it declares; this holds the table and them to
-// each other, and to the server under test: on MongoDB the named indexes exist, on the local
-// FerretDB the GIN index on each named field (deploy/local/ferretdb-indexes.sql).
+// Each collection's queries and indexes are declared once, beside its store; each service lists
+// its collections in src/store/indexes.ts (docs/operations.md, "Queries and their indexes").
+// This holds the generated documents to the declarations, each service's migration (run as the
+// Kubernetes Job runs it) to its list, and the server under test to both: on MongoDB the named
+// indexes exist, on the local FerretDB the GIN index on each declared field.
 
-interface Row {
-  service: string;
-  collections: string[];
-  query: string;
-  mongodb: string[];
-  ferretdb: string[];
-}
-
-const ticked = (cell: string) => [...cell.matchAll(/`([^`]+)`/g)].map((match) => match[1]!);
-
-function listedQueries(): Row[] {
-  const doc = readFileSync(path.join(REPO_ROOT, 'docs/operations.md'), 'utf8');
-  const lines = doc.slice(doc.indexOf('## Queries and their indexes')).split('\n');
-  const first = lines.findIndex((line) => line.startsWith('|'));
-  const end = lines.findIndex((line, i) => i > first && !line.startsWith('|'));
-  // The rows after the header and its separator.
-  return lines.slice(first + 2, end).map((line) => {
-    const [service, collections, query, mongodb, ferretdb] = line
-      .split('|')
-      .slice(1, -1)
-      .map((cell) => cell.trim());
-    return {
-      service: service!,
-      collections: ticked(collections!),
-      query: query!,
-      // Names, not the fields some are followed by in parentheses.
-      mongodb: ticked(mongodb!.replace(/\([^)]*\)/g, '')),
-      ferretdb: ferretdb!.startsWith('none') ? [] : ticked(ferretdb!),
-    };
-  });
-}
-
-const SERVICES = ['gateway', 'catalog', 'rights', 'subscriptions', 'scheduler', 'webhooks'];
+/** A retention set, so that the purges' TTL indexes are declared too (unset by default). */
+const RETENTION_DAYS = 365;
+/** In the order `npm run docs` lists them (scripts/docs.mjs). */
+const DECLARED: ServiceIndexes[] = [
+  { service: 'gateway', collections: gateway() },
+  { service: 'catalog', collections: catalog() },
+  { service: 'rights', collections: rights(RETENTION_DAYS) },
+  { service: 'subscriptions', collections: subscriptions(RETENTION_DAYS) },
+  { service: 'scheduler', collections: scheduler() },
+  { service: 'webhooks', collections: webhooks(RETENTION_DAYS) },
+];
 
 let system: TestSystem;
 let client: MongoClient;
@@ -52,12 +44,16 @@ const migrated = new Map<string, { indexes: Record<string, string[]>; driverInde
 beforeAll(async () => {
   system = await TestSystem.start({ name: 'indexes', backends: [], gateway: false });
   client = await MongoClient.connect(process.env.MONGODB_URL!);
-  for (const service of SERVICES) {
-    // With a history retention set, so that its TTL index is declared too (unset by default).
-    const { code, logs } = await system.migrate(service, { HISTORY_RETENTION_DAYS: '365' });
+  for (const { service } of DECLARED) {
+    const { code, logs } = await system.migrate(service, {
+      HISTORY_RETENTION_DAYS: String(RETENTION_DAYS),
+      WEBHOOK_DELIVERY_RETENTION_DAYS: String(RETENTION_DAYS),
+    });
     if (code !== 0) throw new Error(`${service} migration failed:\n${logs.join('\n')}`);
-    const line = logs.map((text) => JSON.parse(text)).find((entry) => entry.msg === 'migrated');
-    migrated.set(service, line);
+    migrated.set(
+      service,
+      logs.map((text) => JSON.parse(text)).find((entry) => entry.msg === 'migrated'),
+    );
   }
 }, 120_000);
 afterAll(async () => {
@@ -65,40 +61,40 @@ afterAll(async () => {
   await system?.stop();
 });
 
-describe('the indexes of docs/operations.md', () => {
-  const rows = listedQueries();
-
-  it('when the table is read, then it lists queries of every service that declares indexes', () => {
-    expect(rows.length).toBeGreaterThan(15);
-    expect(new Set(rows.map((row) => row.service))).toEqual(new Set(SERVICES));
+describe('the indexes the stores declare', () => {
+  it('when the declarations are rendered, then docs/operations.md and deploy/local/ferretdb-index-fields.sql are what `npm run docs` wrote from them', () => {
+    const page = readFileSync(path.join(REPO_ROOT, 'docs/operations.md'), 'utf8');
+    expect(indexTableOf(page)).toBe(indexTable(DECLARED));
+    expect(readFileSync(path.join(REPO_ROOT, 'deploy/local/ferretdb-index-fields.sql'), 'utf8')).toBe(
+      ferretdbIndexFieldsSql(DECLARED),
+    );
+    // Every service, and in it the queries of the hot paths: lists, pending events, due items.
+    expect(indexTable(DECLARED).split('\n').length).toBeGreaterThan(20);
   });
 
-  it('when every service is migrated, then each index the table names is one its migration declares, and each declared index serves a listed query', () => {
-    for (const row of rows) {
-      const declared = migrated.get(row.service)!.indexes;
-      for (const collection of row.collections)
-        for (const name of row.mongodb) expect(declared[collection], `${row.service} ${collection}`).toContain(name);
+  it('when every service is migrated, then it declares the indexes of its listed collections, and no other', () => {
+    for (const { service, collections } of DECLARED) {
+      const listed = Object.fromEntries(
+        collections.map((declared) => [declared.collection, mongoIndexesOf(declared).map((index) => index.name)]),
+      );
+      expect(migrated.get(service)!.indexes, service).toEqual(listed);
     }
-    for (const [service, { indexes }] of migrated)
-      for (const [collection, names] of Object.entries(indexes)) {
-        const listed = rows
-          .filter((row) => row.service === service && row.collections.includes(collection))
-          .flatMap((row) => row.mongodb);
-        for (const name of names) expect(listed, `${service} ${collection} declares ${name}`).toContain(name);
-      }
   });
 
-  it('when every service is migrated, then the server under test has the index of every listed query', async () => {
-    for (const row of rows) {
-      const { driverIndexesCreated } = migrated.get(row.service)!;
-      const database = new URL(system.mongoUrlFor(row.service)).pathname.slice(1);
-      for (const collection of row.collections) {
-        const where = `${row.service} ${collection}: ${row.query}`;
+  it('when every service is migrated, then the server under test has the index of every declared query', async () => {
+    for (const { service, collections } of DECLARED) {
+      const { driverIndexesCreated } = migrated.get(service)!;
+      const database = new URL(system.mongoUrlFor(service)).pathname.slice(1);
+      for (const declared of collections) {
+        const where = `${service} ${declared.collection}`;
         if (driverIndexesCreated) {
-          const names = (await client.db(database).collection(collection).indexes()).map((index) => index.name);
-          expect(names, where).toEqual(expect.arrayContaining(row.mongodb));
+          const names = (await client.db(database).collection(declared.collection).indexes()).map(
+            (index) => index.name,
+          );
+          expect(names, where).toEqual(expect.arrayContaining(mongoIndexesOf(declared).map((index) => index.name)));
         } else {
-          expect(await ferretdbGinFields(database, collection), where).toEqual(expect.arrayContaining(row.ferretdb));
+          const fields = await ferretdbGinFields(database, declared.collection);
+          expect(fields.sort(), where).toEqual(ginFieldsOf(declared).sort());
         }
       }
     }

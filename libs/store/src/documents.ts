@@ -1,18 +1,21 @@
 import pLimit from 'p-limit';
 import type { Connection, Model, mongo, Schema } from 'mongoose';
 import { documentLock } from './document-lock';
-import { newOutbox, setWithOutbox } from './outbox';
+import { newOutbox, OUTBOX_PROJECTION, PENDING_EVENTS, setWithOutbox } from './outbox';
 import type { OutboxEntry } from './outbox-entry';
 import { isDuplicateKey, isTransient, WriteFailed } from './items';
 import { serverLimits } from './server-limits';
 import { chunks } from '@rs/batching';
-import { declareIndexes, indexesOf } from './indexes';
+import { BY_ID, declareIndexes, type CollectionIndexes, type IndexedQuery } from './indexes';
 import { announcePending } from './pending';
 import { bucketOf } from '@rs/hashing';
 
-/** The index of a rebuild's pages (`inBucket`, DESIGN.md 10): a bucket in id order. */
-export const BUCKET_PAGE_INDEX = { bucket: 1, _id: 1 } as const;
-export const BUCKET_PAGE_INDEX_OPTIONS = { name: 'by_bucket_page' } as const;
+/** A rebuild's pages (`inBucket`, docs/architecture.md): a bucket in id order; `readers` say whose. */
+export const bucketPages = (readers: string): IndexedQuery => ({
+  query: `a page of a bucket (${readers})`,
+  mongodb: [{ key: { bucket: 1, _id: 1 }, name: 'by_bucket_page' }],
+  ferretdb: ['bucket'],
+});
 
 /** The condition of a page that starts after the id `after` (none for a first page). */
 export const afterId = (after: string | undefined) => (after === undefined ? {} : { _id: { $gt: after } });
@@ -196,9 +199,9 @@ export abstract class OutboxStore<Doc extends { _id: string }, Entity> {
       live: Record<string, unknown>;
       /** Writes may also change a tombstone (an upsert brings it back). */
       writesRevive?: boolean;
-      /** Fields reads leave out (the outbox, at least). */
-      hidden: Record<string, 0>;
       toEntity: (doc: Doc) => Entity;
+      /** The collection's queries and their indexes (`declareIndexes`). */
+      indexes: CollectionIndexes;
     },
   ) {
     this.model = db.model<Doc>(modelName, schema);
@@ -209,8 +212,9 @@ export abstract class OutboxStore<Doc extends { _id: string }, Entity> {
     );
   }
 
+  /** Reads leave out the outbox: it is the relay's. */
   protected get hiddenFields(): Record<string, 0> {
-    return this.options.hidden;
+    return OUTBOX_PROJECTION;
   }
 
   protected entityOf(doc: Doc): Entity {
@@ -219,7 +223,7 @@ export abstract class OutboxStore<Doc extends { _id: string }, Entity> {
 
   /** The collection's migration: its indexes, declared (creating one that exists costs nothing). */
   async ensureIndexes(): Promise<void> {
-    await declareIndexes(this.model.db.db!, this.model.collection.collectionName, indexesOf(this.model.schema));
+    await declareIndexes(this.model.db.db!, this.options.indexes);
   }
 
   /**
@@ -236,7 +240,7 @@ export abstract class OutboxStore<Doc extends { _id: string }, Entity> {
     withSetAside = false,
   ): Promise<{ items: Entity[]; lastId: string | null }> {
     const docs = await this.model
-      .find({ ...conditions, bucket, ...afterId(page.after), ...this.options.live } as never, this.options.hidden)
+      .find({ ...conditions, bucket, ...afterId(page.after), ...this.options.live } as never, this.hiddenFields)
       .sort({ _id: 1 })
       .limit(page.limit)
       .lean<Array<Doc & SetAsideField>>();
@@ -267,7 +271,7 @@ export abstract class OutboxStore<Doc extends { _id: string }, Entity> {
 
   /** `findLive` as stored, for a store that reads its documents its own way. */
   protected findLiveDocument(filter: Record<string, unknown>): Promise<Doc | null> {
-    return this.model.findOne({ ...filter, ...this.options.live } as never, this.options.hidden).lean<Doc>();
+    return this.model.findOne({ ...filter, ...this.options.live } as never, this.hiddenFields).lean<Doc>();
   }
 
   /**
@@ -291,7 +295,7 @@ export abstract class OutboxStore<Doc extends { _id: string }, Entity> {
       });
     }
     const docs = await this.model
-      .find({ ...owner, $and: and } as never, this.options.hidden)
+      .find({ ...owner, $and: and } as never, this.hiddenFields)
       .sort({ createdAt: -1, _id: -1 })
       .limit(limit)
       .batchSize(limit) // the whole page in one reply, not 101 documents and then more
@@ -304,6 +308,31 @@ export abstract class OutboxStore<Doc extends { _id: string }, Entity> {
     return pLimit(READ_CONCURRENCY).map(filters, (filter) => this.findLive(filter));
   }
 }
+
+/**
+ * The queries of a `UserOwnedStore`'s collection: a document by id, a user's documents newest
+ * first (of all grantors or one), pending events, a bucket's pages for `pagedFor`; and `more`.
+ */
+export const userOwnedIndexes = (
+  collection: string,
+  options: { documents: string; pagedFor: string; more?: readonly IndexedQuery[] },
+): CollectionIndexes => ({
+  collection,
+  queries: [
+    BY_ID,
+    {
+      query: `a user's ${options.documents}, newest first (lists)`,
+      mongodb: [
+        { key: { userId: 1, createdAt: -1, _id: -1 }, name: 'by_user' },
+        { key: { userId: 1, grantorId: 1, createdAt: -1 }, name: 'by_user_and_grantor' },
+      ],
+      ferretdb: ['userId'],
+    },
+    ...(options.more ?? []),
+    PENDING_EVENTS,
+    bucketPages(options.pagedFor),
+  ],
+});
 
 /**
  * A store of documents that belong to a user (spec 4: every right and subscription lives

@@ -11,8 +11,8 @@ import type { mongo } from 'mongoose';
 import { isDuplicateKey } from './items';
 import { serverLimits } from './server-limits';
 import { chunks } from '@rs/batching';
-import { declareIndexes } from './indexes';
-import { retentionIndexes, retentionOf, type RetainedCollection } from './retention';
+import { declareIndexes, type CollectionIndexes } from './indexes';
+import { retentionOf, retentionQueries, type RetainedCollection } from './retention';
 
 /**
  * A record as stored: flat, with the resource as JSON text. FerretDB turns every nested
@@ -65,6 +65,25 @@ const toRecord = (doc: HistoryDocument): HistoryRecord => ({
   data: JSON.parse(doc.data) as Record<string, unknown>,
 });
 
+/** The field a history's retention goes by: the time of the change. */
+const HISTORY_TIME = 'time';
+
+/**
+ * A history's queries: one equality per page read (`span`, docs/decisions/0040), and the purge
+ * of its retention. Nothing else reads it, and the renewal path writes it: no other index.
+ */
+export const historyIndexes = (collection: string, retentionDays?: number): CollectionIndexes => ({
+  collection,
+  queries: [
+    {
+      query: 'a page of a history (a span of 16 generations at a time)',
+      mongodb: [{ key: { span: 1 }, name: 'by_span' }],
+      ferretdb: ['span'],
+    },
+    ...retentionQueries(retentionOf(HISTORY_TIME, retentionDays)),
+  ],
+});
+
 /**
  * The history of a service's resources (DESIGN.md 8 "History"): one record per change event,
  * kept in the service's own database for as long as the database, also after the resource
@@ -92,21 +111,15 @@ export class HistoryLog {
     retentionDays?: number,
   ) {
     this.records = db.collection<HistoryDocument>(collection);
-    this.retained = { db, collection, retention: retentionOf('time', retentionDays) };
+    this.retained = { db, collection, retention: retentionOf(HISTORY_TIME, retentionDays) };
   }
 
   /** This history and its retention (`purgeExpired` applies it where no TTL index does). */
   readonly retained: RetainedCollection;
 
-  /**
-   * One equality per read (`span`; on FerretDB its GIN index comes from
-   * ferretdb-indexes.sql), and the retention's TTL index.
-   */
+  /** Its queries' indexes (`historyIndexes`). */
   async ensureIndexes(): Promise<void> {
-    await declareIndexes(this.db, this.records.collectionName, [
-      { key: { span: 1 }, name: 'by_span' },
-      ...retentionIndexes(this.retained.retention),
-    ]);
+    await declareIndexes(this.db, historyIndexes(this.records.collectionName, this.retained.retention?.days));
   }
 
   /** Records the changes `events` report (others are left out); those recorded before stay as they are. */

@@ -12,3 +12,4 @@ export * from './items';
 export * from './migrations';
 export * from './indexes';
 export * from './retention';
+export * from './index-documents';

@@ -1,19 +1,65 @@
-import type { mongo, Schema } from 'mongoose';
+import type { mongo } from 'mongoose';
 import { serverLimits } from './server-limits';
 
 /** An index a collection's queries need: its keys and the driver's options (name, sparse, unique…). */
 export type IndexSpec = mongo.IndexDescription & { name: string };
 
 /**
- * Makes a collection's indexes match what its queries need, the one way every store does it (its `ensureIndexes` step)
- * (a migration step; creating an index that exists costs nothing). On a server that answers
- * from a driver's indexes (MongoDB) the declared ones are created. FerretDB 1.x never does:
- * it filters with jsonb containment that only the GIN indexes of
- * deploy/local/ferretdb-indexes.sql serve, and it turns each driver index into a PostgreSQL
- * B-tree that every insert updates and no query reads (docs/performance.md, "Measurements behind the code"). There, only unique indexes (constraints) are created, and any other an earlier
- * release created is dropped (docs/decisions/0031).
+ * A query a hot or periodic path makes, and what serves it on each server: on MongoDB the
+ * indexes the migration creates; on FerretDB 1.x, which answers only top-level equality from
+ * an index, the GIN index on each of `ferretdb`'s fields, or, when none serves it, a scan that
+ * `scan` says why is affordable.
  */
-export async function declareIndexes(db: mongo.Db, name: string, indexes: readonly IndexSpec[]): Promise<void> {
+export interface IndexedQuery {
+  /** The query and the path that makes it, as an operator reads it. */
+  readonly query: string;
+  /** Served on MongoDB by these (none: by the `_id` index every collection has). */
+  readonly mongodb: readonly IndexSpec[];
+  readonly ferretdb: readonly string[];
+  readonly scan?: string;
+}
+
+/**
+ * A collection's queries and their indexes, declared once, beside its store: the migration
+ * creates what they name, and `npm run docs` writes the FerretDB indexes
+ * (deploy/local/ferretdb-indexes.sql) and the table of docs/operations.md from them.
+ */
+export interface CollectionIndexes {
+  readonly collection: string;
+  readonly queries: readonly IndexedQuery[];
+}
+
+/** Reads and compare-and-sets of one document by `_id`: MongoDB's own index; on FerretDB, a GIN index of ours. */
+export const BY_ID: IndexedQuery = {
+  query: 'a document by `_id` (reads, compare-and-sets)',
+  mongodb: [],
+  ferretdb: ['_id'],
+};
+
+/** The MongoDB indexes a collection's queries name, each once. */
+export const mongoIndexesOf = ({ queries }: CollectionIndexes): IndexSpec[] => [
+  ...new Map(queries.flatMap(({ mongodb }) => mongodb).map((index) => [index.name, index])).values(),
+];
+
+/** The fields a collection's GIN indexes cover on FerretDB, each once. */
+export const ginFieldsOf = ({ queries }: CollectionIndexes): string[] => [
+  ...new Set(queries.flatMap(({ ferretdb }) => ferretdb)),
+];
+
+/**
+ * Makes a collection's indexes match what its queries need, the one way every store does it
+ * (its `ensureIndexes`, a migration step; creating an index that exists costs nothing). On a
+ * server that answers from a driver's indexes (MongoDB) the declared ones are created.
+ * FerretDB 1.x never does: it filters with jsonb containment that only the GIN indexes of
+ * deploy/local/ferretdb-indexes.sql serve (generated from the same declarations), and it turns
+ * each driver index into a PostgreSQL B-tree that every insert updates and no query reads
+ * (docs/performance.md, "Measurements behind the code"). There, only unique indexes
+ * (constraints) are created, and any other an earlier release created is dropped
+ * (docs/decisions/0031).
+ */
+export async function declareIndexes(db: mongo.Db, declaration: CollectionIndexes): Promise<void> {
+  const { collection: name } = declaration;
+  const indexes = mongoIndexesOf(declaration);
   const collection = db.collection(name);
   declared.set(db, { ...declared.get(db), [name]: indexes.map((index) => index.name) });
   const { usesDriverIndexes } = await serverLimits(db);
@@ -64,13 +110,4 @@ const declared = new WeakMap<mongo.Db, Record<string, string[]>>();
  */
 export function declaredIndexes(db: mongo.Db): Record<string, string[]> {
   return { ...declared.get(db) };
-}
-
-/** The indexes a mongoose schema declares, as `declareIndexes` takes them. */
-export function indexesOf(schema: Schema): IndexSpec[] {
-  return schema.indexes().map(([key, options]) => {
-    const { name, ...rest } = options as mongo.CreateIndexesOptions;
-    if (!name) throw new Error(`an index of ${JSON.stringify(key)} has no name`); // names are how they are dropped and listed
-    return { key: key as mongo.IndexDescription['key'], name, ...rest } as IndexSpec;
-  });
 }

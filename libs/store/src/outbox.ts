@@ -1,5 +1,6 @@
 import { Schema } from 'mongoose';
 import { storedEntries, type OutboxEntry, type StoredOutboxEntry } from './outbox-entry';
+import type { IndexedQuery } from './indexes';
 
 /** Fields a document needs to carry an outbox. */
 export const outboxFields = {
@@ -72,6 +73,9 @@ export function setWithOutbox(fields: object, entries: OutboxEntry[]): object {
  */
 export const OUTBOX_PROJECTION = { outbox: 0, outboxPending: 0 } as const;
 
-/** The index the relay's query uses, to add to each model that carries an outbox. */
-export const OUTBOX_INDEX = { outboxPending: 1 } as const;
-export const OUTBOX_INDEX_OPTIONS = { name: 'outbox_pending_flag' } as const;
+/** The relay's query, on every collection that carries an outbox: one equality on the flag. */
+export const PENDING_EVENTS: IndexedQuery = {
+  query: 'pending events (outbox relay, every 0.5 s)',
+  mongodb: [{ key: { outboxPending: 1 }, name: 'outbox_pending_flag' }],
+  ferretdb: ['outboxPending'],
+};

@@ -1,6 +1,6 @@
 import { repeat, type Clock, type Repeating } from '@rs/time';
 import type { mongo } from 'mongoose';
-import type { IndexSpec } from './indexes';
+import type { IndexedQuery } from './indexes';
 import { serverLimits } from './server-limits';
 
 /**
@@ -29,12 +29,26 @@ export const RETENTION_INDEX = 'retention';
 const DAY_MS = 86_400_000;
 
 /**
- * The TTL index that applies a retention on MongoDB (created by the migration; a changed
- * number of days is applied to the existing index). None without a retention.
+ * The purge of a retention: on MongoDB the TTL index that applies it (created by the migration;
+ * a changed number of days is applied to the existing index); on FerretDB, which has no TTL
+ * indexes, the service's hourly purge (`purgeExpired`). None without a retention.
  */
-export const retentionIndexes = (retention: Retention | undefined): IndexSpec[] =>
+export const retentionQueries = (retention: Retention | undefined): IndexedQuery[] =>
   retention
-    ? [{ key: { [retention.field]: 1 }, name: RETENTION_INDEX, expireAfterSeconds: (retention.days * DAY_MS) / 1000 }]
+    ? [
+        {
+          query: `purge of documents whose \`${retention.field}\` is past the retention (if set)`,
+          mongodb: [
+            {
+              key: { [retention.field]: 1 },
+              name: RETENTION_INDEX,
+              expireAfterSeconds: (retention.days * DAY_MS) / 1000,
+            },
+          ],
+          ferretdb: [],
+          scan: "the service's hourly purge",
+        },
+      ]
     : [];
 
 /** How often a FerretDB deployment purges what its retention no longer keeps. */

@@ -2,8 +2,6 @@
 import { serviceEnvShape } from '@rs/config';
 import { runMigration } from '@rs/runtime';
 import { z } from 'zod';
-import { SkuStore } from './store/sku-store';
+import { collectionIndexes } from './store/indexes';
 
-runMigration('catalog', z.object(serviceEnvShape('catalog')), async (db) => {
-  await new SkuStore(db).ensureIndexes();
-});
+runMigration('catalog', z.object(serviceEnvShape('catalog')), { indexes: collectionIndexes });

@@ -1,19 +1,19 @@
 // `node services/rights/dist/migrate.js`: this service's migration steps, each applied once
-// per database (DESIGN.md 10): its collections' data steps and indexes, and the re-sealing of
-// the right-token keys after RIGHT_TOKEN_KEY_SECRET changed.
+// per database (DESIGN.md 10): its collections' indexes, and the re-sealing of the
+// right-token keys after RIGHT_TOKEN_KEY_SECRET changed.
 import { secretRing } from '@rs/config';
 import { runMigration } from '@rs/runtime';
 import { applyOnce } from '@rs/store';
 import { Config } from './service';
-import { RightStore } from './store/right-store';
-import { rightHistory } from './store/right-history';
+import { collectionIndexes } from './store/indexes';
 import { SigningKeyStore } from './store/signing-key-store';
 
-runMigration('rights', Config, async (db, logger, config) => {
-  await new RightStore(db).ensureIndexes();
-  await rightHistory(db.db!, config.HISTORY_RETENTION_DAYS).ensureIndexes();
-  const keys = new SigningKeyStore(db, secretRing(config, 'RIGHT_TOKEN_KEY_SECRET'));
-  await applyOnce(db.db!, `right_token_keys:sealed-with:${keys.sealingKeyId}`, async () => {
-    logger.info({ resealed: await keys.reseal() }, 'right-token keys sealed with the current key');
-  });
+runMigration('rights', Config, {
+  indexes: (config) => collectionIndexes(config.HISTORY_RETENTION_DAYS),
+  steps: async (db, logger, config) => {
+    const keys = new SigningKeyStore(db, secretRing(config, 'RIGHT_TOKEN_KEY_SECRET'));
+    await applyOnce(db.db!, `right_token_keys:sealed-with:${keys.sealingKeyId}`, async () => {
+      logger.info({ resealed: await keys.reseal() }, 'right-token keys sealed with the current key');
+    });
+  },
 });

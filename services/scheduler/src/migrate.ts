@@ -2,10 +2,6 @@
 import { serviceEnvShape } from '@rs/config';
 import { runMigration } from '@rs/runtime';
 import { z } from 'zod';
-import { createStores } from './store/stores';
+import { collectionIndexes } from './store/indexes';
 
-runMigration('scheduler', z.object(serviceEnvShape('scheduler')), async (db) => {
-  const stores = createStores(db);
-  await stores.rightExpiries.ensureIndexes();
-  await stores.subscriptionSchedules.ensureIndexes();
-});
+runMigration('scheduler', z.object(serviceEnvShape('scheduler')), { indexes: collectionIndexes });

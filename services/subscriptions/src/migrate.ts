@@ -2,14 +2,8 @@
 import { historyEnvShape, serviceEnvShape } from '@rs/config';
 import { runMigration } from '@rs/runtime';
 import { z } from 'zod';
-import { SubscriptionStore } from './store/subscription-store';
-import { subscriptionHistory } from './store/subscription-history';
+import { collectionIndexes } from './store/indexes';
 
-runMigration(
-  'subscriptions',
-  z.object({ ...serviceEnvShape('subscriptions'), ...historyEnvShape }),
-  async (db, _, config) => {
-    await new SubscriptionStore(db).ensureIndexes();
-    await subscriptionHistory(db.db!, config.HISTORY_RETENTION_DAYS).ensureIndexes();
-  },
-);
+runMigration('subscriptions', z.object({ ...serviceEnvShape('subscriptions'), ...historyEnvShape }), {
+  indexes: (config) => collectionIndexes(config.HISTORY_RETENTION_DAYS),
+});

@@ -6,15 +6,16 @@ import { runMigration } from '@rs/runtime';
 import { applyOnce } from '@rs/store';
 import { Sealer } from '@rs/sealing';
 import { Config, ENDPOINT_SECRETS_PURPOSE } from './service';
-import { DeliveryStore } from './store/delivery-store';
 import { EndpointStore } from './store/endpoint-store';
+import { collectionIndexes } from './store/indexes';
 
-runMigration('webhooks', Config, async (db, logger, config) => {
-  await new DeliveryStore(db.db!, config.WEBHOOK_DELIVERY_RETENTION_DAYS).ensureIndexes();
-  const endpoints = new EndpointStore(db.db!);
-  await endpoints.ensureIndexes();
-  const sealer = new Sealer(secretRing(config, 'WEBHOOK_SECRET_KEY'), ENDPOINT_SECRETS_PURPOSE);
-  await applyOnce(db.db!, `endpoints:secrets-sealed-with:${sealer.keyId}`, async () => {
-    logger.info({ resealed: await endpoints.resealSecrets(sealer) }, 'endpoint secrets sealed with the current key');
-  });
+runMigration('webhooks', Config, {
+  indexes: (config) => collectionIndexes(config.WEBHOOK_DELIVERY_RETENTION_DAYS),
+  steps: async (db, logger, config) => {
+    const endpoints = new EndpointStore(db.db!);
+    const sealer = new Sealer(secretRing(config, 'WEBHOOK_SECRET_KEY'), ENDPOINT_SECRETS_PURPOSE);
+    await applyOnce(db.db!, `endpoints:secrets-sealed-with:${sealer.keyId}`, async () => {
+      logger.info({ resealed: await endpoints.resealSecrets(sealer) }, 'endpoint secrets sealed with the current key');
+    });
+  },
 });

@@ -1,11 +1,11 @@
 import {
-  OUTBOX_INDEX,
-  OUTBOX_INDEX_OPTIONS,
+  BY_ID,
+  PENDING_EVENTS,
+  type CollectionIndexes,
   outboxDocumentFields,
   OutboxStore,
   type OutboxEntry,
   documentSchema,
-  OUTBOX_PROJECTION,
 } from '@rs/store';
 import { type Connection } from 'mongoose';
 import type { SkuEntry } from '../domain/sku';
@@ -22,7 +22,9 @@ const skuSchema = documentSchema<SkuDocument>('skus', {
   deleted: 'flag',
   ...outboxDocumentFields,
 });
-skuSchema.index(OUTBOX_INDEX, OUTBOX_INDEX_OPTIONS);
+
+/** The catalog's queries: by SKU, and its pending events (docs/operations.md). */
+export const SKU_INDEXES: CollectionIndexes = { collection: 'skus', queries: [BY_ID, PENDING_EVENTS] };
 
 const toEntry = (doc: SkuDocument): SkuEntry => ({
   sku: doc._id,
@@ -47,7 +49,6 @@ const toFields = (entry: SkuEntry) => ({
   deleted: entry.deleted,
 });
 
-const PROJECTION = OUTBOX_PROJECTION;
 const LIVE = { deleted: { $ne: true } };
 
 /**
@@ -59,7 +60,12 @@ const LIVE = { deleted: { $ne: true } };
 export class SkuStore extends OutboxStore<SkuDocument, SkuEntry> {
   constructor(db: Connection) {
     // A PUT brings a deleted entry back: writes may change tombstones.
-    super(db, 'Sku', skuSchema, { live: LIVE, hidden: PROJECTION, toEntity: toEntry, writesRevive: true });
+    super(db, 'Sku', skuSchema, {
+      live: LIVE,
+      toEntity: toEntry,
+      writesRevive: true,
+      indexes: SKU_INDEXES,
+    });
   }
 
   find(sku: string): Promise<SkuEntry | null> {
@@ -69,13 +75,13 @@ export class SkuStore extends OutboxStore<SkuDocument, SkuEntry> {
   /** Entries in name order after `after`, at most `limit`. */
   async list(limit: number, after: string | undefined): Promise<SkuEntry[]> {
     const filter = after === undefined ? { deleted: { $ne: true } } : { deleted: { $ne: true }, _id: { $gt: after } };
-    const docs = await this.model.find(filter, PROJECTION).sort({ _id: 1 }).limit(limit).lean<SkuDocument[]>();
+    const docs = await this.model.find(filter, this.hiddenFields).sort({ _id: 1 }).limit(limit).lean<SkuDocument[]>();
     return docs.map(toEntry);
   }
 
   /** The entry as stored, a deletion's tombstone included (a PUT brings it back). */
   async findStored(sku: string): Promise<SkuEntry | null> {
-    const stored = await this.model.findOne({ _id: sku }, PROJECTION).lean<SkuDocument>();
+    const stored = await this.model.findOne({ _id: sku }, this.hiddenFields).lean<SkuDocument>();
     return stored ? toEntry(stored) : null;
   }
 

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { declareIndexes, documentSchema, indexesOf, isDuplicateKey } from '@rs/store';
+import { BY_ID, declareIndexes, documentSchema, isDuplicateKey, type CollectionIndexes } from '@rs/store';
 import type { Clock } from '@rs/time';
 import type { Connection, Model } from 'mongoose';
 import { onRetry, type KeptRequest } from '../domain/idempotency';
@@ -26,8 +26,20 @@ const schema = documentSchema<IdempotencyDocument>('idempotency_keys', {
   expiresAt: 'date',
   response: 'json?',
 });
-// The periodic purge's range on MongoDB (FerretDB, the local server, reads the collection anyway).
-schema.index({ expiresAt: 1 }, { name: 'by_expiry' });
+
+/** Keys are claimed and replayed by `_id`; the purge of expired ones is a range. */
+export const IDEMPOTENCY_INDEXES: CollectionIndexes = {
+  collection: 'idempotency_keys',
+  queries: [
+    BY_ID,
+    {
+      query: 'purge of expired keys (every minute)',
+      mongodb: [{ key: { expiresAt: 1 }, name: 'by_expiry' }],
+      ferretdb: [],
+      scan: 'once a minute, keys live a day',
+    },
+  ],
+};
 
 export type Begun =
   | { kind: 'run'; nonce: string }
@@ -126,7 +138,7 @@ export class IdempotencyStore {
 
   /** A migration step (`services/gateway/dist/migrate.js`). */
   async ensureIndexes(): Promise<void> {
-    await declareIndexes(this.model.db.db!, this.model.collection.collectionName, indexesOf(this.model.schema));
+    await declareIndexes(this.model.db.db!, IDEMPOTENCY_INDEXES);
   }
 
   /** Deletes what has expired (the periodic clean-up). */

@@ -1,5 +1,5 @@
 import { systemClock, type Clock } from '@rs/time';
-import { declareIndexes, documentSchema, indexesOf } from '@rs/store';
+import { BY_ID, declareIndexes, documentSchema, type CollectionIndexes } from '@rs/store';
 import type { Logger } from '@rs/logging';
 import { repeat, type Repeating } from '@rs/time';
 import { type Connection, type Model } from 'mongoose';
@@ -13,9 +13,23 @@ interface RevokedTokenDocument {
 }
 
 const revokedSchema = documentSchema<RevokedTokenDocument>('revoked_tokens', { revokedAt: 'date', expiresAt: 'date' });
-// The two ranges every replica reads every few seconds: the recent revocations, the expired ones.
-revokedSchema.index({ revokedAt: 1 }, { name: 'by_revocation' });
-revokedSchema.index({ expiresAt: 1 }, { name: 'by_expiry' });
+
+/** A revocation is written by `_id`; every replica reads two ranges every few seconds: the recent revocations, the expired ones. */
+export const REVOCATION_INDEXES: CollectionIndexes = {
+  collection: 'revoked_tokens',
+  queries: [
+    BY_ID,
+    {
+      query: 'refresh of new revocations (every few seconds), purge of expired ones',
+      mongodb: [
+        { key: { revokedAt: 1 }, name: 'by_revocation' },
+        { key: { expiresAt: 1 }, name: 'by_expiry' },
+      ],
+      ferretdb: [],
+      scan: 'as few documents as tokens revoked and not yet expired',
+    },
+  ],
+};
 
 export interface RevocationStoreOptions {
   logger: Logger;
@@ -55,7 +69,7 @@ export class RevocationStore {
 
   /** A migration step (`services/gateway/dist/migrate.js`). */
   async ensureIndexes(): Promise<void> {
-    await declareIndexes(this.model.db.db!, this.model.collection.collectionName, indexesOf(this.model.schema));
+    await declareIndexes(this.model.db.db!, REVOCATION_INDEXES);
   }
 
   async start(): Promise<void> {

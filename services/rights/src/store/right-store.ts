@@ -1,17 +1,13 @@
 import pLimit from 'p-limit';
 import type { Keyset } from '@rs/http';
 import {
-  BUCKET_PAGE_INDEX,
-  BUCKET_PAGE_INDEX_OPTIONS,
-  OUTBOX_INDEX,
-  OUTBOX_INDEX_OPTIONS,
+  userOwnedIndexes,
   outboxDocumentFields,
   UserOwnedStore,
   READ_CONCURRENCY,
   type OutboxEntry,
   type SetAsideField,
   documentSchema,
-  OUTBOX_PROJECTION,
 } from '@rs/store';
 import { bucketOf } from '@rs/hashing';
 import { type Connection } from 'mongoose';
@@ -65,19 +61,30 @@ const rightSchema = documentSchema<RightDocument>('rights', {
   expiresKey: 'string',
   ...outboxDocumentFields,
 });
-// One index per query the service makes (docs/operations.md, "Queries and their indexes").
-rightSchema.index({ userId: 1, createdAt: -1, _id: -1 }, { name: 'by_user' });
-rightSchema.index({ userId: 1, grantorId: 1, createdAt: -1 }, { name: 'by_user_and_grantor' });
-rightSchema.index({ serviceProviderId: 1, userId: 1 }, { name: 'by_service_provider', sparse: true });
-rightSchema.index({ subscriptionId: 1 }, { name: 'by_subscription', sparse: true });
-rightSchema.index({ expiresKey: 1 }, { name: 'by_expiry_key', sparse: true });
-rightSchema.index(OUTBOX_INDEX, OUTBOX_INDEX_OPTIONS);
-// The rebuild's pages (DESIGN.md 10): a bucket in id order.
-rightSchema.index(BUCKET_PAGE_INDEX, BUCKET_PAGE_INDEX_OPTIONS);
+/** The rights' queries and their indexes (docs/operations.md, "Queries and their indexes"). */
+export const RIGHT_INDEXES = userOwnedIndexes('rights', {
+  documents: 'rights',
+  pagedFor: "the scheduler's rebuild; the gateway's entitlement projection",
+  more: [
+    {
+      query: "a provider's view of a user's rights",
+      mongodb: [{ key: { serviceProviderId: 1, userId: 1 }, name: 'by_service_provider', sparse: true }],
+      ferretdb: ['userId'],
+    },
+    {
+      query: "a subscription's rights of a user (cascades)",
+      mongodb: [{ key: { subscriptionId: 1 }, name: 'by_subscription', sparse: true }],
+      ferretdb: ['userId'],
+    },
+    {
+      query: 'the rights ending in one second of a bucket (expiry, docs/decisions/0027)',
+      mongodb: [{ key: { expiresKey: 1 }, name: 'by_expiry_key', sparse: true }],
+      ferretdb: ['expiresKey'],
+    },
+  ],
+});
 
-const PROJECTION = OUTBOX_PROJECTION;
-
-// Documents are read without their outbox (PROJECTION).
+// Documents are read without their outbox (`hiddenFields`).
 const toEntity = ({
   _id,
   removed: _removed,
@@ -144,7 +151,11 @@ export interface RightQuery {
  */
 export class RightStore extends UserOwnedStore<RightDocument, RightEntity> {
   constructor(db: Connection) {
-    super(db, 'Right', rightSchema, { live: { removed: { $ne: true } }, hidden: PROJECTION, toEntity });
+    super(db, 'Right', rightSchema, {
+      live: { removed: { $ne: true } },
+      toEntity,
+      indexes: RIGHT_INDEXES,
+    });
   }
 
   /**
@@ -162,7 +173,9 @@ export class RightStore extends UserOwnedStore<RightDocument, RightEntity> {
     // A key is worth a query when the batch asks for many of its rights; a few are read by id.
     const expiryKeys = [...asked].filter(([, count]) => count >= MIN_ASKED_PER_KEY).map(([key]) => key);
     await pLimit(READ_CONCURRENCY).map(expiryKeys, async (expiresKey) => {
-      const docs = await this.model.find({ expiresKey, removed: { $ne: true } }, PROJECTION).lean<RightDocument[]>();
+      const docs = await this.model
+        .find({ expiresKey, removed: { $ne: true } }, this.hiddenFields)
+        .lean<RightDocument[]>();
       for (const doc of docs) byKey.set(doc._id, readable(doc));
     });
     const found: Array<RightEntity | UnreadableRight | null> = keys.map(({ userId, id }) => {
@@ -196,7 +209,7 @@ export class RightStore extends UserOwnedStore<RightDocument, RightEntity> {
   /** The rights a subscription issued (for the suspend/activate cascade). */
   async ofSubscription(userId: string, subscriptionId: string): Promise<RightEntity[]> {
     const docs = await this.model
-      .find({ subscriptionId, userId, removed: { $ne: true } }, PROJECTION)
+      .find({ subscriptionId, userId, removed: { $ne: true } }, this.hiddenFields)
       .lean<RightDocument[]>();
     return docs.map(toEntity);
   }

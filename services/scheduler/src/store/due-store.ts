@@ -1,6 +1,6 @@
 import pLimit from 'p-limit';
 import { SubscriptionSnapshot } from '@rs/contracts';
-import { declareIndexes, documentSchema, indexesOf, isDuplicateKey, serverLimits } from '@rs/store';
+import { BY_ID, declareIndexes, documentSchema, isDuplicateKey, serverLimits, type CollectionIndexes } from '@rs/store';
 import type { Clock } from '@rs/time';
 import { type Connection, type Model } from 'mongoose';
 import { dueKeyOf, landedLate, slotKey, SOON_KEY } from '../domain/due';
@@ -69,6 +69,22 @@ function snapshotLoaded(stored: string): SubscriptionSnapshot | undefined {
 }
 const LATE_COPY = '~late';
 
+/**
+ * A collection of due items: written on the renewal path, read by `_id` and by one second of a
+ * partition (and the `soon` bucket) on every tick; no other index.
+ */
+export const dueIndexes = (collection: string): CollectionIndexes => ({
+  collection,
+  queries: [
+    BY_ID,
+    {
+      query: 'one second of a partition, the `soon` bucket (every tick)',
+      mongodb: [{ key: { due: 1 }, name: 'due_key' }],
+      ferretdb: ['due'],
+    },
+  ],
+});
+
 /** One collection of due items in the scheduler's own database (DESIGN.md 1). */
 export class DueStore {
   readonly model: Model<DueDocument>;
@@ -85,12 +101,11 @@ export class DueStore {
       connectId: 'string',
       snapshot: 'json?',
     });
-    schema.index({ due: 1 }, { name: 'due_key' });
     this.model = db.model<DueDocument>(collection, schema);
   }
 
   async ensureIndexes(): Promise<void> {
-    await declareIndexes(this.model.db.db!, this.collection, indexesOf(this.model.schema));
+    await declareIndexes(this.model.db.db!, dueIndexes(this.collection));
   }
 
   /**

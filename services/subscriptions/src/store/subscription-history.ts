@@ -2,11 +2,13 @@ import { SubscriptionEventTypes } from '@rs/contracts';
 import { HistoryLog } from '@rs/store';
 import type { mongo } from 'mongoose';
 
+export const SUBSCRIPTION_HISTORY = 'subscription_history';
+
 /** The changes of subscriptions (DESIGN.md 8 "History"): every subscription event. */
 export const subscriptionHistory = (db: mongo.Db, retentionDays?: number): HistoryLog =>
   new HistoryLog(
     db,
-    'subscription_history',
+    SUBSCRIPTION_HISTORY,
     new Set(Object.values(SubscriptionEventTypes)),
     { kind: 'system', id: 'subscriptions' },
     retentionDays,

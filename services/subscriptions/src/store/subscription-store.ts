@@ -2,11 +2,11 @@ import pLimit from 'p-limit';
 import type { Keyset } from '@rs/http';
 import {
   afterId,
-  BUCKET_PAGE_INDEX,
-  BUCKET_PAGE_INDEX_OPTIONS,
+  BY_ID,
+  bucketPages,
   declareIndexes,
-  OUTBOX_INDEX,
-  OUTBOX_INDEX_OPTIONS,
+  PENDING_EVENTS,
+  type CollectionIndexes,
   OutboxCollection,
   outboxDocumentFields,
   UserOwnedStore,
@@ -16,6 +16,7 @@ import {
   type WriteFailed,
   documentSchema,
   OUTBOX_PROJECTION,
+  userOwnedIndexes,
 } from '@rs/store';
 import { bucketOf } from '@rs/hashing';
 import { type Connection } from 'mongoose';
@@ -48,12 +49,12 @@ const schema = documentSchema<SubscriptionDocument>('subscriptions', {
   deleted: 'flag',
   ...outboxDocumentFields,
 });
-schema.index({ userId: 1, grantorId: 1, createdAt: -1 }, { name: 'by_user_and_grantor' });
-schema.index({ userId: 1, createdAt: -1, _id: -1 }, { name: 'by_user' });
-schema.index(OUTBOX_INDEX, OUTBOX_INDEX_OPTIONS);
-schema.index(BUCKET_PAGE_INDEX, BUCKET_PAGE_INDEX_OPTIONS);
 
-const PROJECTION = OUTBOX_PROJECTION;
+/** The subscriptions' queries and their indexes (docs/operations.md, "Queries and their indexes"). */
+export const SUBSCRIPTION_INDEXES = userOwnedIndexes('subscriptions', {
+  documents: 'subscriptions',
+  pagedFor: "the scheduler's rebuild",
+});
 
 function toEntity(doc: SubscriptionDocument): SubscriptionEntity {
   const { _id, deleted: _deleted, ...fields } = doc as SubscriptionDocument & { outbox?: unknown };
@@ -81,6 +82,26 @@ export interface RenewalChange {
 
 /** The subscriptions' changes after creation, one record per (subscription, generation) (docs/decisions/0026). */
 export const SUBSCRIPTION_PROGRESS = 'subscription_progress';
+
+/** The records' queries: each claimed by `_id`, read with its subscription, its user's or its bucket's, relayed. */
+export const PROGRESS_INDEXES: CollectionIndexes = {
+  collection: SUBSCRIPTION_PROGRESS,
+  queries: [
+    BY_ID,
+    {
+      query: "a subscription's records (every read of it)",
+      mongodb: [{ key: { subscriptionId: 1 }, name: 'by_subscription' }],
+      ferretdb: ['subscriptionId'],
+    },
+    {
+      query: "a user's records (lists)",
+      mongodb: [{ key: { userId: 1 }, name: 'by_user' }],
+      ferretdb: ['userId'],
+    },
+    bucketPages("the scheduler's rebuild"),
+    PENDING_EVENTS,
+  ],
+};
 
 interface ProgressDocument extends Progress {
   /** `<subscriptionId>@<generation>`: the generation it claims. */
@@ -126,19 +147,17 @@ export class SubscriptionStore extends UserOwnedStore<SubscriptionDocument, Subs
   private readonly progress: OutboxCollection;
 
   constructor(db: Connection) {
-    super(db, 'Subscription', schema, { live: { deleted: { $ne: true } }, hidden: PROJECTION, toEntity });
+    super(db, 'Subscription', schema, {
+      live: { deleted: { $ne: true } },
+      toEntity,
+      indexes: SUBSCRIPTION_INDEXES,
+    });
     this.progress = new OutboxCollection(db.db!, SUBSCRIPTION_PROGRESS);
   }
 
   override async ensureIndexes(): Promise<void> {
     await super.ensureIndexes();
-    const records = this.progress.collection;
-    await declareIndexes(this.model.db.db!, records.collectionName, [
-      { key: { subscriptionId: 1 }, name: 'by_subscription' },
-      { key: { userId: 1 }, name: 'by_user' },
-      { key: BUCKET_PAGE_INDEX, ...BUCKET_PAGE_INDEX_OPTIONS },
-      { key: OUTBOX_INDEX, ...OUTBOX_INDEX_OPTIONS },
-    ]);
+    await declareIndexes(this.model.db.db!, PROGRESS_INDEXES);
   }
 
   override async find(userId: string, id: string): Promise<SubscriptionEntity | null> {
@@ -155,7 +174,7 @@ export class SubscriptionStore extends UserOwnedStore<SubscriptionDocument, Subs
     id: string,
   ): Promise<{ entity: SubscriptionEntity; removed: boolean } | null> {
     const [doc, records] = await Promise.all([
-      this.model.collection.findOne({ _id: id, userId } as never, { projection: PROJECTION }),
+      this.model.collection.findOne({ _id: id, userId } as never, { projection: this.hiddenFields }),
       this.recordsWhere({ subscriptionId: id, userId }),
     ]);
     if (!doc) return null;
@@ -171,7 +190,7 @@ export class SubscriptionStore extends UserOwnedStore<SubscriptionDocument, Subs
    */
   async ofBucket(bucket: number, page: { after: string | undefined; limit: number }) {
     const docs = (await this.model.collection
-      .find({ bucket, deleted: { $ne: true }, ...afterId(page.after) } as never, { projection: PROJECTION })
+      .find({ bucket, deleted: { $ne: true }, ...afterId(page.after) } as never, { projection: this.hiddenFields })
       .sort({ _id: 1 })
       .limit(page.limit)
       .toArray()) as unknown as SubscriptionDocument[];
@@ -245,7 +264,7 @@ export class SubscriptionStore extends UserOwnedStore<SubscriptionDocument, Subs
   lastRenewalsOf(keys: ReadonlyArray<{ userId: string; id: string }>): Promise<Array<LastRenewal | null>> {
     return pLimit(READ_CONCURRENCY).map(keys, async ({ userId, id }) => {
       const [doc, records] = await Promise.all([
-        this.model.collection.findOne({ _id: id, userId } as never, { projection: PROJECTION }),
+        this.model.collection.findOne({ _id: id, userId } as never, { projection: this.hiddenFields }),
         this.progress.collection
           .find({ subscriptionId: id, userId } as never, { projection: { outbox: 0, outboxPending: 0 } })
           .toArray() as unknown as Promise<ProgressDocument[]>,

@@ -3,7 +3,9 @@ import type { SweepCursor } from '@rs/due';
 import {
   declareIndexes,
   isDuplicateKey,
-  retentionIndexes,
+  retentionQueries,
+  BY_ID,
+  type CollectionIndexes,
   retentionOf,
   serverLimits,
   type RetainedCollection,
@@ -52,6 +54,44 @@ const toDelivery = ({ _id, due: _due, leaseUntil: _lease, ...fields }: DeliveryD
   ...fields,
 });
 
+const DELIVERIES = 'deliveries';
+/** A delivery is kept by the time it was created (WEBHOOK_DELIVERY_RETENTION_DAYS). */
+const RETAINED_BY = 'createdAt';
+
+/**
+ * Deliveries are claimed by `_id`, swept by the second they are due, listed by endpoint; the
+ * backlog gauge reads the pending ones by endpoint (one replica, at scrape time).
+ */
+export const deliveryIndexes = (retentionDays?: number): CollectionIndexes => ({
+  collection: DELIVERIES,
+  queries: [
+    BY_ID,
+    {
+      query: "an endpoint's deliveries, newest first (lists)",
+      mongodb: [{ key: { endpointId: 1, createdAt: -1, _id: -1 }, name: 'by_endpoint' }],
+      ferretdb: ['endpointId'],
+    },
+    {
+      query: 'pending deliveries by endpoint (backlog gauge, one replica)',
+      mongodb: [
+        {
+          key: { status: 1, endpointId: 1 },
+          name: 'by_pending_endpoint',
+          partialFilterExpression: { status: 'pending' },
+        },
+      ],
+      ferretdb: [],
+      scan: 'at scrape time, on one replica',
+    },
+    {
+      query: 'the deliveries due in one second (sweeper)',
+      mongodb: [{ key: { due: 1 }, name: 'by_due_second', sparse: true }],
+      ferretdb: ['due'],
+    },
+    ...retentionQueries(retentionOf(RETAINED_BY, retentionDays)),
+  ],
+});
+
 export class DeliveryStore {
   private readonly deliveries: mongo.Collection<DeliveryDocument>;
 
@@ -63,26 +103,16 @@ export class DeliveryStore {
     private readonly db: mongo.Db,
     retentionDays?: number,
   ) {
-    this.deliveries = db.collection<DeliveryDocument>('deliveries');
+    this.deliveries = db.collection<DeliveryDocument>(DELIVERIES);
     this.retained = {
       db,
       collection: this.deliveries.collectionName,
-      retention: retentionOf('createdAt', retentionDays),
+      retention: retentionOf(RETAINED_BY, retentionDays),
     };
   }
 
-  /** On FerretDB the GIN indexes of ferretdb-indexes.sql serve these queries instead. */
   async ensureIndexes(): Promise<void> {
-    await declareIndexes(this.db, this.deliveries.collectionName, [
-      ...retentionIndexes(this.retained.retention),
-      { key: { endpointId: 1, createdAt: -1, _id: -1 }, name: 'by_endpoint' },
-      { key: { due: 1 }, name: 'by_due_second', sparse: true },
-      {
-        key: { status: 1, endpointId: 1 },
-        name: 'by_pending_endpoint',
-        partialFilterExpression: { status: 'pending' },
-      },
-    ]);
+    await declareIndexes(this.db, deliveryIndexes(this.retained.retention?.days));
   }
 
   /**

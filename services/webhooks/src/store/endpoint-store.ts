@@ -1,5 +1,5 @@
 import type { mongo } from 'mongoose';
-import { declareIndexes } from '@rs/store';
+import { BY_ID, declareIndexes, type CollectionIndexes } from '@rs/store';
 import { type Sealed, type Sealer } from '@rs/sealing';
 
 /** A secret of an endpoint, sealed; `retiresAt` is set when a newer one replaced it (it signs until then). */
@@ -36,18 +36,28 @@ const toEndpoint = ({ _id, deleted: _deleted, ...fields }: EndpointDocument): En
  * The endpoints in the webhooks service's own database. A deleted endpoint stays as a
  * tombstone (its deliveries log refers to it); nothing reads its secrets but the dispatcher.
  */
+/** Endpoints are read by `_id`, and by grantor for every event: DESIGN.md 9, a grantor's events reach its own endpoints only. */
+export const ENDPOINT_INDEXES: CollectionIndexes = {
+  collection: 'endpoints',
+  queries: [
+    BY_ID,
+    {
+      query: "a grantor's endpoints (every event)",
+      mongodb: [{ key: { grantorId: 1, deleted: 1 }, name: 'by_grantor' }],
+      ferretdb: ['grantorId'],
+    },
+  ],
+};
+
 export class EndpointStore {
   private readonly endpoints: mongo.Collection<EndpointDocument>;
 
   constructor(private readonly db: mongo.Db) {
-    this.endpoints = db.collection<EndpointDocument>('endpoints');
+    this.endpoints = db.collection<EndpointDocument>(ENDPOINT_INDEXES.collection);
   }
 
-  /** DESIGN.md 9: events are matched against their grantors' endpoints only, found by this index. */
   async ensureIndexes(): Promise<void> {
-    await declareIndexes(this.db, this.endpoints.collectionName, [
-      { key: { grantorId: 1, deleted: 1 }, name: 'by_grantor' },
-    ]);
+    await declareIndexes(this.db, ENDPOINT_INDEXES);
   }
 
   /** The live endpoints of one grantor (null: the admins' endpoints, which receive every event). */

@@ -1,0 +1,13 @@
+import { historyIndexes, type CollectionIndexes } from '@rs/store';
+import { RIGHT_HISTORY } from './right-history';
+import { RIGHT_INDEXES } from './right-store';
+
+/**
+ * Every collection of this service's database that a hot or periodic path queries, with its
+ * queries and their indexes as its store declares them: what the migration creates, and what
+ * `npm run docs` writes into docs/operations.md and deploy/local/ferretdb-indexes.sql.
+ */
+export const collectionIndexes = (historyRetentionDays?: number): CollectionIndexes[] => [
+  RIGHT_INDEXES,
+  historyIndexes(RIGHT_HISTORY, historyRetentionDays),
+];
