@@ -34,24 +34,26 @@ export interface SecondSweeperOptions<T> {
    */
   early?: { dueAt(item: T): number; aheadS?: number };
   cursor: SweepCursor;
-  /** Seconds to stay behind the last second that has fully passed (see `SweepTiming`). */
-  lagS: number;
-  /** Where the first sweep ever starts: this many seconds back. */
-  firstLookBackS: number;
-  /** Seconds before the saved cursor a (re)started sweeper starts from (clocks of other owners). */
-  restartMarginS: number;
+  /**
+   * Where a sweeper starts: the first ever `firstLookBackS` seconds back; a (re)started one
+   * `restartMarginS` seconds before its saved cursor (default 0; for clocks of other owners).
+   */
+  start: { firstLookBackS: number; restartMarginS?: number };
+  /**
+   * What one sweep reads at most, so a sweeper catching up after hours still ends its sweep
+   * soon: `seconds`, and the items handed on (memory and time bound; the rest wait).
+   */
+  perSweep: { seconds: number; items: number };
+  /** Seconds to stay behind the last second that has fully passed (see `SweepTiming`; default 0). */
+  lagS?: number;
   /**
    * Read every second again this long after it was swept, for writes that landed after the
    * first read; `onLate` hears of what that second look finds. Without it, writers keep the
    * late-write rule (`landedLate`) themselves.
    */
   secondLook?: { afterS: number; onLate(second: number, items: number): void };
-  /** Seconds read per sweep, so a sweeper catching up after hours still ends its sweep soon. */
-  maxSecondsPerSweep: number;
-  /** Items handed on per sweep (memory and time bound); the rest wait for the next sweep. */
-  maxItemsPerSweep: number;
-  /** While nothing is due, the position is saved at least this often. */
-  saveEveryMs: number;
+  /** While nothing is due, the position is saved at least this often (default: at every sweep). */
+  saveEveryMs?: number;
   /**
    * The position that may be saved when `swept` seconds are swept: less when items handed on
    * are not yet safe elsewhere (a crash must sweep them again). Default: `swept`.
@@ -89,7 +91,7 @@ export class SecondSweeper<T> {
   private stopping = false;
 
   constructor(private readonly options: SecondSweeperOptions<T>) {
-    if (options.early && options.lagS !== 0) throw new Error('a sweeper that hands on early reads with lagS 0');
+    if (options.early && (options.lagS ?? 0) !== 0) throw new Error('a sweeper that hands on early reads with lagS 0');
   }
 
   /** Ends the sweep under way after the second it is on (position saved), and sweeps no more. */
@@ -107,10 +109,10 @@ export class SecondSweeper<T> {
     const { options } = this;
     const position = this.position ?? (await this.load(now));
     this.position = position;
-    const lastPassed = secondOf(now) - 1 - options.lagS;
-    const until = Math.min(lastPassed, position.second + options.maxSecondsPerSweep);
+    const lastPassed = secondOf(now) - 1 - (options.lagS ?? 0);
+    const until = Math.min(lastPassed, position.second + options.perSweep.seconds);
     let handed = 0;
-    while (!this.stopping && position.second < until && handed < options.maxItemsPerSweep) {
+    while (!this.stopping && position.second < until && handed < options.perSweep.items) {
       const second = position.second + 1;
       const opened = this.open.get(second);
       const items = opened ? opened.pending : await options.read(second);
@@ -122,11 +124,11 @@ export class SecondSweeper<T> {
       if (held) await options.finish?.(second);
       this.open.delete(second);
       position.second = second;
-      if (held || now.getTime() - position.savedAt >= options.saveEveryMs) await this.save(now);
+      if (held || now.getTime() - position.savedAt >= (options.saveEveryMs ?? 0)) await this.save(now);
     }
     // Catching up, or stopping: a successor goes on from here rather than from the last save.
     if (position.second > position.savedSecond && (position.second < lastPassed || this.stopping)) await this.save(now);
-    if (options.early && !this.stopping && position.second === lastPassed && handed < options.maxItemsPerSweep)
+    if (options.early && !this.stopping && position.second === lastPassed && handed < options.perSweep.items)
       await this.handDue(secondOf(now), options.early, now);
     if (options.secondLook) await this.lookAgain(position, options.secondLook, now);
   }
@@ -156,7 +158,7 @@ export class SecondSweeper<T> {
   }
 
   private async lookAgain(position: Position, look: NonNullable<SecondSweeperOptions<T>['secondLook']>, now: Date) {
-    const until = Math.min(position.second - look.afterS, position.secondLook + this.options.maxSecondsPerSweep);
+    const until = Math.min(position.second - look.afterS, position.secondLook + this.options.perSweep.seconds);
     while (!this.stopping && position.secondLook < until) {
       const second = position.secondLook + 1;
       const late = await this.options.read(second);
@@ -171,7 +173,8 @@ export class SecondSweeper<T> {
 
   private async load(now: Date): Promise<Position> {
     const saved = await this.options.cursor.read();
-    const second = saved === null ? secondOf(now) - this.options.firstLookBackS : saved - this.options.restartMarginS;
+    const { firstLookBackS, restartMarginS = 0 } = this.options.start;
+    const second = saved === null ? secondOf(now) - firstLookBackS : saved - restartMarginS;
     const secondLook = second - (this.options.secondLook?.afterS ?? 0);
     return { second, secondLook, savedAt: now.getTime(), savedSecond: second };
   }

@@ -32,11 +32,8 @@ function world(options: Partial<SecondSweeperOptions<string>> = {}) {
         saves.push(second);
       },
     },
-    lagS: 0,
-    firstLookBackS: 5,
-    restartMarginS: 0,
-    maxSecondsPerSweep: 600,
-    maxItemsPerSweep: 1_000,
+    start: { firstLookBackS: 5 },
+    perSweep: { seconds: 600, items: 1_000 },
     saveEveryMs: 10_000,
     ...options,
   });
@@ -78,11 +75,11 @@ describe('SecondSweeper', () => {
   });
 
   it('when it starts for the first time, then it looks `firstLookBackS` back; when it starts again, then from the saved second less `restartMarginS`', async () => {
-    const first = world({ firstLookBackS: 5 });
+    const first = world({ start: { firstLookBackS: 5 } });
     await first.sweeper.sweep(at(T0, 100));
     expect(first.reads).toEqual([T0 - 4, T0 - 3, T0 - 2, T0 - 1]);
 
-    const again = world({ restartMarginS: 2 });
+    const again = world({ start: { firstLookBackS: 5, restartMarginS: 2 } });
     again.saved = T0 - 10;
     await again.sweeper.sweep(at(T0 - 5));
     expect(again.reads[0]).toBe(T0 - 11);
@@ -106,7 +103,7 @@ describe('SecondSweeper', () => {
   });
 
   it('when it catches up, then a sweep reads at most `maxSecondsPerSweep` seconds and stops after `maxItemsPerSweep` items, saving where it stopped', async () => {
-    const w = world({ maxSecondsPerSweep: 10, maxItemsPerSweep: 3 });
+    const w = world({ perSweep: { seconds: 10, items: 3 } });
     w.saved = T0 - 100;
     await w.sweeper.sweep(at(T0));
     expect(w.reads).toHaveLength(10);
@@ -211,7 +208,7 @@ describe('SecondSweeper, handing on early', () => {
   });
 
   it('when a second held nothing, then it is not finished; when the sweeper is behind, then it reads no second early', async () => {
-    const w = world({ early, maxSecondsPerSweep: 2 });
+    const w = world({ early, perSweep: { seconds: 2, items: 1_000 } });
     w.saved = T0;
     w.due.set(T0 + 5, [item('e', T0 + 5, 0)]);
     await w.sweeper.sweep(at(T0 + 5, 10)); // behind: T0+1, T0+2 only

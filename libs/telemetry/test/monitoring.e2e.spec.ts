@@ -83,7 +83,7 @@ describe('the dashboard and the alerts read metrics the services export', () => 
   let exported: Map<string, Set<string>>;
   beforeAll(async () => {
     exported = new Map();
-    for (const process of fx.system.processes.values()) {
+    for (const process of fx.system.services.values()) {
       const response = await fetch(process.metricsUrl);
       expect(response.status).toBe(200);
       for (const name of declaredNames(await response.text()))
@@ -148,7 +148,7 @@ describe('the dashboard and the alerts read metrics the services export', () => 
 
 /** The value of one series on a service's /metrics (first replica), or undefined. */
 async function sample(service: string, series: string): Promise<number | undefined> {
-  const text = await (await fetch(fx.system.processes.get(service)!.metricsUrl)).text();
+  const text = await (await fetch(fx.system.services.get(service)!.metricsUrl)).text();
   const line = text.split('\n').find((candidate) => candidate.startsWith(`${series} `));
   return line === undefined ? undefined : Number(line.slice(series.length + 1));
 }

@@ -46,7 +46,8 @@ function required(name: string): string {
  * (DESIGN.md 7), so files run in parallel.
  */
 export class TestSystem {
-  readonly processes = new Map<string, TestService>();
+  /** Every running service by label (`rights`, `rights#2`…), in this process or its own. */
+  readonly services = new Map<string, TestService>();
   readonly rabbit: RabbitAdmin;
   readonly prefix: string;
   readonly vhost: string;
@@ -157,7 +158,7 @@ export class TestSystem {
   }
 
   service(name: string): TestService {
-    const found = this.processes.get(name);
+    const found = this.services.get(name);
     if (!found) throw new Error(`${name} is not running in this test system`);
     return found;
   }
@@ -224,9 +225,9 @@ export class TestSystem {
   }
 
   async stop(): Promise<void> {
-    await Promise.all([...this.processes.values()].map((process) => process.stop()));
+    await Promise.all([...this.services.values()].map((process) => process.stop()));
     await this.rabbit.deleteVhost(this.vhost).catch(() => undefined);
-    for (const name of new Set([...this.processes.values()].map((process) => process.service))) {
+    for (const name of new Set([...this.services.values()].map((process) => process.service))) {
       const connection = mongoose.createConnection(this.mongoUrlFor(name));
       await connection
         .asPromise()
@@ -303,7 +304,7 @@ export class TestSystem {
           { ...common, ...(await ownEnv(name, port)), OTEL_SERVICE_NAME: name },
           name,
         );
-        this.processes.set(label, service);
+        this.services.set(label, service);
         await service.start();
       }
     }

@@ -40,7 +40,7 @@ describe('a scheduler catching up after downtime (docs/decisions/0011)', () => {
     'when it is stopped while catching up hours of missed seconds, then it stops gracefully, and the next one goes on from where it stopped',
     { timeout: 3 * UNDER_WAY_MS },
     async () => {
-      const scheduler = fx.system.processes.get('scheduler')!;
+      const scheduler = fx.system.services.get('scheduler')!;
       expect(await scheduler.stop()).toBe(0);
       // Every partition was last swept hours ago, as after a long outage.
       const behind = Math.floor(Date.now() / 1000) - HOURS_BEHIND * 3600;

@@ -92,15 +92,12 @@ export class DueSweeper {
           read: () => partitions.cursor(store.collection, partition),
           save: (second) => partitions.saveCursor(store.collection, partition, second),
         },
-        lagS: 0,
-        firstLookBackS: FIRST_LOOK_BACK_S,
-        restartMarginS: 0,
+        start: { firstLookBackS: FIRST_LOOK_BACK_S },
+        perSweep: { seconds: SECONDS_PER_SWEEP, items: ITEMS_PER_SWEEP },
         secondLook: {
           afterS: SECOND_LOOK_S,
           onLate: (second, items) => logger.warn({ partition, second, items }, 'due items were written late'),
         },
-        maxSecondsPerSweep: SECONDS_PER_SWEEP,
-        maxItemsPerSweep: ITEMS_PER_SWEEP,
         saveEveryMs: SAVE_EVERY_MS,
       });
       if (this.stopping) sweeper.stop();

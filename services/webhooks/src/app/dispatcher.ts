@@ -140,11 +140,8 @@ export class Dispatcher {
       handle: async (found) => this.enqueue(found),
       cursor,
       lagS: SWEEP_TIMING.lagS,
-      firstLookBackS: SWEEP_MARGIN_S,
-      restartMarginS: SWEEP_MARGIN_S,
-      maxSecondsPerSweep: SECONDS_PER_SWEEP,
-      maxItemsPerSweep: DELIVERIES_PER_SWEEP,
-      saveEveryMs: 0,
+      start: { firstLookBackS: SWEEP_MARGIN_S, restartMarginS: SWEEP_MARGIN_S },
+      perSweep: { seconds: SECONDS_PER_SWEEP, items: DELIVERIES_PER_SWEEP },
       // Saved no further than the oldest delivery still waiting here (not yet claimed), so a
       // crash sweeps it again.
       safePosition: (swept) => {
