@@ -1,4 +1,4 @@
-// `npm run bench:entitlements`: what the gateway's entitlement projection costs (DESIGN.md 8
+// `npm run bench:entitlements`: what the gateway's entitlement projection costs (docs/api.md
 // "Entitlement checks", docs/decisions/0034; docs/performance.md).
 // 1. Memory per projected right, in this process (`--expose-gc`): the projection's own code
 //    fed N rights (default 100,000, BENCH_RIGHTS) of N/2 users, 10 SKUs and 1,000 distinct

@@ -1,12 +1,12 @@
 // The floor of renewal: the raw cost, on the servers the benchmark runs against and
-// in the same run, of each write one renewal must make and cannot avoid (DESIGN.md 3):
+// in the same run, of each write one renewal must make and cannot avoid (docs/api.md):
 //
 // - the right, inserted (in batches: `insertMany`, as renewal issues rights);
 // - two history records, the subscription's `subscription.renewed` and the right's
-//   `right.created` (DESIGN.md 8 "History"; flat records, in batches);
+//   `right.created` (docs/api.md "History"; flat records, in batches);
 // - the subscription's progress (its next period and generation), which renewal today writes
 //   as a compare-and-set update of the subscription, one document a statement, 16 in flight
-//   (DESIGN.md 7: never one many-statement update on FerretDB); measured beside it, the same
+//   (docs/architecture.md: never one many-statement update on FerretDB); measured beside it, the same
 //   progress as an inserted record keyed by (subscription, period), the alternative the issue
 //   names;
 // - measured beside them, not summed: the subscription's read by id, 16 in flight, which renewal

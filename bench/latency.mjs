@@ -2,10 +2,10 @@
 // seen, on a machine the test suite is not sharing (the tests wait up to 20 s for these:
 // docs/decisions/0038). One change at a time, BENCH_LATENCY_CHANGES of each (default 100),
 // each timed from the 204 that acknowledged it, polled every 10 ms:
-// - history (DESIGN.md 8, 2 s): a right is suspended; until GET …/history lists the change;
-// - the cascade (DESIGN.md 3, 2 s): a subscription is suspended or activated; until its
+// - history (docs/api.md, 2 s): a right is suspended; until GET …/history lists the change;
+// - the cascade (docs/api.md, 2 s): a subscription is suspended or activated; until its
 //   current right reads SUSPENDED or ACTIVE;
-// - another gateway replica (DESIGN.md 8, 1 s): a right is created, then suspended, through
+// - another gateway replica (docs/api.md, 1 s): a right is created, then suspended, through
 //   one replica; until an entitlement check on the other shows it, then no longer shows it.
 // It prints p50, p99 and the slowest of each against the promise.
 import { performance } from 'node:perf_hooks';
@@ -124,9 +124,9 @@ try {
   await system.seed({ clients: [{ clientId: 'bench-grantor', grantorId: 'B' }], users, skus: { news: {} } });
   const rows = [];
   for (const [what, promise, measure] of [
-    ['history entry of a change (DESIGN.md 8)', 2_000, historyLatencies],
-    ['cascade to the current right (DESIGN.md 3)', 2_000, cascadeLatencies],
-    ['change on the other gateway replica (DESIGN.md 8)', 1_000, replicaLatencies],
+    ['history entry of a change (docs/api.md)', 2_000, historyLatencies],
+    ['cascade to the current right (docs/api.md)', 2_000, cascadeLatencies],
+    ['change on the other gateway replica (docs/api.md)', 1_000, replicaLatencies],
   ]) {
     const sorted = (await measure()).sort((a, b) => a - b);
     const ms = (value) => `${value.toFixed(0)} ms`;

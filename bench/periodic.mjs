@@ -21,7 +21,7 @@ const SIZES = (process.env.BENCH_PERIODIC_SIZES ?? '10000,100000').split(',').ma
 const BATCH = 1_000;
 const now = Date.now();
 
-/** Inserts `n` documents made by `make(i)`, in batches (inserts only: DESIGN.md 7's limit is on updates). */
+/** Inserts `n` documents made by `make(i)`, in batches (inserts only: docs/architecture.md's limit is on updates). */
 async function fill(collection, n, make) {
   for (let from = 0; from < n; from += BATCH)
     await collection.insertMany(

@@ -1,5 +1,5 @@
 // `npm run bench:rebuild`: what the scheduler's periodic rebuild costs a replica as the data
-// grows, and how replicas share it (DESIGN.md 10; docs/performance.md). N rights (default
+// grows, and how replicas share it (docs/operations.md; docs/performance.md). N rights (default
 // 100,000, BENCH_RIGHTS) are issued as renewal issues them; then the rebuild of the scheduler
 // (its code, against the running rights and subscriptions services) reads them as one replica
 // would (all 8 partitions) and as each of two (4 each), every entry already recorded as in a

@@ -191,7 +191,7 @@ async function renewAll(users) {
   // The scheduler learns of a subscription from its subscription.created: renewal is timed
   // only once the outbox relay has published them all, or it would time the relay's backlog.
   const createdEnd = Date.now();
-  // Distinct subscriptions: a relay may publish an event again (at least once, DESIGN.md 2).
+  // Distinct subscriptions: a relay may publish an event again (at least once, docs/architecture.md).
   const announced = () => new Set(created.messages.map((message) => message.body.subject)).size;
   await created.waitFor(() => announced() >= N, Math.max(0, due.getTime() - Date.now() - 1_000)).catch(() => undefined);
   const published = announced();
@@ -266,7 +266,7 @@ try {
     `every right to expire issued ${issuedBefore.toFixed(1)} s before its end, read by the scheduler ${((end.getTime() - Date.now()) / 1000).toFixed(1)} s before`,
   );
   // When a quarter, half, three quarters and all of the expiries were out: whether the rate holds.
-  // Distinct rights: a right.expired published twice (at least once, DESIGN.md 2) counts once.
+  // Distinct rights: a right.expired published twice (at least once, docs/architecture.md) counts once.
   const expiredRights = new Set();
   let counted = 0;
   const expiredCount = () => {

@@ -7,7 +7,7 @@
 //   ways: through the gateway, directly against the rights service, and from a bare
 //   `node:http` server doing one driver `findOne` by `_id` (bench/bare-findone.mjs), plus 16
 //   clients reading at once, each with its own credentials;
-// - the entitlement check of a user holding 50 rights (DESIGN.md 8) against the gateway's own
+// - the entitlement check of a user holding 50 rights (docs/api.md) against the gateway's own
 //   GET /id/users/{connectId} and against the list of those 50 rights a provider makes without it.
 // Rounds alternate between targets so all see the same machine conditions.
 import { spawn } from 'node:child_process';
@@ -173,7 +173,7 @@ try {
     }
   };
   await userHolding('bench-list', 1_000, 10);
-  // DESIGN.md 8 "Entitlement checks": a user holding 50 rights of the SKU, checked in one call
+  // docs/api.md "Entitlement checks": a user holding 50 rights of the SKU, checked in one call
   // (from the gateway's projection) and listed as a provider would list them without it.
   await userHolding('bench-fifty', 50, 10);
   // The usual case: a user holding one right of the SKU (bench-user gets many from the create target).
@@ -209,12 +209,12 @@ try {
     `${system.gatewayUrl}/id/users/bench-user/rights/${rightId}`,
     { authorization: appBasic },
   ];
-  // DESIGN.md 8: a signed right token of the same right (≥ 0.8× the retrieve rate).
+  // docs/api.md: a signed right token of the same right (≥ 0.8× the retrieve rate).
   targets['GET right token (signed, through the gateway)'] = [
     `${system.gatewayUrl}/id/users/bench-user/rights/${rightId}/token`,
     { authorization: appBasic },
   ];
-  // DESIGN.md 8: a create retried with its Idempotency-Key, answered from the kept response
+  // docs/api.md: a create retried with its Idempotency-Key, answered from the kept response
   // (≥ 0.9× the retrieve rate). The first request with the key runs below.
   const replayHeaders = { ...rightsHeaders, 'idempotency-key': 'bench-replay' };
   await fetch(`${system.gatewayUrl}/id/users/bench-user/rights`, {
@@ -270,7 +270,7 @@ try {
       results[title].push(await run(title, url, headers, DURATION_S, request));
   }
 
-  // DESIGN.md 8: the check's p99 against GET user's, at microsecond resolution, alternating.
+  // docs/api.md: the check's p99 against GET user's, at microsecond resolution, alternating.
   const fine = { user: [], check: [] };
   const fineTargets = {
     user: targets['GET user via gateway (Basic, cached)'],

@@ -1,4 +1,4 @@
-// `npm run check:structure`: the rules of docs/architecture.md "Layers" that a reader should
+// `npm run check:structure`: the rules of docs/architecture.md "Inside a service" that a reader should
 // not have to check by hand. Fails (exit 1) and prints every breach of them:
 // - an import circle among source files (type-only imports count: a circle of types is still
 //   two modules that cannot be understood one without the other);

@@ -4,7 +4,7 @@ Three things the generated traffic needs so that it reaches the logic (issue 20)
 
 - Every request comes from its own client address. The gateway under test trusts 127.0.0.1 as
   a proxy (TRUSTED_PROXIES), so an X-Forwarded-For drawn per request is the caller's address:
-  the failure throttle (DESIGN.md 4) then limits each generated identity as it would a real
+  the failure throttle (docs/api.md) then limits each generated identity as it would a real
   caller, instead of one machine's address answering 429 to everything after 30 wrong secrets.
 - The fuzzer's own admin client is never deleted or rewritten by a generated request. It
   authenticates every request; once a stateful sequence listed the clients and deleted it, every

@@ -1,4 +1,4 @@
-// `npm start` (DESIGN.md 6): the whole system on this machine. All six services run as
+// `npm start` (docs/operations.md): the whole system on this machine. All six services run as
 // supervised child processes with one merged, readable log, against MONGODB_URL and
 // AMQP_URL; when those are not set and nothing answers locally, the local servers that
 // deploy/local/setup.sh installed are started first. Outside production, with no identity

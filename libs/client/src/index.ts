@@ -2,10 +2,10 @@ import createClient, { type Client, type Middleware } from 'openapi-fetch';
 import type { components, paths } from './api';
 
 export type { components, operations, paths } from './api';
-/** The bodies of the API (spec 2), by their OpenAPI names: `Schemas['Right']`, `Schemas['Entitlement']`. */
+/** The bodies of the API (docs/api.md), by their OpenAPI names: `Schemas['Right']`, `Schemas['Entitlement']`. */
 export type Schemas = components['schemas'];
 
-/** Who calls (spec 5): an API client with Basic credentials, or a user's access token (Bearer). */
+/** Who calls (docs/api.md): an API client with Basic credentials, or a user's access token (Bearer). */
 export type Credentials =
   { basic: { clientId: string; secret: string } } | { bearer: string | (() => string | Promise<string>) };
 
@@ -24,7 +24,7 @@ export type PlatformClient = Client<paths>;
  * A client of the platform's API (the gateway), typed from `docs/openapi.json`: paths,
  * parameters, bodies and answers are checked by `tsc`. It sends the credentials with every
  * request, and follows the contract's 307 redirects (a non-admin's list without its grantor
- * filter, spec 5) as `fetch` does, method, body and credentials kept on the same origin. See
+ * filter, docs/api.md) as `fetch` does, method, body and credentials kept on the same origin. See
  * `pages` for `Link` pagination, `etagOf` for `If-Match`, and `newIdempotencyKey`.
  */
 export function createPlatformClient(options: PlatformClientOptions): PlatformClient {
@@ -76,7 +76,7 @@ export function ok<T>(result: { data?: T; error?: unknown; response: Response })
 }
 
 /**
- * Every page of a list (DESIGN.md 3 "Listing filters"), following the cursor of each
+ * Every page of a list (docs/api.md "Listing filters"), following the cursor of each
  * answer's `Link: <…>; rel="next"` until there is none: `for await (const page of pages((cursor)
  * => client.GET('/id/users/{connectId}/rights', { params: { path, query: { grantorId, cursor } } })))`.
  */
@@ -101,7 +101,7 @@ export function nextCursor(link: string | null): string | undefined {
 }
 
 /**
- * The `ETag` of an answer (`"<generation>"`, DESIGN.md 3), to send back as `If-Match` so that a
+ * The `ETag` of an answer (`"<generation>"`, docs/api.md), to send back as `If-Match` so that a
  * change applies only to the generation read (412 otherwise).
  */
 export function etagOf(response: Response): string {
@@ -110,7 +110,7 @@ export function etagOf(response: Response): string {
   return etag;
 }
 
-/** A new `Idempotency-Key` (DESIGN.md 8): send the same one again when you retry the same request. */
+/** A new `Idempotency-Key` (docs/api.md): send the same one again when you retry the same request. */
 export function newIdempotencyKey(): string {
   return crypto.randomUUID();
 }

@@ -3,7 +3,7 @@ import { z } from 'zod';
 
 /**
  * Configuration is read from the environment once, at start, and validated with zod
- * (DESIGN.md section 6). A bad value stops the service with a message naming the variable.
+ * (docs/architecture.md section 6). A bad value stops the service with a message naming the variable.
  */
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
@@ -29,7 +29,7 @@ const SECRET_VARIABLE = /(?:_SECRET|_SECRET_KEY)(?:_PREVIOUS)?$/;
 /**
  * In production, a secret variable set to a value this repository ships (a README example,
  * a compose default, a Kubernetes placeholder) stops the service at start, naming the variable:
- * such a value is public (DESIGN.md 9).
+ * such a value is public (docs/api.md).
  */
 export function refuseShippedSecrets(env: NodeJS.ProcessEnv): void {
   if ((env.NODE_ENV ?? 'production') !== 'production') return;
@@ -41,7 +41,7 @@ export function refuseShippedSecrets(env: NodeJS.ProcessEnv): void {
 
 export type ServiceName = 'gateway' | 'subscriptions' | 'rights' | 'catalog' | 'scheduler' | 'webhooks';
 
-/** Default ports of the internal services; the gateway's is GATEWAY_PORT (DESIGN.md 6). */
+/** Default ports of the internal services; the gateway's is GATEWAY_PORT (docs/operations.md). */
 export const DEFAULT_PORTS: Record<ServiceName, number> = {
   gateway: 8080,
   subscriptions: 8081,
@@ -79,13 +79,13 @@ export const env = {
       (value) => value.split(',').every((one) => url(['amqp:', 'amqps:']).safeParse(one.trim()).success),
       'must be a URL with scheme amqp or amqps, or several separated by commas',
     ),
-  /** AUTH_REALM: the realm of every challenge (DESIGN.md 3), quoted in a header. */
+  /** AUTH_REALM: the realm of every challenge (docs/api.md), quoted in a header. */
   realm: z
     .string()
     .regex(/^[\x20-\x7e]+$/, 'must be printable ASCII')
     .refine((realm) => !/["\\]/.test(realm), 'must not contain quotes or backslashes')
     .default('rights'),
-  /** Shared key of the internal tokens (DESIGN.md 4); at least 32 characters. */
+  /** Shared key of the internal tokens (docs/api.md); at least 32 characters. */
   secret: z.string().min(32, 'must be at least 32 characters'),
 };
 
@@ -100,12 +100,12 @@ export const listenEnvShape = {
     .default('0.0.0.0'),
 };
 
-/** The base URL of another service, by default where `npm start` runs it (DESIGN.md 6). */
+/** The base URL of another service, by default where `npm start` runs it (docs/operations.md). */
 export const serviceUrl = (service: ServiceName) => env.baseUrl.default(`http://127.0.0.1:${DEFAULT_PORTS[service]}`);
 
 /** Variables of a service that answers the public API behind the gateway (its links, its challenges). */
 /**
- * How long a service keeps the history of its resources (DESIGN.md 10, docs/decisions/0032):
+ * How long a service keeps the history of its resources (docs/operations.md, docs/decisions/0032):
  * records older than this many days go. Unset: kept for as long as the database.
  */
 export const historyEnvShape = {
@@ -119,7 +119,7 @@ export const publicApiShape = {
 
 /**
  * Variables every backend service reads. `<SERVICE>_MONGODB_URL` overrides `MONGODB_URL`
- * for one service (DESIGN.md 6); the database name then comes from its path.
+ * for one service (docs/operations.md); the database name then comes from its path.
  */
 export function serviceEnvShape(service: ServiceName) {
   const upper = service.toUpperCase();
@@ -143,7 +143,7 @@ export const DEVELOPMENT_SECRETS = {
 } as const;
 
 /**
- * DESIGN.md 6: a secret that is required outside development (INTERNAL_TOKEN_SECRET, the key
+ * docs/operations.md: a secret that is required outside development (INTERNAL_TOKEN_SECRET, the key
  * of the internal tokens; RIGHT_TOKEN_KEY_SECRET, which encrypts the right-token keys at
  * rest; WEBHOOK_SECRET_KEY, which encrypts the webhook endpoints' secrets). Returns the key to use, or throws naming the variable.
  */
@@ -160,8 +160,7 @@ export function requiredSecret(
 }
 
 /**
- * A secret and, while it is being rotated out, the one before it (`<NAME>_PREVIOUS`, DESIGN.md
- * 6 and 10): the current one signs and seals; the previous one is still accepted (tokens) or
+ * A secret and, while it is being rotated out, the one before it (`<NAME>_PREVIOUS`, docs/operations.md): the current one signs and seals; the previous one is still accepted (tokens) or
  * still opens what it sealed, never used to sign or seal.
  */
 export interface SecretRing {
@@ -187,7 +186,7 @@ export const internalTokenSecrets = (cfg: {
   INTERNAL_TOKEN_SECRET_PREVIOUS?: string | undefined;
 }) => secretRing(cfg, 'INTERNAL_TOKEN_SECRET');
 
-/** Each service's own database on MONGODB_URL (DESIGN.md 6); the gateway's is `identity`. */
+/** Each service's own database on MONGODB_URL (docs/operations.md); the gateway's is `identity`. */
 export const DATABASE_NAMES: Record<ServiceName, string> = {
   gateway: 'rs_identity',
   subscriptions: 'rs_subscriptions',

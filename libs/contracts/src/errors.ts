@@ -4,9 +4,9 @@
  * machine-readable and appears in RFC 9457 bodies (`code`).
  */
 export type DomainErrorCode =
-  /** A field or parameter is wrong: 400 (spec 7). */
+  /** A field or parameter is wrong: 400 (docs/api.md). */
   | 'invalid'
-  /** The caller may not do this to this resource (spec 5 rules 3, 4): 401 with the Basic challenge. */
+  /** The caller may not do this to this resource (docs/api.md "Principals and authorization"): 401 with the Basic challenge. */
   | 'not_permitted'
   /** No such resource, or one the caller may not see: 404. */
   | 'not_found'

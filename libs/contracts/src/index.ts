@@ -1,4 +1,4 @@
-// The public contract (DESIGN.md 6), in three parts:
+// The public contract (docs/operations.md), in three parts:
 // - schemas/: the zod schemas of every body, event and command, and their names;
 // - routes/: the route table, the one description of every public route;
 // - docs/: the generators of the OpenAPI document, the AsyncAPI document and the events page, from the two above.

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { actorOf, historyOf, type HistoryRecord } from '../src/schemas/history';
 import type { Principal } from '../src/schemas/principal';
 
-// DESIGN.md 8 "History": the entries a resource's records make, and who the actor of a call is.
+// docs/api.md "History": the entries a resource's records make, and who the actor of a call is.
 
 const client = { kind: 'client', id: 'acme' } as const;
 const system = { kind: 'system', id: 'scheduler' } as const;

@@ -28,7 +28,7 @@ export type ReadinessChecks = Record<string, () => boolean>;
 export interface HttpAppOptions {
   service: string;
   logger: Logger;
-  /** Dependencies that must be reachable for /readyz to answer 200 (DESIGN.md 5). */
+  /** Dependencies that must be reachable for /readyz to answer 200 (docs/operations.md). */
   readiness: ReadinessChecks;
   /** Middleware run after the health routes and before every other route (e.g. internal auth). */
   guard?: RequestHandler;
@@ -64,14 +64,14 @@ const SECURITY_HEADERS = {
 };
 const QUIET_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 
-/** Express 5 app with request ids, one log line per request, metrics, health, and the error format of DESIGN.md 3. */
+/** Express 5 app with request ids, one log line per request, metrics, health, and the error format of docs/architecture.md. */
 export function createHttpApp(options: HttpAppOptions): Express {
   initMetrics(options.service);
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('trust proxy', false);
-  // DESIGN.md 4 "Routes match exactly": a path in another letter case or with a trailing
+  // docs/api.md "Routes match exactly": a path in another letter case or with a trailing
   // slash is another path, which no route serves (the gateway's edge refuses it first).
   app.set('case sensitive routing', true);
   app.set('strict routing', true);
@@ -218,7 +218,7 @@ export function hasBody(req: Request): boolean {
   return req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
 }
 
-/** The one kind of router of every service: case-sensitive and strict, as the app (DESIGN.md 4). */
+/** The one kind of router of every service: case-sensitive and strict, as the app (docs/api.md). */
 export const exactRouter = (): Router => express.Router({ caseSensitive: true, strict: true });
 
 type Method = 'get' | 'put' | 'post' | 'delete' | 'patch';

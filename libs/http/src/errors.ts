@@ -48,7 +48,7 @@ const DOMAIN_STATUS: Record<DomainErrorCode, number> = {
   unavailable: 503,
 };
 
-/** A use case's DomainError as the contract answers it (spec 7, DESIGN.md 3). */
+/** A use case's DomainError as the contract answers it (docs/api.md). */
 export function fromDomainError(error: DomainError, realm: string): AppError {
   const headers: Record<string, string> = {};
   if (error.code === 'not_permitted') headers['WWW-Authenticate'] = basicChallenge(realm);
@@ -59,9 +59,9 @@ export function fromDomainError(error: DomainError, realm: string): AppError {
 export const badRequest = (message: string) => new AppError(400, message);
 export const unauthorized = (message: string, challenge: string) =>
   new AppError(401, message, { 'WWW-Authenticate': challenge });
-/** DESIGN.md 3 "Challenges": missing or bad Basic credentials. */
+/** docs/api.md "Challenges": missing or bad Basic credentials. */
 export const basicChallenge = (realm: string) => `Basic realm="${realm}", charset="UTF-8"`;
-/** DESIGN.md 4 "Routes match exactly": a path whose percent-encoding does not decode. */
+/** docs/api.md "Routes match exactly": a path whose percent-encoding does not decode. */
 export const malformedPath = () => badRequest('the path has malformed percent-encoding');
 export const notFound = (message = 'not found') => new AppError(404, message);
 export const methodNotAllowed = (allowed: string[]) =>
@@ -81,11 +81,11 @@ export const serviceUnavailable = (message: string, retryAfterSeconds = 5) =>
 const escapeHtml = (text: string) =>
   text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
-/** spec 7 and DESIGN.md 3 "Error bodies": 401 and 404 are text/html, everything else text/plain. */
+/** docs/api.md "Error bodies": 401 and 404 are text/html, everything else text/plain. */
 const HTML_STATUSES = new Set([401, 404]);
 
 /**
- * DESIGN.md 3 "Content negotiation": whether the request's `Accept` admits JSON (a missing
+ * docs/api.md "Content negotiation": whether the request's `Accept` admits JSON (a missing
  * one is `*\/*`; quality values count, `q=0` excludes).
  */
 export function admitsJson(req: Request): boolean {
@@ -100,7 +100,7 @@ export function sendError(req: Request, res: Response, error: AppError): void {
     error.status !== 406 &&
     req.accepts(['text/html', 'text/plain', 'application/problem+json']) === 'application/problem+json'
   ) {
-    // RFC 9457 bodies for clients that ask for them (DESIGN.md 3).
+    // RFC 9457 bodies for clients that ask for them (docs/api.md).
     res
       .type('application/problem+json')
       .send(
@@ -132,7 +132,7 @@ interface BodyParserError {
 export function toAppError(error: unknown, realm = 'rights'): AppError {
   if (error instanceof AppError) return error;
   if (error instanceof DomainError) return fromDomainError(error, realm);
-  // Express decodes path parameters once; malformed percent-encoding is the client's (DESIGN.md 4).
+  // Express decodes path parameters once; malformed percent-encoding is the client's (docs/api.md).
   if (error instanceof URIError) return malformedPath();
   const parserError = error as BodyParserError;
   switch (parserError?.type) {

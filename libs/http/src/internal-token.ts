@@ -26,7 +26,7 @@ export const INTERNAL_TOKEN_TTL_SECONDS = 60;
 export const INTERNAL_TOKEN_HEADER = 'x-internal-token';
 /**
  * Set by the gateway only (a client's is dropped): the id a create must give its resource,
- * derived from the client and its Idempotency-Key (DESIGN.md 8).
+ * derived from the client and its Idempotency-Key (docs/api.md).
  */
 export const RESOURCE_ID_HEADER = 'x-rs-resource-id';
 

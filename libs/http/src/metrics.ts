@@ -5,7 +5,7 @@ import { routeOf } from './tracing';
 
 /**
  * One Prometheus registry per process (prom-client's default), served at /metrics
- * (DESIGN.md 5). Libraries register their own counters on it.
+ * (docs/operations.md). Libraries register their own counters on it.
  */
 export const metricsRegistry = client.register;
 

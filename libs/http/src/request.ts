@@ -12,7 +12,7 @@ import type { z } from 'zod';
 import { badRequest, preconditionFailed } from './errors';
 import { RESOURCE_ID_HEADER } from './internal-token';
 
-/** DESIGN.md 3 "Listing filters": query parameter names match case-insensitively. */
+/** docs/api.md "Listing filters": query parameter names match case-insensitively. */
 export function queryParam(req: Request, name: string): string | undefined {
   const wanted = name.toLowerCase();
   for (const [key, value] of Object.entries(req.query)) {
@@ -33,7 +33,7 @@ const DEFAULT_LIMIT = 100;
 const MAX_LIMIT = 1000;
 
 /**
- * `limit` (default 100, max 1000) and an opaque `cursor` (DESIGN.md 3). A cursor is the key
+ * `limit` (default 100, max 1000) and an opaque `cursor` (docs/api.md). A cursor is the key
  * of the previous page's last item written as URL-safe text, never encoded: so that its
  * OpenAPI pattern describes exactly what is accepted, and any cursor that matches it is a
  * valid place to start (docs/decisions/0012). Each list parses its own key (`parseKeyset`).
@@ -86,7 +86,7 @@ export function parseKeyset(page: Page): Keyset | null {
 }
 
 /**
- * One page of a newest-first list (spec 4, DESIGN.md 3 "Listing filters"): `read` gets the
+ * One page of a newest-first list (docs/api.md "Listing filters"): `read` gets the
  * page size and where the previous page ended; a full page links to the next one.
  */
 export async function sendNewestFirst<T extends { createdAt: Date }>(
@@ -107,7 +107,7 @@ export async function sendNewestFirst<T extends { createdAt: Date }>(
 }
 
 /**
- * One page of a resource's history (DESIGN.md 8 "History"), oldest first, paginated as lists:
+ * One page of a resource's history (docs/api.md "History"), oldest first, paginated as lists:
  * `cursor` is the generation and position of the previous page's last entry. `read` reads that
  * page alone.
  */
@@ -132,14 +132,14 @@ export async function sendHistory(
 const HISTORY_CURSOR = new RegExp(HISTORY_CURSOR_PATTERN);
 
 /**
- * A change of one of a user's resources (spec 4: remove, activate, suspend, usage): the use
+ * A change of one of a user's resources (docs/api.md: remove, activate, suspend, usage): the use
  * case gets the caller, the user, the resource's id from the path and the generation
  * If-Match requires; the answer is 204.
  */
 export function userResourceChange<R>(
   id: { name: string; schema: z.ZodType<string> },
   act: (principal: Principal, userId: string, id: string, ifMatch: number | undefined) => Promise<R>,
-  /** Headers the change's outcome adds to the answer (for the gateway: DESIGN.md 8 "Entitlement checks"). */
+  /** Headers the change's outcome adds to the answer (for the gateway: docs/api.md "Entitlement checks"). */
   describe?: (res: Response, outcome: R) => void,
 ): RequestHandler {
   return async (req, res) => {
@@ -152,14 +152,14 @@ export function userResourceChange<R>(
 
 /**
  * The id a create must give its resource, when the gateway derived one from an
- * Idempotency-Key (DESIGN.md 8); otherwise the service makes a new one.
+ * Idempotency-Key (docs/api.md); otherwise the service makes a new one.
  */
 export function resourceIdOf(req: Request): string | undefined {
   const id = req.get(RESOURCE_ID_HEADER);
   return id !== undefined && /^[0-9A-Za-z]{1,64}$/.test(id) ? id : undefined;
 }
 
-/** The user of a `/id/users/{connectId}/…` path (spec 4). */
+/** The user of a `/id/users/{connectId}/…` path (docs/api.md). */
 export const connectIdOf = (req: Request): string => parseParam(ConnectId, 'connectId', req.params.connectId);
 
 /** The cursor of the page after this one, or null when this page is the last. */
@@ -168,24 +168,24 @@ export function nextCursor(page: Page, lastKey: string | undefined, count: numbe
   return lastKey;
 }
 
-/** `ETag: "<generation>"` (DESIGN.md 3 "generation"). */
+/** `ETag: "<generation>"` (docs/api.md "generation"). */
 export function setETag(res: Response, generation: number | string): void {
   res.set('ETag', `"${generation}"`);
 }
 
-/** spec 4 "retrieve": the representation, its generation as the ETag. */
+/** docs/api.md: the representation, its generation as the ETag. */
 export function sendResource(res: Response, generation: number, view: object): void {
   setETag(res, generation);
   res.json(view);
 }
 
-/** spec 4 "create": 201, the ETag, `Location` the new resource's href, and its representation. */
+/** docs/api.md: 201, the ETag, `Location` the new resource's href, and its representation. */
 export function sendCreated(res: Response, generation: number, view: { href: string }): void {
   setETag(res, generation);
   res.status(201).location(view.href).json(view);
 }
 
-/** A change done: 204, no body (spec 4). */
+/** A change done: 204, no body (docs/api.md). */
 export function sendDone(res: Response): void {
   res.status(204).end();
 }
@@ -221,7 +221,7 @@ export function parseParam<T>(schema: z.ZodType<T>, name: string, value: unknown
 
 /**
  * Paging through numbered buckets 0…count-1, an internal listing read a bucket at a time
- * (docs/decisions/0011, DESIGN.md 10): the cursor is `<bucket>` for a bucket's first page or
+ * (docs/decisions/0011, docs/operations.md): the cursor is `<bucket>` for a bucket's first page or
  * `<bucket>.<id>` for the page after that id; a page holds up to `limit` entries in id order,
  * so a reader holds a page, never a bucket, and walks only the buckets it asks for.
  */

@@ -4,7 +4,7 @@ import { INTERNAL_TOKEN_HEADER, type InternalTokenSigner } from './internal-toke
 import { startClientSpan } from './tracing';
 
 /**
- * The one way a service reads from another (DESIGN.md 4): a GET with the caller's internal
+ * The one way a service reads from another (docs/api.md): a GET with the caller's internal
  * token, a timeout, and the trace context, so the called service's span joins the caller's
  * trace.
  */
@@ -21,7 +21,7 @@ export async function getFromService(url: URL, token: string, timeoutMs: number)
   }
 }
 
-/** Who a service is when it calls another service on its own behalf (DESIGN.md 4). */
+/** Who a service is when it calls another service on its own behalf (docs/api.md). */
 export function servicePrincipal(service: string): Principal {
   return {
     clientId: `service:${service}`,
@@ -71,7 +71,7 @@ export async function readBucket<T>(
     const page = options.schema.parse(await response.json());
     await eachPage(page.items);
     read += page.items.length;
-    // A service of a release before DESIGN.md 10 answers a whole bucket and names the next one.
+    // A service of a release before docs/operations.md answers a whole bucket and names the next one.
     cursor = page.next?.startsWith(`${bucket}.`) ? page.next : null;
   }
   return read;

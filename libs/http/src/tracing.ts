@@ -4,7 +4,7 @@ import type { Request, RequestHandler, Response } from 'express';
 const tracer = trace.getTracer('@rs/http');
 
 /**
- * Traces every request the service answers (DESIGN.md 5; tracing that costs
+ * Traces every request the service answers (docs/operations.md; tracing that costs
  * little): one SERVER span, a child of the caller's `traceparent` when there is one, active
  * while the request is handled (so database and broker spans, logs and the events stored
  * in outboxes belong to it), named `<method> <route>` when it ends. In place of

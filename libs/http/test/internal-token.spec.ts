@@ -6,7 +6,7 @@ const OLD = 'o'.repeat(32);
 const NEW = 'n'.repeat(32);
 const principal = { clientId: 'c1', grantorId: 'G', admin: false, scheme: 'basic' as const, scopes: [], subject: null };
 
-describe('internal tokens through a rotation (DESIGN.md 10)', () => {
+describe('internal tokens through a rotation (docs/operations.md)', () => {
   it('when pods at every step of a rotation call each other, then each accepts what the others sign, and only a pod without the key refuses', async () => {
     // Step 1 adds the new key as the previous one (accepted, not used); step 2 swaps them; step 3 drops the old.
     const steps = [

@@ -3,7 +3,7 @@ import pino from 'pino';
 
 export type Logger = pino.Logger;
 
-/** Paths never written to the log (DESIGN.md 5): credentials and tokens. */
+/** Paths never written to the log (docs/operations.md): credentials and tokens. */
 export const REDACTED_PATHS = [
   'req.headers.authorization',
   'req.headers.cookie',

@@ -34,7 +34,7 @@ export type ConnectionSetup = (connection: ChannelModel) => Promise<void>;
 const tracer = trace.getTracer('@rs/messaging');
 
 /**
- * One broker connection per process (DESIGN.md 2): declares the fixed exchanges, keeps
+ * One broker connection per process (docs/architecture.md): declares the fixed exchanges, keeps
  * a confirm channel for publishing, reconnects by itself with back-off after any loss,
  * and re-runs the registered setups (consumers) on each new connection.
  */
@@ -117,7 +117,7 @@ export class AmqpClient extends EventEmitter<{ connected: []; disconnected: [] }
   }
 
   /**
-   * Publishes a CloudEvent in structured mode with the AMQP properties of DESIGN.md 2 and
+   * Publishes a CloudEvent in structured mode with the AMQP properties of docs/architecture.md and
    * the W3C trace context of `traceCarrier` (the trace of the change that caused it).
    */
   async publishEvent(exchange: string, event: CloudEvent, traceCarrier?: TraceCarrier): Promise<void> {

@@ -19,7 +19,7 @@ export interface Delivery {
 }
 
 /**
- * An item of a handled batch that failed on its own (DESIGN.md 9): dead-lettered as a
+ * An item of a handled batch that failed on its own (docs/api.md): dead-lettered as a
  * one-item command of its own, so the rest of its message is acked and never retried with it.
  */
 export interface FailedItem {
@@ -53,7 +53,7 @@ export interface ConsumerSpec<T> {
   /** Delay before attempt n+1 is `retryDelaysMs[n-1]` (the last one repeats); one retry queue each. */
   retryDelaysMs?: readonly number[];
   /**
-   * Handle deliveries in batches (DESIGN.md 2 "Scale"): up to `max` messages that arrive
+   * Handle deliveries in batches (docs/architecture.md "Scale"): up to `max` messages that arrive
    * within `lingerMs` of the first go to `handle` together and are acked once it resolves.
    * A batch that fails is handled again message by message through the spec's `handle`,
    * so one bad message is retried or dead-lettered alone. `prefetch` should exceed `max`.
@@ -76,7 +76,7 @@ const ERROR_HEADER = 'x-rs-error';
 const tracer = trace.getTracer('@rs/messaging');
 
 /**
- * Consumes with manual acks (DESIGN.md 2): a message is acked after its effect is durable,
+ * Consumes with manual acks (docs/architecture.md): a message is acked after its effect is durable,
  * a failure is retried with back-off through the retry queue of its delay (a TTL queue that
  * dead-letters back), and after the last attempt, or at once when it does not parse, it is
  * moved to `<queue>.dlq`; so is one the broker gave up on (`DELIVERY_LIMIT`). Retry and dead-letter copies are confirmed before the original is acked,
@@ -203,7 +203,7 @@ export async function consume<T>(client: AmqpClient, spec: ConsumerSpec<T>, logg
 }
 
 /**
- * DESIGN.md 9: each item that failed alone is logged with its id, counted, and dead-lettered
+ * docs/api.md: each item that failed alone is logged with its id, counted, and dead-lettered
  * as a one-item copy of its command (same type; an id derived from the command's and the
  * item's, so a redelivered command dead-letters the same copy), confirmed before the command
  * is acked. Throws when a copy is not confirmed: the command then stays unacked and comes back.

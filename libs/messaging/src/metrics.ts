@@ -11,7 +11,7 @@ export const messagesPublished = counter(
   'Messages confirmed by the broker, by exchange',
   ['exchange'],
 );
-/** DESIGN.md 9 "One bad item fails alone": items of batch commands that failed on their own, dead-lettered alone. */
+/** docs/api.md "One bad item fails alone": items of batch commands that failed on their own, dead-lettered alone. */
 export const batchItemsFailed = counter(
   'batch_items_failed_total',
   'Items of batch commands that failed on their own and were dead-lettered as one-item commands, by command',

@@ -6,7 +6,7 @@ import type { Channel, ChannelModel } from 'amqplib';
 export const DEFAULT_RETRY_DELAYS_MS: readonly number[] = [500, 2_000, 10_000, 30_000];
 /**
  * Deliveries of one message a consumed queue allows before the broker gives up on it and
- * dead-letters it (DESIGN.md 10). Failures the consumer sees are retried through the retry
+ * dead-letters it (docs/operations.md). Failures the consumer sees are retried through the retry
  * queues and counted there; what this limit counts is a consumer that dies, or loses its
  * channel, while holding the message: one that takes its process down every time ends in the
  * `.dlq` instead of cycling forever (or, with RabbitMQ 4's default of 20 and no dead-letter
@@ -15,7 +15,7 @@ export const DEFAULT_RETRY_DELAYS_MS: readonly number[] = [500, 2_000, 10_000, 3
 export const DELIVERY_LIMIT = 20;
 
 export const deadLetterQueueOf = (queue: string) => `${queue}.dlq`;
-/** One retry queue per delay, so a short retry never waits behind a long one (DESIGN.md 10). */
+/** One retry queue per delay, so a short retry never waits behind a long one (docs/operations.md). */
 export const retryQueueOf = (queue: string, delayMs: number) => `${queue}.retry.${delayMs}ms`;
 
 const QUORUM = { 'x-queue-type': 'quorum' };
@@ -31,7 +31,7 @@ const deadLettersInto = (target: string) => ({
   'x-overflow': 'reject-publish',
 });
 
-/** The queues of one consumed queue and the arguments each is declared with (DESIGN.md 2 and 10). */
+/** The queues of one consumed queue and the arguments each is declared with (docs/architecture.md). */
 export function durableQueues(
   queue: string,
   retryDelaysMs: readonly number[] = DEFAULT_RETRY_DELAYS_MS,
@@ -53,7 +53,7 @@ export function durableQueues(
 /**
  * Declares a consumed queue with its `.dlq` and retry queues (see `durableQueues`) on a
  * channel of its own. A queue that already exists with other arguments (declared by a release
- * before DESIGN.md 10) is left as it is, with an error logged naming the upgrade step in
+ * before docs/operations.md) is left as it is, with an error logged naming the upgrade step in
  * docs/operations.md: a declaration with other arguments would close the channel and stop
  * the service from connecting at all.
  */
@@ -91,7 +91,7 @@ async function scratchChannel(connection: ChannelModel): Promise<Channel> {
   return channel;
 }
 
-/** The fixed topology of DESIGN.md 2: the four exchanges and the command queues. */
+/** The fixed topology of docs/architecture.md: the four exchanges and the command queues. */
 export async function declareTopology(connection: ChannelModel, channel: Channel, logger: Logger): Promise<void> {
   for (const [name, type] of Object.entries(EXCHANGE_TYPES))
     await channel.assertExchange(name, type, { durable: true });

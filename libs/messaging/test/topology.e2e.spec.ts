@@ -2,7 +2,7 @@ import { systemFixture } from '@rs/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DELIVERY_LIMIT } from '@rs/messaging';
 
-// DESIGN.md 10 "Broker", read back from RabbitMQ's management API with every service running:
+// docs/operations.md "On a RabbitMQ cluster", read back from RabbitMQ's management API with every service running:
 // whatever a service declares, the broker never drops a message.
 const fx = systemFixture({
   name: 'broker_topology',
@@ -13,7 +13,7 @@ afterAll(fx.stop);
 
 const RETRY = /\.retry\.\d+ms$/;
 
-describe('the broker topology of a running system (DESIGN.md 10)', () => {
+describe('the broker topology of a running system (docs/operations.md)', () => {
   it('when every service has declared its queues, then each durable queue is a quorum queue, each consumed queue has a delivery limit and a dead-letter route into its .dlq, and each retry queue a TTL back into its queue', async () => {
     const queues = await fx.system.rabbit.queues(fx.system.vhost);
     const durable = queues.filter((queue) => !queue.exclusive);

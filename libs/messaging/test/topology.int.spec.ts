@@ -13,7 +13,7 @@ import {
   retryQueueOf,
 } from '../src/index';
 
-// DESIGN.md 10 "Broker", on a real RabbitMQ: the broker never drops a message, and retries of
+// docs/operations.md "On a RabbitMQ cluster", on a real RabbitMQ: the broker never drops a message, and retries of
 // different delays never wait behind one another.
 
 const vhost = `t_topology_${randomBytes(3).toString('hex')}`;
@@ -44,7 +44,7 @@ const send = (queue: string, name: string, headers: Record<string, unknown> = {}
     headers,
   });
 
-describe('the broker topology (DESIGN.md 10)', () => {
+describe('the broker topology (docs/operations.md)', () => {
   it('when a consumer declares its queue, then it and its .dlq and retry queues are quorum queues, the queue with a delivery limit and a dead-letter route into its .dlq, each retry queue a TTL back into it', async () => {
     await consume(
       client,

@@ -57,7 +57,7 @@ export interface OutboxRelayOptions {
   leaseMs?: number;
   /** Documents read and published per round (default 500). */
   batchSize?: number;
-  /** Where the changes the events report are recorded before they are published (DESIGN.md 8 "History"). */
+  /** Where the changes the events report are recorded before they are published (docs/api.md "History"). */
   history?: HistoryLog;
 }
 
@@ -286,7 +286,7 @@ export class OutboxRelay {
    * (docs/decisions/0037): on FerretDB one query of the key and a write a document, where
    * `updateOne` made a query, a write and a round trip each, and a burst of API writes (10,000
    * subscriptions created) left the relay behind for half a minute. One statement, however many
-   * documents (DESIGN.md 7 bounds statements a command), and not split: FerretDB matches `_id`
+   * documents (docs/architecture.md bounds statements a command), and not split: FerretDB matches `_id`
    * after reading the whole key, so each part would read it again. Returns the ids cleared.
    */
   private async clearTogether(documents: readonly OutboxDocument[]): Promise<Set<unknown>> {

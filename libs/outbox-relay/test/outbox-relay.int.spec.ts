@@ -8,7 +8,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { HistoryLog, newOutbox, outboxEntry, PENDING_KEYS, pendingKeyAt, setWithOutbox } from '@rs/store';
 import { OutboxRelay } from '../src/index';
 
-// The outbox relay (DESIGN.md 2) against the real database and broker, in this process
+// The outbox relay (docs/architecture.md) against the real database and broker, in this process
 // (docs/decisions/0021): pending documents are read a key at a time.
 
 const EXCHANGE = 'rights.events';

@@ -11,7 +11,7 @@ interface MemberDocument {
 }
 
 /**
- * The live replicas of one service, in its own database (DESIGN.md 10): each replica renews
+ * The live replicas of one service, in its own database (docs/operations.md): each replica renews
  * its membership (a document with the time it lapses) every third of `REPLICA_TTL_MS` and
  * leaves when it stops; the members whose membership has not lapsed are the live ones. Limits
  * that protect others hold across replicas by each replica enforcing its share of them

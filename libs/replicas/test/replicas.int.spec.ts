@@ -2,7 +2,7 @@ import { testDatabase, type TestDatabase } from '@rs/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPLICA_TTL_MS, ReplicaRegistry } from '../src/index';
 
-// DESIGN.md 10: limits that protect others hold across replicas, each enforcing its share.
+// docs/operations.md: limits that protect others hold across replicas, each enforcing its share.
 let database: TestDatabase;
 beforeAll(async () => {
   database = await testDatabase('replicas');

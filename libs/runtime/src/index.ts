@@ -44,7 +44,7 @@ export interface Runtime<C> {
   broker: AmqpClient;
   /** Whether the service is ready only while connected to the broker (`ServiceOptions.broker`). */
   brokerRequired: boolean;
-  /** The internal-token secret, and the previous one while it is rotated out (DESIGN.md 10). */
+  /** The internal-token secret, and the previous one while it is rotated out (docs/operations.md). */
   internalSecrets: SecretRing;
   signer: InternalTokenSigner;
   clock: Clock;
@@ -68,7 +68,7 @@ interface BaseConfig {
 /** RS_STARTUP_TIMEOUT_MS: how long a service waits for its database and broker at start (read when it starts). */
 const startupTimeoutMs = () => Number(process.env.RS_STARTUP_TIMEOUT_MS ?? 20_000);
 
-/** Connects to the service's own database (DESIGN.md 6) and fails with a clear message when it cannot. */
+/** Connects to the service's own database (docs/operations.md) and fails with a clear message when it cannot. */
 export async function connectDatabase(
   service: ServiceName,
   config: Record<string, unknown>,
@@ -80,7 +80,7 @@ export async function connectDatabase(
     serverSelectionTimeoutMS: startupTimeoutMs(),
     autoIndex: false,
     autoCreate: true,
-    // DESIGN.md 10: an acknowledged change is on a majority of the replica set, so a primary
+    // docs/operations.md: an acknowledged change is on a majority of the replica set, so a primary
     // lost right after it does not take it along (stated here, not left to the server's default).
     writeConcern: { w: 'majority' },
   });
@@ -190,7 +190,7 @@ export function runMain(service: ServiceName, start: (env: NodeJS.ProcessEnv) =>
   runService(logger, () => start(process.env), { finally: [shutdownTelemetry] });
 }
 
-/** The outbox relay of a collection (DESIGN.md 2), started now and stopped with the service; `history`: where the changes its events report are recorded. */
+/** The outbox relay of a collection (docs/architecture.md), started now and stopped with the service; `history`: where the changes its events report are recorded. */
 export function startRelay(runtime: Runtime<unknown>, collection: string, history?: HistoryLog): OutboxRelay {
   const relay = new OutboxRelay({
     db: runtime.db.db!,
@@ -205,7 +205,7 @@ export function startRelay(runtime: Runtime<unknown>, collection: string, histor
 }
 
 /**
- * Applies a collection's retention (DESIGN.md 10) where no TTL index does it (FerretDB), from
+ * Applies a collection's retention (docs/operations.md) where no TTL index does it (FerretDB), from
  * now until the service stops.
  */
 export function startPurge(runtime: Runtime<unknown>, retained: RetainedCollection): void {

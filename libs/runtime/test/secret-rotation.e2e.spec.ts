@@ -3,7 +3,7 @@ import { TestSystem, WebhookReceiver, clientsOf, systemFixture } from '@rs/testi
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-// DESIGN.md 10 "Rotation without downtime", through running processes: the three secrets are
+// docs/operations.md "Rotating a secret", through running processes: the three secrets are
 // rotated in three rolling steps (docs/operations.md, "Rotating a secret") while requests flow,
 // and the migration re-seals what the old keys sealed in between.
 
@@ -94,7 +94,7 @@ const signedBy = (secret: string, request: WebhookReceiver['received'][number]) 
     'webhook-signature': String(request.headers['webhook-signature']),
   });
 
-describe('rotating the secrets (DESIGN.md 10)', () => {
+describe('rotating the secrets (docs/operations.md)', () => {
   // Three rolling restarts of every service and two migrations each: about 40 s alone, over 60 s
   // with the other test files on both cores.
   it(

@@ -9,7 +9,7 @@ export interface Sealed {
   data: string;
 }
 
-/** The operator's secret and, while it is being rotated out, the one before it (DESIGN.md 10). */
+/** The operator's secret and, while it is being rotated out, the one before it (docs/operations.md). */
 export interface SealingSecrets {
   current: string;
   previous: string | null;
@@ -21,11 +21,11 @@ interface SealingKey {
 }
 
 /**
- * Encrypts secrets at rest (right-token signing keys, webhook endpoint secrets; DESIGN.md 8)
+ * Encrypts secrets at rest (right-token signing keys, webhook endpoint secrets; docs/api.md)
  * with a key derived by scrypt from an operator's secret; `purpose` separates the keys of
  * different uses of the same operator secret. A tampered or foreign record fails to open.
  *
- * Rotation (DESIGN.md 10): what is sealed records the id of its key (a hash of the derived
+ * Rotation (docs/operations.md): what is sealed records the id of its key (a hash of the derived
  * key, which says nothing of it); the current secret seals, and the previous one, while set,
  * still opens what it sealed. `isCurrent` tells what a migration step must seal again.
  */

@@ -5,7 +5,7 @@ const OLD = 'o'.repeat(32);
 const NEW = 'n'.repeat(32);
 const PURPOSE = 'rs-test-secrets';
 
-describe('Sealer, rotated (DESIGN.md 10)', () => {
+describe('Sealer, rotated (docs/operations.md)', () => {
   it('when a secret is sealed, then it records its key and opens again; another purpose or key does not open it', () => {
     const sealer = new Sealer(OLD, PURPOSE);
     const sealed = sealer.seal('whsec_abc');

@@ -16,7 +16,7 @@ export interface ChangeSteps<E extends { generation: number }, C> {
   load(): Promise<E | null>;
   /** Throws the caller's refusal (a `DomainError`) when it may not make this change. */
   authorize?(current: E): void;
-  /** The generation the caller saw (If-Match, DESIGN.md 3): another is 412. */
+  /** The generation the caller saw (If-Match, docs/api.md): another is 412. */
   expectedGeneration?: number | undefined;
   decide(current: E): Decision<C> | Promise<Decision<C>>;
   /** The compare-and-set of the change with its events (the outbox); false when another writer came first. */
@@ -27,7 +27,7 @@ export type ChangeOutcome<E, C> =
   { outcome: 'missing' } | { outcome: 'unchanged'; current: E } | { outcome: 'changed'; current: E; change: Change<C> };
 
 /**
- * The one change pipeline of every service (DESIGN.md 2 and 3): load, authorize, If-Match,
+ * The one change pipeline of every service (docs/architecture.md): load, authorize, If-Match,
  * decide, compare-and-set with the outbox, and all of it again when another writer changed
  * the entity in between (`untilStored`). A conflict is a `DomainError` (409); an entity
  * that does not exist is the caller's to answer (404 for most, 204 for some).

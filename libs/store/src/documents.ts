@@ -51,7 +51,7 @@ export interface StoredChange {
 export const READ_CONCURRENCY = 16;
 
 /**
- * The one store mechanism of every service (DESIGN.md 2; docs/decisions/0003, 0008, 0011):
+ * The one store mechanism of every service (docs/architecture.md; docs/decisions/0003, 0008, 0011):
  * documents that carry a `generation` and their pending events (the embedded outbox),
  * changed only by compare-and-set on that generation, one document or a batch at a time.
  * `guard` is a condition every write must also meet (e.g. "not a tombstone").
@@ -105,7 +105,7 @@ export class OutboxCollection {
 
   /**
    * Inserts each document, as few `insertMany` calls; for each, whether it was stored (false:
-   * its `_id` was taken), or why the store refused that one (DESIGN.md 9: it fails alone). An
+   * its `_id` was taken), or why the store refused that one (docs/api.md: it fails alone). An
    * insert keyed by what it claims (docs/decisions/0026) is a compare-and-set that costs an
    * insert. A transient failure fails the batch.
    */
@@ -159,7 +159,7 @@ export class OutboxCollection {
 
   /**
    * A batch of compare-and-sets (see `serverLimits`); for each, whether it was stored, or why
-   * the store refused that one document (DESIGN.md 9: it fails alone). A transient failure
+   * the store refused that one document (docs/api.md: it fails alone). A transient failure
    * (`isTransient`) fails the batch.
    */
   async compareAndSetMany(changes: readonly StoredChange[]): Promise<Array<boolean | WriteFailed>> {
@@ -228,7 +228,7 @@ export abstract class OutboxStore<Doc extends { _id: string }, Entity> {
 
   /**
    * A page of the live documents of one bucket matching `conditions`, in id order after the id
-   * `page.after`, for another service's rebuild (DESIGN.md 10: served by the index on `bucket`
+   * `page.after`, for another service's rebuild (docs/operations.md: served by the index on `bucket`
    * and `_id`; a reader holds a page, never a bucket): but those set aside at their current
    * generation (`setAside`). `lastId` is the last id read when the page was full.
    */
@@ -253,7 +253,7 @@ export abstract class OutboxStore<Doc extends { _id: string }, Entity> {
   }
 
   /**
-   * DESIGN.md 9: a document whose batch command failed on its own is set aside at the
+   * docs/api.md: a document whose batch command failed on its own is set aside at the
    * generation it was read at: `inBucket` (the scheduler's rebuild) leaves it out, so it never
    * joins a batch with others again, until a change moves it past that generation.
    */
@@ -276,7 +276,7 @@ export abstract class OutboxStore<Doc extends { _id: string }, Entity> {
 
   /**
    * A page of live documents with the `owner` fields (top-level equalities, e.g. the user)
-   * that meet every further condition, newest first (DESIGN.md 3 "Listing filters"), after
+   * that meet every further condition, newest first (docs/api.md "Listing filters"), after
    * the keyset `after` (the last of the previous page). The equalities stay at the top of the
    * filter so that FerretDB reads only the owner's documents through its index;
    * the conditions, the order and the page are then applied to those (on MongoDB the compound
@@ -335,7 +335,7 @@ export const userOwnedIndexes = (
 });
 
 /**
- * A store of documents that belong to a user (spec 4: every right and subscription lives
+ * A store of documents that belong to a user (docs/api.md: every right and subscription lives
  * under its user's path). A document is found by its id and its user: a request naming
  * another user's resource finds nothing, and the user equality reaches FerretDB's index.
  */
@@ -351,7 +351,7 @@ export abstract class UserOwnedStore<Doc extends { _id: string; userId: string }
     return this.findManyLive(keys.map(({ userId, id }) => ({ _id: id, userId })));
   }
 
-  /** The document, live or a tombstone (whose history stays readable, DESIGN.md 8). */
+  /** The document, live or a tombstone (whose history stays readable, docs/api.md). */
   async findEvenRemoved(userId: string, id: string): Promise<{ entity: Entity; removed: boolean } | null> {
     const live = await this.find(userId, id);
     if (live) return { entity: live, removed: false };

@@ -85,7 +85,7 @@ export const historyIndexes = (collection: string, retentionDays?: number): Coll
 });
 
 /**
- * The history of a service's resources (DESIGN.md 8 "History"): one record per change event,
+ * The history of a service's resources (docs/api.md "History"): one record per change event,
  * kept in the service's own database for as long as the database, also after the resource
  * is removed. It is written by whatever publishes the events (the outbox relay, or the
  * handler of the command that made the changes), as it publishes them and before it marks

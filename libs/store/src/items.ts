@@ -1,5 +1,5 @@
 /**
- * One bad item fails alone (DESIGN.md 9): a batch handler processes its items one by one and
+ * One bad item fails alone (docs/api.md): a batch handler processes its items one by one and
  * reports those that failed for a reason of their own (bad data, a bug), so that its
  * neighbours complete; a failure of what every item needs (the database unreachable, a
  * timeout) is transient and fails the whole batch, which the broker then retries.

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { mongo } from 'mongoose';
 import { isDuplicateKey } from './items';
 
-/** Where a service's database records the migration steps applied to it (DESIGN.md 10). */
+/** Where a service's database records the migration steps applied to it (docs/operations.md). */
 export const MIGRATIONS_COLLECTION = 'migrations';
 
 interface AppliedStep {
@@ -14,7 +14,7 @@ interface AppliedStep {
 /**
  * Runs a migration step unless the database records it as applied, then records it: a step
  * runs once per database however many pods or Jobs run the migration, and what ran, when and
- * for how long stays in `migrations` (DESIGN.md 10). Steps are idempotent, so two migrations
+ * for how long stays in `migrations` (docs/operations.md). Steps are idempotent, so two migrations
  * that race both run one harmlessly and one record stays. Name a step for what it does and,
  * when its work depends on a setting (an index set, a key), for that too: a changed setting is
  * a new step. Returns whether the step ran.

@@ -3,7 +3,7 @@ import { currentTraceCarrier, type TraceCarrier } from '@rs/telemetry/trace-cont
 
 /**
  * An event waiting to be published, stored inside the document whose change it reports,
- * in the same single-document write (DESIGN.md 2): no dual write, no transaction needed,
+ * in the same single-document write (docs/architecture.md): no dual write, no transaction needed,
  * so it works on a standalone MongoDB and on FerretDB.
  */
 export interface OutboxEntry {

@@ -4,7 +4,7 @@ import type { IndexedQuery } from './indexes';
 import { serverLimits } from './server-limits';
 
 /**
- * How long a collection keeps its documents (DESIGN.md 10, docs/decisions/0032): a document
+ * How long a collection keeps its documents (docs/operations.md, docs/decisions/0032): a document
  * goes once its `field` (a date) is older than `days`. Unset, documents are kept.
  */
 export interface Retention {

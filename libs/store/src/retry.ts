@@ -13,7 +13,7 @@ export class ConcurrentChanges extends DomainError {
 export const MAX_RACES = 8;
 
 /**
- * The one retry loop of every read-decide-write (DESIGN.md 2): `attempt` reads the
+ * The one retry loop of every read-decide-write (docs/architecture.md): `attempt` reads the
  * current state, decides, and tries its compare-and-set; it returns `RACE_LOST` when
  * another writer changed the document in between, and anything else when done.
  */

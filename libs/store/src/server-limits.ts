@@ -19,7 +19,7 @@ export interface ServerLimits {
  * deadlocks it for good, and it runs the statements of one command one after another
  * anyway, so single updates in flight are faster than one bulk write (docs/performance.md, "Measurements behind the code"). So a batch
  * of updates is sent as single-document compare-and-sets, 16 in flight on FerretDB and more
- * on MongoDB (DESIGN.md 7, docs/decisions/0011).
+ * on MongoDB (docs/architecture.md, docs/decisions/0011).
  */
 const FERRETDB: ServerLimits = { usesDriverIndexes: false, updateConcurrency: 16, maxInsertDocuments: 1000 };
 const MONGODB: ServerLimits = { usesDriverIndexes: true, updateConcurrency: 64, maxInsertDocuments: 1000 };

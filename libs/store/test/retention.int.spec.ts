@@ -3,7 +3,7 @@ import { testDatabase, type TestDatabase } from '@rs/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HistoryLog, purgeExpired, RETENTION_INDEX, serverLimits } from '../src/index';
 
-// DESIGN.md 10: history and webhook deliveries have a retention an operator sets
+// docs/operations.md: history and webhook deliveries have a retention an operator sets
 // (docs/decisions/0032): a TTL index on MongoDB, the service's own purge where there is none.
 let database: TestDatabase;
 beforeAll(async () => {

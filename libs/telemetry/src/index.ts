@@ -25,7 +25,7 @@ const tracesExportDisabled = () =>
     .includes('none');
 
 /**
- * Starts the OpenTelemetry SDK (DESIGN.md 5). It must run before express, mongodb and
+ * Starts the OpenTelemetry SDK (docs/operations.md). It must run before express, mongodb and
  * amqplib are loaded, which is why services start with `--require @rs/telemetry/register`.
  * Exporters, sampling (`OTEL_TRACES_SAMPLER`, `OTEL_TRACES_SAMPLER_ARG`; parent-based by
  * default, so a trace sampled at the gateway is kept whole downstream) and endpoints come

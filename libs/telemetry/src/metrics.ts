@@ -2,7 +2,7 @@ import client, { type Counter, type Gauge, type Histogram } from 'prom-client';
 
 /**
  * One way to declare a metric: on prom-client's process registry, which every
- * service serves at /metrics (DESIGN.md 5) with its `service` label. Names follow
+ * service serves at /metrics (docs/operations.md) with its `service` label. Names follow
  * Prometheus' conventions: a unit suffix, `_total` for counters.
  */
 export function counter<L extends string = never>(name: string, help: string, labels: readonly L[] = []): Counter<L> {

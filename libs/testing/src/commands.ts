@@ -2,7 +2,7 @@ import { CommandTypes, createCloudEvent, Exchanges, type RightsIssueData } from 
 import amqp from 'amqplib';
 
 /**
- * A `rights.issue` command as the subscriptions service sends it for one period (DESIGN.md 3
+ * A `rights.issue` command as the subscriptions service sends it for one period (docs/api.md
  * "Renewal"): one template of SKU `news` by default, for grantor A.
  */
 export function rightsIssue(
@@ -39,7 +39,7 @@ export function rightsIssue(
 }
 
 /**
- * Issues `count` rights as renewal issues them (DESIGN.md 2 "Scale"): `rights.issue`
+ * Issues `count` rights as renewal issues them (docs/architecture.md "Scale"): `rights.issue`
  * commands of `perCommand` templates each, published to the commands exchange with
  * confirms. Command `c` is for `connectIdOf(c)` and has the subscription id `<prefix><c>`.
  */

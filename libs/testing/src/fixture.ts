@@ -55,7 +55,7 @@ export interface SystemFixture {
 }
 
 /**
- * The system a test file runs against (DESIGN.md 7): the services as processes, with
+ * The system a test file runs against (docs/architecture.md): the services as processes, with
  * whatever the file needs beside them (collected events, a token issuer, a trace receiver).
  * The file starts it in `beforeAll(fx.start)` and stops it in `afterAll(fx.stop)`.
  */

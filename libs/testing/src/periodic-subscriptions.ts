@@ -31,7 +31,7 @@ export interface PeriodicSubscriptionsOptions {
 
 /**
  * Subscriptions on short periods, their starts spread over one period, created through the
- * gateway, for the tests of renewal through faults (DESIGN.md 3): afterwards, every period of
+ * gateway, for the tests of renewal through faults (docs/api.md): afterwards, every period of
  * every one must have exactly its right.
  */
 export class PeriodicSubscriptions {

@@ -1,7 +1,7 @@
 import type { Principal } from '@rs/http';
 
 /**
- * Callers as the gateway establishes them (DESIGN.md 3 "Principals"), for unit tests of
+ * Callers as the gateway establishes them (docs/api.md "Principals and authorization"), for unit tests of
  * access rules: an API client with Basic credentials, or a Bearer token for a user.
  */
 export const basicCaller = (grantorId: string, admin = false): Principal => ({

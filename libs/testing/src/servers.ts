@@ -43,7 +43,7 @@ function dockerEngineConfigured(): boolean {
 }
 
 /**
- * Real servers for the tests, in the order of DESIGN.md section 7:
+ * Real servers for the tests, in the order of docs/architecture.md section 7:
  * 1. MONGODB_URL and AMQP_URL when set;
  * 2. else containers from testcontainers when a Docker engine answers;
  * 3. else the locally installed servers (deploy/local), started when not running.

@@ -43,7 +43,7 @@ function required(name: string): string {
 /**
  * The platform, in the test's process or as separate processes, against the real servers,
  * isolated from other test files by its own RabbitMQ vhost and its own databases
- * (DESIGN.md 7), so files run in parallel.
+ * (docs/architecture.md), so files run in parallel.
  */
 export class TestSystem {
   /** Every running service by label (`rights`, `rights#2`…), in this process or its own. */
@@ -269,9 +269,9 @@ export class TestSystem {
       RIGHTS_URL: urlOf('rights'),
       SUBSCRIPTIONS_URL: urlOf('subscriptions'),
       WEBHOOKS_URL: urlOf('webhooks'),
-      // Tests renew on periods of seconds (DESIGN.md 9: the floor of SUBSCRIPTION_MIN_PERIOD).
+      // Tests renew on periods of seconds (docs/api.md: the floor of SUBSCRIPTION_MIN_PERIOD).
       SUBSCRIPTION_MIN_PERIOD: 'PT1S',
-      // Tests deliver webhooks to receivers on this machine (DESIGN.md 8).
+      // Tests deliver webhooks to receivers on this machine (docs/api.md).
       WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
       OTEL_METRICS_EXPORTER: 'none',
       OTEL_LOGS_EXPORTER: 'none',

@@ -2,7 +2,7 @@ import { DateTime, Duration } from 'luxon';
 import { memoized } from './memo';
 
 /**
- * A right's interval (spec 2.4, DESIGN.md 3 "Time"): accepted as `<start>/<end>`,
+ * A right's interval (docs/api.md "Time"): accepted as `<start>/<end>`,
  * `<start>/<duration>` or `<duration>/<end>`, stored and returned as `<start>/<end>`, each
  * date-time with the offset the client used, to the second.
  */
@@ -17,12 +17,12 @@ export type Parsed<T> = { ok: true; value: T } | { ok: false; reason: string };
 
 const OFFSET = /(Z|[+-]\d{2}(:?\d{2})?)$/;
 
-/** The instants the platform represents (DESIGN.md 9 "Time specs"): years 0001 to 9999, in UTC. */
+/** The instants the platform represents (docs/api.md "Time specs"): years 0001 to 9999, in UTC. */
 export const EARLIEST_INSTANT = Date.parse('0001-01-01T00:00:00Z');
 export const LATEST_INSTANT = Date.parse('9999-12-31T23:59:59Z');
 export const RANGE_REASON = 'is outside the representable range (years 0001 to 9999)';
 
-/** Whether a date-time is valid and within years 0001 to 9999 (DESIGN.md 9). */
+/** Whether a date-time is valid and within years 0001 to 9999 (docs/api.md). */
 export function isRepresentable(value: DateTime): boolean {
   const ms = value.isValid ? value.toMillis() : NaN;
   return Number.isFinite(ms) && ms >= EARLIEST_INSTANT && ms <= LATEST_INSTANT;

@@ -11,7 +11,7 @@ import {
 import { memoized } from './memo';
 
 /**
- * A subscription's time spec (spec 2.1, DESIGN.md 3 "Subscription timeSpec"):
+ * A subscription's time spec (docs/api.md "Subscription timeSpec"):
  * `R[n]/<start>/<period>` or `R[n]/<start>/<end>/<period>`. Luxon does not parse repeating
  * intervals, so this module does, and does the period arithmetic on luxon.
  */
@@ -22,7 +22,7 @@ export interface TimeSpec {
   repetitions: number | null;
   /** The subscription ends here; null when only `n` (or nothing) ends it. */
   end: DateTime | null;
-  /** `R[n]/<start>/<period>` as the client wrote those parts (DESIGN.md 3). */
+  /** `R[n]/<start>/<period>` as the client wrote those parts (docs/api.md). */
   origTimeSpec: string;
 }
 
@@ -65,7 +65,7 @@ export const parseTimeSpec = memoized(4096, (text: string): Parsed<TimeSpec> => 
     end,
     origTimeSpec: `${recurrence}/${startText}/${periodText}`,
   };
-  // DESIGN.md 9: a count of periods whose last one would end past the range is refused; an
+  // docs/api.md: a count of periods whose last one would end past the range is refused; an
   // unbounded subscription simply has no period past it (`periodExists`).
   if (repetitions !== null && end === null && !periodStartOrNull(value, repetitions))
     return { ok: false, reason: `its last period ${RANGE_REASON}` };
@@ -93,7 +93,7 @@ export function periodStart(spec: TimeSpec, k: number): DateTime {
 /** Each spec's period starts, remembered while the spec lives (renewal asks for the same few). */
 const periodStarts = new WeakMap<TimeSpec, (k: number) => DateTime>();
 
-/** Start of period k, or null when it lies past the representable range (DESIGN.md 9). */
+/** Start of period k, or null when it lies past the representable range (docs/api.md). */
 export function periodStartOrNull(spec: TimeSpec, k: number): DateTime | null {
   try {
     const start = periodStart(spec, k);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseTimeInterval } from '../src/index';
 
-describe('parseTimeInterval (DESIGN.md 3 "Time")', () => {
+describe('parseTimeInterval (docs/api.md "Time")', () => {
   it('when given start/end, start/duration or duration/end, then it is stored as start/end with the client offsets', () => {
     expect(parseTimeInterval('2026-01-31T00:00:00+01:00/2026-02-28T00:00:00+01:00')).toMatchObject({
       ok: true,

@@ -19,7 +19,7 @@ const spec = (text: string): TimeSpec => {
 };
 const at = (text: string) => DateTime.fromISO(text, { setZone: true });
 
-describe('parseTimeSpec (DESIGN.md 3 "Subscription timeSpec")', () => {
+describe('parseTimeSpec (docs/api.md "Subscription timeSpec")', () => {
   it("when given R/<start>/<period> or R<n>/<start>/<end>/<period>, then origTimeSpec keeps the client's parts", () => {
     expect(spec('R/2026-01-31T00:00:00+01:00/P1M')).toMatchObject({
       repetitions: null,

@@ -7,7 +7,7 @@ import { SkuStore } from './store/sku-store';
 
 export const Config = z.object({ ...serviceEnvShape('catalog'), ...publicApiShape });
 
-/** The catalog service (DESIGN.md 6): the admin catalog API, and `sku.*` events through its outbox. */
+/** The catalog service (docs/operations.md): the admin catalog API, and `sku.*` events through its outbox. */
 export const start = defineService('catalog', Config, async (runtime) => {
   const store = await runtime.migrated(new SkuStore(runtime.db));
   startRelay(runtime, store.model.collection.collectionName);

@@ -16,7 +16,7 @@ const get = (path: string, headers: Record<string, string> = {}) =>
   fetch(`${fx.system.gatewayUrl}${path}`, { headers: fx.system.adminHeaders(headers) });
 
 describe('catalog admin API through the gateway', () => {
-  it('when a SKU is put, read, changed and deleted, then each step answers as DESIGN.md 6 says and emits its event', async () => {
+  it('when a SKU is put, read, changed and deleted, then each step answers as docs/operations.md says and emits its event', async () => {
     const created = await put('news-daily', { name: 'Daily news', announceOnUsage: true });
     expect(created.status).toBe(201);
     expect(created.headers.get('content-type')).toMatch(/^application\/json/);

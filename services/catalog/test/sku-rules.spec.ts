@@ -4,7 +4,7 @@ import { deleted, isUnchanged, neverCatalogued, representation, upserted } from 
 const T1 = new Date('2026-03-01T00:00:00Z');
 const T2 = new Date('2026-03-02T00:00:00Z');
 
-describe('DESIGN.md 6: catalog entries', () => {
+describe('docs/operations.md: catalog entries', () => {
   it('when a SKU is put, then fields left out take their defaults and the generation starts at 1', () => {
     const entry = upserted(neverCatalogued('news'), { name: 'News' }, T1);
     expect(entry).toEqual({

@@ -27,7 +27,7 @@ export const Config = z
     NODE_ENV: env.nodeEnv,
     LOG_LEVEL: env.logLevel,
     MONGODB_URL: env.mongoUrl.default('mongodb://127.0.0.1:27017'),
-    // DESIGN.md 8 "Entitlement checks": the projection follows rights.events (docs/decisions/0034).
+    // docs/api.md "Entitlement checks": the projection follows rights.events (docs/decisions/0034).
     AMQP_URL: env.amqpUrl.default('amqp://guest:guest@127.0.0.1:5672'),
     GATEWAY_MONGODB_URL: env.mongoUrl.optional(),
     GATEWAY_PORT: env.port.default(DEFAULT_PORTS.gateway),
@@ -55,7 +55,7 @@ export const Config = z
     UPSTREAM_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
     /** How long a request body may take to arrive (408 after; docs/security.md). */
     BODY_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
-    /** DESIGN.md 6 and 8: how long an Idempotency-Key and its response are kept. */
+    /** docs/operations.md: how long an Idempotency-Key and its response are kept. */
     IDEMPOTENCY_TTL_S: z.coerce.number().int().min(1).default(86_400),
     AUTH_CACHE_TTL_MS: z.coerce.number().int().min(0).max(60_000).default(5_000),
     RATE_LIMIT_PER_SECOND: z.coerce.number().min(0).default(200),
@@ -66,7 +66,7 @@ export const Config = z
     /** The open routes (JWKS, OpenAPI, /docs), per source address. */
     RATE_LIMIT_OPEN_PER_SECOND: z.coerce.number().min(0).default(20),
     RATE_LIMIT_OPEN_BURST: z.coerce.number().int().min(1).default(60),
-    /** DESIGN.md 4 and 6: proxies whose X-Forwarded-For names the source address. */
+    /** docs/api.md: proxies whose X-Forwarded-For names the source address. */
     TRUSTED_PROXIES: z
       .string()
       .optional()
@@ -97,7 +97,7 @@ export const Config = z
   });
 
 /**
- * The gateway (DESIGN.md 3): authenticates callers (Basic and Bearer), decides what the
+ * The gateway (docs/api.md): authenticates callers (Basic and Bearer), decides what the
  * contract lets them do from the route table, answers its own routes (API clients, users)
  * and forwards the rest to the service that owns it.
  */
@@ -132,7 +132,7 @@ export const start = defineService(
     } else {
       logger.warn('ADMIN_CLIENT_ID is not set: no admin client is ensured');
     }
-    // DESIGN.md 8 "Entitlement checks": answered from memory, fed by events and by the answers
+    // docs/api.md "Entitlement checks": answered from memory, fed by events and by the answers
     // of the changes this replica forwards.
     const entitlements = new Entitlements({
       snapshot: rightsSnapshot(config.RIGHTS_URL, runtime.signer),
@@ -165,7 +165,7 @@ export const start = defineService(
       cacheTtlMs: config.AUTH_CACHE_TTL_MS,
       clock,
     });
-    // DESIGN.md 10: a client's rate limit holds across the gateway's replicas, each enforcing its share.
+    // docs/operations.md: a client's rate limit holds across the gateway's replicas, each enforcing its share.
     const replicas = new ReplicaRegistry(db.db!, 'gateway_replicas', clock, (error) =>
       logger.warn({ err: error }, 'cannot renew the gateway replica membership'),
     );
@@ -218,7 +218,7 @@ export const start = defineService(
   { broker: 'optional' },
 );
 
-/** DESIGN.md 6: the admin client of the environment exists at start (its grantor is its own id). */
+/** docs/operations.md: the admin client of the environment exists at start (its grantor is its own id). */
 async function ensureAdminClient(clients: ClientStore, clientId: string, secret: string): Promise<void> {
   const existing = await clients.find(clientId);
   const current =

@@ -29,7 +29,7 @@ const operation = (method: string, path: string) => {
   return found;
 };
 
-describe('spec 4 and 5: which route of the table a request is', () => {
+describe('docs/api.md: which route of the table a request is', () => {
   it('user paths go to their owning service with the connectId decoded, and the scope a Bearer token needs', () => {
     expect(op('GET', '/id/users/alice%40example.com/rights')).toMatchObject({
       owner: 'rights',
@@ -51,7 +51,7 @@ describe('spec 4 and 5: which route of the table a request is', () => {
     expect(op('GET', '/.well-known/jwks.json')).toMatchObject({ owner: 'rights', caller: 'none' });
   });
 
-  it('DESIGN.md 4: a path the table does not name is 404, a named path with another method 405, before anything else', () => {
+  it('a path the table does not name is 404, a named path with another method 405, before anything else', () => {
     expect(classify('GET', '/openapiXjson')).toEqual({ kind: 'not_found' }); // a dot in a template is a dot
     expect(classify('GET', '/elsewhere')).toEqual({ kind: 'not_found' });
     expect(classify('GET', '/id/users/alice/subs/S1/extra/deep')).toEqual({ kind: 'not_found' });
@@ -63,7 +63,7 @@ describe('spec 4 and 5: which route of the table a request is', () => {
     expect(classify('POST', '/admin/clients')).toEqual({ kind: 'method_not_allowed', allow: ['GET', 'HEAD'] });
   });
 
-  it('DESIGN.md 4: literal segments match exactly: letter case, encoded letters, empty and dot segments make another path', () => {
+  it('literal segments match exactly: letter case, encoded letters, empty and dot segments make another path', () => {
     for (const path of [
       '/Admin/clients/pwn',
       '/ADMIN/clients/pwn',
@@ -83,13 +83,13 @@ describe('spec 4 and 5: which route of the table a request is', () => {
     expect(classify('GET', '/id/users/%2e%2E/rights')).toEqual({ kind: 'not_found' });
   });
 
-  it('DESIGN.md 4: malformed percent-encoding is 400, wherever it is', () => {
+  it('malformed percent-encoding is 400, wherever it is', () => {
     expect(classify('GET', '/id/users/u/rights/%ZZ')).toEqual({ kind: 'malformed' });
     expect(classify('GET', '/id/users/%C0/rights')).toEqual({ kind: 'malformed' });
     expect(classify('GET', '/nowhere/%')).toEqual({ kind: 'malformed' });
   });
 
-  it('DESIGN.md 3 "Challenges": Bearer is accepted only where spec 5 gives it a scope (and to read a user)', () => {
+  it('Bearer is accepted only where docs/api.md gives it a scope (and to read a user)', () => {
     const bearerOf = (method: string, path: string) => op(method, path)?.bearer ?? null;
     expect(bearerOf('GET', '/id/users/alice')).toBe('any');
     expect(bearerOf('PUT', '/id/users/alice')).toBeNull();
@@ -101,7 +101,7 @@ describe('spec 4 and 5: which route of the table a request is', () => {
     expect(bearerOf('GET', '/admin/clients')).toBeNull();
   });
 
-  it('DESIGN.md 3 "Content negotiation": operations that answer JSON, and every subscription operation', () => {
+  it('operations that answer JSON, and every subscription operation', () => {
     const json = (method: string, path: string) => op(method, path)?.json ?? false;
     expect(json('GET', '/id/users/alice/rights')).toBe(true);
     expect(json('POST', '/id/users/alice/rights')).toBe(true);
@@ -115,7 +115,7 @@ describe('spec 4 and 5: which route of the table a request is', () => {
   });
 });
 
-describe('spec 5 and DESIGN.md 3 "Principals and authorization": who may call what', () => {
+describe('docs/api.md "Principals and authorization": who may call what', () => {
   it('admin routes and the catalog take the Basic credentials of an admin client only', () => {
     expect(authorize(operation('GET', '/catalog/skus'), basic('A'))).toMatchObject({ challenge: 'basic' });
     expect(authorize(operation('GET', '/catalog/skus'), basic('ADMIN', true))).toBeNull();
@@ -141,7 +141,7 @@ describe('spec 5 and DESIGN.md 3 "Principals and authorization": who may call wh
     expect(authorize(operation('GET', '/id/users/bob'), bearer('alice', []))).toMatchObject({ challenge: 'bearer' });
   });
 
-  it('spec 5 rules 2 and 5: a non-admin lists with its own grantor; without the filter it is redirected', () => {
+  it('a non-admin lists with its own grantor; without the filter it is redirected', () => {
     const rights = operation('GET', '/id/users/alice/rights');
     expect(listRule(rights, basic('A'), null)).toEqual({ redirectWith: 'A' });
     expect(listRule(rights, basic('A'), 'A')).toBeNull();
@@ -151,7 +151,7 @@ describe('spec 5 and DESIGN.md 3 "Principals and authorization": who may call wh
   });
 });
 
-describe('spec 5 rule 2 and DESIGN.md 3 "307"', () => {
+describe('docs/api.md "307"', () => {
   it('the grantor filter is found whatever the case of its name', () => {
     expect(grantorFilter(new URLSearchParams('GRANTORID=A&limit=5'))).toBe('A');
     expect(grantorFilter(new URLSearchParams('limit=5'))).toBeNull();

@@ -9,7 +9,7 @@ import { RevocationStore } from '../src/store/revocation-store';
 import { UserStore } from '../src/store/user-store';
 
 // The gateway's own use cases with their real stores on the real database, in this process:
-// each checks the admin principal itself, whatever the edge let through (DESIGN.md 4).
+// each checks the admin principal itself, whatever the edge let through (docs/api.md).
 
 const clock = manualClock('2026-03-01T00:00:00Z');
 let database: TestDatabase;
@@ -49,6 +49,7 @@ describe('the gateway administration checks the admin principal itself', () => {
       await expect(administration.putClient(caller, 'pwn', body)).rejects.toSatisfy(notPermitted);
       await expect(administration.deleteClient(caller, 'pwn')).rejects.toSatisfy(notPermitted);
       await expect(administration.listClients(caller)).rejects.toSatisfy(notPermitted);
+      await expect(administration.users(caller, 10, undefined)).rejects.toSatisfy(notPermitted);
       await expect(administration.registerUser(caller, 'mallory')).rejects.toSatisfy(notPermitted);
       await expect(administration.unregisterUser(caller, 'alice')).rejects.toSatisfy(notPermitted);
       await expect(administration.revokeToken(caller, 'jti-1', undefined)).rejects.toSatisfy(notPermitted);

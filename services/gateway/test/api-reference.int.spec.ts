@@ -22,8 +22,8 @@ afterAll(async () => {
 /** Swagger UI's element id of an operation. */
 const blockOf = (route: PublicRoute) => `operations-${route.tag}-${route.operationId}`;
 
-describe('the API reference page (GET /docs)', () => {
-  it('when opened in a browser without credentials, then it shows every operation of the route table, from files the gateway serves', async () => {
+describe('the API reference page (GET /docs, and GET / to it)', () => {
+  it('when the gateway itself is opened in a browser without credentials, then it lands on the page, which shows every operation of the route table, from files the gateway serves', async () => {
     const page = await browser.newPage();
     const requested: string[] = [];
     page.on('request', (request) => requested.push(request.url()));
@@ -33,8 +33,9 @@ describe('the API reference page (GET /docs)', () => {
     page.on('console', (message) => {
       if (/Content Security Policy/i.test(message.text())) refusedByPolicy.push(message.text());
     });
-    const answer = await page.goto(`${fx.system.gatewayUrl}/docs`);
+    const answer = await page.goto(`${fx.system.gatewayUrl}/`);
     expect(answer?.status()).toBe(200);
+    expect(page.url()).toBe(`${fx.system.gatewayUrl}/docs`);
     expect(answer?.headers()['content-security-policy']).toMatch(/frame-ancestors 'none'/);
     expect(answer?.headers()['x-content-type-options']).toBe('nosniff');
     await page.waitForSelector('.opblock', { timeout: 30_000 });

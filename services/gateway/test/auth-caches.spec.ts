@@ -72,7 +72,7 @@ describe('RefreshingCache', () => {
   });
 });
 
-describe('FailureThrottle (DESIGN.md 4 "No lock-out")', () => {
+describe('FailureThrottle (docs/api.md "No lock-out")', () => {
   /** Attempts of the client from the address `who(i)` names, for i from 0 while below `count`. */
   const attempts = (throttle: FailureThrottle, count: number, who: (i: number) => [client: string, address: string]) =>
     Array.from({ length: count }, (_, i) => throttle.attempt(...who(i)));
@@ -118,7 +118,7 @@ describe('FailureThrottle (DESIGN.md 4 "No lock-out")', () => {
   });
 });
 
-describe('TrustedProxies (DESIGN.md 4): the source address', () => {
+describe('TrustedProxies (docs/api.md): the source address', () => {
   const proxies = new TrustedProxies('10.0.0.0/8, 192.0.2.1, 2001:db8::/32');
 
   it('when the peer is not a trusted proxy, then it is the source, whatever X-Forwarded-For claims', () => {
@@ -142,7 +142,7 @@ describe('TrustedProxies (DESIGN.md 4): the source address', () => {
   });
 });
 
-describe('HashLanes (DESIGN.md 4): bounded hashing, shared between addresses in turn', () => {
+describe('HashLanes (docs/api.md): bounded hashing, shared between addresses in turn', () => {
   it('when one lane floods, then another lane is served at the next free slot, and past the bound nothing is queued', async () => {
     const lanes = new HashLanes(1, 9);
     const order: string[] = [];

@@ -166,7 +166,7 @@ describe('Bearer tokens', () => {
     await expectForwarded(await call('GET', '/id/users/bob/rights', `Bearer ${adminToken}`));
   });
 
-  it('when each scope of spec 5 is present or missing, then the operation is forwarded or refused with insufficient_scope', async () => {
+  it('when each scope of docs/api.md is present or missing, then the operation is forwarded or refused with insufficient_scope', async () => {
     const cases: Array<[string, string, string]> = [
       ['GET', '/id/users/alice/subs?grantorid=A', 'id.user.sub.read'],
       ['GET', '/id/users/alice/subs/S1', 'id.user.sub.read'],
@@ -272,7 +272,7 @@ describe('Bearer tokens', () => {
   });
 });
 
-describe('307 redirects and the grantor filter (spec 5 rules 2 and 5)', () => {
+describe('307 redirects and the grantor filter (docs/api.md "307")', () => {
   it('when a non-admin lists without the grantor filter, then 307 to the same URL with its own grantor', async () => {
     const subs = await call('GET', '/id/users/alice/subs?limit=5', GRANTOR_A);
     expect(subs.status).toBe(307);
@@ -343,5 +343,25 @@ describe('users', () => {
     expect((await call('DELETE', '/id/users/carol', admin())).status).toBe(204);
     expect((await call('GET', '/id/users/carol', GRANTOR_B)).status).toBe(404);
     expect((await call('PUT', '/id/users/bad%20id', admin())).status).toBe(400);
+  });
+
+  it('when an admin lists the users, then it pages through the directory in connectId order; no one else may list it', async () => {
+    for (const user of ['u-1', 'u-2', 'u-3'])
+      expect((await call('PUT', `/id/users/${user}`, admin())).status).toBe(201);
+    await expect401(await call('GET', '/id/users', GRANTOR_A), SEE.basic);
+    const seen: string[] = [];
+    let next: string | null = `${system.gatewayUrl}/id/users?limit=2`;
+    while (next) {
+      const page: Response = await fetch(next, { headers: { authorization: admin() } });
+      expect(page.status).toBe(200);
+      const { users } = (await page.json()) as { users: Array<{ connectId: string; href: string }> };
+      expect(users.length).toBeLessThanOrEqual(2);
+      seen.push(...users.map((user) => user.connectId));
+      next = /<([^>]+)>; rel="next"/.exec(page.headers.get('link') ?? '')?.[1] ?? null;
+    }
+    expect(seen).toEqual([...seen].sort());
+    expect(seen).toEqual(expect.arrayContaining(['alice', 'bob', 'u-1', 'u-2', 'u-3']));
+    expect(new Set(seen).size).toBe(seen.length);
+    expect((await call('GET', '/id/users?cursor=bad%20id', admin())).status).toBe(400);
   });
 });

@@ -1,7 +1,7 @@
 import { TestSystem, clientsOf, systemFixture } from '@rs/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-// DESIGN.md 10: a client's rate limit holds across the gateway's replicas, not per replica.
+// docs/operations.md: a client's rate limit holds across the gateway's replicas, not per replica.
 const fx = systemFixture({
   processes: true,
   name: 'cluster_limits',
@@ -19,7 +19,7 @@ const get = (gateway: string, client: string) =>
     headers: { authorization: TestSystem.clientAuthorization(client) },
   });
 
-describe('rate limits across replicas (DESIGN.md 10)', () => {
+describe('rate limits across replicas (docs/operations.md)', () => {
   it('when a client spreads its requests over two gateway replicas, then together they let through its burst, not twice it', async () => {
     // Each replica counts the other within a membership renewal (a second): then it holds half
     // of the burst, which a request shows in what remains (4 of 5, not 9 of 10). Asked of both

@@ -5,7 +5,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 /**
- * A property test of the edge, derived from the route table (DESIGN.md 4 and 9): for every
+ * A property test of the edge, derived from the route table (docs/api.md): for every
  * operation, variants of its path and hostile callers. Variants never reach anything; hostile
  * callers never get a 2xx for what they may not do; nothing answers 5xx; nothing changes.
  */
@@ -190,7 +190,7 @@ function mayPerform(caller: keyof typeof callers, route: PublicRoute): boolean {
 
 describe('the edge, derived from the route table', () => {
   it('when an operation is called by a variant of its path, as anyone, then it is 404, 405 or 400, and nothing changes', async () => {
-    // The setup's changes are in history once their events are published (DESIGN.md 8): the
+    // The setup's changes are in history once their events are published (docs/api.md): the
     // state compared below is taken after that, so that only the test's requests could change it.
     for (const history of [`rights/${params.rightId}`, `subs/${params.subscriptionId}`])
       await expect
@@ -202,7 +202,8 @@ describe('the edge, derived from the route table', () => {
     const before = await state();
     await fc.assert(
       fc.asyncProperty(
-        routeArb.chain((route) => fc.tuple(fc.constant(route), variant(route))),
+        // A path with a literal segment to vary (`/` has none).
+        routeArb.filter((route) => route.path !== '/').chain((route) => fc.tuple(fc.constant(route), variant(route))),
         callerArb,
         fc.constantFrom('GET', 'PUT', 'POST', 'DELETE', 'HEAD'),
         async ([route, path], caller, method) => {
@@ -225,7 +226,7 @@ describe('the edge, derived from the route table', () => {
         const what = `${caller} ${route.method} ${pathOf(route)}: ${status}`;
         expect(status, what).toBeLessThan(500);
         if (!mayPerform(caller, route)) expect(status >= 200 && status < 300, what).toBe(false);
-        // DESIGN of visibility: a right or subscription the token's client may not see is 404
+        // docs/api.md "Principals and authorization": a right or subscription the token's client may not see is 404
         // for every operation on it, writes included (no 204/409 telling that it exists).
         const onObject = /\{(rightId|subscriptionId)\}/.test(route.path);
         if (caller === 'bearerOfAnotherClient' && onObject && route.bearer !== null) expect(status, what).toBe(404);

@@ -8,7 +8,7 @@ import { freePort, systemFixture, TEST_INTERNAL_SECRET, TestSystem, type Collect
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 /**
- * The edge holds (DESIGN.md 4 and 9), each finding of a hostile client's review tried again
+ * The edge holds (docs/api.md), each finding of a hostile client's review tried again
  * through the gateway of a running system.
  */
 const fx = systemFixture({
@@ -125,7 +125,7 @@ describe('bounds: one request never makes unbounded work', () => {
   });
 });
 
-describe('payloads round-trip any JSON (DESIGN.md 9)', () => {
+describe('payloads round-trip any JSON (docs/api.md)', () => {
   it('when a payload has keys a database treats specially, then it is stored and returned exactly, in the answer, on reads and in its event', async () => {
     const payloads: unknown[] = [
       { $gt: 1 },
@@ -167,7 +167,7 @@ describe('payloads round-trip any JSON (DESIGN.md 9)', () => {
   });
 });
 
-describe('per-grantor limits (DESIGN.md 9)', () => {
+describe('per-grantor limits (docs/api.md)', () => {
   it('when a grantor has WEBHOOK_MAX_ENDPOINTS endpoints, then another is 409, and other grantors are not affected', async () => {
     const register = (authorization: string) =>
       fx.call('POST', '/webhooks/endpoints', authorization, { url: 'http://127.0.0.1:9/hook' });

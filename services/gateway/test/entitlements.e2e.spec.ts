@@ -2,7 +2,7 @@ import { createPlatformClient, ok, type PlatformClient, type Schemas } from '@rs
 import { TestSystem, clientsOf, systemFixture } from '@rs/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-// DESIGN.md 8 "Entitlement checks", through two gateway replicas: the one that answers a
+// docs/api.md "Entitlement checks", through two gateway replicas: the one that answers a
 // change reflects it at once, the other within a second.
 const fx = systemFixture({
   processes: true,
@@ -55,7 +55,7 @@ async function check(replica: string, user: string, sku: string, authorization =
 }
 
 /**
- * What a check on `replica` shows within `withinMs`. DESIGN.md 8 promises 1 s on another replica
+ * What a check on `replica` shows within `withinMs`. docs/api.md promises 1 s on another replica
  * in normal operation; the suite's load can stretch that, so 5 s (how soon is for bench/).
  */
 const soon = (replica: string, user: string, sku: string, withinMs = 5_000) =>
@@ -83,7 +83,7 @@ async function createRight(
   return ok(created).rightId;
 }
 
-describe('entitlement checks (DESIGN.md 8)', () => {
+describe('entitlement checks (docs/api.md)', () => {
   it('when a right is created, suspended, activated, used and removed, then the answering replica shows each change at once and the other soon after', async () => {
     expect(await check(FIRST, 'alice', 'video')).toMatchObject({ connectId: 'alice', entitled: false, rights: [] });
     const rightId = await createRight('alice', { serviceProviderId: 'P' });
@@ -160,7 +160,7 @@ describe('entitlement checks (DESIGN.md 8)', () => {
     }
   });
 
-  it('when clients of different parties check the same user and SKU, then each sees the rights it may read (DESIGN.md 3)', async () => {
+  it('when clients of different parties check the same user and SKU, then each sees the rights it may read (docs/api.md)', async () => {
     const fromA = await createRight('dave', { serviceProviderId: 'P' });
     // B serves its own right (naming itself, not the catalog's provider): P does not see it.
     const fromB = await createRight(
@@ -202,7 +202,7 @@ describe('entitlement checks (DESIGN.md 8)', () => {
   it('when the user is unknown, the SKU unknown or malformed, then 404, not entitled, and 400', async () => {
     const unknownUser = await on(FIRST, 'GET', '/id/users/nobody/entitlements/video', A);
     expect(unknownUser.status).toBe(404);
-    // spec 7, DESIGN.md 3 "Error bodies": 404 is text/html, 400 text/plain.
+    // docs/api.md "Error bodies": 404 is text/html, 400 text/plain.
     expect(unknownUser.headers.get('content-type')).toMatch(/^text\/html/);
     expect(await check(FIRST, 'erin', 'no-such-sku')).toMatchObject({
       sku: 'no-such-sku',
@@ -212,7 +212,7 @@ describe('entitlement checks (DESIGN.md 8)', () => {
     const malformed = await on(FIRST, 'GET', '/id/users/erin/entitlements/%24where', A);
     expect(malformed.status).toBe(400);
     expect(malformed.headers.get('content-type')).toMatch(/^text\/plain/);
-    // Another letter case is another path (DESIGN.md 4).
+    // Another letter case is another path (docs/api.md).
     expect((await on(FIRST, 'GET', '/id/users/erin/Entitlements/video', A)).status).toBe(404);
   });
 

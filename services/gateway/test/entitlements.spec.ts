@@ -21,7 +21,7 @@ const right = (sequence: number, patch: Partial<ProjectedRight> = {}): Projected
 const entitled = (projection: EntitlementProjection, at = NOW) =>
   projection.check(ADMIN, 'alice', 'video', at).entitled;
 
-describe('the entitlement projection (DESIGN.md 8 "Entitlement checks")', () => {
+describe('the entitlement projection (docs/api.md "Entitlement checks")', () => {
   it('when an event of an older generation comes after a newer one, then it changes nothing', () => {
     const projection = new EntitlementProjection();
     expect(projection.apply(right(1), NOW)).toBe(true);

@@ -43,7 +43,7 @@ function operation(method: string, url: string): Operation {
 const route = (method: string, url: string, principal: Principal | undefined) =>
   forwarding.route({ operation: operation(method, url), principal, url, sourceAddress: '203.0.113.7' });
 
-describe('the forwarding use case: what the edge does with a request (spec 5)', () => {
+describe('the forwarding use case: what the edge does with a request (docs/api.md)', () => {
   it('when a route is open, then it is forwarded as the gateway, spending its source address’s budget', async () => {
     expect(await route('GET', '/.well-known/jwks.json', undefined)).toEqual({
       kind: 'forward',

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { systemFixture, TestSystem, clientsOf } from '@rs/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-// Idempotency-Key (DESIGN.md 8) over a key's lifetime: removes and actions replayed, and the
+// Idempotency-Key (docs/api.md) over a key's lifetime: removes and actions replayed, and the
 // key forgotten after IDEMPOTENCY_TTL_S (short here). Crashes are in idempotency.e2e.spec.ts.
 
 const TTL_S = 4;
@@ -40,7 +40,7 @@ const eventsOf = (user: string, type: string) =>
     .messages.filter((m) => m.body.type === type && (m.body.data as { connectId: string }).connectId === user)
     .map((m) => m.body.subject);
 
-describe('Idempotency-Key over its lifetime (DESIGN.md 8)', () => {
+describe('Idempotency-Key over its lifetime (docs/api.md)', () => {
   it('when a suspend and a remove are sent again with their keys, then their kept 204s come back and each changed the right once', async () => {
     const created = await send('POST', '/id/users/una/rights', null, rightBody({ state: 'ACTIVE' }));
     const { rightId } = (await created.json()) as { rightId: string };

@@ -2,7 +2,7 @@ import { systemFixture, TestSystem, clientsOf } from '@rs/testing';
 import mongoose from 'mongoose';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
-// Idempotency-Key through the gateway (DESIGN.md 8), with two gateway replicas sharing the keys.
+// Idempotency-Key through the gateway (docs/api.md), with two gateway replicas sharing the keys.
 
 const UPSTREAM_TIMEOUT_MS = 2_000;
 const A = TestSystem.clientAuthorization('grantor-a');
@@ -58,7 +58,7 @@ const createdFor = (user: string) =>
       .map((m) => m.body.subject),
   );
 
-describe('Idempotency-Key (DESIGN.md 8)', () => {
+describe('Idempotency-Key (docs/api.md)', () => {
   it('when a create is sent again with its key, on any replica, then its kept answer comes back and one right exists', async () => {
     const first = await create('ivy', 'order-1');
     expect(first.status).toBe(201);

@@ -19,7 +19,7 @@ const kept = (fields: Partial<KeptRequest>): KeptRequest => ({
   ...fields,
 });
 
-describe('DESIGN.md 8 "Idempotency-Key"', () => {
+describe('docs/api.md "Idempotency-Key"', () => {
   it('a key is 1 to 255 visible ASCII characters, on POST and DELETE under /id/users/', () => {
     expect(isValidIdempotencyKey('order-17:retry/1')).toBe(true);
     expect(isValidIdempotencyKey('x'.repeat(255))).toBe(true);

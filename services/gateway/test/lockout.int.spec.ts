@@ -2,7 +2,7 @@ import { systemFixture, TestSystem } from '@rs/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 /**
- * DESIGN.md 4 "No lock-out", behind an ingress: the test's connections come from loopback,
+ * docs/api.md "No lock-out", behind an ingress: the test's connections come from loopback,
  * a trusted proxy, and each caller's address is the one its X-Forwarded-For names.
  */
 const fx = systemFixture({
@@ -30,7 +30,7 @@ async function invalidVerifications(): Promise<number> {
   return Number(/^gateway_secret_verifications_total\{[^}]*outcome="invalid"[^}]*\} (\d+)$/m.exec(metrics)?.[1] ?? 0);
 }
 
-describe('a flood of wrong secrets (DESIGN.md 4 "No lock-out")', () => {
+describe('a flood of wrong secrets (docs/api.md "No lock-out")', () => {
   it('when 300 wrong secrets arrive at once from one address, then a verified client sees no error, a client behind the same proxy at another address gets in, and few hashes are computed', async () => {
     expect((await from('198.51.100.1', TestSystem.clientAuthorization('verified'))).status).toBe(200);
     const hashedBefore = await invalidVerifications();

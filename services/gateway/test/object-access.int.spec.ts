@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
  * Object access, walked in full (docs/security.md): every route of the route table that names
  * an object (a right, a subscription, a webhook endpoint) × every kind of principal × objects
  * owned by each grantor, each answer checked against the visibility rules. What the caller
- * may not see is never a 2xx: reads and usage are 404, the changes of spec 5 rules 3 and 4 are
+ * may not see is never a 2xx: reads and usage are 404, the changes of docs/api.md "Principals and authorization" are
  * 401 whether or not it could read the object. Calls the caller may make are sent when they
  * only read; the changes it may make are left out, so that nothing changes at all.
  */
@@ -102,7 +102,7 @@ beforeAll(async () => {
 }, 180_000);
 afterAll(fx.stop);
 
-/** The changes spec 5 rules 3 and 4 keep to the object's grantor (and admins): 401 for anyone else. */
+/** The changes docs/api.md "Principals and authorization" keep to the object's grantor (and admins): 401 for anyone else. */
 const MANAGE = new Set([
   'removeRight',
   'activateRight',

@@ -15,7 +15,7 @@ afterAll(async () => {
   await db.close();
 });
 
-describe('shipped secrets never run in production (DESIGN.md 9)', () => {
+describe('shipped secrets never run in production (docs/api.md)', () => {
   it('when the gateway starts in production with a secret this repository ships, then it stops at once naming the variable', async () => {
     const port = await freePort();
     const gateway = new ServiceProcess('gateway', port, {

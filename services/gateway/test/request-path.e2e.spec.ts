@@ -112,7 +112,7 @@ const fx = systemFixture({
 beforeAll(fx.start);
 afterAll(fx.stop);
 
-describe("another grantor's resources (DESIGN.md 3, spec 5 rules 3 and 4)", () => {
+describe(`another grantor's resources (docs/api.md "Principals and authorization")`, () => {
   it("when a grantor removes, activates or suspends another grantor's right, then 401 with the Basic challenge; reading it stays 404", async () => {
     const rightId = await createRight('A', A);
     const path = `/id/users/alice/rights/${rightId}`;
@@ -142,7 +142,7 @@ describe("another grantor's resources (DESIGN.md 3, spec 5 rules 3 and 4)", () =
   });
 });
 
-describe('Bearer headers without a usable token (DESIGN.md 3 "Challenges")', () => {
+describe('Bearer headers without a usable token (docs/api.md "Challenges")', () => {
   it('when the Bearer token is empty, then 401 with a Bearer challenge and no error code', async () => {
     for (const header of ['Bearer', 'Bearer ', 'bearer   ']) {
       const response = await call('GET', '/id/users/alice/rights?grantorId=A', header);
@@ -177,7 +177,7 @@ describe('Bearer headers without a usable token (DESIGN.md 3 "Challenges")', () 
   });
 });
 
-describe('content negotiation (DESIGN.md 3)', () => {
+describe('content negotiation (docs/api.md)', () => {
   it('when Accept admits no JSON, then a JSON operation is 406 text/plain; JSON, wildcards and quality lists with JSON are served', async () => {
     const rightId = await createRight('A', A);
     const path = `/id/users/alice/rights/${rightId}`;

@@ -58,7 +58,7 @@ describe('one trace end to end', () => {
       (s) => s.traceId === traceId && s.service === 'gateway' && s.kind === CLIENT && s.name === 'PUT',
     );
     expect(catalogServer?.parentSpanId).toBe(gatewayClient?.spanId);
-    // The event the write published carries the trace to its consumers (DESIGN.md 5).
+    // The event the write published carries the trace to its consumers (docs/operations.md).
     const [event] = await fx.events('catalog.events').waitFor((m) => m.some((e) => e.body.subject === 'traced-sku'));
     expect(String(event!.properties.headers?.traceparent)).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-0[01]$`));
     // The catalog's MongoDB write is in the trace too.

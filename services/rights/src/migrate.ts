@@ -1,5 +1,5 @@
 // `node services/rights/dist/migrate.js`: this service's migration steps, each applied once
-// per database (DESIGN.md 10): its collections' indexes, and the re-sealing of the
+// per database (docs/operations.md): its collections' indexes, and the re-sealing of the
 // right-token keys after RIGHT_TOKEN_KEY_SECRET changed.
 import { secretRing } from '@rs/config';
 import { runMigration } from '@rs/runtime';

@@ -17,14 +17,14 @@ export const Config = z.object({
   ...publicApiShape,
   ...historyEnvShape,
   CATALOG_URL: serviceUrl('catalog'),
-  /** DESIGN.md 6 and 8: the longest lifetime of a signed right token, and the key of its keys at rest. */
+  /** docs/operations.md: the longest lifetime of a signed right token, and the key of its keys at rest. */
   RIGHT_TOKEN_TTL_S: z.coerce.number().int().min(1).max(86_400).default(300),
   RIGHT_TOKEN_KEY_SECRET: env.secret.optional(),
   RIGHT_TOKEN_KEY_SECRET_PREVIOUS: env.secret.optional(),
 });
 
 /**
- * The rights service (spec 4.2): the rights API, `rights.issue` and `rights.expire` from the
+ * The rights service (docs/api.md): the rights API, `rights.issue` and `rights.expire` from the
  * subscriptions service and the scheduler, and right events through its outbox.
  */
 export const start = defineService('rights', Config, async (runtime) => {
@@ -46,7 +46,7 @@ export const start = defineService('rights', Config, async (runtime) => {
     ttlS: config.RIGHT_TOKEN_TTL_S,
     clock,
   });
-  // DESIGN.md 8: a provider may fetch the JWKS before any token exists.
+  // docs/api.md: a provider may fetch the JWKS before any token exists.
   await tokens.ensureSigningKey();
   const expiryWrites = new ExpiryWrites((expired) => rights.writeExpiries(expired), runtime.logger);
   runtime.onStop(() => expiryWrites.drain());

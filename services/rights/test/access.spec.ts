@@ -6,7 +6,7 @@ const basic = basicCaller;
 const bearer = bearerCaller;
 const right = { grantorId: 'A', serviceProviderId: 'SP', userId: 'alice' };
 
-describe('DESIGN.md 3 "Principals and authorization": rights', () => {
+describe('docs/api.md "Principals and authorization": rights', () => {
   it('visibility: a grantor sees its own rights and those it provides the service for; admins see all', () => {
     expect(canSee(basic('A'), right)).toBe(true);
     expect(canSee(basic('SP'), right)).toBe(true);
@@ -16,7 +16,7 @@ describe('DESIGN.md 3 "Principals and authorization": rights', () => {
     expect(visibilityOf(basic('B', true))).toBeNull();
   });
 
-  it('spec 5 rule 4: remove, activate and suspend belong to the grantor (Basic) or an admin, not the service provider', () => {
+  it('remove, activate and suspend belong to the grantor (Basic) or an admin, not the service provider', () => {
     expect(canManage(basic('A'), right)).toBe(true);
     expect(canManage(basic('SP'), right)).toBe(false);
     expect(canManage(basic('B'), right)).toBe(false);

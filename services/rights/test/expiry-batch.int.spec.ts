@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 // `rights.expire` commands handled together (docs/decisions/0039), without a scheduler: the
 // test sends the commands a scheduler would. One right whose stored data cannot be read fails
-// alone (DESIGN.md 9), dead-lettered as a one-item copy of the command that carried it.
+// alone (docs/api.md), dead-lettered as a one-item copy of the command that carried it.
 const fx = systemFixture({
   name: 'rights_expiry_batch',
   commands: true,

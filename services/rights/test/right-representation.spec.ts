@@ -11,7 +11,7 @@ const right = (fields: Partial<RightEntity> = {}): RightEntity =>
     ...fields,
   });
 
-describe('spec 2.4 `active`: state ACTIVE and now inside the interval', () => {
+describe('docs/api.md `active`: state ACTIVE and now inside the interval', () => {
   it('when now is at the start, inside, at the end, or the state is not ACTIVE, then active says so', () => {
     expect(isActive(right(), new Date('2026-03-01T00:00:00Z'))).toBe(true);
     expect(isActive(right(), new Date('2026-03-15T00:00:00Z'))).toBe(true);
@@ -21,7 +21,7 @@ describe('spec 2.4 `active`: state ACTIVE and now inside the interval', () => {
   });
 });
 
-describe('DESIGN.md 3 "href and links" and "Rights"', () => {
+describe('docs/api.md "href and links" and "Rights"', () => {
   it('then the links are self, user, use and the suspend action, plus its subscription when it has one', () => {
     const view = representation(
       right({ subscriptionId: 'S1' }),

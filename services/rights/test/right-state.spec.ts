@@ -23,7 +23,7 @@ const step = fc.record({
 });
 const initial = fc.constantFrom<RightEntity['state']>('CREATED', 'ACTIVE', 'SUSPENDED');
 
-describe('the right state machine (spec 3.2, DESIGN.md 3)', () => {
+describe('the right state machine (docs/api.md)', () => {
   it('when any sequence of operations is applied at increasing times, then the invariants hold', () => {
     fc.assert(
       fc.property(initial, fc.array(step, { maxLength: 30 }), (state, steps) => {

@@ -3,7 +3,7 @@ import { createLocalJWKSet, decodeProtectedHeader, jwtVerify, type JSONWebKeySet
 import mongoose from 'mongoose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-// Signed right tokens through the gateway (DESIGN.md 8): a service provider verifies a right
+// Signed right tokens through the gateway (docs/api.md): a service provider verifies a right
 // offline, with `jose`, against the keys the gateway publishes.
 
 const TTL_S = 120;
@@ -51,7 +51,7 @@ const verify = async (token: string) =>
     algorithms: ['ES256'],
   });
 
-describe('signed right tokens (DESIGN.md 8)', () => {
+describe('signed right tokens (docs/api.md)', () => {
   it('when a fresh deployment starts, then the JWKS already holds a key, before any token is asked for', async () => {
     // This file's system started on new databases, and nothing above asked for a token.
     const published = await jwks();

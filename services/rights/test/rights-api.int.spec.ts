@@ -71,8 +71,8 @@ const fx = systemFixture({
 beforeAll(fx.start);
 afterAll(fx.stop);
 
-describe('create and retrieve (spec 4.2)', () => {
-  it('when a grantor creates a right, then 201 returns it with every field of spec 2.4, and right.created is published', async () => {
+describe('create and retrieve (docs/api.md)', () => {
+  it('when a grantor creates a right, then 201 returns it with every field of docs/api.md, and right.created is published', async () => {
     const response = await call('POST', '/id/users/alice/rights', A, {
       sku: 'news',
       grantorId: 'A',
@@ -100,7 +100,7 @@ describe('create and retrieve (spec 4.2)', () => {
       ],
       grantorId: 'A',
       grantorContext: 'order-17',
-      // Named by the catalog: the SKU's provider (DESIGN of provider consent).
+      // Named by the catalog: the SKU's provider (docs/api.md "Service providers agree to what they serve").
       serviceProviderId: 'SP',
       timeInterval: '2026-01-31T00:00:00+01:00/2026-02-28T00:00:00+01:00',
       sku: 'news',
@@ -188,7 +188,7 @@ describe('create and retrieve (spec 4.2)', () => {
   });
 });
 
-describe('state changes (spec 3.2, DESIGN.md 3 "Rights")', () => {
+describe('state changes (docs/api.md "Rights")', () => {
   it('when a right is activated and suspended, then each change bumps the generation and emits its event; repeats are 204 no-ops', async () => {
     const right = await createRight({});
     const path = `/id/users/alice/rights/${right.rightId}`;
@@ -226,7 +226,7 @@ describe('state changes (spec 3.2, DESIGN.md 3 "Rights")', () => {
   });
 });
 
-describe('usage (DESIGN.md 3 "Usage")', () => {
+describe('usage (docs/api.md "Usage")', () => {
   it('when a right is not active, then usage is 409; once active, the first use emits right.used and service.announce, a repeat nothing', async () => {
     const right = await createRight({ serviceProviderId: 'SP' });
     const path = `/id/users/alice/rights/${right.rightId}`;

@@ -150,7 +150,7 @@ describe('rights.cascade', () => {
   });
 });
 
-describe('expiry (DESIGN.md 3 "Rights")', () => {
+describe('expiry (docs/api.md "Rights")', () => {
   it('when the interval of an ACTIVE or SUSPENDED right ends, then within seconds it is EXPIRED with one right.expired', async () => {
     const headers = { ...admin(), 'content-type': 'application/json' };
     const make = async (state: string) => {

@@ -57,7 +57,7 @@ describe('no lost and no phantom right events', () => {
       .messages.filter((m) => (m.body.data as { connectId?: string }).connectId === 'dave');
     expect(seen()).toEqual(expected);
     expect(new Set(ofDave.map((m) => m.body.id)).size).toBe(expected.size);
-    // History (DESIGN.md 8) holds the same changes, each once, and no refused one.
+    // History (docs/api.md) holds the same changes, each once, and no refused one.
     for (const [i, rightId] of created.entries()) {
       const response = await call('GET', `/id/users/dave/rights/${rightId}/history`);
       const { history } = (await response.json()) as { history: Array<{ type: string; generation: string }> };

@@ -47,7 +47,7 @@ const codeOf = async (promise: Promise<unknown>) =>
     (error: unknown) => (error instanceof DomainError ? error.code : String(error)),
   );
 
-describe('expiry (DESIGN.md 3 "Rights"), on a pinned clock', () => {
+describe('expiry (docs/api.md "Rights"), on a pinned clock', () => {
   it('when the interval of an ACTIVE or SUSPENDED right has not ended, then expiry leaves it; once it has, it is EXPIRED', async () => {
     clock.set('2026-03-01T00:00:00Z');
     const active = await create('ACTIVE');
@@ -124,7 +124,7 @@ describe('expiry (DESIGN.md 3 "Rights"), on a pinned clock', () => {
   });
 });
 
-describe('usage (DESIGN.md 3 "Usage"), on a pinned clock', () => {
+describe('usage (docs/api.md "Usage"), on a pinned clock', () => {
   it('when the right is active, then the first use records it; a repeat changes nothing; after the interval, 409', async () => {
     clock.set('2026-03-04T00:00:00Z');
     const right = await create('ACTIVE', '2026-03-04T00:00:00Z/PT1H');

@@ -15,7 +15,7 @@ export const Config = z.object({
 });
 
 /**
- * The scheduler: the only component that decides when (DESIGN.md 1). It follows
+ * The scheduler: the only component that decides when (docs/architecture.md). It follows
  * `rights.events` and `subscriptions.events` into its own database and, every tick, sends
  * `rights.expire` for rights whose interval has ended and `subscriptions.renew` for
  * subscriptions whose next period has started or whose end has come, in batches, for the

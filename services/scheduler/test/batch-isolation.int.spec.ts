@@ -4,7 +4,7 @@ import amqp from 'amqplib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 /**
- * DESIGN.md 9 "One bad item fails alone": a subscription whose stored data cannot be renewed
+ * docs/api.md "One bad item fails alone": a subscription whose stored data cannot be renewed
  * (written before the bounds existed) falls due in the same second as 40 good ones of other
  * grantors, so it shares their `subscriptions.renew` batches.
  */
@@ -40,7 +40,7 @@ async function subscribe(clientId: string, due: number): Promise<string> {
   return ((await response.json()) as { subscriptionId: string }).subscriptionId;
 }
 
-describe('one bad item fails alone (DESIGN.md 9)', () => {
+describe('one bad item fails alone (docs/api.md)', () => {
   it('when a broken stored subscription is due in the same second as 40 good ones, then all 40 get their rights within 5 s, and it is dead-lettered alone, counted, and not batched again', async () => {
     const due = Math.ceil(Date.now() / 1000) * 1000 + 8_000;
     const good = await Promise.all(

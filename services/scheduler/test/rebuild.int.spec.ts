@@ -12,7 +12,7 @@ import { rebuildSchedules } from '../src/app/rebuild';
 import { partitionOf, PARTITIONS, secondOf } from '../src/domain/due';
 import { createStores } from '../src/store/stores';
 
-// DESIGN.md 10: the rebuild reads only the partitions a replica owns, a page at a time, from
+// docs/operations.md: the rebuild reads only the partitions a replica owns, a page at a time, from
 // the services that own the data; two replicas read the data once between them.
 
 const A = TestSystem.clientAuthorization('grantor-a');
@@ -31,7 +31,7 @@ afterAll(async () => {
   await fx.stop();
 });
 
-describe('the rebuild, shared by replicas (DESIGN.md 10)', () => {
+describe('the rebuild, shared by replicas (docs/operations.md)', () => {
   it('when two replicas each rebuild the partitions they own, then between them they read every subscription and right once, and each records only its own', async () => {
     const due = new Date(Math.ceil(Date.now() / 1000) * 1000 + 3_600_000);
     const iso = due.toISOString().replace(/\.000Z$/, 'Z');

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 const SUBSCRIPTIONS = 1_000;
 const USERS = 10;
 // A period whose rights would already have ended when its renewal runs is never issued
-// (DESIGN.md 3), which is right, and not what this test is about: the periods are longer than
+// (docs/api.md), which is right, and not what this test is about: the periods are longer than
 // the worst renewal lag here. Every period has a crash, a restart or a broker cut in it; on
 // this machine rights came up to 18 s after their period began (median 9 s, session 8), so
 // 8 s and 12 s periods lost some to that rule.
@@ -116,7 +116,7 @@ describe('renewal through crashes and broker outages', () => {
     expect(new Set(expired.keys())).toEqual(new Set(load.indexOf.keys()));
     for (const ids of expired.values()) expect(ids.size).toBe(1);
 
-    // History (DESIGN.md 8) holds exactly the changes the events reported: a record per event id, none else.
+    // History (docs/api.md) holds exactly the changes the events reported: a record per event id, none else.
     for (const [service, collector] of [
       ['rights', rightEvents],
       ['subscriptions', subscriptionEvents],

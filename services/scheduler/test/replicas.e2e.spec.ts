@@ -56,7 +56,7 @@ async function subscribe(timeSpecFrom: (start: string) => string): Promise<strin
 describe('several replicas of every service', () => {
   it('when two schedulers and two replicas of each service renew subscriptions, then every period yields its right exactly once', async () => {
     // Periods of 5 s: a renewal that comes after its period has ended issues no right for it
-    // (DESIGN.md 3), and under the suite's load renewal has lagged more than 2 s.
+    // (docs/api.md), and under the suite's load renewal has lagged more than 2 s.
     const ids = await subscribe((start) => `R${PERIODS}/${start}/PT5S`);
     await fx
       .events('rights.events')

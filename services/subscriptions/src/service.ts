@@ -15,7 +15,7 @@ export const Config = z.object({
   ...publicApiShape,
   ...historyEnvShape,
   CATALOG_URL: serviceUrl('catalog'),
-  /** DESIGN.md 6 and 9: the shortest period a subscription may have, at least PT1S. */
+  /** docs/operations.md: the shortest period a subscription may have, at least PT1S. */
   SUBSCRIPTION_MIN_PERIOD: z
     .string()
     .default('PT1M')
@@ -30,7 +30,7 @@ export const Config = z.object({
 });
 
 /**
- * The subscriptions service: the API of spec 4.1, events on `subscriptions.events` and the
+ * The subscriptions service: the API of docs/api.md, events on `subscriptions.events` and the
  * rights cascade through the outbox, and renewal: `subscriptions.renew` from the scheduler
  * becomes one `rights.issue` per due period.
  */

@@ -1,7 +1,7 @@
 import { PARTIES, clientsOf, systemFixture, type CollectedMessage } from '@rs/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-// History of rights and subscriptions through the gateway (DESIGN.md 8 "History"): every
+// History of rights and subscriptions through the gateway (docs/api.md "History"): every
 // change in generation order, with who made it and what it changed, kept
 // after the resource is gone; the change events carry the same actor.
 
@@ -39,7 +39,7 @@ async function historyOf(path: string, authorization = A): Promise<Entry[]> {
   return ((await response.json()) as { history: Entry[] }).history;
 }
 /**
- * Waits for the history to hold `types`, in order. DESIGN.md 8 promises 2 s in normal operation;
+ * Waits for the history to hold `types`, in order. docs/api.md promises 2 s in normal operation;
  * under the suite's load it can take longer, so this waits as long as any poll (vitest.config.mts).
  */
 async function historyHolding(path: string, types: string[], authorization = A): Promise<Entry[]> {
@@ -92,7 +92,7 @@ async function expectKeptAfterRemoval(path: string, kind: 'right' | 'subscriptio
   for (const other of refused) expect((await fx.call('GET', `${path}/history`, other)).status).toBe(404);
 }
 
-describe('history of a right (DESIGN.md 8)', () => {
+describe('history of a right (docs/api.md)', () => {
   it('when clients and a user change a right, then each change is listed in order, with its actor and fields, and its event agrees', async () => {
     const right = await createRight({ serviceProviderId: 'SP' });
     const path = `/id/users/alice/rights/${right.rightId}`;
@@ -166,7 +166,7 @@ describe('history of a right (DESIGN.md 8)', () => {
     // A right of another user is not found under this user's path.
     const { rightId } = await createRight();
     expect((await fx.call('GET', `/id/users/bob/rights/${rightId}/history`, A)).status).toBe(404);
-    // A token without the read scope is refused by the gateway: 401 with the scope it needs (DESIGN.md 3).
+    // A token without the read scope is refused by the gateway: 401 with the scope it needs (docs/api.md).
     const noScope = await fx.call(
       'GET',
       `/id/users/alice/rights/${rightId}/history`,
@@ -179,7 +179,7 @@ describe('history of a right (DESIGN.md 8)', () => {
   });
 });
 
-describe('history of a subscription (DESIGN.md 8)', () => {
+describe('history of a subscription (docs/api.md)', () => {
   it('when a client changes a subscription and the platform renews it and cascades to its rights, then both histories name who did what', async () => {
     const created = await fx.call('POST', '/id/users/alice/subs', A, {
       grantorId: 'A',

@@ -60,7 +60,7 @@ async function renew(
   };
 }
 
-describe('renewal (DESIGN.md 3 "Renewal"), on a pinned clock', () => {
+describe('renewal (docs/api.md "Renewal"), on a pinned clock', () => {
   it('when each period starts, then it is issued once, one right per template; between periods nothing is', async () => {
     clock.set('2026-03-01T00:00:00Z');
     const subscription = await subscriptions.create(A, 'frank', {
@@ -142,7 +142,7 @@ describe('renewal (DESIGN.md 3 "Renewal"), on a pinned clock', () => {
   });
 });
 
-describe('one bad item fails alone (DESIGN.md 9), on a pinned clock', () => {
+describe('one bad item fails alone (docs/api.md), on a pinned clock', () => {
   it('when a renewal command comes back (a crash before its ack), then the last renewal of each subscription sends its very events and commands again, and renews nothing twice', async () => {
     clock.set('2026-05-01T00:00:00Z');
     const subscription = await subscriptions.create(A, 'frank', {

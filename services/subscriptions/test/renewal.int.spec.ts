@@ -26,7 +26,7 @@ beforeAll(fx.start);
 afterAll(fx.stop);
 const call = (method: string, path: string, body?: unknown) => fx.call(method, path, A, body);
 
-describe('renewal (DESIGN.md 3 "Renewal")', () => {
+describe('renewal (docs/api.md "Renewal")', () => {
   it('when a subscription started in the past, then the current period is issued at once and each new period yields one right per template', async () => {
     // Started 9 s ago, periods of 4 s: periods 0 and 1 have ended, period 2 is current.
     const started = Math.floor(Date.now() / 1000) * 1000 - 9_000;

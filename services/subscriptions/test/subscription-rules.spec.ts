@@ -26,7 +26,7 @@ const subscription = (fields: Partial<SubscriptionEntity> = {}): SubscriptionEnt
 });
 const at = (iso: string) => new Date(iso);
 
-describe('DESIGN.md 3 "Renewal": planRenewal', () => {
+describe('docs/api.md "Renewal": planRenewal', () => {
   it('when a period has started, then it yields one right per template, lasting one period, in the offset of the spec', () => {
     const s = subscription({
       rightsSpec: [
@@ -144,7 +144,7 @@ describe('DESIGN.md 3 "Renewal": planRenewal', () => {
   });
 });
 
-describe('DESIGN.md 3 "Renewal": the first period of a new subscription', () => {
+describe('docs/api.md "Renewal": the first period of a new subscription', () => {
   it('when the start lies ahead, then period 0; in the past, the current period; after the end, none', () => {
     const s = spec('R3/2026-03-01T00:00:00Z/P1D');
     expect(firstPeriodToIssue(s, at('2026-02-01T00:00:00Z'))).toBe(0);
@@ -153,7 +153,7 @@ describe('DESIGN.md 3 "Renewal": the first period of a new subscription', () => 
   });
 });
 
-describe('spec 3.1: the subscription state table', () => {
+describe('docs/api.md: the subscription state table', () => {
   const now = at('2026-03-01T00:00:00Z');
   it('when an ACTIVE subscription is suspended or a SUSPENDED one activated, then it changes and its rights follow', () => {
     expect(decide(subscription(), 'suspend', now)).toMatchObject({
@@ -181,7 +181,7 @@ describe('spec 3.1: the subscription state table', () => {
   });
 });
 
-describe('spec 2.1 and DESIGN.md 3 "href and links": the representation', () => {
+describe('docs/api.md "href and links": the representation', () => {
   it('when ACTIVE, SUSPENDED or EXPIRED, then the one action link is suspend, activate or none', () => {
     const actions = (state: SubscriptionEntity['state']) =>
       representation(subscription({ state }), 'https://api.example.com')

@@ -51,8 +51,8 @@ afterAll(async () => {
   await fx.stop();
 });
 
-describe('subscriptions (spec 4.1)', () => {
-  it('when a grantor creates a subscription, then 201 returns every field of spec 2.1 and subscription.created is published', async () => {
+describe('subscriptions (docs/api.md)', () => {
+  it('when a grantor creates a subscription, then 201 returns every field of docs/api.md and subscription.created is published', async () => {
     const response = await call('POST', '/id/users/erin/subs', A, {
       ...valid,
       timeSpec: 'R12/2026-01-31T00:00:00+01:00/2027-01-31T00:00:00+01:00/P1M',
@@ -117,7 +117,7 @@ describe('subscriptions (spec 4.1)', () => {
       });
   });
 
-  it('when subscriptions are activated and suspended, then the state table of spec 3.1 holds', async () => {
+  it('when subscriptions are activated and suspended, then the state table of docs/api.md holds', async () => {
     const subscription = await create({ state: 'SUSPENDED' });
     const path = `/id/users/erin/subs/${subscription.subscriptionId}`;
     expect(subscription.link.at(-1)).toMatchObject({ rel: 'activate', type: 'action' });
@@ -128,7 +128,7 @@ describe('subscriptions (spec 4.1)', () => {
     expect((await call('POST', `${path}/activate`, A)).status).toBe(409);
     expect((await call('POST', `${path}/suspend`, A)).status).toBe(204);
     expect(await (await call('GET', path, A)).json()).toMatchObject({ state: 'SUSPENDED', generation: '3' });
-    // Events are published at least once (DESIGN.md 2): one per event id, each with its change's
+    // Events are published at least once (docs/architecture.md): one per event id, each with its change's
     // sequence, by which consumers order them (the creation's and the later changes' events go
     // out through two relays, so they may arrive in either order: docs/decisions/0026).
     const changes = () =>
@@ -148,7 +148,7 @@ describe('subscriptions (spec 4.1)', () => {
     ]);
   });
 
-  it('when another grantor reads or changes a subscription, then 404 for reads and 401 for changes (spec 5 rules 1, 3)', async () => {
+  it('when another grantor reads or changes a subscription, then 404 for reads and 401 for changes (docs/api.md "Principals and authorization")', async () => {
     const subscription = await create();
     const path = `/id/users/erin/subs/${subscription.subscriptionId}`;
     expect((await call('GET', path, B)).status).toBe(404);

@@ -1,5 +1,5 @@
 // `node services/webhooks/dist/migrate.js`: this service's migration steps, each applied once
-// per database (DESIGN.md 10): its indexes, and the re-sealing of the endpoints' secrets after
+// per database (docs/operations.md): its indexes, and the re-sealing of the endpoints' secrets after
 // WEBHOOK_SECRET_KEY changed.
 import { secretRing } from '@rs/config';
 import { runMigration } from '@rs/runtime';

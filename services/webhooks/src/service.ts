@@ -22,7 +22,7 @@ export const Config = z
   .object({
     ...serviceEnvShape('webhooks'),
     ...publicApiShape,
-    /** DESIGN.md 6: delays between delivery attempts. */
+    /** docs/operations.md: delays between delivery attempts. */
     WEBHOOK_RETRY_SCHEDULE: z
       .string()
       .default('5s,5m,30m,2h,5h,10h,10h')
@@ -40,9 +40,9 @@ export const Config = z
     /** Encrypts the endpoints' secrets at rest (32+ characters); required outside development. */
     WEBHOOK_SECRET_KEY: env.secret.optional(),
     WEBHOOK_SECRET_KEY_PREVIOUS: env.secret.optional(),
-    /** DESIGN.md 6 and 9: endpoints one grantor may register. */
+    /** docs/operations.md: endpoints one grantor may register. */
     WEBHOOK_MAX_ENDPOINTS: z.coerce.number().int().min(1).max(10_000).default(50),
-    /** DESIGN.md 10 (docs/decisions/0032): days a delivery is kept after it was created. */
+    /** docs/operations.md (docs/decisions/0032): days a delivery is kept after it was created. */
     WEBHOOK_DELIVERY_RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).default(30),
   })
   .superRefine((config, context) => {
@@ -60,7 +60,7 @@ export const Config = z
 export const ENDPOINT_SECRETS_PURPOSE = 'rs-webhook-endpoint-secrets';
 
 /**
- * The webhooks service (DESIGN.md 1 and 8): the endpoints API, its own durable queue on the
+ * The webhooks service (docs/architecture.md): the endpoints API, its own durable queue on the
  * events exchanges, and signed deliveries to endpoints outside the cluster, with retries.
  */
 export const start = defineService('webhooks', Config, async (runtime) => {
@@ -102,7 +102,7 @@ export const start = defineService('webhooks', Config, async (runtime) => {
       clock,
     },
     {
-      // DESIGN.md 10: an endpoint's concurrency holds across replicas, each taking its share.
+      // docs/operations.md: an endpoint's concurrency holds across replicas, each taking its share.
       perEndpoint: () => Math.floor(replicas.share(config.WEBHOOK_CONCURRENCY_PER_ENDPOINT, 1)),
       // Bodies in memory: 1,000 an endpoint, 10,000 in all (about 20 MB), whatever the endpoints.
       queueLimit: 1_000,

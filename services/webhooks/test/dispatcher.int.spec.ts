@@ -120,7 +120,7 @@ describe('the outcome of a failed attempt', () => {
   });
 });
 
-describe('memory held by waiting deliveries (DESIGN.md 10)', () => {
+describe('memory held by waiting deliveries (docs/operations.md)', () => {
   it('when endpoints are slow, then no more deliveries wait in memory than the limit across all lanes; the rest are put off in the store', async () => {
     const hanging = new WebhookReceiver(() => 'hang');
     await hanging.start();

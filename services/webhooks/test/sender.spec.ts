@@ -2,7 +2,7 @@ import { WebhookReceiver } from '@rs/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Sender } from '../src/net/sender';
 
-// DESIGN.md 8 (server-side request forgery), at delivery time: an endpoint that was accepted
+// docs/api.md (server-side request forgery), at delivery time: an endpoint that was accepted
 // once (a name that resolved to a public address then, or a private address while private
 // targets were allowed) is not sent to when its address is not public now.
 

@@ -1,7 +1,7 @@
 import { TestSystem, clientsOf, systemFixture } from '@rs/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-// DESIGN.md 8 (server-side request forgery): without WEBHOOK_ALLOW_PRIVATE_TARGETS, an
+// docs/api.md (server-side request forgery): without WEBHOOK_ALLOW_PRIVATE_TARGETS, an
 // endpoint must be https and resolve to public addresses only.
 
 const A = TestSystem.clientAuthorization('grantor-a');

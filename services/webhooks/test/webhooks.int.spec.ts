@@ -3,7 +3,7 @@ import mongoose from 'mongoose';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-// Webhooks through the gateway, to real receivers on this machine (DESIGN.md 8).
+// Webhooks through the gateway, to real receivers on this machine (docs/api.md).
 
 const { A, B, SP } = PARTIES;
 const fx = systemFixture({

@@ -11,7 +11,7 @@ export interface IssuedToken {
 /**
  * Signs RFC 9068 access tokens (`typ` `at+jwt`, ES256) with a key made when it starts and
  * publishes that key as a JWKS: what the gateway's Bearer verification expects of an
- * identity provider (DESIGN.md 4), without one. The key lives in memory only: tokens do not
+ * identity provider (docs/api.md), without one. The key lives in memory only: tokens do not
  * outlive the issuer, which is what a development tool should promise.
  */
 export class DevTokenIssuer {

@@ -13,7 +13,7 @@ const Scopes = z
 /**
  * What the development issuer is asked for: a token for `user` (its `sub`), used
  * by the API client `client` (its `client_id`, which must be registered in the gateway),
- * with the scopes of spec 5, space- or comma-separated, for `expires_in` seconds.
+ * with the scopes of docs/api.md, space- or comma-separated, for `expires_in` seconds.
  */
 export const TokenRequest = z
   .object({

@@ -3,7 +3,7 @@ import { CloudEvent } from '../schemas/cloud-event';
 import { COMMAND_QUEUES, EXCHANGE_TYPES, Exchanges } from '../schemas/topology';
 import { EVENT_FAMILIES } from './event-families';
 
-/** The exchanges whose events the webhooks service delivers outside the cluster (DESIGN.md 8). */
+/** The exchanges whose events the webhooks service delivers outside the cluster (docs/api.md). */
 const DELIVERED_AS_WEBHOOKS: readonly string[] = [Exchanges.rightsEvents, Exchanges.subscriptionsEvents];
 const AMQP_BINDING_VERSION = '0.3.0';
 const HTTP_BINDING_VERSION = '0.3.0';
@@ -21,7 +21,7 @@ function payloadOf(type: string, data: z.ZodType): Record<string, unknown> {
 
 /**
  * The AsyncAPI 3.0 document of everything on the broker and of the webhooks:
- * each event and command type a channel (its routing key on its exchange, DESIGN.md 2), each
+ * each event and command type a channel (its routing key on its exchange, docs/architecture.md), each
  * command queue a channel, what each service sends and receives an operation, and every
  * payload the CloudEvent envelope around the zod contract of its `data`, as producers and
  * consumers validate it. Right and subscription events are also described as webhook
@@ -65,7 +65,7 @@ export function buildAsyncApiDocument() {
         title: `${family.producer} publishes ${type}`,
         channel: ref(`channels/${channelId}`),
         messages: [ref(`channels/${channelId}/messages/${id}`)],
-        // Persistent, confirmed by the broker (DESIGN.md 2).
+        // Persistent, confirmed by the broker (docs/architecture.md).
         bindings: { amqp: { deliveryMode: 2, bindingVersion: AMQP_BINDING_VERSION } },
       };
       if (DELIVERED_AS_WEBHOOKS.includes(exchange)) webhookMessages[id] = ref(`components/messages/webhook__${id}`);
@@ -107,7 +107,7 @@ export function buildAsyncApiDocument() {
     address: '/',
     title: "a webhook endpoint's URL",
     description:
-      'Each event of rights.events and subscriptions.events that an endpoint may see (DESIGN.md 3) and whose ' +
+      'Each event of rights.events and subscriptions.events that an endpoint may see (docs/api.md) and whose ' +
       'patterns match, POSTed to its URL as the CloudEvent published on the broker (docs/webhooks.md).',
     servers: [ref('servers/webhookEndpoint')],
     messages: webhookMessages,
@@ -128,7 +128,7 @@ export function buildAsyncApiDocument() {
       title: 'Rights and subscriptions platform: events, commands and webhooks',
       version: '1.0.0',
       description:
-        'Every message on the broker is a CloudEvents 1.0 document in structured JSON mode (DESIGN.md 2): `type` ' +
+        'Every message on the broker is a CloudEvents 1.0 document in structured JSON mode (docs/architecture.md): `type` ' +
         'equals the routing key, `subject` is the entity id. AMQP properties: `messageId` = `id`, `type`, ' +
         '`contentType: application/cloudevents+json`, `timestamp`, `appId` = `source`, persistent delivery, and ' +
         'the W3C `traceparent` header. Delivery is at least once: consumers de-duplicate by `id` and order by ' +

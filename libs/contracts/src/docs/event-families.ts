@@ -19,7 +19,7 @@ export const EVENT_FAMILIES: EventFamily[] = [
     exchange: Exchanges.rightsEvents,
     producer: 'rights',
     summary:
-      'Every change of a right. `data` is the right as the API returns it (spec 2.4), plus `connectId` and ' +
+      'Every change of a right. `data` is the right as the API returns it (docs/api.md), plus `connectId` and ' +
       '`sequence` (its generation).',
     schemas: RightEvents,
     descriptions: {
@@ -29,7 +29,7 @@ export const EVENT_FAMILIES: EventFamily[] = [
       'right.expired': 'The interval of an ACTIVE or SUSPENDED right ended; it is EXPIRED.',
       'right.used': 'The right was used for the first time.',
       'right.removed': 'The right was removed.',
-      'service.announce': 'First use of a right whose SKU has `announceOnUsage` (spec 6 "ServiceAnnounce").',
+      'service.announce': 'First use of a right whose SKU has `announceOnUsage` (docs/api.md "Usage").',
     },
   },
   {
@@ -37,7 +37,7 @@ export const EVENT_FAMILIES: EventFamily[] = [
     producer: 'subscriptions',
     summary:
       'Every change of a subscription, for the scheduler. `data` is the subscription as the API returns it ' +
-      '(spec 2.1), plus `connectId`, `sequence` (its generation), the full `timeSpec` and `nextPeriod`, the next ' +
+      '(docs/api.md), plus `connectId`, `sequence` (its generation), the full `timeSpec` and `nextPeriod`, the next ' +
       'period whose rights are still to be issued.',
     schemas: SubscriptionEvents,
     descriptions: {

@@ -19,7 +19,7 @@ export function buildEventsDocument(): string {
     '',
     '<!-- Generated from libs/contracts by `npm run docs`; a test fails when it is out of date. -->',
     '',
-    'Every message is a CloudEvents 1.0 document in structured JSON mode (DESIGN.md 2):',
+    'Every message is a CloudEvents 1.0 document in structured JSON mode (docs/architecture.md):',
     '`{specversion: "1.0", id, source, type, subject, time, datacontenttype: "application/json", data}`.',
     '`type` equals the routing key, `subject` is the entity id. AMQP properties: `messageId` = `id`,',
     '`type`, `contentType: application/cloudevents+json`, `timestamp`, `appId` = `source`, persistent',
@@ -30,7 +30,7 @@ export function buildEventsDocument(): string {
     'as the extension attributes `actorkind` (`client`, `user` or `system`) and `actorid` (the API',
     "client's id, the Bearer token's user, or the service whose command made it: `scheduler` for",
     'renewal and expiry, `subscriptions` for rights issued for a period and the suspend/activate',
-    'cascade). They are the `actor` of the same change in `…/history` (DESIGN.md 8).',
+    'cascade). They are the `actor` of the same change in `…/history` (docs/api.md).',
     '',
   ];
   lines.push(

@@ -10,6 +10,7 @@ import {
   ConnectId,
   Jti,
   RevocationBody,
+  UserList,
   UserView,
 } from '../schemas/identity';
 import { pathParameters, ROUTES, type PublicRoute } from '../routes/routes';
@@ -60,18 +61,22 @@ export function buildOpenApiDocument(): Record<string, unknown> {
       title: 'Rights and subscriptions platform',
       version: '0.1.0',
       description:
-        'Public API of the gateway. The contract is spec/rights-and-subscriptions.md; DESIGN.md settles its gaps. ' +
+        'Public API of the gateway. The rules a client relies on (states, visibility, 307, errors, ' +
+        'pagination, idempotency, limits) are in docs/api.md of the repository; how the platform is built, in ' +
+        'docs/architecture.md. ' +
         'Errors are text/plain (400, 405, 409, 412, 413, 415, 429, 5xx) or text/html (401, 404), or RFC 9457 ' +
         'problem documents when the client sends Accept: application/problem+json.',
     },
     servers: [{ url: 'http://localhost:8080', description: 'npm start' }],
+    // In the order a newcomer needs them: who the users are, what they hold, what providers ask.
     tags: [
-      { name: 'catalog', description: 'Admin catalog API (DESIGN.md 6)' },
-      { name: 'webhooks', description: 'Webhook endpoints and their deliveries (DESIGN.md 8), Basic only' },
-      { name: 'clients', description: 'API clients and revoked tokens (DESIGN.md 6)' },
-      { name: 'users', description: 'The user directory (DESIGN.md 3 "Users")' },
-      { name: 'rights', description: 'Rights (spec 4.2)' },
-      { name: 'subscriptions', description: 'Subscriptions (spec 4.1)' },
+      { name: 'users', description: 'The user directory (docs/api.md "Users")' },
+      { name: 'rights', description: 'Rights: create, read, change, use (docs/api.md "Rights")' },
+      { name: 'subscriptions', description: 'Subscriptions and their renewal (docs/api.md "Subscriptions")' },
+      { name: 'entitlements', description: 'May this user use this SKU now? (docs/entitlements.md)' },
+      { name: 'webhooks', description: 'Webhook endpoints and their deliveries, Basic only (docs/webhooks.md)' },
+      { name: 'catalog', description: 'The SKUs, who serves them and who may grant them (admin)' },
+      { name: 'admin', description: 'API clients, revoked tokens, right-token keys (admin Basic only)' },
       { name: 'meta' },
     ],
     paths: pathsOf(ROUTES),
@@ -80,7 +85,7 @@ export function buildOpenApiDocument(): Record<string, unknown> {
         basicAuth: {
           type: 'http',
           scheme: 'basic',
-          description: 'An API client: client id and secret (RFC 7617). The only scheme for changes (spec 5).',
+          description: 'An API client: client id and secret (RFC 7617). The only scheme for changes (docs/api.md).',
         },
         bearerAuth: {
           type: 'http',
@@ -111,7 +116,7 @@ export function buildOpenApiDocument(): Record<string, unknown> {
         limit: {
           name: 'limit',
           in: 'query',
-          description: 'Page size (DESIGN.md 3 "Listing filters")',
+          description: 'Page size (docs/api.md "Listing filters")',
           schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 },
         },
         cursor: {
@@ -132,11 +137,17 @@ export function buildOpenApiDocument(): Record<string, unknown> {
           description: 'Opaque: take it from the Link header of the previous page',
           schema: schemaOf(SkuName),
         },
+        userCursor: {
+          name: 'cursor',
+          in: 'query',
+          description: 'Opaque: take it from the Link header of the previous page',
+          schema: schemaOf(ConnectId),
+        },
         idempotencyKey: {
           name: 'Idempotency-Key',
           in: 'header',
           description:
-            'Makes a retry safe (DESIGN.md 8): the first request with a key runs, the same request again gets its ' +
+            'Makes a retry safe (docs/api.md): the first request with a key runs, the same request again gets its ' +
             'kept answer with `Idempotent-Replayed: true`; keys belong to the API client and are kept IDEMPOTENCY_TTL_S',
           schema: schemaOf(IdempotencyKey),
         },
@@ -157,6 +168,7 @@ export function buildOpenApiDocument(): Record<string, unknown> {
         ClientCreated: schemaOf(ClientView.pick({ clientId: true, grantorId: true, admin: true })),
         RevocationBody: schemaOf(RevocationBody),
         User: schemaOf(UserView),
+        UserList: schemaOf(UserList),
         Right: schemaOf(Right),
         RightList: schemaOf(RightList),
         Entitlement: schemaOf(Entitlement),
@@ -211,7 +223,7 @@ export function buildOpenApiDocument(): Record<string, unknown> {
       },
       responses: {
         BadRequest: text('A field or parameter is invalid; the message names it and says why'),
-        Unauthorized: html('Missing or invalid credentials, or not permitted (spec 5)', {
+        Unauthorized: html('Missing or invalid credentials, or not permitted (docs/api.md)', {
           'WWW-Authenticate': {
             schema: { type: 'string' },
             description: 'Basic realm="<REALM>", charset="UTF-8", or a Bearer challenge (see bearerAuth)',
@@ -225,7 +237,7 @@ export function buildOpenApiDocument(): Record<string, unknown> {
         NotFound: html('No such resource'),
         PreconditionFailed: text('If-Match does not match the current generation'),
         Conflict: text(
-          'The state does not allow it (spec 3, DESIGN.md 3), or a request with the same Idempotency-Key is still running',
+          'The state does not allow it (docs/api.md), or a request with the same Idempotency-Key is still running',
           { 'Retry-After': { schema: { type: 'integer' } } },
         ),
         IdempotencyKeyReused: text('The Idempotency-Key was used for another request (method, path or body)'),
@@ -307,7 +319,7 @@ function pathsOf(routes: readonly PublicRoute[]) {
 const acceptsIdempotencyKey = (route: PublicRoute) =>
   route.owner !== 'gateway' && takesIdempotencyKey(route.method, route.path);
 
-/** spec 5: Basic for every caller the route admits, Bearer with its scope where it may call. */
+/** docs/api.md: Basic for every caller the route admits, Bearer with its scope where it may call. */
 function securityOf(route: PublicRoute): unknown[] {
   if (route.caller === 'none') return [];
   if (route.bearer === null) return [{ basicAuth: [] }];

@@ -2,11 +2,11 @@
  * The route table: every public route of the gateway, once. The gateway's
  * forwarding and authorization (services/gateway/src/domain/access.ts), each service's
  * routes (`serveRoutes` in @rs/http) and the OpenAPI document (docs/openapi.ts) are all derived
- * from it, so they cannot disagree. What a route says about who may call it is spec 5 and
- * DESIGN.md 3 "Principals and authorization"; its statuses are spec 4 and 7.
+ * from it, so they cannot disagree. What a route says about who may call it is docs/api.md and
+ * docs/api.md "Principals and authorization"; its statuses are docs/api.md.
  */
 
-/** The scopes of spec 5. */
+/** The scopes of docs/api.md. */
 export const SCOPES = ['id.user.sub.read', 'id.user.right.read', 'id.user.right.use'] as const;
 export type Scope = (typeof SCOPES)[number];
 export type RouteOwner = 'gateway' | 'subscriptions' | 'rights' | 'catalog' | 'webhooks';
@@ -22,23 +22,23 @@ export interface PublicRoute {
   readonly path: string;
   /** Who answers it: the gateway itself, or the service it forwards to. */
   readonly owner: RouteOwner;
-  /** spec 5: `none` needs no credentials; `admin`, the Basic credentials of an admin client; `client`, any caller. */
+  /** docs/api.md: `none` needs no credentials; `admin`, the Basic credentials of an admin client; `client`, any caller. */
   readonly caller: 'none' | 'admin' | 'client';
   /**
-   * spec 5: whether a Bearer token may call it: with this scope, with any scope (`any`,
+   * docs/api.md: whether a Bearer token may call it: with this scope, with any scope (`any`,
    * still only for its own user), or not at all (null: Basic only).
    */
   readonly bearer: Scope | 'any' | null;
-  /** spec 5 rule 2: a list a non-admin must filter by its grantor (307 otherwise). */
+  /** docs/api.md "307": a list a non-admin must filter by its grantor (307 otherwise). */
   readonly list?: 'subscriptions' | 'rights';
   /**
-   * DESIGN.md 3 "Content negotiation": it answers JSON (every subscription operation does, spec
+   * docs/api.md "Content negotiation": it answers JSON (every subscription operation does, spec
    * 4), so an Accept header without JSON gets 406.
    */
   readonly json: boolean;
-  /** The change is guarded by If-Match (spec 4, DESIGN.md 3 "Concurrency"). */
+  /** The change is guarded by If-Match (docs/api.md "Concurrency"). */
   readonly ifMatch?: boolean;
-  readonly tag: 'meta' | 'clients' | 'users' | 'rights' | 'subscriptions' | 'catalog' | 'webhooks';
+  readonly tag: 'meta' | 'admin' | 'users' | 'rights' | 'subscriptions' | 'entitlements' | 'catalog' | 'webhooks';
   readonly summary: string;
   /** The name of the request body's schema in the OpenAPI components. */
   readonly body?: { readonly schema: string; readonly required: boolean };
@@ -89,7 +89,7 @@ const openRoute = <const W extends RouteOwner, const O extends string>(
   route: Named<W, O> & { tag: PublicRoute['tag']; responses: Responses },
 ) => ({ ...route, method: 'GET', caller: 'none', bearer: null, json: true }) as const;
 
-/** A route only admin clients may call, with their Basic credentials (DESIGN.md 6). */
+/** A route only admin clients may call, with their Basic credentials (docs/operations.md). */
 const adminRoute = <const W extends Exclude<RouteOwner, 'subscriptions'>, const O extends string>(
   route: Named<W, O> & { tag: PublicRoute['tag']; method: RouteMethod } & Pick<
       PublicRoute,
@@ -97,7 +97,7 @@ const adminRoute = <const W extends Exclude<RouteOwner, 'subscriptions'>, const 
     >,
 ) => ({ ...route, caller: 'admin', bearer: null }) as const;
 
-/** A route under a user's rights or subscriptions (spec 4): any client may call it, Bearer only with a scope (spec 5). */
+/** A route under a user's rights or subscriptions (docs/api.md): any client may call it, Bearer only with a scope (docs/api.md). */
 const userRoute = <const W extends 'rights' | 'subscriptions', const O extends string>(
   route: Named<W, O> & { method: RouteMethod } & Pick<
       PublicRoute,
@@ -115,7 +115,7 @@ const userRoute = <const W extends 'rights' | 'subscriptions', const O extends s
     tag: route.owner,
   }) as const;
 
-/** A change of a user's right or subscription, guarded by If-Match and answering 204 (spec 4). */
+/** A change of a user's right or subscription, guarded by If-Match and answering 204 (docs/api.md). */
 const change = <const W extends 'rights' | 'subscriptions', const O extends string>(
   route: Named<W, O> & { method: 'POST' | 'DELETE'; conflict?: boolean; bearer?: Scope },
 ) => {
@@ -129,7 +129,7 @@ const change = <const W extends 'rights' | 'subscriptions', const O extends stri
 };
 
 /**
- * DESIGN.md 8 "Webhooks": Basic only; a client manages the endpoints of its own grantor, an
+ * docs/api.md "Webhooks": Basic only; a client manages the endpoints of its own grantor, an
  * admin any (the webhooks service decides; another grantor's endpoint is 404).
  */
 const webhookRoute = <const O extends string>(
@@ -153,7 +153,7 @@ const SUBSCRIPTIONS = '/id/users/{connectId}/subs';
 const SUBSCRIPTION = `${SUBSCRIPTIONS}/{subscriptionId}`;
 const RIGHTS = '/id/users/{connectId}/rights';
 const RIGHT = `${RIGHTS}/{rightId}`;
-/** DESIGN.md 8 "History": for whoever may read the resource; kept after it is removed (for its grantor and admins). */
+/** docs/api.md "History": for whoever may read the resource; kept after it is removed (for its grantor and admins). */
 const history = <const W extends 'rights' | 'subscriptions', const O extends string>(route: {
   owner: W;
   operationId: O;
@@ -199,6 +199,21 @@ export const ROUTES = [
     summary: 'This document as a page to read and try in a browser (Swagger UI)',
     responses: { '200': { description: 'The page', content: { 'text/html': { schema: { type: 'string' } } } } },
   },
+  // A browser pointed at the gateway lands on the API page.
+  {
+    owner: 'gateway',
+    tag: 'meta',
+    operationId: 'getRoot',
+    method: 'GET',
+    path: '/',
+    caller: 'none',
+    bearer: null,
+    json: false,
+    summary: 'The API page: a redirect to /docs',
+    responses: {
+      '302': { description: 'To the API page', headers: { Location: { schema: { type: 'string' } } } },
+    },
+  },
   {
     owner: 'gateway',
     tag: 'meta',
@@ -217,10 +232,10 @@ export const ROUTES = [
       '404': ref('NotFound'),
     },
   },
-  // DESIGN.md 6: API clients and revoked tokens.
+  // docs/operations.md: API clients and revoked tokens.
   adminRoute({
     owner: 'gateway',
-    tag: 'clients',
+    tag: 'admin',
     operationId: 'listClients',
     method: 'GET',
     path: '/admin/clients',
@@ -230,7 +245,7 @@ export const ROUTES = [
   }),
   adminRoute({
     owner: 'gateway',
-    tag: 'clients',
+    tag: 'admin',
     operationId: 'putClient',
     method: 'PUT',
     path: '/admin/clients/{clientId}',
@@ -241,7 +256,7 @@ export const ROUTES = [
   }),
   adminRoute({
     owner: 'gateway',
-    tag: 'clients',
+    tag: 'admin',
     operationId: 'deleteClient',
     method: 'DELETE',
     path: '/admin/clients/{clientId}',
@@ -251,7 +266,7 @@ export const ROUTES = [
   }),
   adminRoute({
     owner: 'gateway',
-    tag: 'clients',
+    tag: 'admin',
     operationId: 'revokeToken',
     method: 'PUT',
     path: '/admin/revoked-tokens/{jti}',
@@ -260,7 +275,18 @@ export const ROUTES = [
     body: { schema: 'RevocationBody', required: false },
     responses: createdOrNot({ description: 'Revoked' }, 'Was already revoked'),
   }),
-  // DESIGN.md 3 "Users".
+  // docs/api.md "Users".
+  adminRoute({
+    owner: 'gateway',
+    tag: 'users',
+    operationId: 'listUsers',
+    method: 'GET',
+    path: '/id/users',
+    summary: 'List the users of the directory in connectId order',
+    json: true,
+    query: [param('limit'), param('userCursor')],
+    responses: { '200': page('One page of users; `Link: <…>; rel="next"` when more exist', 'UserList') },
+  }),
   {
     operationId: 'getUser',
     method: 'GET',
@@ -293,7 +319,7 @@ export const ROUTES = [
     json: false,
     responses: { '204': { description: 'Unregistered' } },
   }),
-  // spec 4.1: subscriptions.
+  // docs/api.md: subscriptions.
   userRoute({
     owner: 'subscriptions',
     operationId: 'listSubscriptions',
@@ -353,7 +379,7 @@ export const ROUTES = [
     what: 'subscription',
     bearer: 'id.user.sub.read',
   }),
-  // spec 4.2: rights.
+  // docs/api.md: rights.
   userRoute({
     owner: 'rights',
     operationId: 'listRights',
@@ -436,7 +462,7 @@ export const ROUTES = [
     what: 'right',
     bearer: 'id.user.right.read',
   }),
-  // DESIGN.md 8 "Entitlement checks": answered by the gateway from its projection.
+  // docs/api.md "Entitlement checks": answered by the gateway from its projection.
   {
     operationId: 'checkEntitlement',
     method: 'GET',
@@ -445,7 +471,7 @@ export const ROUTES = [
     caller: 'client',
     bearer: 'id.user.right.read',
     json: true,
-    tag: 'rights',
+    tag: 'entitlements',
     summary:
       'May this user use this SKU now? The caller-visible rights of the user and SKU that are ACTIVE and whose interval contains checkedAt (an unknown SKU is not entitled)',
     responses: {
@@ -456,7 +482,7 @@ export const ROUTES = [
       },
     },
   },
-  // DESIGN.md 8: signed right tokens.
+  // docs/api.md: signed right tokens.
   userRoute({
     owner: 'rights',
     operationId: 'getRightToken',
@@ -485,7 +511,7 @@ export const ROUTES = [
   }),
   adminRoute({
     owner: 'rights',
-    tag: 'rights',
+    tag: 'admin',
     operationId: 'rotateRightTokenKey',
     method: 'POST',
     path: '/admin/right-token-keys',
@@ -493,7 +519,7 @@ export const ROUTES = [
     json: true,
     responses: { '201': { description: 'The new key', content: json('NewSigningKey') } },
   }),
-  // DESIGN.md 8: webhooks.
+  // docs/api.md: webhooks.
   webhookRoute({
     operationId: 'createWebhookEndpoint',
     method: 'POST',
@@ -553,7 +579,7 @@ export const ROUTES = [
     json: false,
     responses: { '202': { description: 'Accepted: an attempt is under way' }, '404': ref('NotFound') },
   }),
-  // DESIGN.md 6: the admin catalog API.
+  // docs/operations.md: the admin catalog API.
   adminRoute({
     owner: 'catalog',
     tag: 'catalog',

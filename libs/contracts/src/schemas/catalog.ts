@@ -16,7 +16,7 @@ export const PartyId = z
   .string()
   .regex(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/, 'must be 1-128 letters, digits, ".", ":", "-" or "_"');
 
-/** Body of `PUT /catalog/skus/{sku}` (DESIGN.md 6). Unknown fields are refused. */
+/** Body of `PUT /catalog/skus/{sku}` (docs/operations.md). Unknown fields are refused. */
 export const SkuUpsertBody = z.strictObject({
   name: z.string().trim().min(1).max(200).optional(),
   serviceProviderId: PartyId.nullable().optional(),

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { Actor } from './history';
 import { newId } from './ids';
 
-/** CloudEvents 1.0, structured JSON mode (DESIGN.md 2). `type` equals the routing key. */
+/** CloudEvents 1.0, structured JSON mode (docs/architecture.md). `type` equals the routing key. */
 export const CloudEvent = z.object({
   specversion: z.literal('1.0'),
   id: z.string().min(1),
@@ -14,7 +14,7 @@ export const CloudEvent = z.object({
   datacontenttype: z.literal('application/json'),
   data: z.unknown(),
   /**
-   * Extension attributes naming who made the change (DESIGN.md 8 "History", `Actor`): on
+   * Extension attributes naming who made the change (docs/api.md "History", `Actor`): on
    * every change event of rights and subscriptions; optional for everything else.
    */
   actorkind: Actor.shape.kind.optional(),
@@ -76,7 +76,7 @@ export class InvalidMessage extends Error {
 
 /**
  * Parses the envelope first, then the payload by its type; unknown types are refused,
- * so a consumer dead-letters what it does not understand (DESIGN.md 2).
+ * so a consumer dead-letters what it does not understand (docs/architecture.md).
  */
 export function parseEvent<S extends EventSchemas>(schemas: S, raw: unknown): ParsedEvent<S> {
   const envelope = CloudEvent.safeParse(raw);

@@ -5,7 +5,7 @@ import { RightId } from './rights';
 import { SubscriptionSnapshot } from './subscriptions';
 
 /**
- * Commands on the `commands` direct exchange (DESIGN.md 2), CloudEvents like the events:
+ * Commands on the `commands` direct exchange (docs/architecture.md), CloudEvents like the events:
  * `type` is the routing key, `subject` the entity the command is about. Consumers are
  * idempotent: a command may arrive more than once.
  */
@@ -28,7 +28,7 @@ export const RightsExpireData = z.object({
 });
 export type RightsExpireData = z.infer<typeof RightsExpireData>;
 
-/** One right of a period, from one template of a subscription (spec 2.3). */
+/** One right of a period, from one template of a subscription (docs/api.md). */
 export const IssuedRight = z.object({
   templateIndex: z.number().int().min(0),
   sku: SkuName,
@@ -40,7 +40,7 @@ export const IssuedRight = z.object({
 });
 export type IssuedRight = z.infer<typeof IssuedRight>;
 
-/** The subscriptions service issues the rights of one period (DESIGN.md 3 "Renewal"). */
+/** The subscriptions service issues the rights of one period (docs/api.md "Renewal"). */
 export const RightsIssueData = z.object({
   subscriptionId: z.string().regex(/^[0-9A-Za-z]{1,64}$/),
   connectId: ConnectId,
@@ -55,7 +55,7 @@ export const RightsIssueData = z.object({
 });
 export type RightsIssueData = z.infer<typeof RightsIssueData>;
 
-/** Suspend or reactivate the rights of a subscription (DESIGN.md 3 "Suspend / activate"). */
+/** Suspend or reactivate the rights of a subscription (docs/api.md "Suspend / activate"). */
 export const RightsCascadeData = z.object({
   subscriptionId: z.string().regex(/^[0-9A-Za-z]{1,64}$/),
   connectId: ConnectId,
@@ -77,7 +77,7 @@ export const SubscriptionsRenewData = z.object({
 export type SubscriptionsRenewData = z.infer<typeof SubscriptionsRenewData>;
 
 /**
- * Batches (DESIGN.md 2 "Scale", docs/decisions/0011): the scheduler commands the due work
+ * Batches (docs/architecture.md "Scale", docs/decisions/0011): the scheduler commands the due work
  * of one partition and second in one message of up to `MAX_BATCH_ITEMS` items, each item
  * the single command's data. Consumers accept the single and the batch shape of a type, so
  * either producer may send either. Events stay one per entity.

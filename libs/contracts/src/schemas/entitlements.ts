@@ -3,7 +3,7 @@ import { SkuName } from './catalog';
 import { ConnectId } from './identity';
 import { RightEventData, RightId } from './rights';
 
-/** One right behind an entitlement (DESIGN.md 8 "Entitlement checks"). */
+/** One right behind an entitlement (docs/api.md "Entitlement checks"). */
 export const EntitlementRight = z.object({
   rightId: RightId,
   grantorId: z.string(),
@@ -14,7 +14,7 @@ export const EntitlementRight = z.object({
 });
 
 /**
- * `GET /id/users/{connectId}/entitlements/{sku}` (DESIGN.md 8 "Entitlement checks"): the
+ * `GET /id/users/{connectId}/entitlements/{sku}` (docs/api.md "Entitlement checks"): the
  * caller-visible rights of the user and SKU that are ACTIVE and whose interval contains
  * `checkedAt`; `entitled` when there is one, `until` the latest end among them.
  */

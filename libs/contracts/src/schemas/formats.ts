@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 /**
- * The formats of list cursors and `If-Match` (DESIGN.md 3 "Listing filters", "generation"),
+ * The formats of list cursors and `If-Match` (docs/api.md "Listing filters", "generation"),
  * shared by the services that parse them and the OpenAPI document that describes them.
  */
 
@@ -11,7 +11,7 @@ export const KEYSET_CURSOR_PATTERN = '^[0-9]{1,15}\\.[0-9A-Za-z]{1,64}$';
 /** `If-Match: "<generation>"` (also weak, `W/"3"`); `*` and lists of tags are not supported. */
 export const IF_MATCH_PATTERN = '^\\s*(W/)?"[1-9][0-9]{0,15}"\\s*$';
 
-// The syntax of the time fields (spec 2.1, 2.4; DESIGN.md 3 "Time"), for clients and
+// The syntax of the time fields (docs/api.md "Time"), for clients and
 // fuzzers; libs/time parses them and adds what a pattern cannot say (a valid calendar date,
 // an end after its start).
 const DATE_TIME =
@@ -28,7 +28,7 @@ export const TIME_SPEC_PATTERN = `^R([1-9][0-9]{0,6})?/${DATE_TIME}(/${DATE_TIME
 /**
  * Free text a client sends to be stored (grantorContext, paymentAgreement, descriptions):
  * any characters but NUL, which FerretDB's PostgreSQL cannot store in a string; refused
- * with 400 naming the field rather than failing the write (DESIGN.md 9 "Payloads").
+ * with 400 naming the field rather than failing the write (docs/api.md "Payloads").
  */
 export const storableText = (max: number) =>
   z

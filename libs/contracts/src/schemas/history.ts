@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { Principal } from './principal';
 
 /**
- * Who made a change (DESIGN.md 8 "History"): the API client that called with Basic
+ * Who made a change (docs/api.md "History"): the API client that called with Basic
  * credentials, the user of a Bearer token, or the platform itself, named by the service
  * whose command made it (renewal and expiry: `scheduler`; rights issued for a period and
  * the suspend/activate cascade: `subscriptions`). Change events carry the same actor as the
@@ -24,7 +24,7 @@ export function actorOf(principal: Principal): Actor {
 /** The platform itself, as the service whose command made the change. */
 export const systemActor = (service: 'scheduler' | 'subscriptions'): Actor => ({ kind: 'system', id: service });
 
-/** One change of a right or subscription as `…/history` shows it (DESIGN.md 8). */
+/** One change of a right or subscription as `…/history` shows it (docs/api.md). */
 export const HistoryEntry = z.object({
   generation: z.string(),
   type: z.string(),

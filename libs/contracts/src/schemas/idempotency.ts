@@ -1,10 +1,10 @@
 import { z } from 'zod';
 
-/** DESIGN.md 8 "Idempotency-Key": 1–255 visible ASCII characters. */
+/** docs/api.md "Idempotency-Key": 1–255 visible ASCII characters. */
 export const IdempotencyKey = z.string().regex(/^[\x21-\x7e]{1,255}$/);
 
 /**
- * DESIGN.md 8: the requests that may carry an Idempotency-Key, every POST and DELETE under
+ * docs/api.md: the requests that may carry an Idempotency-Key, every POST and DELETE under
  * /id/users/… that a service answers (the gateway forwards them; its own user operations are
  * idempotent by themselves).
  */

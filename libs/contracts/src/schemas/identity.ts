@@ -12,7 +12,7 @@ export const ConnectId = z
   .string()
   .regex(/^[A-Za-z0-9][A-Za-z0-9._@:+-]{0,127}$/, 'must be 1-128 letters, digits, ".", "_", "@", ":", "+" or "-"');
 
-/** Body of `PUT /admin/clients/{clientId}` (DESIGN.md 6). */
+/** Body of `PUT /admin/clients/{clientId}` (docs/operations.md). */
 export const ClientBody = z.strictObject({
   secret: z.string().min(12, 'must be at least 12 characters').max(256),
   grantorId: PartyId,
@@ -36,9 +36,12 @@ export const Jti = storableText(256).min(1);
 /** Body of `PUT /admin/revoked-tokens/{jti}`: optionally when the token expires anyway. */
 export const RevocationBody = z.strictObject({ expiresAt: z.iso.datetime({ offset: true }).optional() });
 
-/** A user of the directory (DESIGN.md 3 "Users"). */
+/** A user of the directory (docs/api.md "Users"). */
 export const UserView = z.object({
   connectId: ConnectId,
   href: z.string(),
   createdAt: z.iso.datetime({ offset: true }),
 });
+
+/** A page of the directory, in connectId order (admins). */
+export const UserList = z.object({ users: z.array(UserView) });

@@ -19,5 +19,5 @@ const pooledRandom: PRNG = () => {
   return pool[next++]! / 256;
 };
 
-/** A new identifier (DESIGN.md 3 "Identifiers"): a ULID, ordered by `time`. */
+/** A new identifier (docs/api.md "Identifiers"): a ULID, ordered by `time`. */
 export const newId = (time: number = Date.now()): string => ulid(time, pooledRandom);

@@ -1,7 +1,7 @@
 /**
- * Who is calling, as the gateway established it (DESIGN.md 3 "Principals"). Services
+ * Who is calling, as the gateway established it (docs/api.md "Principals and authorization"). Services
  * trust nothing else: the gateway passes it in a short-lived internal JWT it signs with
- * INTERNAL_TOKEN_SECRET (DESIGN.md 4). A service calling another service signs its own,
+ * INTERNAL_TOKEN_SECRET (docs/api.md). A service calling another service signs its own,
  * with `scheme: 'service'`. Access rules (each service's `domain/access.ts`) decide on it.
  */
 export interface Principal {
@@ -15,9 +15,9 @@ export interface Principal {
 }
 
 /**
- * DESIGN.md 3 "Principals and authorization": who may read a right. A non-admin client with
+ * docs/api.md "Principals and authorization": who may read a right. A non-admin client with
  * grantor G reads the rights with grantorId G or serviceProviderId G; an admin reads all. The
- * rights service and the gateway's entitlement checks (DESIGN.md 8) decide with it. Pure.
+ * rights service and the gateway's entitlement checks (docs/api.md) decide with it. Pure.
  */
 export function mayReadRight(
   principal: Principal,

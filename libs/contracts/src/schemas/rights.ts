@@ -4,14 +4,14 @@ import { eventFamily } from './cloud-event';
 import { PartyId, SkuName } from './catalog';
 import { ConnectId } from './identity';
 
-/** spec 3.2 */
+/** docs/api.md */
 export const RightState = z.enum(['CREATED', 'ACTIVE', 'SUSPENDED', 'EXPIRED']);
 export type RightState = z.infer<typeof RightState>;
 
-/** DESIGN.md 3 "Identifiers": alphanumeric only. */
+/** docs/api.md "Identifiers": alphanumeric only. */
 export const RightId = z.string().regex(/^[0-9A-Za-z]{1,64}$/, 'must be 1-64 letters or digits');
 
-/** spec 2.2 */
+/** docs/api.md */
 export const Link = z.object({
   rel: z.string(),
   href: z.string(),
@@ -22,7 +22,7 @@ export type Link = z.infer<typeof Link>;
 
 export const MAX_PAYLOAD_BYTES = 16 * 1024;
 
-/** Body of `POST /id/users/{connectId}/rights` (spec 4.2, DESIGN.md 3 "Rights"). */
+/** Body of `POST /id/users/{connectId}/rights` (docs/api.md "Rights"). */
 export const RightCreateBody = z.strictObject({
   sku: SkuName,
   grantorId: PartyId,
@@ -41,7 +41,7 @@ export const RightCreateBody = z.strictObject({
 });
 export type RightCreateBody = z.infer<typeof RightCreateBody>;
 
-/** A right as the API returns it (spec 2.4). */
+/** A right as the API returns it (docs/api.md). */
 export const Right = z.object({
   rightId: RightId,
   generation: z.string(),

@@ -5,13 +5,13 @@ import { PartyId, SkuName } from './catalog';
 import { ConnectId } from './identity';
 import { Link } from './rights';
 
-/** spec 3.1 */
+/** docs/api.md */
 export const SubscriptionState = z.enum(['ACTIVE', 'SUSPENDED', 'EXPIRED']);
 export type SubscriptionState = z.infer<typeof SubscriptionState>;
 
 export const SubscriptionId = z.string().regex(/^[0-9A-Za-z]{1,64}$/, 'must be 1-64 letters or digits');
 
-/** spec 2.3: one right per template at every renewal. */
+/** docs/api.md: one right per template at every renewal. */
 export const RightTemplate = z.strictObject({
   sku: SkuName,
   serviceProviderId: PartyId.nullable().optional(),
@@ -21,14 +21,14 @@ export const RightTemplate = z.strictObject({
 });
 export type RightTemplate = z.infer<typeof RightTemplate>;
 
-/** Body of `POST /id/users/{connectId}/subs` (spec 4.1). */
+/** Body of `POST /id/users/{connectId}/subs` (docs/api.md). */
 export const SubscriptionCreateBody = z.strictObject({
   grantorId: PartyId,
   // The pattern documents the syntax; libs/time parses it, with a precise reason when it fails.
   timeSpec: z.string().min(1).max(200).meta({ pattern: TIME_SPEC_PATTERN }),
   rightsSpec: z.array(RightTemplate).min(1, 'must hold at least one template').max(20),
   state: z.enum(['ACTIVE', 'SUSPENDED'], { error: 'must be ACTIVE or SUSPENDED' }).optional(),
-  /** Accepted and stored as an opaque string (spec 4.1: meaning not shown). */
+  /** Accepted and stored as an opaque string (docs/api.md: meaning not shown). */
   paymentAgreement: storableText(4096).optional(),
   grantorContext: storableText(1024).nullable().optional(),
 });
@@ -41,7 +41,7 @@ const TemplateView = z.object({
   grantorContext: z.string().nullable(),
 });
 
-/** A subscription as the API returns it (spec 2.1). */
+/** A subscription as the API returns it (docs/api.md). */
 export const Subscription = z.object({
   subscriptionId: SubscriptionId,
   href: z.string(),

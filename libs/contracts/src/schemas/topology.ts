@@ -1,4 +1,4 @@
-/** Fixed names of DESIGN.md section 2: public interface, never renamed. */
+/** Fixed names of docs/architecture.md section 2: public interface, never renamed. */
 export const Exchanges = {
   rightsEvents: 'rights.events',
   subscriptionsEvents: 'subscriptions.events',

@@ -1,7 +1,7 @@
 import { storableText } from './formats';
 import { z } from 'zod';
 
-/** The webhooks API (DESIGN.md 8 "Webhooks"): bodies and answers. */
+/** The webhooks API (docs/api.md "Webhooks"): bodies and answers. */
 
 export const EndpointId = z.string().regex(/^[0-9A-Za-z]{1,64}$/, 'must be 1-64 letters or digits');
 export const DeliveryId = z.string().regex(/^[0-9a-f]{32}$/, 'must be 32 hex digits');

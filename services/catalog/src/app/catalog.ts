@@ -8,7 +8,7 @@ import { outboxOf } from '../messaging/events';
 import type { SkuStore } from '../store/sku-store';
 
 /**
- * The catalog's use cases (DESIGN.md 6): each checks who may do it (domain/access.ts), asks
+ * The catalog's use cases (docs/operations.md): each checks who may do it (domain/access.ts), asks
  * the domain what the entry becomes (domain/sku.ts), and stores it with its event.
  */
 export class CatalogUseCases {

@@ -1,7 +1,7 @@
 import type { Principal } from '@rs/contracts';
 
 /**
- * DESIGN.md 6 "catalog": the catalog is administered by admin clients. Pure.
+ * docs/api.md: the catalog is administered by admin clients. Pure.
  * Reads: an admin client, or another service of the platform (the SKU checks of rights and
  * subscriptions). Writes: an admin client only.
  */

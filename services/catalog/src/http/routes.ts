@@ -4,7 +4,7 @@ import type { Request, Router } from 'express';
 import type { CatalogUseCases } from '../app/catalog';
 import { representation } from '../domain/sku';
 
-/** The admin catalog API of DESIGN.md 6: HTTP in and out; the rules are the use cases'. */
+/** The admin catalog API of docs/operations.md: HTTP in and out; the rules are the use cases'. */
 export function catalogRoutes(catalog: CatalogUseCases, publicBaseUrl: string): Router {
   const router = http.exactRouter();
   const skuParam = (req: Request) => http.parseParam(SkuName, 'sku', req.params.sku);

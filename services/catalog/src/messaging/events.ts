@@ -9,7 +9,7 @@ import {
 import { outboxEntry, type OutboxEntry } from '@rs/store';
 import { EVENT_SOURCE, representation, type SkuEntry } from '../domain/sku';
 
-/** The catalog's one place that turns a change into its event on `catalog.events` (DESIGN.md 2). */
+/** The catalog's one place that turns a change into its event on `catalog.events` (docs/architecture.md). */
 export function eventFor(entry: SkuEntry): CloudEvent<SkuUpsertedData | SkuDeletedData> {
   if (entry.deleted) {
     return createCloudEvent<SkuDeletedData>({

@@ -4,6 +4,6 @@ import { SKU_INDEXES } from './sku-store';
 /**
  * Every collection of this service's database that a hot or periodic path queries, with its
  * queries and their indexes as its store declares them: what the migration creates, and what
- * `npm run docs` writes into docs/operations.md and deploy/local/ferretdb-indexes.sql.
+ * `npm run docs` writes into docs/operations.md and deploy/local/ferretdb-index-fields.sql.
  */
 export const collectionIndexes = (): CollectionIndexes[] => [SKU_INDEXES];

@@ -16,9 +16,9 @@ export interface AdministrationOptions {
 }
 
 /**
- * The gateway's own use cases (DESIGN.md 6): API clients, the user directory (DESIGN.md 3
+ * The gateway's own use cases (docs/operations.md): API clients, the user directory (docs/api.md
  * "Users") and token revocation. Every change needs an admin client's Basic credentials, and
- * each use case checks that itself: a second lock behind the edge's authorization (DESIGN.md 4).
+ * each use case checks that itself: a second lock behind the edge's authorization (docs/api.md).
  */
 export class Administration {
   constructor(private readonly options: AdministrationOptions) {}
@@ -58,6 +58,12 @@ export class Administration {
     const user = await this.options.users.find(connectId);
     if (!user) throw DomainError.notFound(`no user ${connectId}`);
     return user;
+  }
+
+  /** A page of the directory (admins). */
+  async users(principal: Principal | undefined, limit: number, after: string | undefined): Promise<KnownUser[]> {
+    requireAdmin(principal);
+    return this.options.users.page(limit, after);
   }
 
   /** Registers a user; the user as registered when new, else null. */

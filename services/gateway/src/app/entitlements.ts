@@ -18,7 +18,7 @@ export interface EntitlementsOptions {
 type Following = { since: number } | { stoppedAt: number };
 
 /**
- * DESIGN.md 8 "Entitlement checks", the gateway's side (docs/decisions/0034): answers checks
+ * docs/api.md "Entitlement checks", the gateway's side (docs/decisions/0034): answers checks
  * from the in-memory projection, feeds it from right events and from the answers of the
  * changes this replica forwards, and rebuilds it from the rights service whenever it may
  * have missed events (at start, and after every new broker connection). Events that arrive
@@ -44,7 +44,7 @@ export class Entitlements {
     this.following = { stoppedAt: this.clock().getTime() };
   }
 
-  /** Whether the projection has been loaded (readiness: DESIGN.md 8). */
+  /** Whether the projection has been loaded (readiness: docs/api.md). */
   get loaded(): boolean {
     return this.loadedOnce;
   }
@@ -63,7 +63,7 @@ export class Entitlements {
     return (this.clock().getTime() - this.following.stoppedAt) / 1000;
   }
 
-  /** DESIGN.md 8: the check; 404 for an unknown user, 503 until the projection is loaded. */
+  /** docs/api.md: the check; 404 for an unknown user, 503 until the projection is loaded. */
   async check(principal: Principal, connectId: string, sku: string): Promise<Entitlement> {
     if (!(await this.options.users.find(connectId))) throw DomainError.notFound(`no user ${connectId}`);
     if (!this.loadedOnce) throw DomainError.unavailable('entitlements are loading; try again shortly', 1);
@@ -76,7 +76,7 @@ export class Entitlements {
     };
   }
 
-  /** A right event (DESIGN.md 2): `time` is when the change was made. */
+  /** A right event (docs/architecture.md): `time` is when the change was made. */
   applyEvent(right: ProjectedRight, time: Date): void {
     const now = this.clock().getTime();
     this.lastEventDelayMs = Math.max(0, now - time.getTime());

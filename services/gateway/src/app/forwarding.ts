@@ -37,7 +37,7 @@ export interface RoutedRequest {
 }
 
 /**
- * The gateway's forwarding use case (spec 5): the one decision of who may call what, the
+ * The gateway's forwarding use case (docs/api.md): the one decision of who may call what, the
  * user check of `/id/users/{connectId}…` (404 for an unknown user), the list rule of rules
  * 2 and 5, and whose budget the call spends. The HTTP layer carries out what it decides.
  */

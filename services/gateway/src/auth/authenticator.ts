@@ -20,7 +20,7 @@ export const bearerChallenge = (realm: string, description?: string) =>
 export const insufficientScopeChallenge = (realm: string, scope: string) =>
   `Bearer realm="${realm}", error="insufficient_scope", scope="${scope}"`;
 
-/** `Authorization: Bearer …`, the token possibly empty (DESIGN.md 3 "Challenges"). */
+/** `Authorization: Bearer …`, the token possibly empty (docs/api.md "Challenges"). */
 export const isBearer = (authorization: string | undefined): boolean =>
   authorization !== undefined && /^Bearer(?:\s|$)/i.test(authorization);
 
@@ -41,7 +41,7 @@ export interface AuthenticatorOptions {
 const VERIFIED_SECRETS = 10_000;
 /**
  * Secret hashes computed at once: scrypt takes a core for about 100 ms, and the event loop
- * serving verified clients needs the rest (DESIGN.md 4 "No lock-out").
+ * serving verified clients needs the rest (docs/api.md "No lock-out").
  */
 const HASH_CONCURRENCY = Math.max(1, Math.floor(availableParallelism() / 2));
 /** Attempts waiting for a hash, over all addresses; more are answered 429 at once. */
@@ -57,16 +57,16 @@ const principalOf = (client: ApiClient): Principal => ({
 });
 
 /**
- * Establishes who calls (DESIGN.md 3 "Principals", 4): Basic credentials of a registered
+ * Establishes who calls (docs/api.md "Principals and authorization", 4): Basic credentials of a registered
  * API client, or a Bearer access token issued to a registered client for a user. Every
- * failure is a 401 with the challenge DESIGN.md 3 prescribes.
+ * failure is a 401 with the challenge docs/api.md prescribes.
  *
  * Nothing runs once per request that can run once per key: clients are cached and refreshed
  * with a single flight; a secret is verified (scrypt, about 100 ms) once per client hash,
  * however many requests present it at once. Guessing is throttled per client and source
  * address and per address (429), counted before the hash, and only for secrets not verified
  * already, so failures sent by someone else never lock a client out; the hashes computed at
- * once are bounded and shared between addresses in turn (DESIGN.md 4 "No lock-out").
+ * once are bounded and shared between addresses in turn (docs/api.md "No lock-out").
  */
 export class Authenticator {
   private readonly clients: RefreshingCache<string, ApiClient | null>;
@@ -118,7 +118,7 @@ export class Authenticator {
       if (client?.secretHash === verifiedAgainst) return principalOf(client);
     }
     // Requests presenting the same credentials while they are being verified share that one
-    // attempt; any other attempt counts before anything is looked up or hashed (DESIGN.md 4).
+    // attempt; any other attempt counts before anything is looked up or hashed (docs/api.md).
     let verifying = this.inFlight.get(key);
     if (!verifying) {
       const wait = this.options.throttle.attempt(clientId, address);

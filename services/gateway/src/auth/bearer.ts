@@ -45,7 +45,7 @@ const COMPACT_JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 const MAX_TOKEN_LENGTH = 8192;
 
 /**
- * Verifies RFC 9068 access tokens with jose (DESIGN.md 4): signature against the remote
+ * Verifies RFC 9068 access tokens with jose (docs/api.md): signature against the remote
  * JWKS (cached; refetched when a token names an unknown `kid`) or a static public key;
  * `iss`, `aud`, `exp`, `nbf` with a small clock tolerance; `sub`, `jti` (so that any token can
  * be revoked) and `client_id` required; the header `typ` of an access token; a lifetime

@@ -33,7 +33,7 @@ export const PER_ADDRESS: ThrottlePolicy = {
 };
 
 /**
- * Slows down guessing of Basic secrets (DESIGN.md 4 "No lock-out"): attempts to verify a
+ * Slows down guessing of Basic secrets (docs/api.md "No lock-out"): attempts to verify a
  * secret are counted per (client, source address) and per source address, never per client
  * alone, so a client id, which is not secret, cannot be used to lock its owner out from
  * elsewhere; and the authenticator asks only for secrets it has not verified already.

@@ -1,6 +1,6 @@
 /**
  * Bounds the secret hashes (scrypt) computed at once, and shares them fairly between source
- * addresses (DESIGN.md 4 "No lock-out"): each address waits in its own lane and the lanes
+ * addresses (docs/api.md "No lock-out"): each address waits in its own lane and the lanes
  * take turns, so a flood from one address delays another's first verification by at most
  * one hash per lane ahead of it. Past `maxWaiting` a new attempt is not queued at all.
  */

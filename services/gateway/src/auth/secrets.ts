@@ -1,7 +1,7 @@
 import { randomBytes, scrypt, timingSafeEqual, type ScryptOptions } from 'node:crypto';
 
 /**
- * API client secrets are stored as scrypt hashes (DESIGN.md 4), memory-hard so that a
+ * API client secrets are stored as scrypt hashes (docs/api.md), memory-hard so that a
  * stolen hash is expensive to attack. The parameters travel with each hash, so they can be
  * raised later without invalidating stored clients.
  */

@@ -1,8 +1,8 @@
 import { ROUTES, type Principal, type PublicRoute, type RouteOwner, type Scope } from '@rs/contracts';
 
 /**
- * Which route of the table a request is, and whether its caller may call it (spec 4 and 5,
- * DESIGN.md 3 "Principals and authorization"). Pure: no I/O. Derived from the route table
+ * Which route of the table a request is, and whether its caller may call it (docs/api.md,
+ * docs/api.md "Principals and authorization"). Pure: no I/O. Derived from the route table
  * (@rs/contracts `routes/routes.ts`), like the services' routes and the OpenAPI document.
  */
 export interface Operation {
@@ -17,7 +17,7 @@ export interface Operation {
   json: boolean;
 }
 
-/** What the edge makes of a request's method and path, before anything else is looked at (DESIGN.md 4). */
+/** What the edge makes of a request's method and path, before anything else is looked at (docs/api.md). */
 export type Classified =
   | { kind: 'operation'; operation: Operation }
   | { kind: 'not_found' }
@@ -35,7 +35,7 @@ const TABLE = ROUTES.map((route: PublicRoute) => ({
 const BAD_ESCAPE = /%(?![0-9A-Fa-f]{2})/;
 
 /**
- * DESIGN.md 4 "Routes match exactly": which route of the table a request is. `rawPath` is the
+ * docs/api.md "Routes match exactly": which route of the table a request is. `rawPath` is the
  * path as sent (percent-encoded, before any normalization). Literal segments compare exactly:
  * another letter case, an encoded letter, an empty segment (a trailing or doubled slash) or a
  * dot segment is another path, which no route names (404; 405 when the path is named for
@@ -102,7 +102,7 @@ function decodes(segment: string): boolean {
   }
 }
 
-/** Why a caller may not call an operation, and so which challenge it gets (DESIGN.md 3 "Challenges"). */
+/** Why a caller may not call an operation, and so which challenge it gets (docs/api.md "Challenges"). */
 export type Refusal =
   | { challenge: 'basic'; reason: string }
   | { challenge: 'bearer'; reason: string }
@@ -110,7 +110,7 @@ export type Refusal =
   | { challenge: 'grantor_mismatch'; reason: string };
 
 /**
- * spec 5 and DESIGN.md 3 "Principals and authorization": the one decision of who may call
+ * docs/api.md "Principals and authorization": the one decision of who may call
  * what, for the gateway's own routes and those it forwards. null: allowed.
  */
 export function authorize(operation: Operation, principal: Principal): Refusal | null {
@@ -118,7 +118,7 @@ export function authorize(operation: Operation, principal: Principal): Refusal |
     return { challenge: 'basic', reason: 'this operation needs the Basic credentials of an admin client' };
   if (principal.scheme !== 'bearer') return null;
   if (operation.bearer === null) return { challenge: 'basic', reason: 'this operation needs Basic credentials' };
-  // A Bearer token acts for its user only, unless its client is an admin (DESIGN.md 3).
+  // A Bearer token acts for its user only, unless its client is an admin (docs/api.md).
   if (operation.connectId !== null && !principal.admin && principal.subject !== operation.connectId)
     return { challenge: 'bearer', reason: 'token not issued for this user' };
   if (operation.bearer !== 'any' && !principal.scopes.includes(operation.bearer))
@@ -131,7 +131,7 @@ export function authorize(operation: Operation, principal: Principal): Refusal |
 }
 
 /**
- * spec 5 rules 2 and 5: a non-admin lists only with its grantor as the filter. Without a
+ * docs/api.md "307": a non-admin lists only with its grantor as the filter. Without a
  * filter it is redirected (307) with its own grantor added; a Basic client naming another
  * grantor in a rights list gets the "different challenge".
  */
@@ -167,20 +167,20 @@ export function budgetOf(principal: Principal): Budget {
     : { kind: 'client', key: principal.clientId };
 }
 
-/** The query parameter that filters a list by grantor (DESIGN.md 3 "307"). */
+/** The query parameter that filters a list by grantor (docs/api.md "307"). */
 export const GRANTOR_FILTER: Record<'subscriptions' | 'rights', string> = {
   subscriptions: 'grantorid',
   rights: 'grantorId',
 };
 
-/** The grantor filter of a query, its name matched case-insensitively (DESIGN.md 3). */
+/** The grantor filter of a query, its name matched case-insensitively (docs/api.md). */
 export function grantorFilter(query: URLSearchParams): string | null {
   for (const [key, value] of query) if (key.toLowerCase() === 'grantorid') return value;
   return null;
 }
 
 /**
- * spec 5 rule 2 and DESIGN.md 3 "307": a non-admin listing without the grantor filter is
+ * docs/api.md "307": a non-admin listing without the grantor filter is
  * sent to the same URL with its own grantor added, every other parameter kept.
  */
 export function redirectLocation(

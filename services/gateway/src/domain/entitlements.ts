@@ -1,7 +1,7 @@
 import { mayReadRight, type Entitlement, type Principal, type ProjectedRight } from '@rs/contracts';
 import { parseTimeInterval } from '@rs/time';
 
-/** A right the projection holds: ACTIVE, its interval not ended (DESIGN.md 8 "Entitlement checks"). */
+/** A right the projection holds: ACTIVE, its interval not ended (docs/api.md "Entitlement checks"). */
 interface HeldRight {
   rightId: string;
   grantorId: string;
@@ -10,7 +10,7 @@ interface HeldRight {
   sequence: number;
   start: number;
   end: number;
-  /** The end as the right's interval writes it (its offset kept, DESIGN.md 3 "Time"). */
+  /** The end as the right's interval writes it (its offset kept, docs/api.md "Time"). */
   until: string;
   /** Where it is in its user's and SKU's list (so letting it go is one step, not a search). */
   slot: number;
@@ -30,7 +30,7 @@ interface Passed {
 export const REMEMBER_PASSED_MS = 10 * 60_000;
 
 /**
- * The entitlement projection (DESIGN.md 8 "Entitlement checks", docs/decisions/0034): every
+ * The entitlement projection (docs/api.md "Entitlement checks", docs/decisions/0034): every
  * right that is ACTIVE and whose interval has not ended, by user and SKU, in memory. It
  * learns from right events, from the answers of the changes the gateway forwards and from
  * pages of the rights service, all as `ProjectedRight`s, and keeps each right at the highest
@@ -43,7 +43,7 @@ export class EntitlementProjection {
    * `<connectId> <sku>` → the rights held for them (a space: neither may contain one). A list
    * (compact: most users hold one or two) whose entries know their slot, so that a user given
    * very many rights of one SKU does not make each change of theirs cost as many steps
-   * (DESIGN.md 9).
+   * (docs/api.md).
    */
   private readonly byUserSku = new Map<string, HeldRight[]>();
   private readonly passed = new Map<string, Passed>();
@@ -60,7 +60,7 @@ export class EntitlementProjection {
     const end = interval.ok ? interval.value.end.getTime() : Number.NEGATIVE_INFINITY;
     if (right.removed || right.state !== 'ACTIVE' || end <= now || !interval.ok) {
       this.release(right.rightId, right.connectId, right.sku);
-      // A removed right never comes back, whatever its generation (DESIGN.md 3).
+      // A removed right never comes back, whatever its generation (docs/api.md).
       this.passed.set(right.rightId, { sequence: right.removed ? Number.POSITIVE_INFINITY : right.sequence, at: now });
       return true;
     }
@@ -88,7 +88,7 @@ export class EntitlementProjection {
   }
 
   /**
-   * The check (DESIGN.md 8): the rights of the user and SKU the caller may read (DESIGN.md 3)
+   * The check (docs/api.md): the rights of the user and SKU the caller may read (docs/api.md)
    * that are ACTIVE and whose interval contains `now`.
    */
   check(principal: Principal, connectId: string, sku: string, now: number): Omit<Entitlement, 'checkedAt'> {

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { IdempotencyKey } from '@rs/contracts';
 
 /**
- * Idempotency-Key (DESIGN.md 8): which requests may carry one, what makes two requests the
+ * Idempotency-Key (docs/api.md): which requests may carry one, what makes two requests the
  * same, and what a kept record means for a new request with its key. Pure: no I/O.
  */
 

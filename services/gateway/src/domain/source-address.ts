@@ -1,7 +1,7 @@
 import { BlockList, isIP } from 'node:net';
 
 /**
- * Who is at the other end of a request (DESIGN.md 4 "No lock-out"): the socket's peer, or,
+ * Who is at the other end of a request (docs/api.md "No lock-out"): the socket's peer, or,
  * when that peer is a trusted proxy (`TRUSTED_PROXIES`: an ingress, a load balancer), the
  * nearest address in `X-Forwarded-For` that is not one. Proxies append the address they
  * received from, so the list is read from its end; whatever lies before the first untrusted

@@ -277,7 +277,7 @@ export async function readRequestBody(
 
 const EMPTY = Buffer.alloc(0);
 
-/** What a service tells the gateway alone (DESIGN.md 8 "Entitlement checks"). */
+/** What a service tells the gateway alone (docs/api.md "Entitlement checks"). */
 const NEVER_ANSWERED = new Set([PROJECTED_RIGHT_HEADER]);
 
 function filterHeaders(headers: IncomingHttpHeaders, drop: Set<string>): OutgoingHttpHeaders {

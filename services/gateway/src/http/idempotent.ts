@@ -17,7 +17,7 @@ export interface IdempotencyOptions {
 const KEPT_HEADERS = ['content-type', 'etag', 'location', 'link'];
 
 /**
- * DESIGN.md 8 "Idempotency-Key": the first request with a key runs and its answer is kept;
+ * docs/api.md "Idempotency-Key": the first request with a key runs and its answer is kept;
  * the same request again gets that answer (`Idempotent-Replayed: true`); another request
  * with the key gets 422; a retry while the first still runs gets 409. A create gets the id
  * derived from the key's owner and the key, so a retry after a crash anywhere finds the

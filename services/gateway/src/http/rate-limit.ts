@@ -17,7 +17,7 @@ export interface RateLimitOptions {
   /** The open routes, per source address (RATE_LIMIT_OPEN_PER_SECOND, RATE_LIMIT_OPEN_BURST). */
   open: Rate;
   /**
-   * The gateway's live replicas (DESIGN.md 10): the limits hold across all of them, each
+   * The gateway's live replicas (docs/operations.md): the limits hold across all of them, each
    * replica enforcing its share (a load balancer spreads a client's requests over them).
    */
   replicas?: () => number;

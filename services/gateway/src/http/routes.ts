@@ -21,10 +21,12 @@ import {
   methodNotAllowed,
   notAcceptable,
   notFound,
+  pageParams,
   parseBody,
   parseParam,
   sendDone,
   serveRoutes,
+  setNextLink,
   unauthorized,
   type InternalTokenSigner,
 } from '@rs/http';
@@ -56,11 +58,11 @@ export interface GatewayRoutesOptions {
   authenticator: Authenticator;
   /** The gateway's own use cases. */
   administration: Administration;
-  /** What is done with a request bound for a service (spec 5). */
+  /** What is done with a request bound for a service (docs/api.md). */
   forwarding: Forwarding;
-  /** DESIGN.md 8 "Entitlement checks". */
+  /** docs/api.md "Entitlement checks". */
   entitlements: Pick<Entitlements, 'check'>;
-  /** TRUSTED_PROXIES: whose X-Forwarded-For names the source address (DESIGN.md 4). */
+  /** TRUSTED_PROXIES: whose X-Forwarded-For names the source address (docs/api.md). */
   proxies: TrustedProxies;
   upstreams: Record<Exclude<RouteOwner, 'gateway'>, URL>;
   forwarder: Forwarder;
@@ -82,11 +84,11 @@ export function gatewayRoutes(options: GatewayRoutesOptions): Router {
   const openApi = readFileSync(options.openApiPath, 'utf8');
   const reference = apiReference();
   const idempotent = idempotentForwarder({ ...options.idempotency, forwarder: options.forwarder });
-  /** DESIGN.md 4: the socket's peer, or the client behind a trusted proxy. */
+  /** docs/api.md: the socket's peer, or the client behind a trusted proxy. */
   const sourceAddress = (req: Request) =>
     options.proxies.sourceOf(req.socket.remoteAddress ?? '', req.get('x-forwarded-for'));
 
-  // DESIGN.md 4 "Routes match exactly": which route of the table the request is, once, before
+  // docs/api.md "Routes match exactly": which route of the table the request is, once, before
   // any credential is checked, any body read or any handler run; what the table does not
   // name ends here.
   router.use((req, res, next) => {
@@ -108,7 +110,7 @@ export function gatewayRoutes(options: GatewayRoutesOptions): Router {
     const operation = res.locals.operation;
     if (operation.caller === 'none') return next();
     const authorization = req.get('authorization');
-    // DESIGN.md 3 "Challenges": a Bearer header on a Basic-only endpoint gets the Basic challenge.
+    // docs/api.md "Challenges": a Bearer header on a Basic-only endpoint gets the Basic challenge.
     if (isBearer(authorization) && operation.bearer === null)
       throw unauthorized('this operation needs Basic credentials', basicChallenge(realm));
     res.locals.principal = await authenticator.authenticate(authorization, sourceAddress(req));
@@ -124,13 +126,13 @@ export function gatewayRoutes(options: GatewayRoutesOptions): Router {
     options.clock,
   );
   router.use(authenticate, limit);
-  // DESIGN.md 3 "Content negotiation": after authentication, before anything is done.
+  // docs/api.md "Content negotiation": after authentication, before anything is done.
   router.use((req, res, next) => {
     if (res.locals.operation.json && !admitsJson(req))
       return next(notAcceptable('this operation answers application/json, which the Accept header excludes'));
     next();
   });
-  // spec 5: the forwarding use case decides; this carries it out.
+  // docs/api.md: the forwarding use case decides; this carries it out.
   router.use(async (req, res, next) => {
     const operation = res.locals.operation;
     const routing = await options.forwarding.route({
@@ -172,7 +174,7 @@ export function gatewayRoutes(options: GatewayRoutesOptions): Router {
   const principalOf = (res: Response): Principal | undefined => res.locals.principal;
   const clientParam = (req: Request) => parseParam(ClientId, 'clientId', req.params.clientId);
   const connectIdParam = (req: Request) => parseParam(ConnectId, 'connectId', req.params.connectId);
-  // DESIGN.md 3 "Users": the user directory.
+  // docs/api.md "Users": the user directory.
   const userView = ({ connectId, createdAt }: KnownUser) => ({
     connectId,
     href: `${options.publicBaseUrl}/id/users/${encodeURIComponent(connectId)}`,
@@ -180,14 +182,17 @@ export function gatewayRoutes(options: GatewayRoutesOptions): Router {
   });
   const { administration } = options;
 
-  // The gateway's own routes (DESIGN.md 6); who may call them was decided above, and each
-  // admin use case checks it again (DESIGN.md 4).
+  // The gateway's own routes (docs/operations.md); who may call them was decided above, and each
+  // admin use case checks it again (docs/api.md).
   serveRoutes(router, 'gateway', {
     getOpenApi: (_req, res) => {
       res.type('application/json').send(openApi);
     },
     getApiReference: (_req, res) => {
       res.set('Content-Security-Policy', API_REFERENCE_POLICY).type('text/html; charset=utf-8').send(reference.page);
+    },
+    getRoot: (_req, res) => {
+      res.redirect(302, `${options.publicBaseUrl}/docs`);
     },
     getApiReferenceAsset: (req, res) => {
       const asset = reference.asset(String(req.params.asset));
@@ -232,6 +237,13 @@ export function gatewayRoutes(options: GatewayRoutesOptions): Router {
       const answer = await options.entitlements.check(principalOf(res)!, connectIdParam(req), sku);
       res.set('Cache-Control', 'no-store').json(answer);
     },
+    listUsers: async (req, res) => {
+      const page = pageParams(req);
+      const after = page.after === undefined ? undefined : parseParam(ConnectId, 'cursor', page.after);
+      const users = await administration.users(principalOf(res), page.limit, after);
+      setNextLink(req, res, options.publicBaseUrl, page, users.at(-1)?.connectId, users.length);
+      res.json({ users: users.map(userView) });
+    },
     getUser: async (req, res) => {
       res.json(userView(await administration.user(connectIdParam(req))));
     },
@@ -248,7 +260,7 @@ export function gatewayRoutes(options: GatewayRoutesOptions): Router {
   return router;
 }
 
-/** A refusal of the access rules as the contract answers it: 401 with its challenge (DESIGN.md 3 "Challenges"). */
+/** A refusal of the access rules as the contract answers it: 401 with its challenge (docs/api.md "Challenges"). */
 function refused(refusal: Refusal, realm: string): AppError {
   switch (refusal.challenge) {
     case 'basic':

@@ -71,7 +71,7 @@ export function rightsSnapshot(rightsUrl: string, signer: InternalTokenSigner): 
 }
 
 /**
- * DESIGN.md 8 "Entitlement checks": keeps this replica's projection current. A private queue
+ * docs/api.md "Entitlement checks": keeps this replica's projection current. A private queue
  * of this process on `rights.events` (every replica needs every event); after each new
  * broker connection, once that queue is bound, the projection is rebuilt (it may have missed
  * events while disconnected); at start without a broker it loads anyway and says it does not

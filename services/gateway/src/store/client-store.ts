@@ -2,7 +2,7 @@ import { systemClock, type Clock } from '@rs/time';
 import { documentSchema } from '@rs/store';
 import { type Connection, type Model } from 'mongoose';
 
-/** An API client (DESIGN.md 3 "Principals"): who calls, for which grantor, with admin rights or not. */
+/** An API client (docs/api.md "Principals and authorization"): who calls, for which grantor, with admin rights or not. */
 export interface ApiClient {
   clientId: string;
   grantorId: string;

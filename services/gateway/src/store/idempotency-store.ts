@@ -55,7 +55,7 @@ export interface KeyTimes {
 }
 
 /**
- * Idempotency keys in the gateway's own database (DESIGN.md 8), so that they hold across
+ * Idempotency keys in the gateway's own database (docs/api.md), so that they hold across
  * gateway replicas and restarts. A key belongs to one API client.
  */
 export class IdempotencyStore {

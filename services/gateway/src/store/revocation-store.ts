@@ -44,7 +44,7 @@ export interface RevocationStoreOptions {
 }
 
 /**
- * Revoked token ids (`jti`), DESIGN.md 6. Every gateway replica keeps them in memory and
+ * Revoked token ids (`jti`), docs/architecture.md. Every gateway replica keeps them in memory and
  * reloads the recent ones every `refreshMs`, so a revocation through one replica holds on
  * all of them within seconds, without a database read per request.
  */

@@ -1,10 +1,10 @@
 import { systemClock, type Clock } from '@rs/time';
-import { documentSchema } from '@rs/store';
+import { BY_ID, documentSchema, type CollectionIndexes } from '@rs/store';
 import { type Connection, type Model } from 'mongoose';
 import { directoryLookups } from '../auth/metrics';
 import { RefreshingCache } from '../auth/refreshing-cache';
 
-/** A user known to the platform (DESIGN.md 3 "Users"), identified by its connectId. */
+/** A user known to the platform (docs/api.md "Users"), identified by its connectId. */
 export interface KnownUser {
   connectId: string;
   createdAt: Date;
@@ -25,6 +25,20 @@ interface UserDocument {
 }
 
 const userSchema = documentSchema<UserDocument>('users', { createdAt: 'date' });
+
+/** A user is looked up by `_id` on every user route (behind a cache); admins page the directory in `_id` order. */
+export const USER_INDEXES: CollectionIndexes = {
+  collection: 'users',
+  queries: [
+    BY_ID,
+    {
+      query: "a page of the directory in connectId order (admins' list)",
+      mongodb: [],
+      ferretdb: [],
+      scan: 'admins only, one page at a time',
+    },
+  ],
+};
 
 /**
  * The gateway's user directory in its `identity` database, behind a cache refreshed with a
@@ -68,6 +82,16 @@ export class UserStore implements UserDirectory {
     );
     this.cache.delete(connectId);
     return result.upsertedCount === 1;
+  }
+
+  /** A page of the directory in connectId order, after `after` (admins' list). */
+  async page(limit: number, after: string | undefined): Promise<KnownUser[]> {
+    const docs = await this.model
+      .find(after === undefined ? {} : { _id: { $gt: after } })
+      .sort({ _id: 1 })
+      .limit(limit)
+      .lean<UserDocument[]>();
+    return docs.map((doc) => ({ connectId: doc._id, createdAt: doc.createdAt }));
   }
 
   async unregister(connectId: string): Promise<boolean> {

@@ -6,7 +6,7 @@ import type { ReadExpiry } from '../domain/right';
 
 /** Expiries queued at most: beyond, they are left to the scheduler's rebuild (about 100 bytes each). */
 const MAX_PENDING = 100_000;
-/** Updates in one batch (DESIGN.md 7: at most 50 statements). */
+/** Updates in one batch (docs/architecture.md: at most 50 statements). */
 const BATCH = 50;
 
 const pendingGauge = gauge(

@@ -17,7 +17,7 @@ export interface RightTokenOptions {
 const KEYS_FRESH_MS = 2_000;
 
 /**
- * Signed right tokens (DESIGN.md 8): a service provider checks a right offline with the
+ * Signed right tokens (docs/api.md): a service provider checks a right offline with the
  * published keys instead of calling the platform on every access.
  */
 export class RightTokens {
@@ -45,7 +45,7 @@ export class RightTokens {
   }
 
   /**
-   * The key that signs now; the first one is made when there is none (DESIGN.md 8: at start,
+   * The key that signs now; the first one is made when there is none (docs/api.md: at start,
    * so that the JWKS is never empty), once however many ask for it at once. Two replicas
    * starting together on an empty database may each make one: the later signs, and both are
    * published while the earlier one's tokens may be valid.
@@ -63,7 +63,7 @@ export class RightTokens {
     return { keys: published.map((key) => key.publicJwk) };
   }
 
-  /** POST /admin/right-token-keys: admins only (DESIGN.md 6). */
+  /** POST /admin/right-token-keys: admins only (docs/operations.md). */
   async rotateFor(principal: Principal): Promise<string> {
     if (!principal.admin) throw DomainError.notPermitted('only admin clients may start a new signing key');
     return (await this.rotate()).kid;

@@ -41,7 +41,7 @@ import type { RightMessages } from '../messaging/events';
 import { UnreadableRight, type RightQuery, type RightStore } from '../store/right-store';
 
 /**
- * DESIGN.md 3 "Identifiers": the id of the right a template yields for a period, the same
+ * docs/api.md "Identifiers": the id of the right a template yields for a period, the same
  * whichever offset the period start is written with. 32 hex characters (alphanumeric).
  */
 export function periodRightId(subscriptionId: string, periodStart: string, templateIndex: number): string {
@@ -50,7 +50,7 @@ export function periodRightId(subscriptionId: string, periodStart: string, templ
 }
 
 /**
- * The right a template yields for a period (DESIGN.md 3 "Renewal"), with the provider its
+ * The right a template yields for a period (docs/api.md "Renewal"), with the provider its
  * grant gets as the catalog stands now; throws when its interval does not parse.
  */
 function issuedRight(
@@ -94,7 +94,7 @@ export type RightListQuery = Omit<RightQuery, 'grantorOrProvider' | 'active'> & 
   activeAt: Date | null;
 };
 
-/** A right as a change left it (what the gateway's entitlement projection is told: DESIGN.md 8). */
+/** A right as a change left it (what the gateway's entitlement projection is told: docs/api.md). */
 export interface Changed {
   right: RightEntity;
   removed: boolean;
@@ -111,7 +111,7 @@ export interface RightsUseCasesOptions {
 }
 
 /**
- * The rights use cases (spec 4.2): each checks who may do it (DESIGN.md 3), asks the pure
+ * The rights use cases (docs/api.md): each checks who may do it (docs/api.md), asks the pure
  * domain what happens, turns the change into its messages (`RightMessages`) and stores both
  * together. HTTP routes call one each; the command handlers call the batch ones.
  */
@@ -171,7 +171,7 @@ export class RightsUseCases {
     return earlier;
   }
 
-  /** A right the caller may see, or 404 (spec 7: "User or right not found"). */
+  /** A right the caller may see, or 404 (docs/api.md: "User or right not found"). */
   async get(principal: Principal, userId: string, rightId: string): Promise<RightEntity> {
     const right = await this.find(userId, rightId);
     if (!right || !canSee(principal, right)) throw DomainError.notFound(`no right ${rightId} for user ${userId}`);
@@ -179,7 +179,7 @@ export class RightsUseCases {
   }
 
   /**
-   * DESIGN.md 8 "History": every change of a right the caller may read, oldest first; a
+   * docs/api.md "History": every change of a right the caller may read, oldest first; a
    * removed right's history stays readable by its grantor and admins.
    */
   async history(principal: Principal, userId: string, rightId: string, page: HistoryPageRequest) {
@@ -276,7 +276,7 @@ export class RightsUseCases {
         ...(item.end ? { end: new Date(item.end) } : {}),
       })),
     );
-    // DESIGN.md 9: a right whose expiry fails (bad stored data, a bug) fails alone.
+    // docs/api.md: a right whose expiry fails (bad stored data, a bug) fails alone.
     const failed: ItemFailure[] = [];
     const read = eachItem(
       found,
@@ -306,7 +306,7 @@ export class RightsUseCases {
   }
 
   /**
-   * `rights.issue`, for a batch of periods (DESIGN.md 3 "Renewal"): every right of every
+   * `rights.issue`, for a batch of periods (docs/api.md "Renewal"): every right of every
    * period in few `insertMany` calls. Each right's id is derived from (subscription, period
    * start, template), so a repeated or half-done batch creates nothing twice. Returns every
    * right of the batch, new or found, and their `right.created`, which the caller publishes
@@ -337,7 +337,7 @@ export class RightsUseCases {
         ),
       ),
     );
-    // DESIGN.md 9: a period whose rights cannot be made fails alone.
+    // docs/api.md: a period whose rights cannot be made fails alone.
     const failed: ItemFailure[] = [];
     const built = eachItem(
       commands,
@@ -356,7 +356,7 @@ export class RightsUseCases {
   }
 
   /**
-   * `rights.cascade` (DESIGN.md 3 "Suspend / activate a subscription"): suspend every ACTIVE
+   * `rights.cascade` (docs/api.md "Suspend / activate"): suspend every ACTIVE
    * right of the subscription, or reactivate every SUSPENDED one whose interval has not ended.
    */
   async cascade(command: RightsCascadeData): Promise<void> {
@@ -377,7 +377,7 @@ export class RightsUseCases {
     }
   }
 
-  /** A change a caller asks for through the API (spec 4.2): the change pipeline, with its access rules. */
+  /** A change a caller asks for through the API (docs/api.md): the change pipeline, with its access rules. */
   private async change(
     principal: Principal,
     target: { userId: string; rightId: string; expectedGeneration: number | undefined },
@@ -390,7 +390,7 @@ export class RightsUseCases {
       load: () => this.find(userId, rightId),
       authorize: (right) => {
         const allowed = permission === 'use' ? canUse(principal, right) : canManage(principal, right);
-        // DESIGN.md 3 (spec 5 rules 3, 4): remove, activate and suspend of another grantor's right
+        // docs/api.md "Principals and authorization": remove, activate and suspend of another grantor's right
         // are 401 whether or not the caller could read it; usage of a right it cannot see is 404.
         if (!allowed && permission === 'use' && !canSee(principal, right))
           throw DomainError.notFound(`no right ${rightId} for user ${userId}`);

@@ -2,13 +2,13 @@ import { mayReadRight, type Principal } from '@rs/contracts';
 import type { RightEntity } from './right';
 
 /**
- * DESIGN.md 3 "Principals and authorization", for rights. Pure.
+ * docs/api.md "Principals and authorization", for rights. Pure.
  * A non-admin client with grantor G sees rights with grantorId G or serviceProviderId G
  * (the rule the gateway's entitlement checks share).
  */
 export const canSee = mayReadRight;
 
-/** Remove, activate, suspend: the right's grantor or an admin (spec 5 rule 4). */
+/** Remove, activate, suspend: the right's grantor or an admin (docs/api.md "Principals and authorization"). */
 export function canManage(principal: Principal, right: Pick<RightEntity, 'grantorId'>): boolean {
   return principal.admin || (principal.scheme === 'basic' && right.grantorId === principal.grantorId);
 }
@@ -30,7 +30,7 @@ export function canUse(
 }
 
 /**
- * History (DESIGN.md 8): whoever may read the right; once it is removed, its grantor and admins.
+ * History (docs/api.md): whoever may read the right; once it is removed, its grantor and admins.
  * (A Bearer token reaches this only for its own user with the read scope, checked by the gateway.)
  */
 export function canReadHistory(

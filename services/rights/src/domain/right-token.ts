@@ -2,7 +2,7 @@ import type { RightEntity } from './right';
 import { isActive } from './right';
 
 /**
- * Signed right tokens (DESIGN.md 8): what a token says of a right, and which signing keys
+ * Signed right tokens (docs/api.md): what a token says of a right, and which signing keys
  * are still published. Pure: no I/O, no keys.
  */
 

@@ -8,7 +8,7 @@ import {
   type RightState,
 } from '@rs/contracts';
 
-/** A right as the service holds it (spec 2.4), free of storage details. */
+/** A right as the service holds it (docs/api.md), free of storage details. */
 export interface RightEntity {
   rightId: string;
   userId: string;
@@ -34,7 +34,7 @@ export type RightCommand = 'activate' | 'suspend';
 export type ReadExpiry = Pick<RightEntity, 'rightId' | 'generation' | 'state' | 'updatedAt'>;
 
 /**
- * spec 3.2 and DESIGN.md 3 "Rights": where each command leads from each state. `same` is
+ * docs/api.md "Rights": where each command leads from each state. `same` is
  * an accepted no-op (204, nothing changes); a missing entry is a conflict (409).
  */
 export const TRANSITIONS: Record<RightState, Partial<Record<RightCommand, RightState | 'same'>>> = {
@@ -56,7 +56,7 @@ export type Decision =
 
 const conflict = (reason: string): Decision => ({ kind: 'conflict', reason });
 
-/** spec 2.4 `active`: state ACTIVE and `now` inside [start, end). */
+/** docs/api.md `active`: state ACTIVE and `now` inside [start, end). */
 export function isActive(right: RightEntity, now: Date): boolean {
   return right.state === 'ACTIVE' && right.start <= now && now < right.end;
 }
@@ -66,7 +66,7 @@ export function hasEnded(right: RightEntity, now: Date): boolean {
 }
 
 /**
- * DESIGN.md 3: an ACTIVE or SUSPENDED right whose interval has ended is EXPIRED. That follows
+ * docs/api.md: an ACTIVE or SUSPENDED right whose interval has ended is EXPIRED. That follows
  * from the interval (docs/decisions/0027): read at `now`, such a right is EXPIRED at its next
  * generation, changed when it ended, whether or not its store has written the expiry yet. Pure.
  */
@@ -91,14 +91,14 @@ export function decide(right: RightEntity, command: RightCommand, now: Date): De
   return changed(right, { state: target }, [EVENT_OF[command]], now);
 }
 
-/** spec 4.2 "Remove a right": its grantor removes it whatever its state; right.removed. */
+/** docs/api.md "Rights": its grantor removes it whatever its state; right.removed. */
 export function removal(right: RightEntity, now: Date): Decision {
   const next = { ...right, generation: right.generation + 1, updatedAt: now };
   return { kind: 'change', next, events: [RightEventTypes.removed], removes: true };
 }
 
 /**
- * DESIGN.md 3 "Usage": allowed only while active; the first use sets `used` (never
+ * docs/api.md "Usage": allowed only while active; the first use sets `used` (never
  * cleared) and emits right.used, plus service.announce when the catalog asks for it.
  */
 export function recordUsage(right: RightEntity, now: Date, announce: boolean): Decision {
@@ -115,7 +115,7 @@ export function expiryEntry(right: RightEntity): ExpiryEntry {
   return { rightId, connectId, sequence, state, timeInterval };
 }
 
-/** The right as the API returns it, with the links of DESIGN.md 3 "href and links". */
+/** The right as the API returns it, with the links of docs/api.md "href and links". */
 export function representation(right: RightEntity, publicBaseUrl: string, now: Date): Right {
   const user = `${publicBaseUrl}/id/users/${encodeURIComponent(right.userId)}`;
   const self = `${user}/rights/${right.rightId}`;
@@ -145,7 +145,7 @@ export function representation(right: RightEntity, publicBaseUrl: string, now: D
   };
 }
 
-/** What the gateway's entitlement projection knows of a right (DESIGN.md 8, docs/decisions/0034). Pure. */
+/** What the gateway's entitlement projection knows of a right (docs/api.md, docs/decisions/0034). Pure. */
 export function projectedOf(right: RightEntity, removed: boolean): ProjectedRight {
   return {
     rightId: right.rightId,

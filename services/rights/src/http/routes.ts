@@ -9,7 +9,7 @@ import type { RightTokens } from '../app/right-tokens';
 
 const JWKS_MAX_AGE_S = 60;
 
-/** `active=<date-time>`, `true` or `now` (DESIGN.md 3 "Listing filters"). */
+/** `active=<date-time>`, `true` or `now` (docs/api.md "Listing filters"). */
 function activeFilter(req: Request, now: Date): Date | null {
   const raw = http.queryParam(req, 'active');
   if (raw === undefined) return null;
@@ -20,14 +20,14 @@ function activeFilter(req: Request, now: Date): Date | null {
 }
 
 /**
- * DESIGN.md 8 "Entitlement checks": every change answered tells the gateway what it made of the
+ * docs/api.md "Entitlement checks": every change answered tells the gateway what it made of the
  * right, so the replica that answers reflects it at once (the gateway never passes it on).
  */
 function tellProjection(res: Response, { right, removed }: Changed): void {
   res.set(PROJECTED_RIGHT_HEADER, encodeProjectedRight(projectedOf(right, removed)));
 }
 
-/** The rights API of spec 4.2, behind the gateway: HTTP in and out; the rules are the use cases'. */
+/** The rights API of docs/api.md, behind the gateway: HTTP in and out; the rules are the use cases'. */
 export function rightsRoutes(
   rights: RightsUseCases,
   tokens: RightTokens,
@@ -70,7 +70,7 @@ export function rightsRoutes(
       http.sendHistory(req, res, publicBaseUrl, (page) =>
         rights.history(res.locals.principal, http.connectIdOf(req), rightId(req), page),
       ),
-    // DESIGN.md 8: signed right tokens.
+    // docs/api.md: signed right tokens.
     getRightToken: async (req, res) => {
       const token = await tokens.issue(res.locals.principal, http.connectIdOf(req), rightId(req));
       res.type('application/jwt').set('Cache-Control', 'no-store').send(token);
@@ -83,7 +83,7 @@ export function rightsRoutes(
       res.status(201).json({ kid: await tokens.rotateFor(res.locals.principal) });
     },
   });
-  // For the gateway to load its entitlement projection (DESIGN.md 8, docs/decisions/0034).
+  // For the gateway to load its entitlement projection (docs/api.md, docs/decisions/0034).
   http.bucketListing(router, '/internal/entitlements', BUCKETS, async (bucket, page) => {
     const { items, lastId } = await rights.entitled(bucket, page);
     return { items: items.map((right) => projectedOf(right, false)), lastId };

@@ -25,7 +25,7 @@ export interface RightsCommandsOptions {
 }
 
 /**
- * The rights service's command queue (DESIGN.md 2): expiry from the scheduler, issue and
+ * The rights service's command queue (docs/architecture.md): expiry from the scheduler, issue and
  * cascade from the subscriptions service. Malformed commands are dead-lettered at once;
  * failures are retried, then dead-lettered. Every handler is idempotent.
  */

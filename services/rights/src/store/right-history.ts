@@ -4,7 +4,7 @@ import type { mongo } from 'mongoose';
 
 export const RIGHT_HISTORY = 'right_history';
 
-/** The changes of rights (DESIGN.md 8 "History"): every right event but the announcement to a provider. */
+/** The changes of rights (docs/api.md "History"): every right event but the announcement to a provider. */
 export const rightHistory = (db: mongo.Db, retentionDays?: number): HistoryLog =>
   new HistoryLog(
     db,

@@ -16,7 +16,7 @@ import type { ReadExpiry, RightEntity } from '../domain/right';
 interface RightDocument extends Omit<RightEntity, 'rightId' | 'payload'> {
   _id: string;
   /**
-   * The payload as JSON text (DESIGN.md 9 "Payloads"): any JSON round-trips, whatever its keys
+   * The payload as JSON text (docs/api.md "Payloads"): any JSON round-trips, whatever its keys
    * (`$`, `.`, NUL, `_bsontype`), which neither MongoDB nor FerretDB stores as a document.
    */
   payloadJson: string | null;
@@ -105,7 +105,7 @@ const toEntity = ({
 
 /**
  * A stored right expiry cannot read (bad stored data, such as payload text that is not JSON):
- * it fails alone (DESIGN.md 9), and is set aside by its id and generation.
+ * it fails alone (docs/api.md), and is set aside by its id and generation.
  */
 export class UnreadableRight extends Error {
   constructor(
@@ -135,7 +135,7 @@ const toFields = ({ rightId, payload, ...fields }: RightEntity) => ({
 
 export interface RightQuery {
   userId: string;
-  /** Non-admins see rights they granted or provide (DESIGN.md 3). */
+  /** Non-admins see rights they granted or provide (docs/api.md). */
   grantorOrProvider: string | null;
   grantorId: string | null;
   /** Only rights stored ACTIVE whose interval holds `at` and ends after `endsAfter`. */
@@ -147,7 +147,7 @@ export interface RightQuery {
 
 /**
  * The rights service's own database. Every change is a compare-and-set on `generation`
- * that stores the new state and its events together (DESIGN.md 2, docs/decisions/0003).
+ * that stores the new state and its events together (docs/architecture.md, docs/decisions/0003).
  */
 export class RightStore extends UserOwnedStore<RightDocument, RightEntity> {
   constructor(db: Connection) {
@@ -192,7 +192,7 @@ export class RightStore extends UserOwnedStore<RightDocument, RightEntity> {
 
   /**
    * The ACTIVE and SUSPENDED rights of one bucket (for the scheduler's rebuild), but those set
-   * aside at their current generation (their expiry failed alone; DESIGN.md 9).
+   * aside at their current generation (their expiry failed alone; docs/api.md).
    */
   expirable(bucket: number, page: { after: string | undefined; limit: number }) {
     return this.inBucket(bucket, page, { state: { $in: ['ACTIVE', 'SUSPENDED'] } });

@@ -24,7 +24,7 @@ const schema = documentSchema<SigningKeyDocument>('right_token_keys', {
 });
 
 /**
- * The right-token signing keys in the rights service's own database (DESIGN.md 8): shared
+ * The right-token signing keys in the rights service's own database (docs/api.md): shared
  * by every replica, kept across restarts, each private key encrypted at rest with a key
  * derived from RIGHT_TOKEN_KEY_SECRET (or, while it is rotated out, its `_PREVIOUS`). Nothing here logs or returns a private key but
  * `all()`, to the signer.
@@ -62,7 +62,7 @@ export class SigningKeyStore {
   }
 
   /**
-   * Migration step of a key rotation (DESIGN.md 10): seals again, with the current key, every
+   * Migration step of a key rotation (docs/operations.md): seals again, with the current key, every
    * private key another key sealed (a compare-and-set on the sealed value as read). Returns
    * how many.
    */

@@ -12,7 +12,7 @@ const PAGE = 500;
 
 /**
  * Rebuilds the scheduler's projections of the partitions this replica owns from the services
- * that own the data (docs/decisions/0009; DESIGN.md 10): the buckets of those partitions
+ * that own the data (docs/decisions/0009; docs/operations.md): the buckets of those partitions
  * (`bucketsOf`), a page at a time, so that each replica reads its share and holds a page.
  * Every entry is recorded as the version of its sequence, so a version recorded before (by its
  * event) is left alone, and one lost (an event purged, a late write) is recorded again.

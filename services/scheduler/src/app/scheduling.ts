@@ -24,7 +24,7 @@ export interface SchedulingOptions {
 }
 
 /**
- * The scheduler's three loops (DESIGN.md 1, docs/decisions/0011): the membership this
+ * The scheduler's three loops (docs/architecture.md, docs/decisions/0011): the membership this
  * replica renews to own its share of the partitions; every tick, the sweep of its partitions
  * that commands what fell due; and the rebuild of its partitions' schedules from the services
  * that own the data, at start and then every `rebuildMs`.
@@ -40,7 +40,7 @@ export async function startScheduling(options: SchedulingOptions): Promise<{ sto
   // From the members the last renewal read (every second): no query per tick.
   const owned = () => ownedPartitions(replicas.members, me);
 
-  // At start and then every rebuildMs, of the partitions this replica owns then (DESIGN.md 10:
+  // At start and then every rebuildMs, of the partitions this replica owns then (docs/operations.md:
   // replicas share the work); sooner again while a service is unreachable.
   const rebuilding = repeat(
     async () => {

@@ -44,7 +44,7 @@ const ITEMS_PER_SWEEP = 20_000;
 const SECONDS_PER_SWEEP = 600;
 
 /**
- * Finds due work of one collection and commands it in batches (DESIGN.md 1 and 2 "Scale";
+ * Finds due work of one collection and commands it in batches (docs/architecture.md "Scale";
  * docs/decisions/0011). For each partition this replica owns, a `SecondSweeper` (@rs/due)
  * reads each second by its key READ_AHEAD_S before it begins, and its items are commanded as they fall due
  * in batches of MAX_BATCH_ITEMS with publisher confirms; once it has passed and every item

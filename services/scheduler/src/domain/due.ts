@@ -31,7 +31,7 @@ export const partitionOf = (id: string): number => hashOf(id) % PARTITIONS;
 /**
  * The buckets of the owning services' collections (`bucketOf`, of the same hash) whose ids
  * are all in these partitions: a bucket's partition is its number modulo PARTITIONS, since
- * PARTITIONS divides BUCKETS. What a replica's rebuild reads (DESIGN.md 10).
+ * PARTITIONS divides BUCKETS. What a replica's rebuild reads (docs/operations.md).
  */
 export function bucketsOf(partitions: readonly number[]): number[] {
   return Array.from({ length: BUCKETS }, (_, bucket) => bucket).filter((bucket) =>
@@ -84,7 +84,7 @@ export function ownedPartitions(liveMembers: readonly string[], me: string): num
   return Array.from({ length: PARTITIONS }, (_, p) => p).filter((p) => p % members.length === index);
 }
 
-/** A right is due to expire at the end of its interval while ACTIVE or SUSPENDED (DESIGN.md 3). */
+/** A right is due to expire at the end of its interval while ACTIVE or SUSPENDED (docs/api.md). */
 export function rightDueAt(right: Pick<RightEventData, 'state' | 'timeInterval'>): Date | null {
   if (right.state !== 'ACTIVE' && right.state !== 'SUSPENDED') return null;
   const end = new Date(right.timeInterval.split('/')[1] ?? '');
@@ -93,7 +93,7 @@ export function rightDueAt(right: Pick<RightEventData, 'state' | 'timeInterval'>
 
 /**
  * A subscription is due at the start of its next period to issue, or at its end, whichever
- * comes first (DESIGN.md 3 "Renewal").
+ * comes first (docs/api.md "Renewal").
  */
 export function subscriptionDueAt(
   subscription: Pick<SubscriptionEventData, 'state' | 'timeSpec' | 'nextPeriod'>,
@@ -110,7 +110,7 @@ export function subscriptionDueAt(
   return candidates.length > 0 ? new Date(Math.min(...candidates)) : null;
 }
 
-/** What an event leaves due: the version of its resource, and when (null: nothing; DESIGN.md 1 and 3). */
+/** What an event leaves due: the version of its resource, and when (null: nothing; docs/architecture.md). */
 export interface DueAfter {
   id: string;
   dueAt: Date | null;

@@ -40,7 +40,7 @@ const landedLate = counter(
 const BATCH = { max: 500, lingerMs: 25 };
 
 /**
- * Keeps the scheduler's projections current from the services' events (DESIGN.md 1 and 2):
+ * Keeps the scheduler's projections current from the services' events (docs/architecture.md):
  * each event that leaves something due records that due time, as of the event's sequence.
  * An event after which nothing is due (expired, removed, deleted) records nothing: the
  * version due before it finds nothing to do when its time comes.

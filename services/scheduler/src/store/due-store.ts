@@ -54,7 +54,7 @@ const toItem = ({ _id, id, sequence, dueAt, connectId, snapshot }: DueDocument):
 };
 
 /**
- * A stored snapshot, or none when it does not read as one (DESIGN.md 9: bad stored data fails
+ * A stored snapshot, or none when it does not read as one (docs/api.md: bad stored data fails
  * alone; without a snapshot the subscription is read by its owner).
  */
 function snapshotLoaded(stored: string): SubscriptionSnapshot | undefined {
@@ -85,7 +85,7 @@ export const dueIndexes = (collection: string): CollectionIndexes => ({
   ],
 });
 
-/** One collection of due items in the scheduler's own database (DESIGN.md 1). */
+/** One collection of due items in the scheduler's own database (docs/architecture.md). */
 export class DueStore {
   readonly model: Model<DueDocument>;
 

@@ -5,7 +5,7 @@ import { PartitionStore } from './partition-store';
 export const RIGHT_EXPIRIES = 'right_expiries';
 export const SUBSCRIPTION_SCHEDULES = 'subscription_schedules';
 
-/** The scheduler's own database (DESIGN.md 1). */
+/** The scheduler's own database (docs/architecture.md). */
 export function createStores(db: Connection) {
   return {
     rightExpiries: new DueStore(db, RIGHT_EXPIRIES),

@@ -41,7 +41,7 @@ import {
 } from '../domain/subscription';
 import type { RenewalChange, SubscriptionQuery, SubscriptionStore } from '../store/subscription-store';
 
-/** Rights of one subscription that renewal came too late to issue (DESIGN.md 3 "Renewal"). */
+/** Rights of one subscription that renewal came too late to issue (docs/api.md "Renewal"). */
 export interface MissedRights {
   subscriptionId: string;
   connectId: string;
@@ -72,7 +72,7 @@ function renewedBy({ current, outbox, missedRights }: PlannedRenewal): Omit<Rene
 }
 
 /**
- * The subscription use cases (spec 4.1): who may (DESIGN.md 3), what happens (the pure
+ * The subscription use cases (docs/api.md): who may (docs/api.md), what happens (the pure
  * domain), stored with its events and the rights cascade in one write.
  */
 export interface SubscriptionUseCasesOptions {
@@ -80,7 +80,7 @@ export interface SubscriptionUseCasesOptions {
   changes: HistoryLog;
   skus: SkuLookup;
   publicBaseUrl: string;
-  /** SUBSCRIPTION_MIN_PERIOD (DESIGN.md 9). */
+  /** SUBSCRIPTION_MIN_PERIOD (docs/api.md). */
   minPeriod: Duration;
   clock?: Clock;
 }
@@ -114,7 +114,7 @@ export class SubscriptionUseCases {
     }
     const spec = parseTimeSpec(body.timeSpec);
     if (!spec.ok) throw DomainError.invalid(`timeSpec: ${spec.reason}`);
-    // DESIGN.md 9: the period, the dates and the rights one renewal may issue are bounded.
+    // docs/api.md: the period, the dates and the rights one renewal may issue are bounded.
     const violation = boundsViolation(spec.value, body.rightsSpec, this.minPeriod);
     if (violation) throw DomainError.invalid(violation);
     for (const [index, template] of body.rightsSpec.entries()) {
@@ -163,7 +163,7 @@ export class SubscriptionUseCases {
   }
 
   /**
-   * DESIGN.md 8 "History": every change of a subscription the caller may read, oldest first;
+   * docs/api.md "History": every change of a subscription the caller may read, oldest first;
    * a deleted subscription's history stays readable by its grantor and admins.
    */
   async history(principal: Principal, userId: string, subscriptionId: string, page: HistoryPageRequest) {
@@ -182,7 +182,7 @@ export class SubscriptionUseCases {
     return this.store.list({ ...query, visibleTo: visibleGrantorOf(principal) });
   }
 
-  /** spec 4.1: 204 also for an unknown subscription; its rights stay (DESIGN.md 3). */
+  /** docs/api.md: 204 also for an unknown subscription; its rights stay (docs/api.md). */
   async remove(
     principal: Principal,
     userId: string,
@@ -208,7 +208,7 @@ export class SubscriptionUseCases {
   }
 
   /**
-   * `subscriptions.renew` from the scheduler, for a batch (DESIGN.md 2 "Scale"): bring each
+   * `subscriptions.renew` from the scheduler, for a batch (docs/architecture.md "Scale"): bring each
    * subscription up to now (issue the rights of every due period, one `rights.issue` per
    * period with deterministic ids downstream; expire it at its end), planned together and
    * stored in one batch of compare-and-sets. A subscription another writer changed meanwhile
@@ -225,7 +225,7 @@ export class SubscriptionUseCases {
     const keys = items.map((item) => ({ userId: item.connectId, id: item.subscriptionId }));
     const earlier = replay ? await this.lastRenewals(keys) : [];
     const found = await this.subscriptionsOf(items);
-    // DESIGN.md 9: a subscription whose renewal fails (bad stored data, a bug) fails alone.
+    // docs/api.md: a subscription whose renewal fails (bad stored data, a bug) fails alone.
     const failed: ItemFailure[] = [];
     const planned = eachItem(found, (subscription) => subscription && this.renewal(subscription, now), failed).filter(
       (one): one is { index: number; value: PlannedRenewal } => one.value !== null,
@@ -294,7 +294,7 @@ export class SubscriptionUseCases {
   /**
    * Subscriptions whose renewal failed on their own are set aside at their generation: the
    * scheduler's rebuild leaves them out, so they never join a batch with others again, until
-   * a change (or a renewal replayed by an operator) moves them past it (DESIGN.md 9).
+   * a change (or a renewal replayed by an operator) moves them past it (docs/api.md).
    */
   private async setAside(failures: ReadonlyArray<{ subscription: SubscriptionEntity | null; error: unknown }>) {
     for (const { subscription, error } of failures) {
@@ -334,7 +334,7 @@ export class SubscriptionUseCases {
     const renewed = renewedState(subscription, plan, now);
     if (!renewed) return null;
     const { next, events } = renewed;
-    // The platform renews, as the scheduler commanded (DESIGN.md 8 "History").
+    // The platform renews, as the scheduler commanded (docs/api.md "History").
     const outbox = [
       ...this.messages.of(next, events, null, systemActor('scheduler')),
       ...plan.issues.map((issue) => this.messages.issueOf(subscription, issue, now)),
@@ -342,7 +342,7 @@ export class SubscriptionUseCases {
     return { current: subscription, next, outbox, missedRights: plan.missed };
   }
 
-  /** A change a caller asks for through the API (spec 4.1): the change pipeline, with its access rule. */
+  /** A change a caller asks for through the API (docs/api.md): the change pipeline, with its access rule. */
   private change(
     principal: Principal,
     target: { userId: string; subscriptionId: string; expectedGeneration: number | undefined },
@@ -352,7 +352,7 @@ export class SubscriptionUseCases {
     return changeOne({
       what: `subscription ${subscriptionId}`,
       load: () => this.store.find(userId, subscriptionId),
-      // spec 5 rule 3: another grantor's subscription is 401 for delete, activate, suspend.
+      // docs/api.md "Principals and authorization": another grantor's subscription is 401 for delete, activate, suspend.
       authorize: (subscription) => {
         if (!canManage(principal, subscription))
           throw DomainError.notPermitted('only its grantor or an admin may change this subscription');

@@ -2,7 +2,7 @@ import type { Principal } from '@rs/contracts';
 import type { SubscriptionEntity } from './subscription';
 
 /**
- * DESIGN.md 3 "Principals and authorization", for subscriptions. Pure.
+ * docs/api.md "Principals and authorization", for subscriptions. Pure.
  * A non-admin client with grantor G sees, and may change, the subscriptions with grantorId G.
  */
 export function canSee(principal: Principal, subscription: Pick<SubscriptionEntity, 'grantorId'>): boolean {
@@ -10,13 +10,13 @@ export function canSee(principal: Principal, subscription: Pick<SubscriptionEnti
 }
 
 /**
- * Delete, activate, suspend (spec 5 rule 3): the subscription's grantor or an admin. Another
+ * Delete, activate, suspend (docs/api.md "Principals and authorization"): the subscription's grantor or an admin. Another
  * grantor's subscription is refused (401) whether or not the caller could read it.
  */
 export const canManage = canSee;
 
 /**
- * History (DESIGN.md 8): whoever may read the subscription; once it is deleted, its grantor
+ * History (docs/api.md): whoever may read the subscription; once it is deleted, its grantor
  * (with its Basic credentials) and admins.
  */
 export function canReadHistory(
@@ -28,7 +28,7 @@ export function canReadHistory(
   return principal.admin || (principal.scheme === 'basic' && subscription.grantorId === principal.grantorId);
 }
 
-/** Create: for the caller's own grantor unless admin (DESIGN.md 3). */
+/** Create: for the caller's own grantor unless admin (docs/api.md). */
 export function canSubscribeFor(principal: Principal, grantorId: string): boolean {
   return principal.admin || principal.grantorId === grantorId;
 }

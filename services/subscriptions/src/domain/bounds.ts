@@ -2,7 +2,7 @@ import { parseDuration, periodStart, plusOrNull, RANGE_REASON, type TimeSpec } f
 import { Duration } from 'luxon';
 
 /**
- * DESIGN.md 9 "Time specs": no subscription may cost the platform more than its grantor's
+ * docs/api.md "Time specs": no subscription may cost the platform more than its grantor's
  * own requests. Pure.
  */
 

@@ -26,13 +26,13 @@ export interface RenewalPlan {
   /**
    * Rights never issued because renewal came after they had ended, although they were still
    * to come when the subscription was created: the platform was late, and its user lost
-   * them for good (DESIGN.md 3). Those that had ended before the creation are not counted.
+   * them for good (docs/api.md). Those that had ended before the creation are not counted.
    */
   missed: number;
 }
 
 /**
- * What bringing a subscription up to `now` means (DESIGN.md 3 "Renewal"): every period from
+ * What bringing a subscription up to `now` means (docs/api.md "Renewal"): every period from
  * `nextPeriod` that has started yields one right per template, ACTIVE or SUSPENDED as the
  * subscription is; a right that would already have ended is never issued (so catching up
  * after downtime issues only what still matters); a right keeps its full length even past
@@ -75,7 +75,7 @@ export function planRenewal(subscription: SubscriptionEntity, spec: TimeSpec, no
 }
 
 /**
- * What renewing by `plan` makes of the subscription (DESIGN.md 3 "Renewal"): its next period,
+ * What renewing by `plan` makes of the subscription (docs/api.md "Renewal"): its next period,
  * EXPIRED when the spec has ended, the next generation, and the events that say so
  * (`subscription.renewed` when it issues rights, `subscription.expired`); null when it is up
  * to date.

@@ -17,7 +17,7 @@ export interface Template {
   grantorContext: string | null;
 }
 
-/** A subscription as the service holds it (spec 2.1), free of storage details. */
+/** A subscription as the service holds it (docs/api.md), free of storage details. */
 export interface SubscriptionEntity {
   subscriptionId: string;
   userId: string;
@@ -38,7 +38,7 @@ export interface SubscriptionEntity {
 
 export type SubscriptionCommand = 'activate' | 'suspend';
 
-/** spec 3.1: activate from SUSPENDED, suspend from ACTIVE; anything else is 409. */
+/** docs/api.md: activate from SUSPENDED, suspend from ACTIVE; anything else is 409. */
 export const TRANSITIONS: Record<SubscriptionState, Partial<Record<SubscriptionCommand, SubscriptionState>>> = {
   ACTIVE: { suspend: 'SUSPENDED' },
   SUSPENDED: { activate: 'ACTIVE' },
@@ -60,13 +60,13 @@ export type Decision =
     }
   | { kind: 'conflict'; reason: string };
 
-/** spec 4.1 "Delete a subscription": subscription.deleted; its rights stay (DESIGN.md 3). */
+/** docs/api.md "Subscriptions": subscription.deleted; its rights stay (docs/api.md). */
 export function removal(subscription: SubscriptionEntity, now: Date): Decision {
   const next = { ...subscription, generation: subscription.generation + 1, updatedAt: now };
   return { kind: 'change', next, events: [SubscriptionEventTypes.deleted], cascade: null, removes: true };
 }
 
-/** Activate or suspend; the subscription's rights follow (DESIGN.md 3, the cascade). */
+/** Activate or suspend; the subscription's rights follow (docs/api.md, the cascade). */
 export function decide(subscription: SubscriptionEntity, command: SubscriptionCommand, now: Date): Decision {
   const target = TRANSITIONS[subscription.state][command];
   if (!target) {
@@ -88,7 +88,7 @@ export function timeSpecOf(subscription: Pick<SubscriptionEntity, 'timeSpec'>): 
 }
 
 /**
- * The first period to issue for a new subscription (DESIGN.md 3 "Renewal"): period 0 when
+ * The first period to issue for a new subscription (docs/api.md "Renewal"): period 0 when
  * it starts in the future; when the start lies in the past, the current period (issued at
  * once); null when the subscription has already ended.
  */
@@ -97,13 +97,13 @@ export function firstPeriodToIssue(spec: TimeSpec, now: Date): number | null {
   return periodExists(spec, k) ? k : (nextPeriodStart(spec, DateTime.fromJSDate(now))?.k ?? null);
 }
 
-/** A subscription as the scheduler rebuilds its schedule from it (the internal listing, DESIGN.md 3 "Renewal"). */
+/** A subscription as the scheduler rebuilds its schedule from it (the internal listing, docs/api.md "Renewal"). */
 export function scheduleEntry(subscription: SubscriptionEntity): ScheduleEntry {
   const { subscriptionId, userId: connectId, generation: sequence, state, timeSpec, nextPeriod } = subscription;
   return { subscriptionId, connectId, sequence, state, timeSpec, nextPeriod };
 }
 
-/** The subscription as the API returns it, with the links of DESIGN.md 3. */
+/** The subscription as the API returns it, with the links of docs/architecture.md. */
 export function representation(subscription: SubscriptionEntity, publicBaseUrl: string): Subscription {
   const user = `${publicBaseUrl}/id/users/${encodeURIComponent(subscription.userId)}`;
   const self = `${user}/subs/${subscription.subscriptionId}`;

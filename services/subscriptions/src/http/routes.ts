@@ -5,7 +5,7 @@ import type { Request, Router } from 'express';
 import { representation, scheduleEntry, type SubscriptionCommand } from '../domain/subscription';
 import type { SubscriptionUseCases } from '../app/subscriptions';
 
-/** The subscriptions API of spec 4.1, behind the gateway: HTTP in and out; the rules are the use cases'. */
+/** The subscriptions API of docs/api.md, behind the gateway: HTTP in and out; the rules are the use cases'. */
 export function subscriptionRoutes(subscriptions: SubscriptionUseCases, publicBaseUrl: string): Router {
   const router = http.exactRouter();
   const id = (req: Request) => http.parseParam(SubscriptionId, 'subscriptionId', req.params.subscriptionId);
@@ -45,7 +45,7 @@ export function subscriptionRoutes(subscriptions: SubscriptionUseCases, publicBa
     activateSubscription: transition('activate'),
     suspendSubscription: transition('suspend'),
   });
-  // For the scheduler to rebuild its schedules (DESIGN.md 3 "Renewal").
+  // For the scheduler to rebuild its schedules (docs/api.md "Renewal").
   http.bucketListing(router, '/internal/schedules', BUCKETS, async (bucket, page) => {
     const { items, lastId } = await subscriptions.schedulePage(bucket, page);
     return { items: items.map(scheduleEntry), lastId };

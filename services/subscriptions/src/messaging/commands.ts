@@ -10,7 +10,7 @@ import { reportMissedRights } from './missed-rights';
 export const SUBSCRIPTIONS_COMMAND_QUEUE = 'subscriptions.commands';
 
 /**
- * `subscriptions.renew` from the scheduler (DESIGN.md 2), a batch per message; idempotent,
+ * `subscriptions.renew` from the scheduler (docs/architecture.md), a batch per message; idempotent,
  * dead-lettered when malformed. Few messages at once: each carries up to 500 subscriptions.
  * A delivery that may have been handled before (redelivered after a crash, or a retry)
  * publishes the last renewal's events and commands of its subscriptions again.
@@ -39,7 +39,7 @@ export async function consumeSubscriptionCommands(options: {
         // The durable command is the outbox of its renewals: recorded and published, with confirms, before it is acked.
         await recordAndPublish(history, broker, batchedIssues(renewed.emitted));
         reportMissedRights(renewed.missed, log);
-        // DESIGN.md 9: a subscription that failed alone is dead-lettered alone.
+        // docs/api.md: a subscription that failed alone is dead-lettered alone.
         return renewed.failed.map(({ index, error }) => ({
           message: 0,
           data: items[index],

@@ -55,7 +55,7 @@ export class SubscriptionMessages {
     return [...events, command];
   }
 
-  /** `rights.issue` for one period of a renewal (DESIGN.md 3 "Renewal"). */
+  /** `rights.issue` for one period of a renewal (docs/api.md "Renewal"). */
   issueOf(subscription: SubscriptionEntity, issue: PeriodIssue, now: Date): OutboxEntry {
     return changeMessage<RightsIssueData>(Exchanges.commands, {
       source: EVENT_SOURCE,

@@ -3,7 +3,7 @@ import { counter } from '@rs/telemetry/metrics';
 import type { MissedRights } from '../app/subscriptions';
 
 /**
- * Rights renewal came too late to issue (DESIGN.md 3 "Renewal": a right that would already
+ * Rights renewal came too late to issue (docs/api.md "Renewal": a right that would already
  * have ended is never issued). Each is a paid right its user never had; the alert
  * RenewalRightsMissed (docs/operations.md) fires on any.
  */

@@ -4,7 +4,7 @@ import type { mongo } from 'mongoose';
 
 export const SUBSCRIPTION_HISTORY = 'subscription_history';
 
-/** The changes of subscriptions (DESIGN.md 8 "History"): every subscription event. */
+/** The changes of subscriptions (docs/api.md "History"): every subscription event. */
 export const subscriptionHistory = (db: mongo.Db, retentionDays?: number): HistoryLog =>
   new HistoryLog(
     db,

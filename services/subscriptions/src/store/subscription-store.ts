@@ -67,7 +67,7 @@ const toFields = ({ subscriptionId: _id, ...fields }: SubscriptionEntity) => fie
 
 export interface SubscriptionQuery {
   userId: string;
-  /** Non-admins see only subscriptions of their own grantor (spec 5 rule 1). */
+  /** Non-admins see only subscriptions of their own grantor (docs/api.md "Principals and authorization"). */
   visibleTo: string | null;
   grantorId: string | null;
   limit: number;
@@ -139,7 +139,7 @@ const recordOf = (next: SubscriptionEntity, deleted: boolean): ProgressDocument 
 /**
  * The subscriptions service's own database. A subscription is its document as created, and
  * every later change is a record inserted under (subscription, generation) with its events
- * and commands (DESIGN.md 2; docs/decisions/0003 and 0026): renewal, the bulk job, writes only
+ * and commands (docs/architecture.md; docs/decisions/0003 and 0026): renewal, the bulk job, writes only
  * inserts. Reads apply the latest record; an API change also copies it into the document
  * (so lists filter and page on current documents), after it is stored.
  */
@@ -184,8 +184,8 @@ export class SubscriptionStore extends UserOwnedStore<SubscriptionDocument, Subs
 
   /**
    * A page of the live subscriptions of one bucket in id order (for the scheduler's rebuild;
-   * DESIGN.md 10), but those set aside at their current generation (their renewal failed
-   * alone; DESIGN.md 9), each with its records: those of the page's ids only, a range of
+   * docs/operations.md), but those set aside at their current generation (their renewal failed
+   * alone; docs/api.md), each with its records: those of the page's ids only, a range of
    * `_id` (`<id>@<generation>` sorts after its id and before any later one).
    */
   async ofBucket(bucket: number, page: { after: string | undefined; limit: number }) {

@@ -25,7 +25,7 @@ gauge(
   ['endpoint'],
   async function collect() {
     this.reset();
-    // One replica reports it (DESIGN.md 10: a scrape of each would count the same deliveries again).
+    // One replica reports it (docs/operations.md: a scrape of each would count the same deliveries again).
     for (const dispatcher of dispatchers)
       if (dispatcher.reportsBacklog())
         for (const [endpoint, count] of await dispatcher.backlog().catch(() => new Map<string, number>()))
@@ -84,7 +84,7 @@ const OWN_LEASE_EXTRA_MS = 15_000;
 const SWEEP_MARGIN_S = 60;
 
 /**
- * Delivers webhooks (DESIGN.md 8): a lane per endpoint with at most `perEndpoint` attempts
+ * Delivers webhooks (docs/api.md): a lane per endpoint with at most `perEndpoint` attempts
  * under way, so a slow, hanging or failing endpoint delays no other; each attempt claims
  * its delivery in the database first, so replicas and restarts never run one twice at once.
  *

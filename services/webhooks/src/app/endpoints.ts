@@ -10,11 +10,11 @@ import type { Delivery, DeliveryStore } from '../store/delivery-store';
 import type { Endpoint, EndpointStore } from '../store/endpoint-store';
 import type { EndpointDirectory } from './dispatcher';
 
-/** DESIGN.md 8: the old secret keeps signing beside the new one this long after a rotation. */
+/** docs/api.md: the old secret keeps signing beside the new one this long after a rotation. */
 export const ROTATION_OVERLAP_MS = 24 * 3_600_000;
 
 /**
- * The webhooks API (DESIGN.md 8): a client manages the endpoints of its own grantor, an
+ * The webhooks API (docs/api.md): a client manages the endpoints of its own grantor, an
  * admin any; another grantor's endpoint is not found. Secrets are sealed at rest and shown
  * only in the answer that made them.
  */
@@ -26,7 +26,7 @@ export class EndpointUseCases implements EndpointDirectory {
     private readonly options: {
       allowPrivateTargets: boolean;
       retryNow: (delivery: Delivery) => void;
-      /** WEBHOOK_MAX_ENDPOINTS: endpoints one grantor may have (DESIGN.md 9). */
+      /** WEBHOOK_MAX_ENDPOINTS: endpoints one grantor may have (docs/api.md). */
       maxPerGrantor: number;
     },
     private readonly clock: Clock = systemClock,
@@ -48,7 +48,7 @@ export class EndpointUseCases implements EndpointDirectory {
       throw error;
     }
     const grantorId = principal.admin ? null : principal.grantorId;
-    // DESIGN.md 9 "Per-grantor limits" (two creates at once may both pass: one over, never more).
+    // docs/api.md "Per-grantor limits" (two creates at once may both pass: one over, never more).
     if ((await this.endpoints.countOfGrantor(grantorId)) >= this.options.maxPerGrantor)
       throw DomainError.conflict(
         `a grantor may have at most ${this.options.maxPerGrantor} webhook endpoints; delete one to register another`,

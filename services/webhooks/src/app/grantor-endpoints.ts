@@ -1,7 +1,7 @@
 import type { Endpoint, EndpointStore } from '../store/endpoint-store';
 
 /**
- * The endpoints each event of a batch may go to (DESIGN.md 8 and 9): those of the grantors
+ * The endpoints each event of a batch may go to (docs/api.md): those of the grantors
  * named in its resource (the grantor, the service provider) and the admins', each grantor's
  * read once per batch through the index by grantor, never every endpoint of every grantor.
  * Read afresh for every batch, so an endpoint receives the events that follow its creation.

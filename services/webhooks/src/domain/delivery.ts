@@ -1,5 +1,5 @@
 /**
- * A delivery's life (DESIGN.md 8): pending until a 2xx, retried after each delay of the
+ * A delivery's life (docs/api.md): pending until a 2xx, retried after each delay of the
  * schedule, then failed. Pure.
  */
 export type DeliveryStatus = 'pending' | 'delivered' | 'failed';

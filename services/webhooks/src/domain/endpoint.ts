@@ -1,7 +1,7 @@
 import { RightEventTypes, SubscriptionEventTypes } from '@rs/contracts';
 
 /**
- * Webhook endpoints (DESIGN.md 8 "Webhooks"): which events an endpoint receives. Pure.
+ * Webhook endpoints (docs/api.md "Webhooks"): which events an endpoint receives. Pure.
  */
 
 /** Every event type an endpoint may ask for: the change events of rights and subscriptions. */
@@ -33,7 +33,7 @@ export interface EndpointScope {
 }
 
 /**
- * DESIGN.md 8 and 3: an endpoint receives the events of what its grantor may read: rights it
+ * docs/api.md: an endpoint receives the events of what its grantor may read: rights it
  * grants or provides, subscriptions it grants. Decided on the event's data (the resource).
  */
 export function mayReceive(endpoint: EndpointScope, data: unknown): boolean {

@@ -1,7 +1,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 
 /**
- * Standard Webhooks signatures (DESIGN.md 8): `v1,` + base64 HMAC-SHA256 of
+ * Standard Webhooks signatures (docs/api.md): `v1,` + base64 HMAC-SHA256 of
  * `<webhook-id>.<webhook-timestamp>.<body>`, keyed with the secret's decoded bytes.
  */
 const PREFIX = 'whsec_';

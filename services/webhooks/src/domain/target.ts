@@ -2,7 +2,7 @@ import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
 
 /**
- * Where a webhook may be sent (DESIGN.md 8, server-side request forgery): `https` to public
+ * Where a webhook may be sent (docs/api.md, server-side request forgery): `https` to public
  * addresses only, unless private targets are allowed (development, tests). Pure.
  */
 

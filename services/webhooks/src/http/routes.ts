@@ -25,7 +25,7 @@ const deliveryView = (delivery: Delivery) => ({
   createdAt: delivery.createdAt.toISOString(),
 });
 
-/** The webhooks API of DESIGN.md 8, behind the gateway: HTTP in and out; the rules are the use cases'. */
+/** The webhooks API of docs/api.md, behind the gateway: HTTP in and out; the rules are the use cases'. */
 export function webhookRoutes(endpoints: EndpointUseCases, publicBaseUrl: string): Router {
   const router = http.exactRouter();
   const endpointId = (req: Request) => http.parseParam(EndpointId, 'endpointId', req.params.endpointId);

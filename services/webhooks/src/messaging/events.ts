@@ -12,8 +12,8 @@ export const WEBHOOKS_EVENT_QUEUE = 'webhooks.events';
 
 /**
  * The webhooks service's own durable queue on `rights.events` and `subscriptions.events`
- * (DESIGN.md 1 and 8): each event becomes a delivery for every endpoint that may see it
- * (DESIGN.md 3) and whose patterns match its type, stored (leased to this process for its
+ * (docs/architecture.md): each event becomes a delivery for every endpoint that may see it
+ * (docs/api.md) and whose patterns match its type, stored (leased to this process for its
  * first attempt) before the event is acked, then handed to the dispatcher. A redelivered event finds its deliveries stored (their ids are
  * derived from endpoint and event) and makes none twice.
  */

@@ -230,7 +230,7 @@ export class DeliveryStore {
 
   /** Pending deliveries of each endpoint (the backlog metric). */
   async backlog(endpointIds: readonly string[]): Promise<Map<string, number>> {
-    // One query for all endpoints (DESIGN.md 10), served on MongoDB by `by_pending_endpoint`.
+    // One query for all endpoints (docs/operations.md), served on MongoDB by `by_pending_endpoint`.
     const pending = await this.deliveries
       .aggregate<{ _id: string; count: number }>(
         [{ $match: { status: 'pending' } }, { $group: { _id: '$endpointId', count: { $sum: 1 } } }],

@@ -36,7 +36,7 @@ const toEndpoint = ({ _id, deleted: _deleted, ...fields }: EndpointDocument): En
  * The endpoints in the webhooks service's own database. A deleted endpoint stays as a
  * tombstone (its deliveries log refers to it); nothing reads its secrets but the dispatcher.
  */
-/** Endpoints are read by `_id`, and by grantor for every event: DESIGN.md 9, a grantor's events reach its own endpoints only. */
+/** Endpoints are read by `_id`, and by grantor for every event: docs/api.md, a grantor's events reach its own endpoints only. */
 export const ENDPOINT_INDEXES: CollectionIndexes = {
   collection: 'endpoints',
   queries: [
@@ -101,7 +101,7 @@ export class EndpointStore {
   }
 
   /**
-   * Migration step of a key rotation (DESIGN.md 10): seals again, with the current key, every
+   * Migration step of a key rotation (docs/operations.md): seals again, with the current key, every
    * stored secret another key sealed, tombstones included, a page of endpoints at a time; each
    * a compare-and-set on the secrets as read (the generation, and so the ETag, unchanged: the
    * secrets are the same). An endpoint changed meanwhile is read again. Returns how many
