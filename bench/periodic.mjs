@@ -1,5 +1,5 @@
 // `npm run bench:periodic`: what each replica's periodic work costs as the data grows
-// (issue 23, docs/operations.md "Periodic work per replica"). On the servers the tests use,
+// (docs/operations.md "Periodic work per replica"). On the servers the tests use,
 // for each size (10,000 and 100,000 documents a collection by default, BENCH_PERIODIC_SIZES),
 // a scratch database is filled the way the services fill theirs, and every query a periodic
 // loop makes is timed (the median of 5): the outbox relay's poll and its backlog gauge, the

@@ -6,7 +6,11 @@
 // tried. Flags:
 //   --traces  also start Zipkin's server (installed by the setup) and export every span to
 //             it: traces at http://localhost:9411/zipkin/;
+//   --ports N the gateway on port N and everything else on the ports after it (a second copy
+//             beside the first: `npm start -- --ports 9080`);
 //   --plan    print what would run, as JSON, and start nothing.
+// The log: each service's start-up says one line when it is ready (its earlier lines are shown
+// only if it fails to start); the last line says where everything is.
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -29,15 +33,24 @@ const { DEFAULT_PORTS } = require(path.join(root, 'libs/config/dist/index.js'));
 const TIERS = [['catalog'], ['rights', 'subscriptions'], ['scheduler', 'webhooks', 'gateway']];
 const SERVICES = TIERS.flat();
 const START_GRACE_MS = 15_000;
-const USAGE = `usage: npm start [-- --traces] [-- --plan]
-  --traces  also run Zipkin's server and send every span to it: http://localhost:9411/zipkin/
-  --plan    print what would run, as JSON, and start nothing
+const USAGE = `usage: npm start [-- --traces] [-- --ports N] [-- --plan]
+  --traces   also run Zipkin's server and send every span to it: http://localhost:9411/zipkin/
+  --ports N  the gateway on port N, the services on N+1 to N+5, the gateway's /metrics on N+6,
+             the token issuer on N+10, Zipkin on N+11 (default: 8080, 8081-8085, 9464, 8090, 9411)
+  --plan     print what would run, as JSON, and start nothing
 `;
 let flags;
 try {
   ({ values: flags } = parseArgs({
-    options: { traces: { type: 'boolean' }, plan: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+    options: {
+      traces: { type: 'boolean' },
+      plan: { type: 'boolean' },
+      ports: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
   }));
+  if (flags.ports !== undefined && (!/^[1-9][0-9]{0,4}$/.test(flags.ports) || Number(flags.ports) > 65_524))
+    throw new Error(`--ports: a port from 1 to 65524, not ${flags.ports}`);
 } catch (error) {
   process.stderr.write(`${error.message}\n${USAGE}`);
   process.exit(2);
@@ -60,8 +73,23 @@ const baseEnv = {
   ...(defaultAdmin ? { ADMIN_CLIENT_ID: 'admin', ADMIN_CLIENT_SECRET: 'admin-secret-change-me' } : {}),
   ...process.env,
 };
-const ISSUER_PORT = Number(process.env.DEV_ISSUER_PORT ?? 8090);
-const ZIPKIN_PORT = Number(process.env.ZIPKIN_PORT ?? 9411);
+/** Every port this run listens on, by what listens: from `--ports`, else the defaults and their variables. */
+const base = flags.ports === undefined ? undefined : Number(flags.ports);
+const PORTS = {
+  gateway: base ?? Number(process.env.GATEWAY_PORT ?? DEFAULT_PORTS.gateway),
+  ...Object.fromEntries(
+    ['subscriptions', 'rights', 'catalog', 'scheduler', 'webhooks'].map((service) => [
+      service,
+      base === undefined ? DEFAULT_PORTS[service] : base + DEFAULT_PORTS[service] - DEFAULT_PORTS.gateway,
+    ]),
+  ),
+  metrics: base === undefined ? Number(process.env.METRICS_PORT ?? 9464) : base + 6,
+  issuer: base === undefined ? Number(process.env.DEV_ISSUER_PORT ?? 8090) : base + 10,
+  zipkin: base === undefined ? Number(process.env.ZIPKIN_PORT ?? 9411) : base + 11,
+};
+const ISSUER_PORT = PORTS.issuer;
+const ZIPKIN_PORT = PORTS.zipkin;
+const gatewayUrl = `http://localhost:${PORTS.gateway}`;
 /** Installed by deploy/local/setup.sh from Maven Central. */
 const ZIPKIN_JAR = path.join(root, '.local/tools/zipkin.jar');
 const plan = {
@@ -71,6 +99,8 @@ const plan = {
   defaultAdminClient: defaultAdmin ? 'admin' : null,
   devIssuer: devIssuerWanted(baseEnv) ? { url: `http://localhost:${ISSUER_PORT}` } : null,
   zipkin: flags.traces ? { url: `http://localhost:${ZIPKIN_PORT}/zipkin/` } : null,
+  gateway: gatewayUrl,
+  ports: PORTS,
 };
 const color = process.stdout.isTTY ? (code, text) => `\x1b[${code}m${text}\x1b[0m` : (_code, text) => text;
 const SERVICE_COLORS = {
@@ -111,18 +141,21 @@ async function ensureServers() {
 }
 
 // One JSON log line, readable: pino-pretty, with the request lines shortened to
-// `GET /path 200 3ms` and the trace id kept (first 8 characters) to find it in Jaeger.
+// `POST /path 401 3ms client=acme: the reason` and the whole trace id, to find the trace in
+// Zipkin or Jaeger.
 const pretty = prettyFactory({
   colorize: Boolean(process.stdout.isTTY),
   translateTime: 'SYS:HH:MM:ss.l',
   singleLine: true,
-  ignore: 'pid,hostname,service,span_id,request_id,trace_id,method,path,status,duration_ms',
+  ignore: 'pid,hostname,service,span_id,request_id,trace_id,method,path,status,duration_ms,client,reason',
   messageFormat: (log, messageKey) => {
     const text =
       log[messageKey] === 'request' && log.method
-        ? `${log.method} ${log.path} ${log.status} ${Math.round(log.duration_ms)}ms`
+        ? `${log.method} ${log.path} ${log.status} ${Math.round(log.duration_ms)}ms` +
+          (log.client ? ` client=${log.client}` : '') +
+          (log.reason ? `: ${log.reason}` : '')
         : log[messageKey];
-    return log.trace_id ? `${text} trace=${String(log.trace_id).slice(0, 8)}` : text;
+    return log.trace_id ? `${text} trace=${log.trace_id}` : text;
   },
 });
 
@@ -134,6 +167,27 @@ function format(service, line) {
 
 const children = new Map();
 let stopping = false;
+/**
+ * The lines of each child still starting, held back: once it is ready they give way to one
+ * line saying so; if it stops before, they are shown, for they say why. Warnings and errors,
+ * and what is not a JSON log line, are shown at once.
+ */
+const startup = new Map();
+
+function shownAtOnce(line) {
+  if (!line.startsWith('{')) return true;
+  try {
+    return JSON.parse(line).level >= 40;
+  } catch {
+    return true;
+  }
+}
+
+/** A child answered at its readiness URL: one line, instead of what it said while starting. */
+function announceReady(name, where) {
+  startup.delete(name);
+  process.stdout.write(`${color(SERVICE_COLORS[name], name.padEnd(13))} ready${where ? ` on ${where}` : ''}\n`);
+}
 
 /** Zipkin (Armeria) listens on every interface by default; traces stay on this machine. */
 const zipkinOnLoopback = (port) => [
@@ -161,13 +215,19 @@ function launch(service, attempt = 0) {
   const child = spawn(command, args, { env: childEnv(service), stdio: ['ignore', 'pipe', 'pipe'] });
   const startedAt = Date.now();
   children.set(service, child);
+  // A restart's lines are all shown: something went wrong.
+  if (attempt === 0) startup.set(service, []);
   for (const stream of [child.stdout, child.stderr]) {
-    readline
-      .createInterface({ input: stream })
-      .on('line', (line) => process.stdout.write(`${format(service, line)}\n`));
+    readline.createInterface({ input: stream }).on('line', (line) => {
+      const held = startup.get(service);
+      if (held && !shownAtOnce(line)) held.push(format(service, line));
+      else process.stdout.write(`${format(service, line)}\n`);
+    });
   }
   child.on('exit', (code, signal) => {
     children.delete(service);
+    for (const line of startup.get(service) ?? []) process.stdout.write(`${line}\n`);
+    startup.delete(service);
     if (stopping) return;
     if (Date.now() - startedAt < START_GRACE_MS && attempt === 0) {
       say(color(31, `${service} exited while starting (${signal ?? `code ${code}`}); stopping everything`));
@@ -180,6 +240,17 @@ function launch(service, attempt = 0) {
   });
 }
 
+/** Where the services find each other, and the base of every link, on this run's ports. */
+const wiring = {
+  ...Object.fromEntries(
+    SERVICES.filter((service) => service !== 'gateway').map((service) => [
+      `${service.toUpperCase()}_URL`,
+      `http://127.0.0.1:${PORTS[service]}`,
+    ]),
+  ),
+  PUBLIC_BASE_URL: process.env.PUBLIC_BASE_URL ?? gatewayUrl,
+};
+
 function childEnv(service) {
   if (service === 'zipkin')
     // In-memory storage: traces of this run only; its (Spring Boot) log without the banner, warnings up.
@@ -190,7 +261,10 @@ function childEnv(service) {
       SPRING_MAIN_BANNER_MODE: 'off',
       LOGGING_LEVEL_ROOT: 'WARN',
     };
-  const env = { ...baseEnv, OTEL_SERVICE_NAME: service };
+  const env = { ...baseEnv, ...wiring, OTEL_SERVICE_NAME: service };
+  if (service === 'gateway')
+    Object.assign(env, { GATEWAY_PORT: String(PORTS.gateway), METRICS_PORT: String(PORTS.metrics) });
+  else if (SERVICES.includes(service)) env.PORT = String(PORTS[service]);
   const issuer = { JWT_ISSUER: plan.devIssuer?.url, JWT_AUDIENCE: process.env.JWT_AUDIENCE ?? 'rights-api' };
   if (service === 'issuer') return { ...env, ...issuer, DEV_ISSUER_PORT: String(ISSUER_PORT) };
   // The gateway trusts the development issuer, through its JWKS as it would a real provider's.
@@ -208,18 +282,21 @@ function childEnv(service) {
   return env;
 }
 
-function stop(code) {
+/** Stops what runs, a tier at a time in the reverse order of start: none outlives what it calls. */
+async function stop(code) {
   if (stopping) return;
   stopping = true;
-  const exits = [...children.values()].map((child) => new Promise((resolve) => child.once('exit', resolve)));
-  for (const child of children.values()) child.kill('SIGTERM');
   const force = setTimeout(() => {
     for (const child of children.values()) child.kill('SIGKILL');
   }, 15_000);
-  Promise.all(exits).then(() => {
-    clearTimeout(force);
-    process.exit(code);
-  });
+  for (const tier of [...TIERS].reverse().concat([['issuer', 'zipkin']])) {
+    const running = tier.map((name) => children.get(name)).filter((child) => child !== undefined);
+    const exits = running.map((child) => new Promise((resolve) => child.once('exit', resolve)));
+    for (const child of running) child.kill('SIGTERM');
+    await Promise.all(exits);
+  }
+  clearTimeout(force);
+  process.exit(code);
 }
 
 process.on('SIGINT', () => stop(0));
@@ -230,15 +307,12 @@ if (flags.plan) {
   process.exit(0);
 }
 await ensureServers();
-const port = process.env.GATEWAY_PORT ?? '8080';
 const admin = process.env.ADMIN_CLIENT_ID ?? 'admin';
 /** Where each child says it is ready: a service's /readyz, the helpers' health checks. */
 function readinessOf(name) {
   if (name === 'zipkin') return `http://127.0.0.1:${ZIPKIN_PORT}/health`;
   if (name === 'issuer') return `http://127.0.0.1:${ISSUER_PORT}/healthz`;
-  if (name === 'gateway') return `http://127.0.0.1:${port}/readyz`;
-  const configured = process.env[`${name.toUpperCase()}_URL`];
-  return `${configured ?? `http://127.0.0.1:${DEFAULT_PORTS[name]}`}/readyz`;
+  return `http://127.0.0.1:${PORTS[name]}/readyz`;
 }
 
 /** Whether `name` answered 200 at its readiness URL within `timeoutMs` (false if it exited). */
@@ -253,37 +327,72 @@ async function untilReady(name, timeoutMs) {
 }
 
 /** Starts a development helper the services depend on; without it, nothing else starts. */
-async function startHelper(name, timeoutMs) {
+async function startHelper(name, timeoutMs, where) {
   launch(name);
-  if (await untilReady(name, timeoutMs)) return;
+  if (await untilReady(name, timeoutMs)) return announceReady(name, where);
   say(color(31, `${name} did not become ready within ${timeoutMs / 1000} s; stopping`));
   stop(1);
 }
+
+/** Whether something on this machine listens on `port` already (what a child would fail on). */
+function taken(port) {
+  return new Promise((resolve) => {
+    const probe = net.createServer();
+    probe.once('error', () => resolve(true));
+    probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(false)));
+  });
+}
+
+// A port in use would stop a child with a stack trace: say which, and how to choose others.
+const listeners = [
+  ...SERVICES.map((service) => [service, PORTS[service]]),
+  ["the gateway's /metrics", PORTS.metrics],
+  ...(plan.devIssuer ? [['the token issuer', ISSUER_PORT]] : []),
+  ...(plan.zipkin ? [['Zipkin', ZIPKIN_PORT]] : []),
+];
+for (const [name, port] of listeners)
+  if (await taken(port)) {
+    say(
+      color(
+        31,
+        `port ${port} (${name}) is in use: stop what listens there, or choose other ports: npm start -- --ports 9080`,
+      ),
+    );
+    process.exit(1);
+  }
 
 if (plan.zipkin) {
   if (!existsSync(ZIPKIN_JAR)) {
     say(color(31, 'Zipkin is not installed: run `npm run setup` first'));
     process.exit(1);
   }
-  say(`starting Zipkin for traces (in memory): ${plan.zipkin.url}`);
-  await startHelper('zipkin', 120_000);
+  await startHelper('zipkin', 120_000, plan.zipkin.url);
 }
-if (plan.devIssuer && !stopping) {
-  await startHelper('issuer', 15_000);
-  say(
-    `Bearer: tokens from the development issuer, e.g. npm run -s token -- --user alice --client acme --scope id.user.right.read`,
-  );
-}
-if (!stopping) {
-  say(`starting ${SERVICES.join(', ')}; the gateway will listen on http://localhost:${port}`);
-  if (defaultAdmin)
-    say(`admin client: ${admin} / admin-secret-change-me (set ADMIN_CLIENT_ID and ADMIN_CLIENT_SECRET to change)`);
-}
+if (plan.devIssuer && !stopping) await startHelper('issuer', 15_000, `http://127.0.0.1:${ISSUER_PORT}`);
+if (!stopping) say(`starting ${SERVICES.join(', ')}`);
 for (const tier of TIERS) {
   if (stopping) break;
   for (const service of tier) launch(service);
   for (const service of tier)
-    if (!(await untilReady(service, 60_000)) && children.has(service))
+    if (await untilReady(service, 60_000)) announceReady(service, service === 'gateway' ? gatewayUrl : undefined);
+    else if (children.has(service)) {
+      for (const line of startup.get(service) ?? []) process.stdout.write(`${line}\n`);
+      startup.delete(service);
       say(color(33, `${service} is not ready after 60 s; starting the rest anyway`));
+    }
 }
-if (!stopping) say(`ready: http://localhost:${port}`);
+if (!stopping) {
+  // Everything a newcomer needs next, in one line.
+  const issuerUrl = ISSUER_PORT === 8090 ? '' : `DEV_ISSUER_URL=http://127.0.0.1:${ISSUER_PORT} `;
+  say(
+    [
+      `ready: ${gatewayUrl}`,
+      `the API page ${gatewayUrl}/docs`,
+      ...(defaultAdmin ? [`admin client ${admin} / admin-secret-change-me`] : []),
+      ...(plan.devIssuer
+        ? [`a user's token: ${issuerUrl}npm run -s token -- --user alice --client acme --scope id.user.right.read`]
+        : []),
+      ...(plan.zipkin ? [`traces ${plan.zipkin.url}`] : []),
+    ].join('; '),
+  );
+}

@@ -6,7 +6,7 @@ import { clientsOf, systemFixture, TEST_ADMIN, TestSystem } from '@rs/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 // Every example of examples/ run against a running system, as an integrator would run it
-// against `npm start`, its outcome read from the JSON lines it prints (issue 25).
+// against `npm start`, its outcome read from the JSON lines it prints.
 const fx = systemFixture({
   name: 'examples',
   backends: ['catalog', 'rights', 'subscriptions', 'webhooks'],

@@ -48,6 +48,8 @@ declare global {
       requestId: string;
       log: Logger;
       routeLabel?: string;
+      /** Why the request was refused or failed: its request line says it. */
+      errorReason?: string;
     }
   }
 }
@@ -95,13 +97,18 @@ export function createHttpApp(options: HttpAppOptions): Express {
     res.locals.log = options.logger.child({ request_id: res.locals.requestId });
     const started = process.hrtime.bigint();
     res.on('finish', () => {
+      const client = (res.locals.principal as { clientId?: string } | undefined)?.clientId;
       const record = {
         method: req.method,
         path: req.path,
         status: res.statusCode,
         duration_ms: Number(process.hrtime.bigint() - started) / 1e6,
+        ...(client ? { client } : {}),
+        ...(res.locals.errorReason ? { reason: res.locals.errorReason } : {}),
       };
-      if (QUIET_PATHS.has(req.path)) res.locals.log.debug(record, 'request');
+      // Probes, scrapes and the services' reads of each other (rebuilds, projections) are routine.
+      const routine = QUIET_PATHS.has(req.path) || (req.path.startsWith('/internal/') && res.statusCode < 400);
+      if (routine) res.locals.log.debug(record, 'request');
       else res.locals.log.info(record, 'request');
     });
     next();
@@ -126,6 +133,7 @@ export function createHttpApp(options: HttpAppOptions): Express {
   app.use((req: Request, _res: Response, next: NextFunction) => next(notFound(`no resource at ${req.path}`)));
   app.use((error: unknown, req: Request, res: Response, _next: NextFunction) => {
     const appError = toAppError(error, options.realm);
+    res.locals.errorReason = appError.message;
     if (appError.status >= 500 && !(error instanceof AppError)) {
       res.locals.log?.error({ err: error }, 'request failed');
     }

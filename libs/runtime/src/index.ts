@@ -84,7 +84,10 @@ export async function connectDatabase(
     // lost right after it does not take it along (stated here, not left to the server's default).
     writeConcern: { w: 'majority' },
   });
-  db.on('disconnected', () => logger.warn('MongoDB disconnected'));
+  // A disconnection is news unless this process is closing the connection itself.
+  let closing = false;
+  db.on('disconnecting', () => (closing = true));
+  db.on('disconnected', () => (closing ? logger.debug('MongoDB disconnected') : logger.warn('MongoDB disconnected')));
   db.on('reconnected', () => logger.info('MongoDB reconnected'));
   try {
     await db.asPromise();

@@ -27,6 +27,19 @@ export async function freePort(): Promise<number> {
   throw new Error(`no free port in ${base}-${base + PORTS_PER_WORKER - 1}`);
 }
 
+/** The first of `count` consecutive free ports, in this worker's range (see `freePort`). */
+export async function freePorts(count: number): Promise<number> {
+  const worker = Number(process.env.VITEST_POOL_ID ?? 0);
+  const base = FIRST_PORT + worker * PORTS_PER_WORKER;
+  for (let attempt = 0; attempt < PORTS_PER_WORKER / count; attempt++) {
+    const first = base + (nextOffset % (PORTS_PER_WORKER - count));
+    nextOffset += count;
+    const ports = Array.from({ length: count }, (_, i) => first + i);
+    if ((await Promise.all(ports.map(canListen))).every(Boolean)) return first;
+  }
+  throw new Error(`no ${count} free ports in a row in ${base}-${base + PORTS_PER_WORKER - 1}`);
+}
+
 async function canListen(port: number): Promise<boolean> {
   const server = net.createServer();
   try {

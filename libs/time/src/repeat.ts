@@ -36,7 +36,8 @@ export function repeat(task: () => unknown, options: RepeatOptions): Repeating {
         await task();
       } catch (error) {
         failed = true;
-        options.onError(error);
+        // A run the stop cut short (its process closing what it used) is no failure to report.
+        if (!stopped) options.onError(error);
       }
       schedule(failed ? (options.retryMs ?? options.everyMs) : options.everyMs);
     })();

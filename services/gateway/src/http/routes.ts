@@ -102,6 +102,8 @@ export function gatewayRoutes(options: GatewayRoutesOptions): Router {
         return next(malformedPath());
       case 'operation':
         res.locals.operation = found.operation;
+        // Its span and metrics carry the public route template, forwarded or not.
+        res.locals.routeLabel = found.operation.route.path;
         return next();
     }
   });
@@ -150,7 +152,6 @@ export function gatewayRoutes(options: GatewayRoutesOptions): Router {
         res.redirect(307, routing.location);
         return;
       case 'forward': {
-        res.locals.routeLabel = `forward:${routing.service}`;
         const outgoing: Outgoing = {
           body: await readRequestBody(req, res, {
             takesBody: operation.route.body !== undefined,
