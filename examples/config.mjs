@@ -3,11 +3,18 @@
 // registered (PUT /admin/clients/{clientId}) or the admin client it prints.
 export const baseUrl = (process.env.PLATFORM_URL ?? 'http://localhost:8080').replace(/\/+$/, '');
 
-/** The Basic credentials in CLIENT_ID / CLIENT_SECRET (or the admin's in ADMIN_ID / ADMIN_SECRET). */
+/**
+ * The Basic credentials in CLIENT_ID / CLIENT_SECRET (or the admin's in ADMIN_ID /
+ * ADMIN_SECRET); without them the example stops with one line saying what to set (exit code 2).
+ */
 export function credentials(prefix = 'CLIENT') {
   const clientId = process.env[`${prefix}_ID`];
   const secret = process.env[`${prefix}_SECRET`];
-  if (!clientId || !secret) throw new Error(`set ${prefix}_ID and ${prefix}_SECRET`);
+  if (!clientId || !secret) {
+    const whose = prefix === 'ADMIN' ? 'an admin client (npm start prints one)' : 'the API client to call as';
+    console.error(`set ${prefix}_ID and ${prefix}_SECRET: the Basic credentials of ${whose}`);
+    process.exit(2);
+  }
   return { basic: { clientId, secret } };
 }
 

@@ -141,6 +141,18 @@ describe('examples/', () => {
       .toHaveLength(2);
   });
 
+  it('bulk-import: without the admin credentials, it stops with one line naming them, having done nothing', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'import-'));
+    const file = path.join(dir, 'import.json');
+    writeFileSync(file, JSON.stringify({ grantorId: 'G', users: [{ connectId: 'zoe', subscriptions: [] }] }));
+    const run = runExample('bulk-import.mjs', [file]);
+    expect(await run.exited).toBe(2);
+    expect(run.stderr().trim().split('\n')).toEqual([
+      'set ADMIN_ID and ADMIN_SECRET: the Basic credentials of an admin client (npm start prints one)',
+    ]);
+    expect((await fx.call('GET', '/id/users/zoe', G)).status).toBe(404);
+  });
+
   it('consume-rights-events: its own queue receives each right event', async () => {
     const consumer = runExample('consume-rights-events.mjs', [], {
       AMQP_URL: fx.system.amqpUrl,

@@ -135,8 +135,21 @@ describe("the README's quick start", () => {
       rights: [{ rightId: right.rightId }],
     });
     expect(JSON.parse(outputOf(/\/subs$/))).toMatchObject({ state: 'ACTIVE', grantorId: 'acme' });
+    expect(JSON.parse(outputOf(/\/webhooks\/endpoints$/))).toMatchObject({ secret: expect.stringMatching(/^whsec_/) });
     const listed = JSON.parse(outputOf(/Bearer \$TOKEN/)) as { right: Array<{ rightId: string }> };
     expect(listed.right.map(({ rightId }) => rightId)).toContain(right.rightId);
+  });
+
+  it("when a few seconds have passed, then the README's subscription has issued its first right, linked to it", async () => {
+    const admin = `Basic ${Buffer.from('admin:admin-secret-change-me').toString('base64')}`;
+    const linked = async () => {
+      const answer = await fetch(`${first.url}/id/users/alice/rights?grantorId=acme`, {
+        headers: { authorization: admin },
+      });
+      const { right } = (await answer.json()) as { right: Array<{ link: Array<{ rel: string }> }> };
+      return right.filter((one) => one.link.some((link) => link.rel === 'subscription')).length;
+    };
+    await expect.poll(linked).toBe(1);
   });
 
   it('when a second npm start is given other ports, then it runs beside the first and both answer; each stops without a warning', async () => {
