@@ -4,6 +4,12 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import { Parser } from '@asyncapi/parser';
 import { describe, expect, it } from 'vitest';
 import {
+  ClientBody,
+  EndpointCreateBody,
+  RevocationBody,
+  RightCreateBody,
+  SkuUpsertBody,
+  SubscriptionCreateBody,
   buildAsyncApiDocument,
   buildEventsDocument,
   buildOpenApiDocument,
@@ -25,7 +31,71 @@ const CONTRACT_TYPES = [
 
 const docs = path.resolve(__dirname, '../../../docs');
 
+/** Whether `value` meets a parameter's schema, for the keywords parameters use (a test fails on any other). */
+function accepts(schema: Record<string, unknown>, value: unknown): boolean {
+  const known = ['type', 'pattern', 'enum', 'minLength', 'maxLength', 'minimum', 'maximum', 'default'];
+  expect(Object.keys(schema).filter((keyword) => !known.includes(keyword))).toEqual([]);
+  if (schema.type === 'integer' && !Number.isInteger(value)) return false;
+  if (schema.type === 'string' && typeof value !== 'string') return false;
+  if (schema.enum && !(schema.enum as unknown[]).includes(value)) return false;
+  if (typeof value === 'string') {
+    if (schema.pattern && !new RegExp(schema.pattern as string, 'u').test(value)) return false;
+    if (value.length < Number(schema.minLength ?? 0) || value.length > Number(schema.maxLength ?? Infinity))
+      return false;
+  }
+  if (
+    typeof value === 'number' &&
+    (value < Number(schema.minimum ?? -Infinity) || value > Number(schema.maximum ?? Infinity))
+  )
+    return false;
+  return true;
+}
+
 describe('documents generated from the contracts (npm run docs)', () => {
+  it('when the API page fills in a request, then every parameter and body has an example its schema accepts', () => {
+    const document = buildOpenApiDocument() as {
+      paths: Record<
+        string,
+        Record<
+          string,
+          {
+            parameters?: Array<Record<string, unknown>>;
+            requestBody?: { content: Record<string, { schema: { $ref: string }; example?: unknown }> };
+          }
+        >
+      >;
+      components: { parameters: Record<string, { name: string; schema: Record<string, unknown>; example?: unknown }> };
+    };
+    const bodies = {
+      RightCreateBody,
+      SubscriptionCreateBody,
+      SkuUpsertBody,
+      ClientBody,
+      RevocationBody,
+      EndpointCreateBody,
+    };
+    let checked = 0;
+    for (const [path, operations] of Object.entries(document.paths))
+      for (const [method, operation] of Object.entries(operations)) {
+        for (const listed of operation.parameters ?? []) {
+          const parameter = (
+            listed.$ref ? document.components.parameters[String(listed.$ref).split('/').pop()!] : listed
+          ) as { name: string; schema: Record<string, unknown>; example?: unknown };
+          expect(parameter.example, `${method} ${path} ${parameter.name}`).toBeDefined();
+          expect(accepts(parameter.schema, parameter.example), `${method} ${path} ${parameter.name}`).toBe(true);
+          checked++;
+        }
+        const body = operation.requestBody?.content['application/json'];
+        if (body) {
+          const name = body.schema.$ref.split('/').pop()! as keyof typeof bodies;
+          expect(bodies[name], name).toBeDefined();
+          expect(bodies[name].safeParse(body.example).success, `${method} ${path} body`).toBe(true);
+          checked++;
+        }
+      }
+    expect(checked).toBeGreaterThan(60);
+  });
+
   it('when the contracts change, then docs/openapi.json is regenerated', () => {
     expect(JSON.parse(readFileSync(path.join(docs, 'openapi.json'), 'utf8'))).toEqual(buildOpenApiDocument());
   });

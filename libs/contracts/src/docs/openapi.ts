@@ -50,6 +50,48 @@ const ref = (name: string) => ({ $ref: `#/components/responses/${name}` });
 const param = (name: string) => ({ $ref: `#/components/parameters/${name}` });
 
 /**
+ * A value of every parameter, by its name in `components.parameters`, that a user can send as
+ * it is: the API page fills them in ("Try it out"), and a test holds each to its schema.
+ */
+export const PARAMETER_EXAMPLES: Record<string, unknown> = {
+  sku: 'news-daily',
+  asset: 'swagger-ui.css',
+  clientId: 'acme',
+  jti: '5f0c6d1e-9a4b-4c1f-8e2d-3b7a9c0d1e2f',
+  connectId: 'alice',
+  rightId: '01JDXW5Q3D7V9Q6Y3B2N8K4M1R',
+  subscriptionId: '01JDXW8T5H2K4M6P8R0T2V4X6Z',
+  endpointId: '01JDXWB2C4E6G8J0L2N4Q6S8U0',
+  deliveryId: '9b2f4c6e8a0d1f3b5c7e9a1d3f5b7c9e',
+  limit: 20,
+  cursor: '1767225600000.01JDXW5Q3D7V9Q6Y3B2N8K4M1R',
+  historyCursor: '3.0',
+  skuCursor: 'news-daily',
+  userCursor: 'alice',
+  idempotencyKey: 'create-news-daily-for-alice-2026-11',
+  ifMatch: '"1"',
+};
+
+/** A body of every request schema a user can send as it is (see `PARAMETER_EXAMPLES`). */
+export const BODY_EXAMPLES: Record<string, unknown> = {
+  RightCreateBody: {
+    sku: 'news-daily',
+    grantorId: 'acme',
+    state: 'ACTIVE',
+    timeInterval: '2026-01-01T00:00:00Z/2030-01-01T00:00:00Z',
+  },
+  SubscriptionCreateBody: {
+    grantorId: 'acme',
+    timeSpec: 'R/2026-11-01T00:00:00Z/P1M',
+    rightsSpec: [{ sku: 'news-daily' }],
+  },
+  SkuUpsertBody: { name: 'Daily news', announceOnUsage: true },
+  ClientBody: { secret: 'acme-secret-0123', grantorId: 'acme' },
+  RevocationBody: { expiresAt: '2026-12-31T00:00:00Z' },
+  EndpointCreateBody: { url: 'https://hooks.example.com/rights', events: ['right.*'] },
+};
+
+/**
  * The public HTTP interface of the gateway as OpenAPI 3.1, built from the same zod
  * contracts the services validate with. `npm run docs` writes it to docs/openapi.json,
  * and a test fails when the committed file is out of date.
@@ -98,7 +140,7 @@ export function buildOpenApiDocument(): Record<string, unknown> {
             'Failures: 401 with `WWW-Authenticate: Bearer realm="<REALM>", error="invalid_token" | "insufficient_scope"`.',
         },
       },
-      parameters: {
+      parameters: withExamples({
         sku: { name: 'sku', in: 'path', required: true, schema: schemaOf(SkuName) },
         asset: {
           name: 'asset',
@@ -157,7 +199,7 @@ export function buildOpenApiDocument(): Record<string, unknown> {
           description: 'The generation the change expects, quoted (an ETag), e.g. "3"',
           schema: { type: 'string', pattern: IF_MATCH_PATTERN },
         },
-      },
+      }),
       schemas: {
         Sku: schemaOf(Sku),
         SkuList: schemaOf(SkuList),
@@ -254,6 +296,13 @@ export function buildOpenApiDocument(): Record<string, unknown> {
   };
 }
 
+/** Each parameter with its example (`PARAMETER_EXAMPLES`). */
+function withExamples(parameters: Record<string, Record<string, unknown>>) {
+  return Object.fromEntries(
+    Object.entries(parameters).map(([name, parameter]) => [name, { ...parameter, example: PARAMETER_EXAMPLES[name] }]),
+  );
+}
+
 /**
  * The paths of the route table (routes/routes.ts), each operation completed with every status the
  * gateway can answer on it: a caller past authentication may be rate limited or
@@ -306,7 +355,12 @@ function pathsOf(routes: readonly PublicRoute[]) {
         ? {
             requestBody: {
               required: route.body.required,
-              content: { 'application/json': { schema: { $ref: `#/components/schemas/${route.body.schema}` } } },
+              content: {
+                'application/json': {
+                  schema: { $ref: `#/components/schemas/${route.body.schema}` },
+                  example: BODY_EXAMPLES[route.body.schema],
+                },
+              },
             },
           }
         : {}),

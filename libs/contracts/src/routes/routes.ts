@@ -80,6 +80,7 @@ const grantorQuery = (name: string) => ({
   in: 'query',
   description: 'Matched case-insensitively by name',
   schema: { type: 'string' },
+  example: 'acme',
 });
 
 type Named<W extends RouteOwner, O extends string> = { owner: W; operationId: O; path: string; summary: string };
@@ -396,6 +397,7 @@ export const ROUTES = [
         in: 'query',
         description: 'A date-time with offset, `true` or `now`: rights ACTIVE at that instant',
         schema: { type: 'string' },
+        example: 'now',
       },
       param('limit'),
       param('cursor'),
