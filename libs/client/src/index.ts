@@ -32,9 +32,23 @@ export function createPlatformClient(options: PlatformClientOptions): PlatformCl
     baseUrl: options.baseUrl.replace(/\/+$/, ''),
     ...(options.fetch ? { fetch: options.fetch } : {}),
   });
+  client.use(askForProblems);
   if (options.credentials) client.use(sendCredentials(options.credentials));
   return client;
 }
+
+/**
+ * Refusals as RFC 9457 problem documents (a `title` and a `detail`) rather than the contract's
+ * text or HTML: JSON first, then problems, then anything (a right token is `application/jwt`).
+ * A request that sets its own `Accept` keeps it.
+ */
+const askForProblems: Middleware = {
+  onRequest({ request }) {
+    if (!request.headers.has('accept'))
+      request.headers.set('accept', 'application/json, application/problem+json;q=0.9, */*;q=0.1');
+    return request;
+  },
+};
 
 function sendCredentials(credentials: Credentials): Middleware {
   return {
@@ -58,14 +72,25 @@ function base64(text: string): string {
   return btoa(binary);
 }
 
-/** An answer the platform refused: its status and its body (text, or RFC 9457 JSON when asked for). */
+/**
+ * An answer the platform refused: its status, the problem's `title` (`Conflict`, `Not Found`…)
+ * and `detail` (what was wrong, e.g. `timeInterval: the end must be after the start`), and
+ * the body as it came.
+ */
 export class PlatformError extends Error {
   override readonly name = 'PlatformError';
+  readonly title: string;
+  readonly detail: string;
+
   constructor(
     readonly status: number,
     readonly body: unknown,
   ) {
-    super(`the platform answered ${status}: ${typeof body === 'string' ? body : JSON.stringify(body)}`);
+    const problem = typeof body === 'object' && body !== null ? (body as { title?: unknown; detail?: unknown }) : {};
+    const detail = typeof problem.detail === 'string' ? problem.detail : typeof body === 'string' ? body : '';
+    super(`the platform answered ${status}${detail ? `: ${detail}` : ''}`);
+    this.title = typeof problem.title === 'string' ? problem.title : String(status);
+    this.detail = detail;
   }
 }
 
