@@ -2,7 +2,7 @@ import { createLogger } from '@rs/logging';
 import { testDatabase, WebhookReceiver, type TestDatabase } from '@rs/testing';
 import { manualClock } from '@rs/time';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Dispatcher } from '../src/app/dispatcher';
+import { Dispatcher, type DispatcherOptions } from '../src/app/dispatcher';
 import { Sender } from '../src/net/sender';
 import { DeliveryStore, DeliverySweepCursor, slotOf, type Delivery } from '../src/store/delivery-store';
 import type { Endpoint } from '../src/store/endpoint-store';
@@ -43,20 +43,22 @@ let store: Outcomes;
 let sender: Sender;
 let dispatcher: Dispatcher;
 
-beforeAll(async () => {
-  await receiver.start();
-  endpoint.url = receiver.url;
-  database = await testDatabase('webhook_dispatcher');
-  store = new Outcomes(database.db.db!);
-  await store.ensureIndexes();
-  sender = new Sender({ timeoutMs: 2_000, allowPrivate: true, maxSockets: 2 });
-  dispatcher = new Dispatcher(
+/** A dispatcher on the test's store and clock, sending each endpoint's deliveries to `urlOf` it. */
+function dispatcherOf(
+  urlOf: (endpointId: string) => string,
+  liveIds: string[],
+  options: Partial<DispatcherOptions> = {},
+) {
+  return new Dispatcher(
     {
       store,
       cursor: new DeliverySweepCursor(database.db.db!),
       endpoints: {
-        withSecrets: async () => ({ endpoint, secrets: [secret] }),
-        liveIds: async () => [endpoint.endpointId],
+        withSecrets: async (endpointId) => ({
+          endpoint: { ...endpoint, endpointId, url: urlOf(endpointId) },
+          secrets: [secret],
+        }),
+        liveIds: async () => liveIds,
       },
       sender,
       logger: createLogger('webhooks-test', 'silent'),
@@ -69,8 +71,33 @@ beforeAll(async () => {
       timeoutMs: 2_000,
       schedule: [1_000, 1_000],
       sweepEveryMs: 3_600_000,
+      ...options,
     },
   );
+}
+
+/** A new delivery of an event to an endpoint, as the event consumer makes it. */
+const pendingDelivery = (deliveryId: string, endpointId = endpoint.endpointId): Delivery => ({
+  deliveryId,
+  endpointId,
+  eventId: `event-${deliveryId}`,
+  type: 'right.created',
+  body: '{}',
+  status: 'pending',
+  attempts: 0,
+  lastStatus: null,
+  nextAttemptAt: null,
+  createdAt: clock(),
+});
+
+beforeAll(async () => {
+  await receiver.start();
+  endpoint.url = receiver.url;
+  database = await testDatabase('webhook_dispatcher');
+  store = new Outcomes(database.db.db!);
+  await store.ensureIndexes();
+  sender = new Sender({ timeoutMs: 2_000, allowPrivate: true, maxSockets: 2 });
+  dispatcher = dispatcherOf(() => receiver.url, [endpoint.endpointId]);
 });
 afterAll(async () => {
   await dispatcher?.stop();
@@ -81,18 +108,7 @@ afterAll(async () => {
 
 /** A delivery stored leased to this process, as the event consumer stores it, and handed to the dispatcher. */
 async function deliver(deliveryId: string, to = dispatcher, endpointId = endpoint.endpointId): Promise<void> {
-  const delivery: Delivery = {
-    deliveryId,
-    endpointId,
-    eventId: `event-${deliveryId}`,
-    type: 'right.created',
-    body: '{}',
-    status: 'pending',
-    attempts: 0,
-    lastStatus: null,
-    nextAttemptAt: null,
-    createdAt: clock(),
-  };
+  const delivery = pendingDelivery(deliveryId, endpointId);
   const leasedUntil = to.ownLeaseUntil(clock());
   await store.insertMany([delivery], leasedUntil);
   to.enqueue([delivery], leasedUntil);
@@ -124,28 +140,11 @@ describe('memory held by waiting deliveries (docs/operations.md)', () => {
   it('when endpoints are slow, then no more deliveries wait in memory than the limit across all lanes; the rest are put off in the store', async () => {
     const hanging = new WebhookReceiver(() => 'hang');
     await hanging.start();
-    const slow = (endpointId: string): Endpoint => ({ ...endpoint, endpointId, url: hanging.url });
-    const bounded = new Dispatcher(
-      {
-        store,
-        cursor: new DeliverySweepCursor(database.db.db!),
-        endpoints: {
-          withSecrets: async (id) => ({ endpoint: slow(id), secrets: [secret] }),
-          liveIds: async () => ['S1', 'S2'],
-        },
-        sender,
-        logger: createLogger('webhooks-test', 'silent'),
-        clock,
-      },
-      {
-        perEndpoint: () => 1,
-        queueLimit: 100,
-        waitingLimit: 2,
-        timeoutMs: 2_000,
-        schedule: [1_000],
-        sweepEveryMs: 3_600_000,
-      },
-    );
+    const bounded = dispatcherOf(() => hanging.url, ['S1', 'S2'], {
+      perEndpoint: () => 1,
+      waitingLimit: 2,
+      schedule: [1_000],
+    });
     try {
       store.slowByMs = 0;
       const ids = ['W1', 'W2', 'W3', 'W4', 'W5', 'W6'];
@@ -160,6 +159,30 @@ describe('memory held by waiting deliveries (docs/operations.md)', () => {
     } finally {
       await hanging.stop();
       await bounded.stop();
+    }
+  });
+});
+
+describe('a write that lands in a second already swept', () => {
+  it('when a delivery is stored into a second the sweeper has passed, then its second look finds it and delivers it', async () => {
+    const taking = new WebhookReceiver(() => ({ status: 204 }));
+    await taking.start();
+    const cursor = new DeliverySweepCursor(database.db.db!);
+    const late = dispatcherOf(() => taking.url, ['L'], { schedule: [1_000], sweepEveryMs: 50 });
+    try {
+      late.start();
+      const passed = Math.floor(clock().getTime() / 1000) - 5;
+      await expect.poll(async () => (await cursor.read()) ?? 0).toBeGreaterThan(passed);
+      // As a put-off that took a slow database longer than the sweeper's lag would land.
+      const delivery = pendingDelivery('L1', 'L');
+      await store.insertMany([delivery], new Date(passed * 1000));
+      clock.advance(40_000);
+      await expect.poll(() => store.find('L', 'L1')).toMatchObject({ status: 'delivered', attempts: 1 });
+      // (The other tests' deliveries pending in the swept seconds go to this receiver too.)
+      expect(taking.received.filter((request) => request.headers['webhook-id'] === 'event-L1')).toHaveLength(1);
+    } finally {
+      await late.stop();
+      await taking.stop();
     }
   });
 });

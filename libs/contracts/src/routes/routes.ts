@@ -2,9 +2,10 @@
  * The route table: every public route of the gateway, once. The gateway's
  * forwarding and authorization (services/gateway/src/domain/access.ts), each service's
  * routes (`serveRoutes` in @rs/http) and the OpenAPI document (docs/openapi.ts) are all derived
- * from it, so they cannot disagree. What a route says about who may call it is docs/api.md and
- * docs/api.md "Principals and authorization"; its statuses are docs/api.md.
+ * from it, so they cannot disagree. What a route says about who may call it, and its statuses,
+ * are docs/api.md's ("Principals and authorization", "Error bodies").
  */
+import { ACTIVE_FILTER_PATTERN } from '../schemas/formats';
 
 /** The scopes of docs/api.md. */
 export const SCOPES = ['id.user.sub.read', 'id.user.right.read', 'id.user.right.use'] as const;
@@ -396,7 +397,7 @@ export const ROUTES = [
         name: 'active',
         in: 'query',
         description: 'A date-time with offset, `true` or `now`: rights ACTIVE at that instant',
-        schema: { type: 'string' },
+        schema: { type: 'string', pattern: ACTIVE_FILTER_PATTERN },
         example: 'now',
       },
       param('limit'),

@@ -80,6 +80,11 @@ const DELIVERIES_PER_SWEEP = 20_000;
  * and after a crash the sweeper finds them this much later.
  */
 const OWN_LEASE_EXTRA_MS = 15_000;
+/**
+ * How long after a second was swept it is read again: a write to it that took longer than this
+ * (a put-off under a burst on a slow database) would be left behind, so it is generous.
+ */
+const SECOND_LOOK_S = 30;
 /** How far back a (re)started sweeper looks before the saved cursor (clock skew between replicas). */
 const SWEEP_MARGIN_S = 60;
 
@@ -142,6 +147,12 @@ export class Dispatcher {
       lagS: SWEEP_TIMING.lagS,
       start: { firstLookBackS: SWEEP_MARGIN_S, restartMarginS: SWEEP_MARGIN_S },
       perSweep: { seconds: SECONDS_PER_SWEEP, items: DELIVERIES_PER_SWEEP },
+      // Writes that land in a second already swept (a delivery put off, or stored, while the
+      // database was slow; or by another replica) are found by reading each second once more.
+      secondLook: {
+        afterS: SECOND_LOOK_S,
+        onLate: (second, items) => this.logger.info({ second, items }, 'deliveries found in a second swept before'),
+      },
       // Saved no further than the oldest delivery still waiting here (not yet claimed), so a
       // crash sweeps it again.
       safePosition: (swept) => {
