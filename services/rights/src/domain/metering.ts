@@ -1,0 +1,112 @@
+/**
+ * The rules of metered rights (docs/decisions/0045): a right's units, the holds on them, and
+ * how a consumption, a reservation and their settlement change them. Pure: the stores write
+ * what these return with one compare-and-set per right.
+ */
+
+/** Units held on a right for a consumption under way or a reservation, until `until`. */
+export interface Hold {
+  id: string;
+  amount: number;
+  until: Date;
+}
+
+/** A metered right's balance: what it granted, what is left, what is held, what was applied lately. */
+export interface Meter {
+  quantity: number;
+  remaining: number;
+  holds: readonly Hold[];
+  /** Ids of the consumptions applied to it lately: applying one again is seen, and skipped. */
+  applied: readonly string[];
+}
+
+/** How many consumption ids a right remembers (a retry comes within the Idempotency-Key's life). */
+export const APPLIED_KEPT = 64;
+
+/** Units anyone may take now: what is left, less what is held. */
+export const available = (meter: Meter): number =>
+  meter.remaining - meter.holds.reduce((sum, hold) => sum + hold.amount, 0);
+
+export type MeterChange =
+  | { kind: 'changed'; next: Meter }
+  /** Done before (a retry): nothing to write, answer as the first time. */
+  | { kind: 'already' }
+  | { kind: 'short'; available: number };
+
+const remembered = (applied: readonly string[], id: string) => [...applied, id].slice(-APPLIED_KEPT);
+
+/** Takes `amount` units at once (one right, one write), unless consumption `id` was applied already. */
+export function consume(meter: Meter, id: string, amount: number): MeterChange {
+  if (meter.applied.includes(id)) return { kind: 'already' };
+  if (available(meter) < amount) return { kind: 'short', available: available(meter) };
+  return {
+    kind: 'changed',
+    next: { ...meter, remaining: meter.remaining - amount, applied: remembered(meter.applied, id) },
+  };
+}
+
+/** Holds `hold.amount` units for a consumption or reservation under way, unless it holds them already. */
+export function placeHold(meter: Meter, hold: Hold): MeterChange {
+  if (meter.holds.some((held) => held.id === hold.id) || meter.applied.includes(hold.id)) return { kind: 'already' };
+  if (available(meter) < hold.amount) return { kind: 'short', available: available(meter) };
+  return { kind: 'changed', next: { ...meter, holds: [...meter.holds, hold] } };
+}
+
+/**
+ * Settles hold `id`: `amount` of its units consumed (at most what it held; 0 releases it all),
+ * the rest freed. A hold already settled is `already`.
+ */
+export function settleHold(meter: Meter, id: string, amount: number): MeterChange {
+  const hold = meter.holds.find((held) => held.id === id);
+  if (!hold) return { kind: 'already' };
+  const taken = Math.min(amount, hold.amount);
+  return {
+    kind: 'changed',
+    next: {
+      ...meter,
+      remaining: meter.remaining - taken,
+      holds: meter.holds.filter((held) => held.id !== id),
+      applied: taken > 0 ? remembered(meter.applied, id) : meter.applied,
+    },
+  };
+}
+
+/** Holds whose time is up at `now`: the consumption or reservation they belong to decides their fate. */
+export const lapsedHolds = (meter: Meter, now: Date): Hold[] => meter.holds.filter((hold) => hold.until <= now);
+
+/** A right a consumption by SKU may take from: visible to the caller, active, metered. */
+export interface Candidate {
+  rightId: string;
+  end: Date;
+  createdAt: Date;
+  available: number;
+}
+
+/** How many units to take from which right. */
+export interface Portion {
+  rightId: string;
+  amount: number;
+}
+
+/**
+ * The burn order of a consumption by SKU: the rights ending first first, then the oldest (then
+ * by id, so that every replica plans alike); each gives what it has until `amount` is reached.
+ * Null when all of them together hold less: nothing is to be consumed.
+ */
+export function planConsumption(candidates: readonly Candidate[], amount: number): Portion[] | null {
+  const ordered = [...candidates].sort(
+    (a, b) =>
+      a.end.getTime() - b.end.getTime() ||
+      a.createdAt.getTime() - b.createdAt.getTime() ||
+      (a.rightId < b.rightId ? -1 : a.rightId > b.rightId ? 1 : 0),
+  );
+  const plan: Portion[] = [];
+  let left = amount;
+  for (const candidate of ordered) {
+    if (left === 0) break;
+    const take = Math.min(left, candidate.available);
+    if (take > 0) plan.push({ rightId: candidate.rightId, amount: take });
+    left -= take;
+  }
+  return left === 0 ? plan : null;
+}
