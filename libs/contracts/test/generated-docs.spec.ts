@@ -10,6 +10,7 @@ import {
   RightCreateBody,
   SkuUpsertBody,
   SubscriptionCreateBody,
+  UsageBody,
   buildAsyncApiDocument,
   buildEventsDocument,
   buildOpenApiDocument,
@@ -73,6 +74,7 @@ describe('documents generated from the contracts (npm run docs)', () => {
       ClientBody,
       RevocationBody,
       EndpointCreateBody,
+      UsageBody,
     };
     let checked = 0;
     for (const [path, operations] of Object.entries(document.paths))

@@ -34,6 +34,7 @@ export function rightsIssue(
       grantorContext: template.grantorContext ?? null,
       timeInterval: command.timeInterval,
       state,
+      quantity: null,
     })),
   };
 }

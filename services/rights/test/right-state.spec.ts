@@ -11,6 +11,9 @@ import {
   type RightEntity,
 } from '../src/domain/right';
 
+/** One unit, as a usage without a body asks (a plain right ignores it). */
+const ONE = { id: 'c1', amount: 1 };
+
 const T0 = new Date('2026-03-01T00:00:00Z').getTime();
 const HOUR = 3_600_000;
 
@@ -38,7 +41,7 @@ describe('the right state machine (docs/api.md)', () => {
             right = asOf(right, now);
             if (right === before) continue;
           } else {
-            const decision = op === 'use' ? recordUsage(right, now, true) : decide(right, op, now);
+            const decision = op === 'use' ? recordUsage(right, now, true, ONE) : decide(right, op, now);
             if (decision.kind !== 'change') continue;
             right = decision.next;
             // Every change emits at least one event.
@@ -84,15 +87,56 @@ describe('the right state machine (docs/api.md)', () => {
   it('when a right is used while active, then once sets used and emits right.used and service.announce', () => {
     const right = baseRight('ACTIVE');
     const inside = new Date(T0 + HOUR);
-    const first = recordUsage(right, inside, true);
+    const first = recordUsage(right, inside, true, ONE);
     expect(first).toMatchObject({
       kind: 'change',
       events: ['right.used', 'service.announce'],
       next: { used: true, generation: 2 },
     });
-    expect(recordUsage((first as { next: RightEntity }).next, inside, true).kind).toBe('unchanged');
-    expect(recordUsage(right, inside, false)).toMatchObject({ events: ['right.used'] });
-    expect(recordUsage(right, new Date(T0 + 10 * HOUR), true).kind).toBe('conflict'); // the end is exclusive
-    expect(recordUsage(baseRight('SUSPENDED'), inside, true).kind).toBe('conflict');
+    expect(recordUsage((first as { next: RightEntity }).next, inside, true, ONE).kind).toBe('unchanged');
+    expect(recordUsage(right, inside, false, ONE)).toMatchObject({ events: ['right.used'] });
+    expect(recordUsage(right, new Date(T0 + 10 * HOUR), true, ONE).kind).toBe('conflict'); // the end is exclusive
+    expect(recordUsage(baseRight('SUSPENDED'), inside, true, ONE).kind).toBe('conflict');
+  });
+});
+
+describe('usage of a metered right (docs/decisions/0045)', () => {
+  const metered = (remaining: number, fields: Partial<RightEntity> = {}) =>
+    aRight({ quantity: 10, remaining, ...fields });
+  const inside = new Date('2026-03-01T05:00:00Z');
+
+  it('when units are left, then the amount is taken, right.consumed says so, and the first use is also right.used', () => {
+    const first = recordUsage(metered(10), inside, true, { id: 'c1', amount: 3 });
+    expect(first).toMatchObject({
+      kind: 'change',
+      next: { remaining: 7, used: true, applied: ['c1'], generation: 2 },
+      events: ['right.used', 'service.announce', 'right.consumed'],
+      consumed: 3,
+    });
+    const next = (first as { next: RightEntity }).next;
+    expect(recordUsage(next, inside, true, { id: 'c2', amount: 7 })).toMatchObject({
+      next: { remaining: 0 },
+      events: ['right.consumed'],
+      consumed: 7,
+    });
+  });
+
+  it('when fewer units are left than asked for, then it is a conflict naming them, and nothing is taken', () => {
+    expect(recordUsage(metered(2), inside, false, { id: 'c1', amount: 3 })).toEqual({
+      kind: 'conflict',
+      reason: 'remaining: right R1 has 2 units, 3 asked',
+    });
+  });
+
+  it('when the same consumption comes again (a retry), then nothing changes', () => {
+    expect(recordUsage(metered(7, { applied: ['c1'], used: true }), inside, false, { id: 'c1', amount: 3 })).toEqual({
+      kind: 'unchanged',
+    });
+  });
+
+  it('when the right is not active, then no unit is taken', () => {
+    expect(recordUsage(metered(10, { state: 'SUSPENDED' }), inside, false, { id: 'c1', amount: 1 }).kind).toBe(
+      'conflict',
+    );
   });
 });

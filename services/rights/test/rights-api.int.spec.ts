@@ -107,6 +107,9 @@ describe('create and retrieve (docs/api.md)', () => {
       payload: { seats: 2 },
       used: false,
       active: false,
+      // A plain right: no units (docs/api.md "Metered rights").
+      quantity: null,
+      remaining: null,
     });
     const read = await call('GET', `/id/users/alice/rights/${right.rightId}`, A);
     expect(read.status).toBe(200);
@@ -122,6 +125,25 @@ describe('create and retrieve (docs/api.md)', () => {
       subject: right.rightId,
     });
     expect(created!.body.data).toEqual({ ...right, connectId: 'alice', sequence: 1 });
+  });
+
+  it('when a right is created with a quantity, then it holds that many units, all remaining; a quantity out of bounds is 400 naming it', async () => {
+    const metered = await createRight({ quantity: 10 });
+    expect(metered).toMatchObject({ quantity: 10, remaining: 10 });
+    expect(await (await call('GET', `/id/users/alice/rights/${metered.rightId}`, A)).json()).toMatchObject({
+      quantity: 10,
+      remaining: 10,
+    });
+    for (const quantity of [0, 1.5, 1_000_000_001, '10']) {
+      const refused = await call('POST', '/id/users/alice/rights', A, {
+        sku: 'news',
+        grantorId: 'A',
+        timeInterval: CURRENT,
+        quantity,
+      });
+      expect(refused.status, String(quantity)).toBe(400);
+      expect(await refused.text()).toMatch(/^quantity: /);
+    }
   });
 
   it('when the service provider equals the grantor, then it is stored as null; otherwise kept', async () => {
@@ -223,6 +245,62 @@ describe('state changes (docs/api.md "Rights")', () => {
     expect(refused.status).toBe(412);
     expect(refused.headers.get('content-type')).toMatch(/^text\/plain/);
     expect((await call('POST', `${path}/activate`, A, undefined, { 'if-match': '"1"' })).status).toBe(204);
+  });
+});
+
+describe('usage of a metered right (docs/api.md "Usage")', () => {
+  it('when a provider consumes units, then each consumption takes them, publishes right.consumed and is in the history; too many are refused and nothing is taken', async () => {
+    const right = await createRight({ serviceProviderId: 'SP', state: 'ACTIVE', quantity: 10 });
+    const path = `/id/users/alice/rights/${right.rightId}`;
+    expect((await call('POST', `${path}/usage`, SP, { amount: 3 })).status).toBe(204);
+    expect((await call('POST', `${path}/usage`, SP)).status).toBe(204); // one unit without a body
+    expect(await (await call('GET', path, A)).json()).toMatchObject({ quantity: 10, remaining: 6, used: true });
+
+    const refused = await call('POST', `${path}/usage`, SP, { amount: 7 });
+    expect(refused.status).toBe(409);
+    expect(refused.headers.get('content-type')).toMatch(/^text\/plain/);
+    expect(await refused.text()).toMatch(/6 units, 7 asked/);
+    for (const amount of [0, -1, 2.5, 'many'])
+      expect((await call('POST', `${path}/usage`, SP, { amount })).status, String(amount)).toBe(400);
+    expect(await (await call('GET', path, A)).json()).toMatchObject({ remaining: 6, generation: '3' });
+
+    expect((await eventTypesOf(right.rightId, 5)).sort()).toEqual(
+      ['right.created', 'right.used', 'service.announce', 'right.consumed', 'right.consumed'].sort(),
+    );
+    const consumed = eventsOf(right.rightId).filter((m) => m.routingKey === 'right.consumed');
+    expect(consumed.map((m) => m.body.data as { amount: number; remaining: number })).toEqual([
+      expect.objectContaining({ amount: 3, remaining: 7 }),
+      expect.objectContaining({ amount: 1, remaining: 6 }),
+    ]);
+    await expect
+      .poll(async () => ((await (await call('GET', `${path}/history`, A)).json()) as { history: unknown[] }).history)
+      .toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({
+            type: 'right.consumed',
+            generation: '2',
+            changes: expect.objectContaining({ remaining: [10, 7] }),
+          }),
+          expect.objectContaining({ type: 'right.consumed', generation: '3', changes: { remaining: [7, 6] } }),
+        ]),
+      );
+  });
+
+  it('when a consumption is sent again with its Idempotency-Key, then its units are taken once', async () => {
+    const right = await createRight({ serviceProviderId: 'SP', state: 'ACTIVE', quantity: 5 });
+    const path = `/id/users/alice/rights/${right.rightId}`;
+    for (let i = 0; i < 3; i++)
+      expect(
+        (await call('POST', `${path}/usage`, SP, { amount: 2 }, { 'idempotency-key': `use-${right.rightId}` })).status,
+      ).toBe(204);
+    expect(await (await call('GET', path, A)).json()).toMatchObject({ remaining: 3 });
+  });
+
+  it('when a plain right is given an amount, then usage is as the contract says: used once, no units', async () => {
+    const right = await createRight({ serviceProviderId: 'SP', state: 'ACTIVE' });
+    const path = `/id/users/alice/rights/${right.rightId}`;
+    expect((await call('POST', `${path}/usage`, SP, { amount: 4 })).status).toBe(204);
+    expect(await (await call('GET', path, A)).json()).toMatchObject({ used: true, quantity: null, remaining: null });
   });
 });
 

@@ -129,21 +129,21 @@ describe('usage (docs/api.md "Usage"), on a pinned clock', () => {
     clock.set('2026-03-04T00:00:00Z');
     const right = await create('ACTIVE', '2026-03-04T00:00:00Z/PT1H');
     clock.advance(30 * 60_000);
-    expect(await codeOf(rights.use(SP, 'alice', right.rightId))).toBe('done');
+    expect(await codeOf(rights.use(SP, { userId: 'alice', rightId: right.rightId }))).toBe('done');
     expect(await rights.get(A, 'alice', right.rightId)).toMatchObject({ used: true, generation: 2 });
-    expect(await codeOf(rights.use(SP, 'alice', right.rightId))).toBe('done');
+    expect(await codeOf(rights.use(SP, { userId: 'alice', rightId: right.rightId }))).toBe('done');
     expect(await rights.get(A, 'alice', right.rightId)).toMatchObject({ generation: 2 });
     clock.set('2026-03-04T01:00:00Z');
     const other = await create('ACTIVE', '2026-03-04T00:00:00Z/PT1H');
-    expect(await codeOf(rights.use(SP, 'alice', other.rightId))).toBe('conflict');
+    expect(await codeOf(rights.use(SP, { userId: 'alice', rightId: other.rightId }))).toBe('conflict');
   });
 
   it('when the right was created but not activated, then usage is 409; after activation it is allowed', async () => {
     clock.set('2026-03-05T00:00:00Z');
     const right = await create('CREATED', '2026-03-05T00:00:00Z/PT1H');
-    expect(await codeOf(rights.use(SP, 'alice', right.rightId))).toBe('conflict');
+    expect(await codeOf(rights.use(SP, { userId: 'alice', rightId: right.rightId }))).toBe('conflict');
     await rights.transition(A, 'alice', right.rightId, 'activate');
-    expect(await codeOf(rights.use(SP, 'alice', right.rightId))).toBe('done');
+    expect(await codeOf(rights.use(SP, { userId: 'alice', rightId: right.rightId }))).toBe('done');
   });
 
   it('when If-Match names another generation, then the change is refused (412) and nothing changes', async () => {

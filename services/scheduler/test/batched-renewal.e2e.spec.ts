@@ -235,6 +235,7 @@ describe('expiry in bulk', () => {
           grantorContext: null,
           timeInterval: interval,
           state: 'ACTIVE' as const,
+          quantity: null,
         })),
       } satisfies RightsIssueData);
     }

@@ -31,6 +31,7 @@ const issue = (i: number, rights: number) =>
           grantorContext: null,
           timeInterval: '2026-12-01T00:00:00Z/2027-01-01T00:00:00Z',
           state: 'ACTIVE' as const,
+          quantity: null,
         })),
       },
     }),

@@ -59,6 +59,38 @@ describe('renewal (docs/api.md "Renewal")', () => {
       .waitFor((m) => m.some((e) => e.body.subject === subscriptionId && e.routingKey === 'subscription.renewed'));
   });
 
+  it('when a template carries a quantity, then the subscription shows it and each period’s right brings a fresh allowance', async () => {
+    const started = Math.floor(Date.now() / 1000) * 1000 - 1_000;
+    const response = await call('POST', '/id/users/frank/subs', {
+      grantorId: 'A',
+      timeSpec: `R/${isoSecond(started)}/PT3S`,
+      rightsSpec: [{ sku: 'news', quantity: 10 }, { sku: 'video' }],
+    });
+    expect(response.status).toBe(201);
+    const subscription = (await response.json()) as { subscriptionId: string; rightsSpec: unknown[] };
+    expect(subscription.rightsSpec).toMatchObject([
+      { sku: 'news', quantity: 10 },
+      { sku: 'video', quantity: null },
+    ]);
+    type Metered = RightView & { sku: string; quantity: number | null; remaining: number | null };
+    const issued = async () => (await rightsOf(subscription.subscriptionId)) as Metered[];
+    // Two periods' rights: each of news with its own 10 units, video plain.
+    await expect
+      .poll(async () => (await issued()).filter((right) => right.sku === 'news').length)
+      .toBeGreaterThanOrEqual(2);
+    for (const right of await issued())
+      expect(right, right.sku).toMatchObject(
+        right.sku === 'news' ? { quantity: 10, remaining: 10 } : { quantity: null, remaining: null },
+      );
+    const refused = await call('POST', '/id/users/frank/subs', {
+      grantorId: 'A',
+      timeSpec: `R/${isoSecond(started)}/PT3S`,
+      rightsSpec: [{ sku: 'news', quantity: 0 }],
+    });
+    expect(refused.status).toBe(400);
+    expect(await refused.text()).toMatch(/^rightsSpec\.0\.quantity: /);
+  });
+
   it('when the scheduler lost the events of a subscription, then it rebuilds its schedule from the subscriptions service at start', async () => {
     const scheduler = fx.system.service('scheduler');
     await scheduler.stop();

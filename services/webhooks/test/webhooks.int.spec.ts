@@ -146,11 +146,14 @@ describe('endpoints and signed deliveries', () => {
     const newsOfA = await createRight('A', 'news'); // provided by SP
     const videoOfA = await createRight('A', 'video');
     const videoOfB = await createRight('B', 'video');
-    // A marker after them: events are matched in order, so once it has reached the endpoints that
-    // see it, every earlier event has been matched and its deliveries made; a wrong one would be in.
+    // A marker after them: once every event has reached the admin's endpoint, each has been
+    // matched and its deliveries stored; attempts to one endpoint run side by side, so each
+    // endpoint is waited for until it has what it should, and then must have nothing else.
     const marker = await createRight('B', 'video');
     await expect.poll(() => ofAdmin.received.length).toBe(4);
-    await expect.poll(() => subjectsOf(ofB)).toContain(marker);
+    await expect.poll(() => new Set(subjectsOf(ofB))).toEqual(new Set([videoOfB, marker]));
+    await expect.poll(() => new Set(subjectsOf(ofA))).toEqual(new Set([newsOfA, videoOfA]));
+    await expect.poll(() => subjectsOf(ofProvider)).toEqual([newsOfA]);
 
     expect(new Set(subjectsOf(ofA))).toEqual(new Set([newsOfA, videoOfA]));
     expect(new Set(subjectsOf(ofB))).toEqual(new Set([videoOfB, marker]));

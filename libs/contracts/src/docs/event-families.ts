@@ -28,6 +28,8 @@ export const EVENT_FAMILIES: EventFamily[] = [
       'right.suspended': 'A right became SUSPENDED (suspend, or a subscription suspended).',
       'right.expired': 'The interval of an ACTIVE or SUSPENDED right ended; it is EXPIRED.',
       'right.used': 'The right was used for the first time.',
+      'right.consumed':
+        'Units of a metered right were consumed: `amount` is how many, `remaining` what is left (docs/api.md "Usage").',
       'right.removed': 'The right was removed.',
       'service.announce': 'First use of a right whose SKU has `announceOnUsage` (docs/api.md "Usage").',
     },

@@ -24,7 +24,7 @@ import {
   WebhookEndpointList,
   WebhookEndpointWithSecret,
 } from '../schemas/webhooks';
-import { Right, RightCreateBody, RightId, RightList } from '../schemas/rights';
+import { Right, RightCreateBody, RightId, RightList, UsageBody } from '../schemas/rights';
 import { Entitlement } from '../schemas/entitlements';
 import { API_REFERENCE_ASSETS } from '../routes/routes';
 import { Subscription, SubscriptionCreateBody, SubscriptionId, SubscriptionList } from '../schemas/subscriptions';
@@ -89,6 +89,7 @@ export const BODY_EXAMPLES: Record<string, unknown> = {
   ClientBody: { secret: 'acme-secret-0123', grantorId: 'acme' },
   RevocationBody: { expiresAt: '2026-12-31T00:00:00Z' },
   EndpointCreateBody: { url: 'https://hooks.example.com/rights', events: ['right.*'] },
+  UsageBody: { amount: 1 },
 };
 
 /**
@@ -213,6 +214,7 @@ export function buildOpenApiDocument(): Record<string, unknown> {
         UserList: schemaOf(UserList),
         Right: schemaOf(Right),
         RightList: schemaOf(RightList),
+        UsageBody: schemaOf(UsageBody),
         Entitlement: schemaOf(Entitlement),
         HistoryPage: schemaOf(HistoryPage),
         EndpointCreateBody: schemaOf(EndpointCreateBody),

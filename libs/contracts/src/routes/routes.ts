@@ -119,7 +119,7 @@ const userRoute = <const W extends 'rights' | 'subscriptions', const O extends s
 
 /** A change of a user's right or subscription, guarded by If-Match and answering 204 (docs/api.md). */
 const change = <const W extends 'rights' | 'subscriptions', const O extends string>(
-  route: Named<W, O> & { method: 'POST' | 'DELETE'; conflict?: boolean; bearer?: Scope },
+  route: Named<W, O> & { method: 'POST' | 'DELETE'; conflict?: boolean; bearer?: Scope } & Pick<PublicRoute, 'body'>,
 ) => {
   const { conflict, bearer, ...named } = route;
   return userRoute({
@@ -454,9 +454,10 @@ export const ROUTES = [
     method: 'POST',
     path: `${RIGHT}/usage`,
     summary:
-      'Record usage (only while active; a repeat is a no-op); emits right.used and, per the catalog, service.announce',
+      'Record usage (only while active): a plain right is used once (a repeat is a no-op), a metered right gives `amount` units (default 1; 409 when it has fewer); emits right.used at the first use and, per the catalog, service.announce, and right.consumed for each consumption',
     conflict: true,
     bearer: 'id.user.right.use',
+    body: { schema: 'UsageBody', required: false },
   }),
   history({
     owner: 'rights',

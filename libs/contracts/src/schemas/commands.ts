@@ -37,6 +37,7 @@ export const IssuedRight = z.object({
   /** `<start>/<end>` with offsets. */
   timeInterval: z.string(),
   state: z.enum(['ACTIVE', 'SUSPENDED']),
+  quantity: z.number().int().nullable(),
 });
 export type IssuedRight = z.infer<typeof IssuedRight>;
 

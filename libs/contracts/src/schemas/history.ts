@@ -67,8 +67,11 @@ export interface HistoryRecord {
   data: Record<string, unknown>;
 }
 
-/** Fields of an event's data that are not the resource's own (its place in history is). */
-const NOT_CHANGES = new Set(['connectId', 'sequence', 'generation']);
+/**
+ * Fields of an event's data that are not the resource's own: its place in history, and a
+ * consumption's `amount` (what it took shows as the change of `remaining`).
+ */
+const NOT_CHANGES = new Set(['connectId', 'sequence', 'generation', 'amount']);
 
 /**
  * A page of a resource's history, oldest first, from its records (any order) and the record

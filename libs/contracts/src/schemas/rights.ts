@@ -22,6 +22,13 @@ export type Link = z.infer<typeof Link>;
 
 export const MAX_PAYLOAD_BYTES = 16 * 1024;
 
+/** A metered right's units (docs/api.md "Metered rights"): an integer from 1 to 10^9. */
+export const Quantity = z
+  .number({ error: 'must be an integer from 1 to 1000000000' })
+  .int('must be an integer from 1 to 1000000000')
+  .min(1, 'must be an integer from 1 to 1000000000')
+  .max(1_000_000_000, 'must be an integer from 1 to 1000000000');
+
 /** Body of `POST /id/users/{connectId}/rights` (docs/api.md "Rights"). */
 export const RightCreateBody = z.strictObject({
   sku: SkuName,
@@ -31,6 +38,8 @@ export const RightCreateBody = z.strictObject({
   grantorContext: storableText(1024).nullable().optional(),
   state: z.enum(['CREATED', 'ACTIVE', 'SUSPENDED'], { error: 'must be CREATED, ACTIVE or SUSPENDED' }).optional(),
   serviceProviderId: PartyId.nullable().optional(),
+  /** Units of use the right grants within its interval; without it, a plain right. */
+  quantity: Quantity.optional(),
   // Any JSON: the body was parsed from JSON, so every value here is JSON.
   payload: z
     .unknown()
@@ -40,6 +49,10 @@ export const RightCreateBody = z.strictObject({
     .optional(),
 });
 export type RightCreateBody = z.infer<typeof RightCreateBody>;
+
+/** Body of `POST …/rights/{rightId}/usage`, optional: the units a metered right gives (a plain right ignores it). */
+export const UsageBody = z.strictObject({ amount: Quantity.optional() });
+export type UsageBody = z.infer<typeof UsageBody>;
 
 /** A right as the API returns it (docs/api.md). */
 export const Right = z.object({
@@ -57,6 +70,9 @@ export const Right = z.object({
   payload: z.unknown(),
   used: z.boolean(),
   active: z.boolean(),
+  /** The units it grants, and those not yet consumed; both null on a plain right. */
+  quantity: z.number().int().nullable(),
+  remaining: z.number().int().nullable(),
 });
 export type Right = z.infer<typeof Right>;
 
@@ -66,6 +82,8 @@ export const RightList = z.object({ right: z.array(Right) });
 export const RightEventData = Right.extend({
   connectId: ConnectId,
   sequence: z.number().int().positive(),
+  /** `right.consumed`: the units this consumption took (`remaining` is what is left after it). */
+  amount: z.number().int().positive().optional(),
 });
 export type RightEventData = z.infer<typeof RightEventData>;
 
@@ -75,6 +93,7 @@ export const RightEventTypes = {
   suspended: 'right.suspended',
   expired: 'right.expired',
   used: 'right.used',
+  consumed: 'right.consumed',
   removed: 'right.removed',
   serviceAnnounce: 'service.announce',
 } as const;

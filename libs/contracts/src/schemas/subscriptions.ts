@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { eventFamily } from './cloud-event';
 import { PartyId, SkuName } from './catalog';
 import { ConnectId } from './identity';
-import { Link } from './rights';
+import { Link, Quantity } from './rights';
 
 /** docs/api.md */
 export const SubscriptionState = z.enum(['ACTIVE', 'SUSPENDED', 'EXPIRED']);
@@ -18,6 +18,8 @@ export const RightTemplate = z.strictObject({
   /** An ISO 8601 duration: the length of the rights; without it a right lasts one period. */
   timeSpec: z.string().max(64).nullable().optional(),
   grantorContext: storableText(1024).nullable().optional(),
+  /** Units each period's right grants: a fresh allowance every period. */
+  quantity: Quantity.nullable().optional(),
 });
 export type RightTemplate = z.infer<typeof RightTemplate>;
 
@@ -39,6 +41,7 @@ const TemplateView = z.object({
   serviceProviderId: z.string().nullable(),
   timeSpec: z.string().nullable(),
   grantorContext: z.string().nullable(),
+  quantity: z.number().int().nullable(),
 });
 
 /** A subscription as the API returns it (docs/api.md). */

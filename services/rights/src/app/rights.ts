@@ -71,6 +71,9 @@ function issuedRight(
     sku: template.sku,
     payload: null,
     used: false,
+    quantity: template.quantity,
+    remaining: template.quantity,
+    applied: [],
     start: interval.value.start,
     end: interval.value.end,
     timeInterval: interval.value.text,
@@ -156,6 +159,9 @@ export class RightsUseCases {
       sku: body.sku,
       payload: body.payload ?? null,
       used: false,
+      quantity: body.quantity ?? null,
+      remaining: body.quantity ?? null,
+      applied: [],
       start: interval.value.start,
       end: interval.value.end,
       timeInterval: interval.value.text,
@@ -249,9 +255,19 @@ export class RightsUseCases {
     );
   }
 
-  async use(principal: Principal, userId: string, rightId: string, expectedGeneration?: number): Promise<Changed> {
-    return this.change(principal, { userId, rightId, expectedGeneration }, 'use', async (right) =>
-      recordUsage(right, this.clock(), (await this.sku(right.sku))?.announceOnUsage ?? false),
+  /**
+   * Usage of a right (docs/api.md "Usage"); of a metered one, `amount` units (default 1) under
+   * the consumption id `consumptionId` (the one of a retry's first attempt, when the gateway
+   * derived it from an Idempotency-Key: applied once however often it comes).
+   */
+  async use(
+    principal: Principal,
+    target: { userId: string; rightId: string; expectedGeneration?: number },
+    usage: { consumptionId?: string; amount?: number } = {},
+  ): Promise<Changed> {
+    const consumption = { id: usage.consumptionId ?? newId(this.clock().getTime()), amount: usage.amount ?? 1 };
+    return this.change(principal, { ...target, expectedGeneration: target.expectedGeneration }, 'use', async (right) =>
+      recordUsage(right, this.clock(), (await this.sku(right.sku))?.announceOnUsage ?? false, consumption),
     );
   }
 
@@ -399,8 +415,13 @@ export class RightsUseCases {
       },
       expectedGeneration,
       decide: decideChange,
-      write: (current, { next, events, removes }) =>
-        this.store.update({ current, next, outbox: this.messages.of(next, events, actorOf(principal)), removes }),
+      write: (current, { next, events, removes, consumed }) =>
+        this.store.update({
+          current,
+          next,
+          outbox: this.messages.of(next, events, actorOf(principal), consumed),
+          removes,
+        }),
     });
     if (done.outcome === 'missing') throw DomainError.notFound(`no right ${rightId} for user ${userId}`);
     if (done.outcome === 'unchanged') return { right: done.current, removed: false };

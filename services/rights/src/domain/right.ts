@@ -7,6 +7,7 @@ import {
   type RightEventType,
   type RightState,
 } from '@rs/contracts';
+import { consume } from './metering';
 
 /** A right as the service holds it (docs/api.md), free of storage details. */
 export interface RightEntity {
@@ -19,6 +20,11 @@ export interface RightEntity {
   sku: string;
   payload: unknown;
   used: boolean;
+  /** A metered right's units and those not yet consumed (docs/decisions/0045); null on a plain right. */
+  quantity: number | null;
+  remaining: number | null;
+  /** Ids of the consumptions applied lately (docs/decisions/0045); not part of its representation. */
+  applied: readonly string[];
   start: Date;
   end: Date;
   timeInterval: string;
@@ -50,7 +56,8 @@ const EVENT_OF: Record<RightCommand, RightEventType> = {
 };
 
 export type Decision =
-  | { kind: 'change'; next: RightEntity; events: RightEventType[]; removes?: true }
+  /** `consumed`: the units the change took from a metered right (its `right.consumed` says so). */
+  | { kind: 'change'; next: RightEntity; events: RightEventType[]; removes?: true; consumed?: number }
   | { kind: 'unchanged' }
   | { kind: 'conflict'; reason: string };
 
@@ -99,14 +106,36 @@ export function removal(right: RightEntity, now: Date): Decision {
 
 /**
  * docs/api.md "Usage": allowed only while active; the first use sets `used` (never
- * cleared) and emits right.used, plus service.announce when the catalog asks for it.
+ * cleared) and emits right.used, plus service.announce when the catalog asks for it. A
+ * metered right gives `consumption.amount` of its units (or refuses, taking none), each time
+ * with right.consumed; a consumption applied before (its id remembered) changes nothing.
  */
-export function recordUsage(right: RightEntity, now: Date, announce: boolean): Decision {
+export function recordUsage(
+  right: RightEntity,
+  now: Date,
+  announce: boolean,
+  consumption: { id: string; amount: number },
+): Decision {
   if (!isActive(right, now)) return conflict(`right ${right.rightId} is not active`);
-  if (right.used) return { kind: 'unchanged' };
-  const events: RightEventType[] = [RightEventTypes.used];
-  if (announce) events.push(RightEventTypes.serviceAnnounce);
-  return changed(right, { used: true }, events, now);
+  const firstUse: RightEventType[] = right.used
+    ? []
+    : [RightEventTypes.used, ...(announce ? [RightEventTypes.serviceAnnounce] : [])];
+  if (right.quantity === null || right.remaining === null) {
+    // A plain right: used once, for good; a repeat changes nothing (the contract's usage).
+    return firstUse.length === 0 ? { kind: 'unchanged' } : changed(right, { used: true }, firstUse, now);
+  }
+  const meter = { quantity: right.quantity, remaining: right.remaining, holds: [], applied: right.applied };
+  const taken = consume(meter, consumption.id, consumption.amount);
+  if (taken.kind === 'already') return { kind: 'unchanged' };
+  if (taken.kind === 'short')
+    return conflict(`remaining: right ${right.rightId} has ${taken.available} units, ${consumption.amount} asked`);
+  const { remaining, applied } = taken.next;
+  return {
+    kind: 'change',
+    next: { ...right, used: true, remaining, applied, generation: right.generation + 1, updatedAt: now },
+    events: [...firstUse, RightEventTypes.consumed],
+    consumed: consumption.amount,
+  };
 }
 
 /** A right as the scheduler rebuilds its expiries from it (the internal listing, docs/decisions/0009). */
@@ -142,6 +171,8 @@ export function representation(right: RightEntity, publicBaseUrl: string, now: D
     payload: right.payload ?? null,
     used: right.used,
     active: isActive(right, now),
+    quantity: right.quantity,
+    remaining: right.remaining,
   };
 }
 

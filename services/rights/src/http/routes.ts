@@ -1,5 +1,5 @@
 import { BUCKETS } from '@rs/hashing';
-import { encodeProjectedRight, PROJECTED_RIGHT_HEADER, RightCreateBody, RightId } from '@rs/contracts';
+import { encodeProjectedRight, PROJECTED_RIGHT_HEADER, RightCreateBody, RightId, UsageBody } from '@rs/contracts';
 import * as http from '@rs/http';
 import type { Request, Response, Router } from 'express';
 import { expiryEntry, projectedOf, representation, type RightCommand } from '../domain/right';
@@ -65,7 +65,15 @@ export function rightsRoutes(
     removeRight: change((principal, user, id, ifMatch) => rights.remove(principal, user, id, ifMatch)),
     activateRight: transition('activate'),
     suspendRight: transition('suspend'),
-    usageRight: change((principal, user, id, ifMatch) => rights.use(principal, user, id, ifMatch)),
+    // A metered right gives the body's `amount`; the gateway's id for a request with an
+    // Idempotency-Key is the consumption's, so a retry after a crash is applied once.
+    usageRight: (req, res, next) => {
+      const { amount } = http.parseBody(UsageBody, req.body);
+      const consumptionId = http.resourceIdOf(req);
+      return change((principal, userId, rightId, expectedGeneration) =>
+        rights.use(principal, { userId, rightId, expectedGeneration }, { consumptionId, amount }),
+      )(req, res, next);
+    },
     getRightHistory: (req, res) =>
       http.sendHistory(req, res, publicBaseUrl, (page) =>
         rights.history(res.locals.principal, http.connectIdOf(req), rightId(req), page),

@@ -1,4 +1,4 @@
-import { Exchanges, type Actor, type RightEventData, type RightEventType } from '@rs/contracts';
+import { Exchanges, RightEventTypes, type Actor, type RightEventData, type RightEventType } from '@rs/contracts';
 import { changeMessage, type OutboxEntry } from '@rs/store';
 import { representation, type RightEntity } from '../domain/right';
 
@@ -15,7 +15,8 @@ export const EVENT_SOURCE = '/rights';
 export class RightMessages {
   constructor(private readonly publicBaseUrl: string) {}
 
-  of(right: RightEntity, types: readonly RightEventType[], actor: Actor): OutboxEntry[] {
+  /** `consumed`: the units a consumption took, which its `right.consumed` carries as `amount`. */
+  of(right: RightEntity, types: readonly RightEventType[], actor: Actor, consumed?: number): OutboxEntry[] {
     const data: RightEventData = {
       ...representation(right, this.publicBaseUrl, right.updatedAt),
       connectId: right.userId,
@@ -29,7 +30,7 @@ export class RightMessages {
         sequence: right.generation,
         time: right.updatedAt,
         actor,
-        data,
+        data: type === RightEventTypes.consumed && consumed !== undefined ? { ...data, amount: consumed } : data,
       }),
     );
   }

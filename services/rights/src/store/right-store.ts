@@ -53,6 +53,9 @@ const rightSchema = documentSchema<RightDocument>('rights', {
   sku: 'string',
   payloadJson: 'string?',
   used: 'boolean',
+  quantity: 'number?',
+  remaining: 'number?',
+  applied: { type: [String], default: undefined },
   start: 'date',
   end: 'date',
   timeInterval: 'string',
@@ -100,6 +103,9 @@ const toEntity = ({
     grantorContext: fields.grantorContext ?? null,
     serviceProviderId: fields.serviceProviderId ?? null,
     subscriptionId: fields.subscriptionId ?? null,
+    quantity: fields.quantity ?? null,
+    remaining: fields.remaining ?? null,
+    applied: fields.applied ?? [],
   };
 };
 

@@ -138,6 +138,7 @@ export class SubscriptionUseCases {
         serviceProviderId: template.serviceProviderId ?? null,
         timeSpec: template.timeSpec ?? null,
         grantorContext: template.grantorContext ?? null,
+        quantity: template.quantity ?? null,
       })),
       timeSpec: body.timeSpec,
       origTimeSpec: spec.value.origTimeSpec,

@@ -62,6 +62,7 @@ export function planRenewal(subscription: SubscriptionEntity, spec: TimeSpec, no
         grantorContext: template.grantorContext,
         timeInterval: `${formatDateTime(start)}/${formatDateTime(end)}`,
         state: subscription.state === 'ACTIVE' ? 'ACTIVE' : 'SUSPENDED',
+        quantity: template.quantity,
       });
     });
     const dueAt = DateTime.max(start, DateTime.fromJSDate(subscription.createdAt, { zone: 'utc' }));

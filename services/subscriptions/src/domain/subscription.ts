@@ -15,6 +15,8 @@ export interface Template {
   serviceProviderId: string | null;
   timeSpec: string | null;
   grantorContext: string | null;
+  /** Units each period's right grants (null: plain rights). */
+  quantity: number | null;
 }
 
 /** A subscription as the service holds it (docs/api.md), free of storage details. */
