@@ -121,8 +121,8 @@ export interface ServiceOptions {
  * Starts one service in this process, the same way for every service: parses its
  * configuration from `env`, connects to its own database and to RabbitMQ (a clear error when
  * either is unreachable), and lets `build` wire the service, ending with its HTTP server.
- * Whatever `build` registers with `runtime.onStop` is stopped after the server, in reverse
- * order, then the broker and the database. `main.ts` runs it as a process (`runMain`);
+ * Whatever `build` registers with `runtime.onStop` is stopped after the server closes, all at
+ * once, then the broker and the database. `main.ts` runs it as a process (`runMain`);
  * tests can start it in-process.
  */
 export async function startService<S extends z.ZodType<BaseConfig>>(
@@ -141,8 +141,12 @@ export async function startService<S extends z.ZodType<BaseConfig>>(
   const broker = new AmqpClient({ url: config.AMQP_URL!, connectionName: service, logger });
   broker.start();
   let db: Connection | undefined;
+  let closeServer: (() => Promise<void>) | undefined;
+  // The server first (no new request; those in flight finish), then everything else at once:
+  // each waits for its own work under way, and a slow database should not add their waits up.
   const close = async () => {
-    for (const stop of stops.reverse()) await stop();
+    await closeServer?.();
+    await Promise.all(stops.map(async (stop) => stop()));
     await broker.close();
     await db?.close().catch(() => undefined);
   };
@@ -166,7 +170,7 @@ export async function startService<S extends z.ZodType<BaseConfig>>(
       },
       onStop: (stop) => stops.push(stop),
     });
-    stops.unshift(() => server.close());
+    closeServer = () => server.close();
     return { port: server.port, stop: close };
   } catch (error) {
     await close();

@@ -15,6 +15,8 @@ const right = (sequence: number, patch: Partial<ProjectedRight> = {}): Projected
   serviceProviderId: null,
   sku: 'video',
   used: false,
+  quantity: null,
+  remaining: null,
   removed: false,
   ...patch,
 });
@@ -108,5 +110,32 @@ describe('the entitlement projection (docs/api.md "Entitlement checks")', () => 
     const listed = projection.check(ADMIN, 'alice', 'video', NOW).rights.map((r) => Number(r.rightId.slice(1)));
     expect(listed.sort((a, b) => a - b)).toEqual(expected);
     expect(projection.size).toBe(expected.length);
+  });
+});
+
+describe('the balance of metered rights (docs/api.md "Entitlement checks")', () => {
+  it('when a user holds metered rights, then the balance is what they have left, and entitled means it covers the amount asked', () => {
+    const projection = new EntitlementProjection();
+    projection.apply(right(1, { rightId: 'm1', quantity: 10, remaining: 4 }), NOW);
+    projection.apply(right(1, { rightId: 'm2', quantity: 5, remaining: 0 }), NOW);
+    const checked = projection.check(ADMIN, 'alice', 'video', NOW);
+    expect(checked).toMatchObject({ entitled: true, balance: 4 });
+    expect(checked.rights.map(({ rightId, quantity, remaining }) => [rightId, quantity, remaining]).sort()).toEqual([
+      ['m1', 10, 4],
+      ['m2', 5, 0],
+    ]);
+    expect(projection.check(ADMIN, 'alice', 'video', NOW, 4).entitled).toBe(true);
+    expect(projection.check(ADMIN, 'alice', 'video', NOW, 5).entitled).toBe(false);
+    // A consumption's event (a newer generation) moves the balance.
+    projection.apply(right(2, { rightId: 'm1', quantity: 10, remaining: 0 }), NOW);
+    expect(projection.check(ADMIN, 'alice', 'video', NOW)).toMatchObject({ entitled: false, balance: 0 });
+  });
+
+  it('when a plain right is listed beside metered ones, then the user is entitled whatever the amount; with none metered the balance is null', () => {
+    const projection = new EntitlementProjection();
+    projection.apply(right(1, { rightId: 'plain' }), NOW);
+    expect(projection.check(ADMIN, 'alice', 'video', NOW)).toMatchObject({ entitled: true, balance: null });
+    projection.apply(right(1, { rightId: 'm1', quantity: 3, remaining: 1 }), NOW);
+    expect(projection.check(ADMIN, 'alice', 'video', NOW, 100)).toMatchObject({ entitled: true, balance: 1 });
   });
 });

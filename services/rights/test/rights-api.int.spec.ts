@@ -64,7 +64,7 @@ const fx = systemFixture({
   collect: { 'rights.events': '#', 'catalog.events': 'sku.upserted' },
   seed: {
     clients: clientsOf({ 'grantor-a': 'A', 'grantor-b': 'B', 'provider-sp': 'SP', 'app-a': 'A' }),
-    users: ['alice', 'bob'],
+    users: ['alice', 'bob', 'meg'],
     skus: { news: { announceOnUsage: true, serviceProviderId: 'SP', grantorIds: ['A', 'B'] }, video: {} },
   },
 });
@@ -250,8 +250,9 @@ describe('state changes (docs/api.md "Rights")', () => {
 
 describe('usage of a metered right (docs/api.md "Usage")', () => {
   it('when a provider consumes units, then each consumption takes them, publishes right.consumed and is in the history; too many are refused and nothing is taken', async () => {
-    const right = await createRight({ serviceProviderId: 'SP', state: 'ACTIVE', quantity: 10 });
-    const path = `/id/users/alice/rights/${right.rightId}`;
+    // A user of its own: the balance below is of this right alone.
+    const right = await createRight({ serviceProviderId: 'SP', state: 'ACTIVE', quantity: 10 }, A, 'meg');
+    const path = `/id/users/meg/rights/${right.rightId}`;
     expect((await call('POST', `${path}/usage`, SP, { amount: 3 })).status).toBe(204);
     expect((await call('POST', `${path}/usage`, SP)).status).toBe(204); // one unit without a body
     expect(await (await call('GET', path, A)).json()).toMatchObject({ quantity: 10, remaining: 6, used: true });
@@ -263,6 +264,20 @@ describe('usage of a metered right (docs/api.md "Usage")', () => {
     for (const amount of [0, -1, 2.5, 'many'])
       expect((await call('POST', `${path}/usage`, SP, { amount })).status, String(amount)).toBe(400);
     expect(await (await call('GET', path, A)).json()).toMatchObject({ remaining: 6, generation: '3' });
+    // The provider's check sees the balance at once (this gateway answered the consumptions).
+    const check = async (query = '') =>
+      (await (await call('GET', `/id/users/meg/entitlements/news${query}`, SP)).json()) as {
+        entitled: boolean;
+        balance: number | null;
+        rights: Array<{ rightId: string; remaining: number | null }>;
+      };
+    expect(await check()).toMatchObject({ entitled: true, balance: 6 });
+    expect((await check()).rights).toContainEqual(
+      expect.objectContaining({ rightId: right.rightId, quantity: 10, remaining: 6 }),
+    );
+    expect(await check('?amount=6')).toMatchObject({ entitled: true });
+    expect(await check('?amount=7')).toMatchObject({ entitled: false, balance: 6 });
+    expect((await call('GET', '/id/users/meg/entitlements/news?amount=0', SP)).status).toBe(400);
 
     expect((await eventTypesOf(right.rightId, 5)).sort()).toEqual(
       ['right.created', 'right.used', 'service.announce', 'right.consumed', 'right.consumed'].sort(),

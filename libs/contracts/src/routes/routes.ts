@@ -99,6 +99,24 @@ const adminRoute = <const W extends Exclude<RouteOwner, 'subscriptions'>, const 
     >,
 ) => ({ ...route, caller: 'admin', bearer: null }) as const;
 
+/** An admin's list, a page at a time in key order; `cursor` names its cursor parameter. */
+const adminList = <const W extends Exclude<RouteOwner, 'subscriptions'>, const O extends string>(
+  route: Named<W, O> & { tag: PublicRoute['tag']; cursor: string; page: [description: string, schema: string] },
+) => {
+  const {
+    cursor,
+    page: [description, schema],
+    ...named
+  } = route;
+  return adminRoute({
+    ...named,
+    method: 'GET',
+    json: true,
+    query: [param('limit'), param(cursor)],
+    responses: { '200': page(`${description}; \`Link: <…>; rel="next"\` when more exist`, schema) },
+  });
+};
+
 /** A route under a user's rights or subscriptions (docs/api.md): any client may call it, Bearer only with a scope (docs/api.md). */
 const userRoute = <const W extends 'rights' | 'subscriptions', const O extends string>(
   route: Named<W, O> & { method: RouteMethod } & Pick<
@@ -278,16 +296,14 @@ export const ROUTES = [
     responses: createdOrNot({ description: 'Revoked' }, 'Was already revoked'),
   }),
   // docs/api.md "Users".
-  adminRoute({
+  adminList({
     owner: 'gateway',
     tag: 'users',
     operationId: 'listUsers',
-    method: 'GET',
     path: '/id/users',
     summary: 'List the users of the directory in connectId order',
-    json: true,
-    query: [param('limit'), param('userCursor')],
-    responses: { '200': page('One page of users; `Link: <…>; rel="next"` when more exist', 'UserList') },
+    cursor: 'userCursor',
+    page: ['One page of users', 'UserList'],
   }),
   {
     operationId: 'getUser',
@@ -477,7 +493,17 @@ export const ROUTES = [
     json: true,
     tag: 'entitlements',
     summary:
-      'May this user use this SKU now? The caller-visible rights of the user and SKU that are ACTIVE and whose interval contains checkedAt (an unknown SKU is not entitled)',
+      'May this user use this SKU now? The caller-visible rights of the user and SKU that are ACTIVE and whose interval contains checkedAt (an unknown SKU is not entitled); with metered rights, their balance',
+    query: [
+      {
+        name: 'amount',
+        in: 'query',
+        description:
+          'Units the caller would consume: entitled when a plain right is listed or the balance covers them (default 1)',
+        schema: { type: 'integer', minimum: 1, maximum: 1_000_000_000 },
+        example: 1,
+      },
+    ],
     responses: {
       '200': {
         description: 'The entitlement (`Cache-Control: no-store`)',
@@ -584,16 +610,14 @@ export const ROUTES = [
     responses: { '202': { description: 'Accepted: an attempt is under way' }, '404': ref('NotFound') },
   }),
   // docs/operations.md: the admin catalog API.
-  adminRoute({
+  adminList({
     owner: 'catalog',
     tag: 'catalog',
     operationId: 'listSkus',
-    method: 'GET',
     path: '/catalog/skus',
     summary: 'List catalog entries in name order',
-    json: true,
-    query: [param('limit'), param('skuCursor')],
-    responses: { '200': page('One page of entries; `Link: <…>; rel="next"` when more exist', 'SkuList') },
+    cursor: 'skuCursor',
+    page: ['One page of entries', 'SkuList'],
   }),
   adminRoute({
     owner: 'catalog',

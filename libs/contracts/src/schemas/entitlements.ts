@@ -3,6 +3,13 @@ import { SkuName } from './catalog';
 import { ConnectId } from './identity';
 import { RightEventData, RightId } from './rights';
 
+/** `?amount=n` of a check: whether n units could be consumed now (an integer from 1 to 10^9). */
+export const AmountParam = z
+  .string()
+  .regex(/^[1-9][0-9]{0,9}$/, 'must be an integer from 1 to 1000000000')
+  .transform(Number)
+  .pipe(z.number().max(1_000_000_000, 'must be an integer from 1 to 1000000000'));
+
 /** One right behind an entitlement (docs/api.md "Entitlement checks"). */
 export const EntitlementRight = z.object({
   rightId: RightId,
@@ -11,6 +18,9 @@ export const EntitlementRight = z.object({
   /** The end of its interval. */
   until: z.string(),
   used: z.boolean(),
+  /** A metered right's units, and those left (both null on a plain right). */
+  quantity: z.number().int().nullable(),
+  remaining: z.number().int().nullable(),
 });
 
 /**
@@ -23,6 +33,8 @@ export const Entitlement = z.object({
   sku: SkuName,
   entitled: z.boolean(),
   until: z.string().nullable(),
+  /** The units left over the listed metered rights; null when none of them is metered. */
+  balance: z.number().int().nullable(),
   rights: z.array(EntitlementRight),
   checkedAt: z.string(),
 });
@@ -44,6 +56,8 @@ export const ProjectedRight = RightEventData.pick({
   serviceProviderId: true,
   sku: true,
   used: true,
+  quantity: true,
+  remaining: true,
 }).extend({ removed: z.boolean() });
 export type ProjectedRight = z.infer<typeof ProjectedRight>;
 export const ProjectedRightPage = z.object({ items: z.array(ProjectedRight), next: z.string().nullable() });
@@ -72,5 +86,19 @@ export function decodeProjectedRight(header: string | undefined): ProjectedRight
 /** What a right event's `data` tells the projection (the event type says whether it was removed). */
 export function projectedFromEvent(data: RightEventData, removed: boolean): ProjectedRight {
   const { rightId, connectId, sequence, state, timeInterval, grantorId, serviceProviderId, sku, used } = data;
-  return { rightId, connectId, sequence, state, timeInterval, grantorId, serviceProviderId, sku, used, removed };
+  const { quantity, remaining } = data;
+  return {
+    rightId,
+    connectId,
+    sequence,
+    state,
+    timeInterval,
+    grantorId,
+    serviceProviderId,
+    sku,
+    used,
+    quantity,
+    remaining,
+    removed,
+  };
 }

@@ -64,14 +64,14 @@ export class Entitlements {
   }
 
   /** docs/api.md: the check; 404 for an unknown user, 503 until the projection is loaded. */
-  async check(principal: Principal, connectId: string, sku: string): Promise<Entitlement> {
+  async check(principal: Principal, connectId: string, sku: string, amount?: number): Promise<Entitlement> {
     if (!(await this.options.users.find(connectId))) throw DomainError.notFound(`no user ${connectId}`);
     if (!this.loadedOnce) throw DomainError.unavailable('entitlements are loading; try again shortly', 1);
     // Whole seconds, like every date-time of the platform; a right's instants are whole seconds
     // too, so the answer is the same at the instant shown as at the instant checked.
     const now = Math.floor(this.clock().getTime() / 1000) * 1000;
     return {
-      ...this.projection.check(principal, connectId, sku, now),
+      ...this.projection.check(principal, connectId, sku, now, amount),
       checkedAt: new Date(now).toISOString().replace('.000Z', 'Z'),
     };
   }

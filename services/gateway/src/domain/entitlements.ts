@@ -7,6 +7,9 @@ interface HeldRight {
   grantorId: string;
   serviceProviderId: string | null;
   used: boolean;
+  /** A metered right's units, and those left (null on a plain right). */
+  quantity: number | null;
+  remaining: number | null;
   sequence: number;
   start: number;
   end: number;
@@ -69,6 +72,8 @@ export class EntitlementProjection {
       grantorId: right.grantorId,
       serviceProviderId: right.serviceProviderId,
       used: right.used,
+      quantity: right.quantity,
+      remaining: right.remaining,
       sequence: right.sequence,
       start: interval.value.start.getTime(),
       end,
@@ -89,9 +94,10 @@ export class EntitlementProjection {
 
   /**
    * The check (docs/api.md): the rights of the user and SKU the caller may read (docs/api.md)
-   * that are ACTIVE and whose interval contains `now`.
+   * that are ACTIVE and whose interval contains `now`; their `balance`, the units left over
+   * the metered ones; entitled when a plain right is among them or the balance covers `amount`.
    */
-  check(principal: Principal, connectId: string, sku: string, now: number): Omit<Entitlement, 'checkedAt'> {
+  check(principal: Principal, connectId: string, sku: string, now: number, amount = 1): Omit<Entitlement, 'checkedAt'> {
     const found: HeldRight[] = [];
     for (const right of this.byUserSku.get(keyOf(connectId, sku)) ?? [])
       if (right.start <= now && now < right.end && mayReadRight(principal, right)) found.push(right);
@@ -99,17 +105,23 @@ export class EntitlementProjection {
       (last, right) => (!last || right.end > last.end ? right : last),
       null,
     );
+    const metered = found.filter((right) => right.remaining !== null);
+    const balance = metered.length > 0 ? metered.reduce((sum, right) => sum + right.remaining!, 0) : null;
+    const plain = metered.length < found.length;
     return {
       connectId,
       sku,
-      entitled: found.length > 0,
+      entitled: plain || (balance !== null && balance >= amount),
       until: latest?.until ?? null,
-      rights: found.map(({ rightId, grantorId, serviceProviderId, until, used }) => ({
+      balance,
+      rights: found.map(({ rightId, grantorId, serviceProviderId, until, used, quantity, remaining }) => ({
         rightId,
         grantorId,
         serviceProviderId,
         until,
         used,
+        quantity,
+        remaining,
       })),
     };
   }

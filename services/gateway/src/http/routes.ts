@@ -1,6 +1,7 @@
 import type { Clock } from '@rs/time';
 import { readFileSync } from 'node:fs';
 import {
+  AmountParam,
   ClientBody,
   ClientId,
   ConnectId,
@@ -23,6 +24,7 @@ import {
   notFound,
   pageParams,
   parseBody,
+  queryParam,
   parseParam,
   sendDone,
   serveRoutes,
@@ -235,7 +237,9 @@ export function gatewayRoutes(options: GatewayRoutesOptions): Router {
     },
     checkEntitlement: async (req, res) => {
       const sku = parseParam(SkuName, 'sku', req.params.sku);
-      const answer = await options.entitlements.check(principalOf(res)!, connectIdParam(req), sku);
+      const raw = queryParam(req, 'amount');
+      const amount = raw === undefined ? undefined : parseParam(AmountParam, 'amount', raw);
+      const answer = await options.entitlements.check(principalOf(res)!, connectIdParam(req), sku, amount);
       res.set('Cache-Control', 'no-store').json(answer);
     },
     listUsers: async (req, res) => {

@@ -37,8 +37,16 @@ import {
   type OutboxEntry,
 } from '@rs/store';
 import { parseTimeInterval, systemClock, type Clock } from '@rs/time';
+import { counter } from '@rs/telemetry/metrics';
 import type { RightMessages } from '../messaging/events';
 import { UnreadableRight, type RightQuery, type RightStore } from '../store/right-store';
+
+const consumptions = counter(
+  'right_consumptions_total',
+  'Consumptions of metered rights by outcome: consumed, or short (too few units left; nothing taken)',
+  ['outcome'],
+);
+const unitsConsumed = counter('right_units_consumed_total', 'Units consumed from metered rights');
 
 /**
  * docs/api.md "Identifiers": the id of the right a template yields for a period, the same
@@ -266,9 +274,33 @@ export class RightsUseCases {
     usage: { consumptionId?: string; amount?: number } = {},
   ): Promise<Changed> {
     const consumption = { id: usage.consumptionId ?? newId(this.clock().getTime()), amount: usage.amount ?? 1 };
-    return this.change(principal, { ...target, expectedGeneration: target.expectedGeneration }, 'use', async (right) =>
-      recordUsage(right, this.clock(), (await this.sku(right.sku))?.announceOnUsage ?? false, consumption),
-    );
+    // The decision the write went with (a compare-and-set that lost decides again): what to count.
+    let decided: Decision | undefined;
+    try {
+      const changed = await this.change(
+        principal,
+        { ...target, expectedGeneration: target.expectedGeneration },
+        'use',
+        async (right) => {
+          decided = recordUsage(
+            right,
+            this.clock(),
+            (await this.sku(right.sku))?.announceOnUsage ?? false,
+            consumption,
+          );
+          return decided;
+        },
+      );
+      if (decided?.kind === 'change' && decided.consumed !== undefined) {
+        consumptions.inc({ outcome: 'consumed' });
+        unitsConsumed.inc(decided.consumed);
+      }
+      return changed;
+    } catch (error) {
+      if (decided?.kind === 'conflict' && decided.reason.startsWith('remaining:'))
+        consumptions.inc({ outcome: 'short' });
+      throw error;
+    }
   }
 
   /**

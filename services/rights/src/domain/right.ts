@@ -188,6 +188,8 @@ export function projectedOf(right: RightEntity, removed: boolean): ProjectedRigh
     serviceProviderId: right.serviceProviderId,
     sku: right.sku,
     used: right.used,
+    quantity: right.quantity,
+    remaining: right.remaining,
     removed,
   };
 }

@@ -1,5 +1,6 @@
 import {
   SubscriptionEventTypes,
+  type RightTemplate,
   type Link,
   type ScheduleEntry,
   type Subscription,
@@ -18,6 +19,15 @@ export interface Template {
   /** Units each period's right grants (null: plain rights). */
   quantity: number | null;
 }
+
+/** A template as the service holds it: what the client left out, null. */
+export const templateOf = ({
+  sku,
+  serviceProviderId = null,
+  timeSpec = null,
+  grantorContext = null,
+  quantity = null,
+}: RightTemplate): Template => ({ sku, serviceProviderId, timeSpec, grantorContext, quantity });
 
 /** A subscription as the service holds it (docs/api.md), free of storage details. */
 export interface SubscriptionEntity {
