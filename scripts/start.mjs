@@ -166,6 +166,8 @@ function format(service, line) {
 }
 
 const children = new Map();
+/** Children whose output may still be coming: the last lines say how each stopped. */
+const closing = new Set();
 let stopping = false;
 /**
  * The lines of each child still starting, held back: once it is ready they give way to one
@@ -215,6 +217,10 @@ function launch(service, attempt = 0) {
   const child = spawn(command, args, { env: childEnv(service), stdio: ['ignore', 'pipe', 'pipe'] });
   const startedAt = Date.now();
   children.set(service, child);
+  // Closed once it has exited and its last lines have been read (see `stop`).
+  const closed = new Promise((resolve) => child.once('close', resolve));
+  closing.add(closed);
+  void closed.then(() => closing.delete(closed));
   // A restart's lines are all shown: something went wrong.
   if (attempt === 0) startup.set(service, []);
   for (const stream of [child.stdout, child.stderr]) {
@@ -288,6 +294,8 @@ async function stop(code) {
   stopping = true;
   const force = setTimeout(() => {
     for (const child of children.values()) child.kill('SIGKILL');
+    // Whatever still holds an output open does not keep this process.
+    setTimeout(() => process.exit(code), 2_000).unref();
   }, 15_000);
   for (const tier of [...TIERS].reverse().concat([['issuer', 'zipkin']])) {
     const running = tier.map((name) => children.get(name)).filter((child) => child !== undefined);
@@ -295,6 +303,7 @@ async function stop(code) {
     for (const child of running) child.kill('SIGTERM');
     await Promise.all(exits);
   }
+  await Promise.all([...closing]);
   clearTimeout(force);
   process.exit(code);
 }

@@ -158,7 +158,8 @@ describe('examples/', () => {
       AMQP_URL: fx.system.amqpUrl,
       QUEUE: 'example.rights-events',
     });
-    await consumer.line((line) => 'consuming' in line);
+    // Its quorum queue declared on a broker the whole suite is using: given time, not timed.
+    await consumer.line((line) => 'consuming' in line, 60_000);
     const rightId = await createRight('alice');
     expect(await fx.call('POST', `/id/users/alice/rights/${rightId}/suspend`, G)).toMatchObject({ status: 204 });
     await consumer.line((line) => line.event === 'right.suspended' && line.rightId === rightId);

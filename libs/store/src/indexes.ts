@@ -67,9 +67,7 @@ export async function declareIndexes(db: mongo.Db, declaration: CollectionIndexe
   const wanted = indexes.filter((index) => index.unique);
   if (wanted.length > 0) await collection.createIndexes([...wanted]);
   // The collection made now, not by the first writes (its GIN indexes come with its table).
-  await db.createCollection(name).catch((error: unknown) => {
-    if ((error as { code?: number }).code !== NAMESPACE_EXISTS) throw error;
-  });
+  await createdOnFerretDb(db, name);
   for (const index of await collection.indexes())
     if (index.name && index.name !== '_id_' && !index.unique)
       await collection.dropIndex(index.name).catch((error: unknown) => {
@@ -96,6 +94,25 @@ async function declareOnMongoDb(db: mongo.Db, name: string, indexes: readonly In
     (one) => one.expireAfterSeconds !== undefined && !indexes.some((index) => index.name === one.name),
   ))
     await collection.dropIndex(stale.name!);
+}
+
+/**
+ * Creates a collection on FerretDB. Its catalog of databases is read whole when a connection
+ * pool starts, and fails when another database is being dropped meanwhile (`relation
+ * "<db>._ferretdb_database_metadata" does not exist`); asked again, it reads the catalog anew.
+ */
+async function createdOnFerretDb(db: mongo.Db, name: string): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await db.createCollection(name);
+      return;
+    } catch (error) {
+      if ((error as { code?: number }).code === NAMESPACE_EXISTS) return;
+      const droppedMeanwhile = /_ferretdb_database_metadata" does not exist/.test(String((error as Error)?.message));
+      if (!droppedMeanwhile || attempt === 5) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 200 * attempt));
+    }
+  }
 }
 
 /** MongoDB's (and FerretDB's) error code for a collection that exists already. */
