@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { freePorts, RabbitAdmin, REPO_ROOT } from '@rs/testing';
 import mongoose from 'mongoose';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
 // The README's quick start as a newcomer meets it: `npm start` (here on ports, databases and a
 // RabbitMQ vhost of its own, so that it runs beside the other tests), its log until ready, then
@@ -41,12 +41,20 @@ class Start {
     });
     for (const stream of [this.child.stdout!, this.child.stderr!])
       stream.on('data', (chunk: Buffer) => this.lines.push(...chunk.toString('utf8').split('\n').filter(Boolean)));
-    const deadline = Date.now() + 90_000;
-    while (!this.lines.some((line) => /^start +ready: /.test(line))) {
-      if (this.child.exitCode !== null || Date.now() > deadline)
-        throw new Error(`npm start did not get ready:\n${this.lines.join('\n')}`);
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
+    const child = this.child;
+    const state = () =>
+      this.lines.some((line) => /^start +ready: /.test(line))
+        ? 'ready'
+        : child.exitCode !== null
+          ? 'exited'
+          : 'starting';
+    await vi.waitFor(
+      () => {
+        if (state() === 'starting') throw new Error('npm start is not ready yet');
+      },
+      { timeout: 90_000, interval: 200 },
+    );
+    if (state() !== 'ready') throw new Error(`npm start did not get ready:\n${this.lines.join('\n')}`);
   }
 
   databaseUrl(service: string): string {
