@@ -2,12 +2,17 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 import { defineConfig } from 'vitest/config';
 
 /**
- * The two tests that mostly wait for periods to pass start first, each in a worker of its own,
- * and the other files share the other two workers meanwhile: the reliability test (1,000
- * subscriptions on 24 s periods through crashes, 2.5 minutes) and the cluster test (a
- * three-node RabbitMQ cluster losing a node mid-renewal, 1.5 minutes).
+ * The tests that mostly wait start first, each in a worker of its own, and the other files
+ * share the remaining workers meanwhile: the reliability test (1,000 subscriptions on 24 s
+ * periods through crashes, 2.5 minutes), the cluster test (a three-node RabbitMQ cluster
+ * losing a node mid-renewal, 1.5 minutes), and the client's package test (an `npm install`
+ * from the registry).
  */
-const FIRST = ['services/scheduler/test/renewal-reliability.e2e.spec.ts', 'libs/messaging/test/cluster.e2e.spec.ts'];
+const FIRST = [
+  'services/scheduler/test/renewal-reliability.e2e.spec.ts',
+  'libs/messaging/test/cluster.e2e.spec.ts',
+  'libs/client/test/package.e2e.spec.ts',
+];
 const isFirst = (file: TestSpecification) => FIRST.some((first) => file.moduleId.endsWith(first));
 
 class LongWaitsFirst extends BaseSequencer {
