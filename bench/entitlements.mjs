@@ -10,7 +10,7 @@ import { performance } from 'node:perf_hooks';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { issueRights, startBenchSystem } from './system.mjs';
+import { issueRights, projectedRights, startBenchSystem } from './system.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(import.meta.url);
@@ -29,24 +29,7 @@ function heapAfterGc() {
 // 1. Memory per right.
 {
   const now = Date.now();
-  const day = 86_400_000;
-  const intervals = Array.from({ length: 1_000 }, (_, i) => {
-    const start = new Date(Math.floor((now - (i % 30) * day) / 1000) * 1000);
-    const end = new Date(start.getTime() + 31 * day);
-    return `${start.toISOString().replace('.000Z', 'Z')}/${end.toISOString().replace('.000Z', 'Z')}`;
-  });
-  const rights = Array.from({ length: N }, (_, i) => ({
-    rightId: `R${i.toString(36).padStart(12, '0')}${'x'.repeat(14)}`,
-    connectId: `user-${Math.floor(i / 2)}@example.com`,
-    sequence: 1,
-    state: 'ACTIVE',
-    timeInterval: intervals[i % intervals.length],
-    grantorId: `grantor-${i % 20}`,
-    serviceProviderId: i % 3 === 0 ? `provider-${i % 7}` : null,
-    sku: `sku-${i % 10}`,
-    used: false,
-    removed: false,
-  }));
+  const rights = projectedRights(N);
   const before = heapAfterGc();
   const projection = new EntitlementProjection();
   const started = performance.now();

@@ -53,3 +53,32 @@ export async function issueRights(system, { prefix, count, perCommand, start = n
   await created.close();
   console.log(`issued ${count} rights in ${((performance.now() - issuing) / 1000).toFixed(1)} s`);
 }
+
+/**
+ * `count` rights as the gateway's entitlement projection holds them (docs/decisions/0034): of
+ * count/2 users, 20 grantors, 10 SKUs and 1,000 distinct intervals of a month; `metered`, each
+ * with a quantity and what remains of it. For measuring the projection's memory.
+ */
+export function projectedRights(count, { metered = false } = {}) {
+  const now = Date.now();
+  const day = 86_400_000;
+  const intervals = Array.from({ length: 1_000 }, (_, i) => {
+    const start = new Date(Math.floor((now - (i % 30) * day) / 1000) * 1000);
+    const end = new Date(start.getTime() + 31 * day);
+    return `${start.toISOString().replace('.000Z', 'Z')}/${end.toISOString().replace('.000Z', 'Z')}`;
+  });
+  return Array.from({ length: count }, (_, i) => ({
+    rightId: `R${i.toString(36).padStart(12, '0')}${'x'.repeat(14)}`,
+    connectId: `user-${Math.floor(i / 2)}@example.com`,
+    sequence: 1,
+    state: 'ACTIVE',
+    timeInterval: intervals[i % intervals.length],
+    grantorId: `grantor-${i % 20}`,
+    serviceProviderId: i % 3 === 0 ? `provider-${i % 7}` : null,
+    sku: `sku-${i % 10}`,
+    used: false,
+    quantity: metered ? 10 + (i % 1000) : null,
+    remaining: metered ? i % 1000 : null,
+    removed: false,
+  }));
+}

@@ -52,14 +52,14 @@ start_postgres() {
   apply_indexes "$bin"
 }
 
-# The GIN indexes of ferretdb-indexes.sql on the fields ferretdb-index-fields.sql names
-# (idempotent, fast): also applied to a running server, so that a checkout that adds one gets
-# it without a restart.
+# The GIN indexes of ferretdb-indexes.sql on the fields ferretdb-index-fields.sql names, and
+# the compare-and-set guard of ferretdb-compare-and-set.sql (idempotent, fast): also applied to
+# a running server, so that a checkout that adds one gets it without a restart.
 apply_indexes() {
   local here
   here="$(dirname "${BASH_SOURCE[0]}")"
   "$1/psql" -h 127.0.0.1 -p "$PG_PORT" -U postgres -d ferretdb -q -v ON_ERROR_STOP=1 \
-    -f "$here/ferretdb-index-fields.sql" -f "$here/ferretdb-indexes.sql" >/dev/null
+    -f "$here/ferretdb-index-fields.sql" -f "$here/ferretdb-compare-and-set.sql" -f "$here/ferretdb-indexes.sql" >/dev/null
 }
 
 if listening "$MONGO_PORT"; then

@@ -9,13 +9,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // against `npm start`, its outcome read from the JSON lines it prints.
 const fx = systemFixture({
   name: 'examples',
-  backends: ['catalog', 'rights', 'subscriptions', 'webhooks'],
+  backends: ['catalog', 'rights', 'subscriptions', 'scheduler', 'webhooks'],
   // Low enough that a bulk import meets 429s and has to honour Retry-After.
   env: { RATE_LIMIT_PER_SECOND: '20', RATE_LIMIT_BURST: '10' },
   seed: {
     clients: clientsOf({ grantor: 'G', provider: 'P' }),
     users: ['alice'],
-    skus: { video: { serviceProviderId: 'P', grantorIds: ['G'] } },
+    skus: {
+      video: { serviceProviderId: 'P', grantorIds: ['G'] },
+      articles: { serviceProviderId: 'P', grantorIds: ['G'] },
+    },
   },
 });
 beforeAll(fx.start);
@@ -87,6 +90,22 @@ describe('examples/', () => {
         entitled: true,
         offline: expect.objectContaining({ rightId, sku: 'video' }),
       }),
+    ]);
+  });
+
+  it('metered-articles: a subscription of 10 articles a month, consumed by SKU and through a reservation, then topped up', async () => {
+    const example = runExample('metered-articles.mjs', ['alice', 'articles', 'G'], {
+      PROVIDER_ID: 'provider',
+      PROVIDER_SECRET: 'secret-of-provider',
+    });
+    expect(await example.exited, example.stderr()).toBe(0);
+    expect(example.lines).toEqual([
+      expect.objectContaining({ balance: 10 }),
+      { read: 1, remaining: 9 },
+      { read: 2, remaining: 8 },
+      { read: 3, remaining: 7 },
+      { reserved: 2, committed: 1, remaining: 6 },
+      { toppedUp: 5, balance: 11 },
     ]);
   });
 

@@ -17,8 +17,12 @@ import {
   CatalogEvents,
   RightEvents,
   RightsCommands,
+  SchedulerCommands,
   SubscriptionEvents,
   SubscriptionsCommands,
+  ConsumptionBody,
+  ReservationBody,
+  CommitBody,
 } from '../src/index';
 
 /** Every event and command type the contracts define, from their schemas (not from the document's generator). */
@@ -28,6 +32,7 @@ const CONTRACT_TYPES = [
   ...Object.keys(SubscriptionEvents),
   ...Object.keys(RightsCommands),
   ...Object.keys(SubscriptionsCommands),
+  ...Object.keys(SchedulerCommands),
 ].sort();
 
 const docs = path.resolve(__dirname, '../../../docs');
@@ -75,6 +80,9 @@ describe('documents generated from the contracts (npm run docs)', () => {
       RevocationBody,
       EndpointCreateBody,
       UsageBody,
+      ConsumptionBody,
+      ReservationBody,
+      CommitBody,
     };
     let checked = 0;
     for (const [path, operations] of Object.entries(document.paths))
@@ -115,6 +123,7 @@ describe('documents generated from the contracts (npm run docs)', () => {
       ...Object.keys(CatalogEvents),
       ...Object.keys(RightEvents),
       ...Object.keys(RightsCommands),
+      ...Object.keys(SchedulerCommands),
       ...Object.keys(SubscriptionEvents),
     ])
       expect(committed).toContain(`### \`${type}\``);

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from '@rs/logging';
 import type { AmqpClient } from '@rs/messaging';
 import {
+  isLostCompareAndSet,
   documentLock,
   isDuplicateKey,
   loadedEntries,
@@ -302,9 +303,11 @@ export class OutboxRelay {
       const { outboxPending, generation } = group[0]!;
       const ids = group.map((document) => document._id);
       const { modifiedCount } = await documentLock.runMany(this.options.collection, ids, () =>
-        this.documents.updateMany({ _id: { $in: ids }, generation, outboxPending } as never, {
-          $set: { outbox: [], outboxPending: false },
-        }),
+        orNoneModified(
+          this.documents.updateMany({ _id: { $in: ids }, generation, outboxPending } as never, {
+            $set: { outbox: [], outboxPending: false },
+          }),
+        ),
       );
       // Fewer: some changed since they were read. Which is not known, so the group goes one
       // document at a time, where clearing one already cleared finds nothing to do.
@@ -318,26 +321,52 @@ export class OutboxRelay {
     if (document.outbox.length === 0) {
       // Flagged with nothing to publish (a stop between the removal of its last entries, below,
       // and the unflagging): unflag it.
-      await this.documents.updateOne(
-        { _id: document._id, outbox: { $size: 0 }, outboxPending: document.outboxPending } as never,
-        { $set: { outboxPending: false } },
+      await orNoneModified(
+        this.documents.updateOne(
+          { _id: document._id, outbox: { $size: 0 }, outboxPending: document.outboxPending } as never,
+          { $set: { outboxPending: false } },
+        ),
       );
       return;
     }
     if (confirmed === 0) return;
     if (confirmed === document.outbox.length && typeof document.generation === 'number') {
-      const cleared = await this.documents.updateOne(
-        { _id: document._id, generation: document.generation, outboxPending: document.outboxPending } as never,
-        { $set: { outbox: [], outboxPending: false } },
+      const cleared = await orNoneModified(
+        this.documents.updateOne(
+          { _id: document._id, generation: document.generation, outboxPending: document.outboxPending } as never,
+          { $set: { outbox: [], outboxPending: false } },
+        ),
       );
       if (cleared.modifiedCount === 1) return;
     }
     for (const entry of document.outbox.slice(0, confirmed)) {
-      await this.documents.updateOne({ _id: document._id, 'outbox.0.id': entry.id } as never, { $pop: { outbox: -1 } });
+      const popped = await orNoneModified(
+        this.documents.updateOne({ _id: document._id, 'outbox.0.id': entry.id } as never, { $pop: { outbox: -1 } }),
+      );
+      // A change landed as it was written: the next pass reads the document again.
+      if (popped.modifiedCount === 0 && popped.refused) return;
     }
-    await this.documents.updateOne({ _id: document._id, outbox: { $size: 0 } } as never, {
-      $set: { outboxPending: false },
-    });
+    await orNoneModified(
+      this.documents.updateOne({ _id: document._id, outbox: { $size: 0 } } as never, {
+        $set: { outboxPending: false },
+      }),
+    );
+  }
+}
+
+/**
+ * A clean-up write that a change landing at the same instant made FerretDB's guard refuse
+ * (docs/decisions/0046) did nothing, as one whose filter no longer matched: the relay reads
+ * the document again on its next pass.
+ */
+async function orNoneModified(
+  write: Promise<{ modifiedCount: number }>,
+): Promise<{ modifiedCount: number; refused?: true }> {
+  try {
+    return await write;
+  } catch (error) {
+    if (isLostCompareAndSet(error)) return { modifiedCount: 0, refused: true };
+    throw error;
   }
 }
 

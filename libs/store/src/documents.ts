@@ -1,7 +1,8 @@
+import { randomUUID } from 'node:crypto';
 import pLimit from 'p-limit';
 import type { Connection, Model, mongo, Schema } from 'mongoose';
 import { documentLock } from './document-lock';
-import { newOutbox, OUTBOX_PROJECTION, PENDING_EVENTS, setWithOutbox } from './outbox';
+import { CAS_FIELD, newOutbox, OUTBOX_PROJECTION, PENDING_EVENTS, setWithOutbox } from './outbox';
 import type { OutboxEntry } from './outbox-entry';
 import { isDuplicateKey, isTransient, WriteFailed } from './items';
 import { serverLimits } from './server-limits';
@@ -136,18 +137,16 @@ export class OutboxCollection {
 
   /** Stores `change` only if the document is still at `change.generation`; false when another writer won. */
   async compareAndSet(change: StoredChange): Promise<boolean> {
-    const result = await documentLock.run(this.name, change.id, () =>
-      this.collection.updateOne(
-        {
-          ...this.guard,
-          _id: change.id,
-          generation:
-            change.orStoredAt === undefined ? change.generation : { $in: [change.generation, change.orStoredAt] },
-        } as never,
-        setWithOutbox(change.set, change.outbox),
-      ),
-    );
-    if (result.modifiedCount !== 1) return false;
+    // FerretDB checks the filter on the document it read, not on the row it writes: its
+    // PostgreSQL guard checks the stamp's generations again as it writes (docs/decisions/0046).
+    const { filter, update } = compareAndSetWrite(change, this.guard, !(await serverLimits(this.db)).usesDriverIndexes);
+    try {
+      const result = await documentLock.run(this.name, change.id, () => this.collection.updateOne(filter, update));
+      if (result.modifiedCount !== 1) return false;
+    } catch (error) {
+      if (isLostCompareAndSet(error)) return false;
+      throw error;
+    }
     this.announce(change.outbox);
     return true;
   }
@@ -174,6 +173,31 @@ export class OutboxCollection {
     });
   }
 }
+
+/**
+ * The `updateOne` of a compare-and-set: its filter (the document at one of the generations the
+ * change may find, and `guard`), and its update with the change's outbox; `stamped`, with the
+ * stamp FerretDB's guard checks (`CAS_FIELD`).
+ */
+export function compareAndSetWrite(change: StoredChange, guard: Record<string, unknown>, stamped: boolean) {
+  const generations = change.orStoredAt === undefined ? [change.generation] : [change.generation, change.orStoredAt];
+  const stamp = stamped ? { [CAS_FIELD]: { from: generations, token: randomUUID() } } : {};
+  return {
+    filter: {
+      ...guard,
+      _id: change.id,
+      generation: generations.length === 1 ? generations[0] : { $in: generations },
+    } as never,
+    update: setWithOutbox({ ...change.set, ...stamp }, change.outbox),
+  };
+}
+
+/**
+ * A write FerretDB's guard refused because the document changed after FerretDB read it
+ * (deploy/local/ferretdb-compare-and-set.sql): for a compare-and-set, another writer won.
+ */
+export const isLostCompareAndSet = (error: unknown): boolean =>
+  error instanceof Error && error.message.includes('rs: compare-and-set lost');
 
 /** Where a document is set aside (see `OutboxStore.setAside`); entities leave it out. */
 export interface SetAsideField {

@@ -52,6 +52,13 @@ export const PENDING_KEYS = 64;
 /** The key of documents made pending at `at` (ms since the epoch). */
 export const pendingKeyAt = (at: number): number => 1 + (Math.floor(at / 1000) % PENDING_KEYS);
 
+/**
+ * The stamp a compare-and-set leaves on FerretDB, for its PostgreSQL guard
+ * (deploy/local/ferretdb-compare-and-set.sql, docs/decisions/0046): the generations the write
+ * may find, and a token of its own. Never part of an entity.
+ */
+export const CAS_FIELD = '_cas';
+
 /** The outbox fields of a new document carrying `entries`. */
 export function newOutbox(entries: OutboxEntry[]): { outbox: StoredOutboxEntry[]; outboxPending: PendingKey } {
   return { outbox: storedEntries(entries), outboxPending: entries.length > 0 ? pendingKeyAt(Date.now()) : false };
@@ -71,7 +78,7 @@ export function setWithOutbox(fields: object, entries: OutboxEntry[]): object {
  * would write it back with its next change, and a flag read while events were pending, written
  * back after the relay had cleared them, left the document pending with nothing to publish.
  */
-export const OUTBOX_PROJECTION = { outbox: 0, outboxPending: 0 } as const;
+export const OUTBOX_PROJECTION = { outbox: 0, outboxPending: 0, [CAS_FIELD]: 0 } as const;
 
 /** The relay's query, on every collection that carries an outbox: one equality on the flag. */
 export const PENDING_EVENTS: IndexedQuery = {

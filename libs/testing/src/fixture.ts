@@ -50,8 +50,14 @@ export interface SystemFixture {
   readonly receiver: OtlpReceiver;
   /** The confirm channel of `commands`. */
   readonly commands: ConfirmChannel;
-  /** A request through the gateway with these headers, a JSON body when one is given. */
-  call(method: string, path: string, authorization: string, body?: unknown): Promise<Response>;
+  /** A request through the gateway with these credentials (and headers), a JSON body when one is given. */
+  call(
+    method: string,
+    path: string,
+    authorization: string,
+    body?: unknown,
+    headers?: Record<string, string>,
+  ): Promise<Response>;
 }
 
 /**
@@ -121,10 +127,10 @@ export function systemFixture(options: SystemFixtureOptions): SystemFixture {
     get commands() {
       return started(state.commands, 'the command channel');
     },
-    call: (method, path, authorization, body) =>
+    call: (method, path, authorization, body, headers = {}) =>
       fetch(`${started(state.system, 'the system').gatewayUrl}${path}`, {
         method,
-        headers: { authorization, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        headers: { authorization, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
         body: body === undefined ? undefined : JSON.stringify(body),
       }),
   };

@@ -1,10 +1,13 @@
+import { RabbitAdmin } from './rabbit-admin';
 import { useTestServers } from './servers';
 
 /**
- * vitest globalSetup: finds or starts the real MongoDB-wire and RabbitMQ servers once,
- * and hands their URLs to every test file through the environment.
+ * vitest globalSetup: finds or starts the real MongoDB-wire and RabbitMQ servers once, clears
+ * the broker of what killed runs left behind, and hands the servers' URLs to every test file
+ * through the environment.
  */
 export default async function setup(): Promise<() => Promise<void>> {
   const servers = await useTestServers();
+  await new RabbitAdmin(servers.managementUrl).deleteAbandonedTestVhosts();
   return () => servers.stop();
 }

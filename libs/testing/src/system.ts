@@ -19,7 +19,11 @@ export interface TestSystemOptions {
   /** Export traces to this OTLP/HTTP JSON endpoint (see OtlpReceiver). */
   otlpEndpoint?: string;
   env?: Record<string, string>;
-  /** Extra replicas of a backend or the gateway, named `<name>#2`, `#3`…, sharing its database and vhost. */
+  /**
+   * Extra replicas of a backend or the gateway, named `<name>#2`, `#3`…, sharing its database and
+   * vhost. Gateway replica `#n` forwards to a backend's replica `#n` where there is one (two
+   * gateways and two rights replicas: two independent paths to one database), else to its first.
+   */
   replicas?: Partial<Record<BackendName | 'gateway', number>>;
   /**
    * Run each service as its own process, as `npm start` and the images do: for the tests of
@@ -284,9 +288,15 @@ export class TestSystem {
       ...((this.options.gateway ?? true) ? (['gateway'] as const) : []),
     ];
     /** What one service's process is told beside what all are: where it listens, its database. */
-    const ownEnv = async (name: string, port: number): Promise<Record<string, string>> =>
+    const ownEnv = async (name: string, port: number, replica: number): Promise<Record<string, string>> =>
       name === 'gateway'
         ? {
+            ...Object.fromEntries(
+              this.options.backends.flatMap((backend) => {
+                const peer = this.services.get(`${backend}#${replica}`);
+                return replica > 1 && peer ? [[`${backend.toUpperCase()}_URL`, peer.url]] : [];
+              }),
+            ),
             GATEWAY_PORT: String(port),
             METRICS_PORT: String(await freePort()),
             GATEWAY_MONGODB_URL: this.mongoUrlFor('gateway'),
@@ -301,7 +311,7 @@ export class TestSystem {
         const service = this.serviceOf(
           label,
           port,
-          { ...common, ...(await ownEnv(name, port)), OTEL_SERVICE_NAME: name },
+          { ...common, ...(await ownEnv(name, port, replica)), OTEL_SERVICE_NAME: name },
           name,
         );
         this.services.set(label, service);

@@ -18,7 +18,7 @@ import { UserStore } from './store/user-store';
 import { IdempotencyStore } from './store/idempotency-store';
 import { repeat } from '@rs/time';
 import { ReplicaRegistry } from '@rs/replicas';
-import { decodeProjectedRight, PROJECTED_RIGHT_HEADER } from '@rs/contracts';
+import { decodeProjectedRights, PROJECTED_RIGHT_HEADER } from '@rs/contracts';
 import { Entitlements } from './app/entitlements';
 import { keepEntitlements, rightsSnapshot } from './messaging/entitlements';
 
@@ -144,8 +144,8 @@ export const start = defineService(
     const forwarder = new Forwarder({
       timeoutMs: config.UPSTREAM_TIMEOUT_MS,
       onAnswer: (headers) => {
-        const right = decodeProjectedRight(headers[PROJECTED_RIGHT_HEADER] as string | undefined);
-        if (right) entitlements.applyAnswer(right);
+        for (const right of decodeProjectedRights(headers[PROJECTED_RIGHT_HEADER] as string | undefined))
+          entitlements.applyAnswer(right);
       },
     });
     runtime.onStop(() => forwarder.close());

@@ -3,6 +3,8 @@ import { startSkuDirectory } from '@rs/catalog-client';
 import { defineService, serveHttp, startPurge, startRelay } from '@rs/runtime';
 import { z } from 'zod';
 import { RightsUseCases } from './app/rights';
+import { ConsumptionUseCases } from './app/consumptions';
+import { ConsumptionStore } from './store/consumption-store';
 import { RightTokens } from './app/right-tokens';
 import { ExpiryWrites } from './app/expiry-writes';
 import { SigningKeyStore } from './store/signing-key-store';
@@ -33,13 +35,14 @@ export const start = defineService('rights', Config, async (runtime) => {
   const history = await runtime.migrated(rightHistory(runtime.db.db!, config.HISTORY_RETENTION_DAYS));
   startPurge(runtime, history.retained);
   startRelay(runtime, 'rights', history);
-  const rights = new RightsUseCases({
-    store,
-    history,
-    skus: await startSkuDirectory(runtime, config.CATALOG_URL),
-    messages: new RightMessages(config.PUBLIC_BASE_URL),
-    clock,
-  });
+  // Consumptions across rights and reservations (docs/decisions/0045): their records tell the scheduler when their holds lapse.
+  const records = await runtime.migrated(new ConsumptionStore(runtime.db));
+  startPurge(runtime, records.retained);
+  startRelay(runtime, 'consumptions');
+  const skus = await startSkuDirectory(runtime, config.CATALOG_URL);
+  const messages = new RightMessages(config.PUBLIC_BASE_URL);
+  const rights = new RightsUseCases({ store, history, skus, messages, clock });
+  const consumptions = new ConsumptionUseCases({ rights: store, records, skus, messages, clock });
   const keys = new SigningKeyStore(runtime.db, secretRing(config, 'RIGHT_TOKEN_KEY_SECRET'));
   const tokens = new RightTokens(rights, keys, {
     issuer: config.PUBLIC_BASE_URL,
@@ -50,10 +53,18 @@ export const start = defineService('rights', Config, async (runtime) => {
   await tokens.ensureSigningKey();
   const expiryWrites = new ExpiryWrites((expired) => rights.writeExpiries(expired), runtime.logger);
   runtime.onStop(() => expiryWrites.drain());
-  await consumeRightsCommands({ broker: runtime.broker, rights, history, logger: runtime.logger, clock, expiryWrites });
+  await consumeRightsCommands({
+    broker: runtime.broker,
+    rights,
+    consumptions,
+    history,
+    logger: runtime.logger,
+    clock,
+    expiryWrites,
+  });
   return serveHttp(runtime, config.PORT, {
     realm: config.AUTH_REALM,
     jsonLimit: '64kb',
-    routes: (app) => app.use(rightsRoutes(rights, tokens, config.PUBLIC_BASE_URL, clock)),
+    routes: (app) => app.use(rightsRoutes(rights, consumptions, tokens, config.PUBLIC_BASE_URL, clock)),
   });
 });

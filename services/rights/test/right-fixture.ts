@@ -14,6 +14,7 @@ export const aRight = (fields: Partial<RightEntity> = {}): RightEntity => ({
   quantity: null,
   remaining: null,
   applied: [],
+  holds: [],
   start: new Date('2026-03-01T00:00:00Z'),
   end: new Date('2026-03-01T10:00:00Z'),
   timeInterval: '2026-03-01T00:00:00Z/2026-03-01T10:00:00Z',

@@ -25,13 +25,18 @@ beforeAll(fx.start);
 afterAll(fx.stop);
 
 const iso = (offsetMs: number) => new Date(Date.now() + offsetMs).toISOString().replace(/\.\d{3}Z$/, 'Z');
-async function createRight(state: string, timeInterval = `${iso(-60_000)}/${iso(86_400_000)}`): Promise<string> {
+async function createRight(
+  state: string,
+  timeInterval = `${iso(-60_000)}/${iso(86_400_000)}`,
+  more: Record<string, unknown> = {},
+): Promise<string> {
   const response = await fx.call('POST', '/id/users/alice/rights', A, {
     sku: 'news',
     grantorId: 'A',
     serviceProviderId: 'SP',
     timeInterval,
     state,
+    ...more,
   });
   expect(response.status, await response.clone().text()).toBe(201);
   return ((await response.json()) as { rightId: string }).rightId;
@@ -78,11 +83,20 @@ describe('signed right tokens (docs/api.md)', () => {
       serviceProviderId: 'SP',
       generation: '1',
       used: false,
+      quantity: null,
+      remaining: null,
     });
     expect(typeof payload.jti).toBe('string');
     // The lifetime is capped by RIGHT_TOKEN_TTL_S, and starts with the interval.
     expect(payload.exp! - payload.iat!).toBe(TTL_S);
     expect(payload.nbf).toBeLessThanOrEqual(payload.iat!);
+  });
+
+  it('when the right is metered, then its token carries its quantity and what remained when it was issued', async () => {
+    const rightId = await createRight('ACTIVE', undefined, { quantity: 10 });
+    expect((await fx.call('POST', `/id/users/alice/rights/${rightId}/usage`, SP, { amount: 3 })).status).toBe(204);
+    const { payload } = await verify(await (await tokenOf(rightId)).text());
+    expect(payload).toMatchObject({ quantity: 10, remaining: 7, used: true, generation: '2' });
   });
 
   it('when the interval ends before the token lifetime, then the token expires with the right', async () => {

@@ -2,7 +2,7 @@ import { serviceEnvShape, serviceUrl } from '@rs/config';
 import { defineService, serveHttp } from '@rs/runtime';
 import { z } from 'zod';
 import { startScheduling } from './app/scheduling';
-import { followEvents } from './messaging/events';
+import { followEvents, followHolds } from './messaging/events';
 import { createStores } from './store/stores';
 
 export const Config = z.object({
@@ -17,16 +17,19 @@ export const Config = z.object({
 /**
  * The scheduler: the only component that decides when (docs/architecture.md). It follows
  * `rights.events` and `subscriptions.events` into its own database and, every tick, sends
- * `rights.expire` for rights whose interval has ended and `subscriptions.renew` for
- * subscriptions whose next period has started or whose end has come, in batches, for the
- * partitions this replica owns (docs/decisions/0011).
+ * `rights.expire` for rights whose interval has ended, `subscriptions.renew` for
+ * subscriptions whose next period has started or whose end has come, and `rights.settle` for
+ * holds whose time is up (told by `scheduler.hold`), in batches, for the partitions this
+ * replica owns (docs/decisions/0011, 0045).
  */
 export const start = defineService('scheduler', Config, async (runtime) => {
   const { config, clock } = runtime;
   const stores = createStores(runtime.db);
   await runtime.migrated(stores.rightExpiries);
   await runtime.migrated(stores.subscriptionSchedules);
+  await runtime.migrated(stores.holdExpiries);
   await followEvents(runtime.broker, stores, runtime.logger, clock);
+  await followHolds(runtime.broker, stores.holdExpiries, runtime.logger, clock);
   const scheduling = await startScheduling({
     stores,
     broker: runtime.broker,

@@ -1,5 +1,5 @@
 import { CatalogEvents } from '../schemas/catalog';
-import { RightsCommands, SubscriptionsCommands } from '../schemas/commands';
+import { RightsCommands, SchedulerCommands, SubscriptionsCommands } from '../schemas/commands';
 import { RightEvents } from '../schemas/rights';
 import { SubscriptionEvents } from '../schemas/subscriptions';
 import type { EventSchemas } from '../schemas/cloud-event';
@@ -53,17 +53,21 @@ export const EVENT_FAMILIES: EventFamily[] = [
   },
   {
     exchange: Exchanges.commands,
-    producer: 'scheduler and subscriptions',
+    producer: 'scheduler, subscriptions and rights',
     summary:
       'Commands (direct exchange), each consumed by one durable quorum queue of its service ' +
-      '(`subscriptions.commands`, `rights.commands`). Same envelope; `subject` is the entity the command is about.',
-    schemas: { ...SubscriptionsCommands, ...RightsCommands },
+      '(`subscriptions.commands`, `rights.commands`, `scheduler.commands`). Same envelope; `subject` is the entity the command is about.',
+    schemas: { ...SubscriptionsCommands, ...RightsCommands, ...SchedulerCommands },
     descriptions: {
       'subscriptions.renew':
         'From the scheduler: bring this subscription up to now (issue due periods, expire it at its end).',
       'rights.expire': 'From the scheduler: expire this right, its interval has ended. Idempotent.',
       'rights.issue': 'From the subscriptions service: the rights of one period, with deterministic ids.',
       'rights.cascade': 'From the subscriptions service: suspend or reactivate the rights of a subscription.',
+      'rights.settle':
+        'From the scheduler: the holds of this consumption or reservation are past their time; settle them as its record decides (docs/decisions/0045). Idempotent.',
+      'scheduler.hold':
+        'From the rights service: a consumption or reservation holds units until `until`; command rights.settle then.',
     },
   },
   {

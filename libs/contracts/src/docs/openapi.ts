@@ -25,7 +25,15 @@ import {
   WebhookEndpointWithSecret,
 } from '../schemas/webhooks';
 import { Right, RightCreateBody, RightId, RightList, UsageBody } from '../schemas/rights';
-import { Entitlement } from '../schemas/entitlements';
+import {
+  CommitBody,
+  Consumption,
+  ConsumptionBody,
+  Entitlement,
+  Reservation,
+  ReservationBody,
+  ReservationId,
+} from '../schemas/entitlements';
 import { API_REFERENCE_ASSETS } from '../routes/routes';
 import { Subscription, SubscriptionCreateBody, SubscriptionId, SubscriptionList } from '../schemas/subscriptions';
 
@@ -60,6 +68,7 @@ export const PARAMETER_EXAMPLES: Record<string, unknown> = {
   jti: '5f0c6d1e-9a4b-4c1f-8e2d-3b7a9c0d1e2f',
   connectId: 'alice',
   rightId: '01JDXW5Q3D7V9Q6Y3B2N8K4M1R',
+  reservationId: '01JDXWD4F6H8K0M2P4R6T8W0Y2',
   subscriptionId: '01JDXW8T5H2K4M6P8R0T2V4X6Z',
   endpointId: '01JDXWB2C4E6G8J0L2N4Q6S8U0',
   deliveryId: '9b2f4c6e8a0d1f3b5c7e9a1d3f5b7c9e',
@@ -90,6 +99,9 @@ export const BODY_EXAMPLES: Record<string, unknown> = {
   RevocationBody: { expiresAt: '2026-12-31T00:00:00Z' },
   EndpointCreateBody: { url: 'https://hooks.example.com/rights', events: ['right.*'] },
   UsageBody: { amount: 1 },
+  ConsumptionBody: { amount: 1 },
+  ReservationBody: { amount: 3, ttl: 'PT5M' },
+  CommitBody: { amount: 2 },
 };
 
 /**
@@ -153,6 +165,7 @@ export function buildOpenApiDocument(): Record<string, unknown> {
         jti: { name: 'jti', in: 'path', required: true, schema: schemaOf(Jti) },
         connectId: { name: 'connectId', in: 'path', required: true, schema: schemaOf(ConnectId) },
         rightId: { name: 'rightId', in: 'path', required: true, schema: schemaOf(RightId) },
+        reservationId: { name: 'reservationId', in: 'path', required: true, schema: schemaOf(ReservationId) },
         subscriptionId: { name: 'subscriptionId', in: 'path', required: true, schema: schemaOf(SubscriptionId) },
         endpointId: { name: 'endpointId', in: 'path', required: true, schema: schemaOf(EndpointId) },
         deliveryId: { name: 'deliveryId', in: 'path', required: true, schema: schemaOf(DeliveryId) },
@@ -216,6 +229,11 @@ export function buildOpenApiDocument(): Record<string, unknown> {
         RightList: schemaOf(RightList),
         UsageBody: schemaOf(UsageBody),
         Entitlement: schemaOf(Entitlement),
+        ConsumptionBody: schemaOf(ConsumptionBody),
+        Consumption: schemaOf(Consumption),
+        ReservationBody: schemaOf(ReservationBody),
+        Reservation: schemaOf(Reservation),
+        CommitBody: schemaOf(CommitBody),
         HistoryPage: schemaOf(HistoryPage),
         EndpointCreateBody: schemaOf(EndpointCreateBody),
         WebhookEndpoint: schemaOf(WebhookEndpoint),

@@ -192,6 +192,24 @@ const history = <const W extends 'rights' | 'subscriptions', const O extends str
     query: [param('limit'), param('historyCursor')],
     responses: { '200': page('The changes, with who made them', 'HistoryPage') },
   });
+const ENTITLEMENT = '/id/users/{connectId}/entitlements/{sku}';
+const RESERVATION = `${ENTITLEMENT}/reservations/{reservationId}`;
+/**
+ * A consumption of a user's metered rights of a SKU (docs/api.md "Consumption by SKU"): the
+ * rights service answers; who may is as for usage (a Bearer token with id.user.right.use).
+ */
+const entitlementChange = <const O extends string>(
+  route: Omit<Named<'rights', O>, 'owner'> & { method: 'POST' | 'DELETE' } & Pick<PublicRoute, 'body' | 'responses'>,
+) =>
+  ({
+    ...route,
+    owner: 'rights',
+    caller: 'client',
+    bearer: 'id.user.right.use',
+    json: true,
+    tag: 'entitlements',
+    responses: { ...route.responses, '409': ref('Conflict') },
+  }) as const;
 const LIST_SUMMARY = (what: string, filter: string) =>
   `List a user's ${what}, newest first (${filter} required for non-admins: 307 otherwise)`;
 
@@ -512,6 +530,46 @@ export const ROUTES = [
       },
     },
   },
+  // docs/api.md "Consumption by SKU" and "Reservations": metered rights, by SKU (who may: as for usage).
+  entitlementChange({
+    operationId: 'consumeEntitlement',
+    method: 'POST',
+    path: `${ENTITLEMENT}/consumption`,
+    summary:
+      "Consume units from the user's caller-visible active metered rights of the SKU, those ending first first (then the oldest): all or nothing, applied once; emits right.consumed per right",
+    body: { schema: 'ConsumptionBody', required: false },
+    responses: { '200': { description: 'What was taken from which right', content: json('Consumption') } },
+  }),
+  entitlementChange({
+    operationId: 'createReservation',
+    method: 'POST',
+    path: `${ENTITLEMENT}/reservations`,
+    summary:
+      'Hold units for an act to come (counted as consumed by every other caller) until committed, released or lapsed (ttl, at most PT24H)',
+    body: { schema: 'ReservationBody', required: false },
+    responses: {
+      '201': {
+        description: 'Held',
+        headers: { Location: { schema: { type: 'string' } } },
+        content: json('Reservation'),
+      },
+    },
+  }),
+  entitlementChange({
+    operationId: 'commitReservation',
+    method: 'POST',
+    path: `${RESERVATION}/commit`,
+    summary: 'Consume `amount` of the held units (default all, at most those held) and free the rest',
+    body: { schema: 'CommitBody', required: false },
+    responses: { '200': { description: 'What was taken from which right', content: json('Consumption') } },
+  }),
+  entitlementChange({
+    operationId: 'releaseReservation',
+    method: 'DELETE',
+    path: RESERVATION,
+    summary: 'Free every held unit of a reservation',
+    responses: { '204': { description: 'Released (or released before)' } },
+  }),
   // docs/api.md: signed right tokens.
   userRoute({
     owner: 'rights',

@@ -14,7 +14,24 @@ export const CommandTypes = {
   rightsIssue: 'rights.issue',
   rightsExpire: 'rights.expire',
   rightsCascade: 'rights.cascade',
+  rightsSettle: 'rights.settle',
+  schedulerHold: 'scheduler.hold',
 } as const;
+
+/**
+ * The rights service tells the scheduler when the holds of a consumption or reservation lapse
+ * (docs/decisions/0045): the scheduler decides when, and then asks for `rights.settle`.
+ */
+export const SchedulerHoldData = z.object({
+  consumptionId: RightId,
+  connectId: ConnectId,
+  until: z.iso.datetime({ offset: true }),
+});
+export type SchedulerHoldData = z.infer<typeof SchedulerHoldData>;
+
+/** The scheduler asks the rights service to settle a consumption's or reservation's holds whose time is up. */
+export const RightsSettleData = z.object({ consumptionId: RightId, connectId: ConnectId });
+export type RightsSettleData = z.infer<typeof RightsSettleData>;
 
 /** The scheduler asks the rights service to expire a right whose interval has ended. */
 export const RightsExpireData = z.object({
@@ -90,6 +107,8 @@ export const SubscriptionsRenewBatch = batchOf(SubscriptionsRenewData);
 export type SubscriptionsRenewBatch = z.infer<typeof SubscriptionsRenewBatch>;
 export const RightsExpireBatch = batchOf(RightsExpireData);
 export type RightsExpireBatch = z.infer<typeof RightsExpireBatch>;
+export const RightsSettleBatch = batchOf(RightsSettleData);
+export type RightsSettleBatch = z.infer<typeof RightsSettleBatch>;
 
 /**
  * The rights of many periods in one message (docs/decisions/0020): a renewal command's
@@ -117,4 +136,10 @@ export const RightsCommands = {
   [CommandTypes.rightsExpire]: z.union([RightsExpireBatch, RightsExpireData]),
   [CommandTypes.rightsIssue]: z.union([RightsIssueBatch, RightsIssueData]),
   [CommandTypes.rightsCascade]: RightsCascadeData,
+  [CommandTypes.rightsSettle]: z.union([RightsSettleBatch, RightsSettleData]),
+};
+
+/** The commands the scheduler consumes. */
+export const SchedulerCommands = {
+  [CommandTypes.schedulerHold]: SchedulerHoldData,
 };

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { SkuName } from './catalog';
 import { ConnectId } from './identity';
-import { RightEventData, RightId } from './rights';
+import { Quantity, RightEventData, RightId } from './rights';
 
 /** `?amount=n` of a check: whether n units could be consumed now (an integer from 1 to 10^9). */
 export const AmountParam = z
@@ -64,24 +64,95 @@ export const ProjectedRightPage = z.object({ items: z.array(ProjectedRight), nex
 
 /**
  * The response header with which the rights service tells the gateway what a change it
- * answered made of the right (base64url of a `ProjectedRight`); the gateway never passes it on.
+ * answered made of the rights it touched (base64url of each `ProjectedRight`, comma-separated:
+ * a consumption by SKU may touch several); the gateway never passes it on.
  */
 export const PROJECTED_RIGHT_HEADER = 'x-rs-projected-right';
 
-export function encodeProjectedRight(right: ProjectedRight): string {
-  return Buffer.from(JSON.stringify(right)).toString('base64url');
+export function encodeProjectedRights(rights: readonly ProjectedRight[]): string {
+  return rights.map((right) => Buffer.from(JSON.stringify(right)).toString('base64url')).join(',');
 }
 
-/** The header's right, or null when it is absent or not one. */
-export function decodeProjectedRight(header: string | undefined): ProjectedRight | null {
-  if (header === undefined) return null;
-  try {
-    const parsed = ProjectedRight.safeParse(JSON.parse(Buffer.from(header, 'base64url').toString('utf8')));
-    return parsed.success ? parsed.data : null;
-  } catch {
-    return null;
-  }
+/** The header's rights; none when it is absent, and any part that is not one is left out. */
+export function decodeProjectedRights(header: string | undefined): ProjectedRight[] {
+  if (header === undefined) return [];
+  return header.split(',').flatMap((part) => {
+    try {
+      const parsed = ProjectedRight.safeParse(JSON.parse(Buffer.from(part, 'base64url').toString('utf8')));
+      return parsed.success ? [parsed.data] : [];
+    } catch {
+      return [];
+    }
+  });
 }
+
+/** docs/api.md "Reservations": a reservation's id (alphanumeric, as a right's). */
+export const ReservationId = RightId;
+
+/** Body of `POST …/entitlements/{sku}/consumption` (docs/api.md "Consumption by SKU"): the units to consume, default 1. */
+export const ConsumptionBody = z.strictObject({ amount: Quantity.optional() });
+export type ConsumptionBody = z.infer<typeof ConsumptionBody>;
+
+/** The longest a reservation holds units without being settled. */
+export const MAX_RESERVATION_TTL = 'PT24H';
+export const DEFAULT_RESERVATION_TTL = 'PT5M';
+
+/**
+ * A reservation's `ttl`: an ISO 8601 duration in hours, minutes and seconds, above zero and at
+ * most PT24H (`PT30S`, `PT5M`, `PT1H30M`).
+ */
+export const ReservationTtl = z
+  .string()
+  .regex(
+    /^PT(?=[^1-9]*[1-9])(?:24H|(?:(?:[01]?\d|2[0-3])H)?(?:[0-5]?\dM)?(?:[0-5]?\dS)?)$/,
+    'must be a duration above zero and at most PT24H, in hours, minutes and seconds (PT5M)',
+  );
+
+/** Body of `POST …/entitlements/{sku}/reservations`: the units to hold (default 1) and for how long (default PT5M). */
+export const ReservationBody = z.strictObject({
+  amount: Quantity.optional(),
+  ttl: ReservationTtl.optional(),
+});
+export type ReservationBody = z.infer<typeof ReservationBody>;
+
+/** Body of `POST …/reservations/{reservationId}/commit`: the units consumed, at most those held (default all). */
+export const CommitBody = z.strictObject({
+  amount: z
+    .number({ error: 'must be an integer from 0 to 1000000000' })
+    .int('must be an integer from 0 to 1000000000')
+    .min(0, 'must be an integer from 0 to 1000000000')
+    .max(1_000_000_000, 'must be an integer from 0 to 1000000000')
+    .optional(),
+});
+export type CommitBody = z.infer<typeof CommitBody>;
+
+/** What a consumption took from one right, and what that right has left. */
+export const ConsumedPortion = z.object({
+  rightId: RightId,
+  amount: z.number().int(),
+  remaining: z.number().int(),
+});
+
+/** The answer of a consumption by SKU or of a reservation's commit (docs/api.md "Consumption by SKU"). */
+export const Consumption = z.object({
+  connectId: ConnectId,
+  sku: SkuName,
+  amount: z.number().int(),
+  consumed: z.array(ConsumedPortion),
+  /** The units left over the caller-visible active metered rights of the user and SKU. */
+  remaining: z.number().int(),
+});
+export type Consumption = z.infer<typeof Consumption>;
+
+/** A reservation as created (docs/api.md "Reservations"). */
+export const Reservation = z.object({
+  reservationId: ReservationId,
+  amount: z.number().int(),
+  expiresAt: z.string(),
+  /** The units left to everyone else over the caller-visible active metered rights, the reservation's held. */
+  remaining: z.number().int(),
+});
+export type Reservation = z.infer<typeof Reservation>;
 
 /** What a right event's `data` tells the projection (the event type says whether it was removed). */
 export function projectedFromEvent(data: RightEventData, removed: boolean): ProjectedRight {

@@ -23,8 +23,9 @@ export const CatalogEventTypes = {
  * connects, so a command published before its consumer ever started is kept, not dropped.
  */
 export const COMMAND_QUEUES: Record<string, string[]> = {
-  'rights.commands': ['rights.issue', 'rights.expire', 'rights.cascade'],
+  'rights.commands': ['rights.issue', 'rights.expire', 'rights.cascade', 'rights.settle'],
   'subscriptions.commands': ['subscriptions.renew'],
+  'scheduler.commands': ['scheduler.hold'],
 };
 
 /** The bindings of a command queue: each of its command types on the `commands` exchange. */

@@ -37,16 +37,9 @@ import {
   type OutboxEntry,
 } from '@rs/store';
 import { parseTimeInterval, systemClock, type Clock } from '@rs/time';
-import { counter } from '@rs/telemetry/metrics';
 import type { RightMessages } from '../messaging/events';
 import { UnreadableRight, type RightQuery, type RightStore } from '../store/right-store';
-
-const consumptions = counter(
-  'right_consumptions_total',
-  'Consumptions of metered rights by outcome: consumed, or short (too few units left; nothing taken)',
-  ['outcome'],
-);
-const unitsConsumed = counter('right_units_consumed_total', 'Units consumed from metered rights');
+import { consumptions, unitsConsumed } from './metering-metrics';
 
 /**
  * docs/api.md "Identifiers": the id of the right a template yields for a period, the same
@@ -82,6 +75,7 @@ function issuedRight(
     quantity: template.quantity,
     remaining: template.quantity,
     applied: [],
+    holds: [],
     start: interval.value.start,
     end: interval.value.end,
     timeInterval: interval.value.text,
@@ -170,6 +164,7 @@ export class RightsUseCases {
       quantity: body.quantity ?? null,
       remaining: body.quantity ?? null,
       applied: [],
+      holds: [],
       start: interval.value.start,
       end: interval.value.end,
       timeInterval: interval.value.text,

@@ -16,6 +16,9 @@ export interface RightTokenClaims {
   serviceProviderId: string | null;
   generation: string;
   used: boolean;
+  /** A metered right's units and those left as of issue (docs/api.md "Usage"); null on a plain right. */
+  quantity: number | null;
+  remaining: number | null;
   iat: number;
   nbf: number;
   exp: number;
@@ -45,6 +48,8 @@ export function rightTokenClaims(
     serviceProviderId: right.serviceProviderId,
     generation: String(right.generation),
     used: right.used,
+    quantity: right.quantity,
+    remaining: right.remaining,
     iat,
     nbf: seconds(right.start),
     exp: Math.min(Math.ceil(right.end.getTime() / 1000), iat + options.ttlS),

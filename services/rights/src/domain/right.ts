@@ -7,7 +7,7 @@ import {
   type RightEventType,
   type RightState,
 } from '@rs/contracts';
-import { consume } from './metering';
+import { available, consume, placeHold, settleHold, type Hold, type Meter } from './metering';
 
 /** A right as the service holds it (docs/api.md), free of storage details. */
 export interface RightEntity {
@@ -25,6 +25,8 @@ export interface RightEntity {
   remaining: number | null;
   /** Ids of the consumptions applied lately (docs/decisions/0045); not part of its representation. */
   applied: readonly string[];
+  /** Units held for consumptions and reservations under way (docs/decisions/0045). */
+  holds: readonly Hold[];
   start: Date;
   end: Date;
   timeInterval: string;
@@ -104,6 +106,43 @@ export function removal(right: RightEntity, now: Date): Decision {
   return { kind: 'change', next, events: [RightEventTypes.removed], removes: true };
 }
 
+/** A metered right's balance, or null for a plain right. */
+export function meterOf(right: RightEntity): Meter | null {
+  if (right.quantity === null || right.remaining === null) return null;
+  return { quantity: right.quantity, remaining: right.remaining, holds: right.holds, applied: right.applied };
+}
+
+/** The units anyone may take from a right now (what is left less what is held); null for a plain right. */
+export function availableOf(right: RightEntity): number | null {
+  const meter = meterOf(right);
+  return meter && available(meter);
+}
+
+/** The events of a right's first use: right.used, and service.announce when the catalog asks for it. */
+const firstUseOf = (right: RightEntity, announce: boolean): RightEventType[] =>
+  right.used ? [] : [RightEventTypes.used, ...(announce ? [RightEventTypes.serviceAnnounce] : [])];
+
+/** `right` with `meter`'s balance at its next generation; a consumption of `consumed` units uses it. */
+function metered(
+  right: RightEntity,
+  meter: Meter,
+  now: Date,
+  consumed: { amount: number; announce: boolean } | null,
+): Decision {
+  const { remaining, holds, applied } = meter;
+  const next = { ...right, remaining, holds, applied, generation: right.generation + 1, updatedAt: now };
+  if (!consumed || consumed.amount === 0) return { kind: 'change', next, events: [] };
+  return {
+    kind: 'change',
+    next: { ...next, used: true },
+    events: [...firstUseOf(right, consumed.announce), RightEventTypes.consumed],
+    consumed: consumed.amount,
+  };
+}
+
+const shortOf = (right: RightEntity, has: number, asked: number) =>
+  conflict(`remaining: right ${right.rightId} has ${has} units, ${asked} asked`);
+
 /**
  * docs/api.md "Usage": allowed only while active; the first use sets `used` (never
  * cleared) and emits right.used, plus service.announce when the catalog asks for it. A
@@ -117,25 +156,42 @@ export function recordUsage(
   consumption: { id: string; amount: number },
 ): Decision {
   if (!isActive(right, now)) return conflict(`right ${right.rightId} is not active`);
-  const firstUse: RightEventType[] = right.used
-    ? []
-    : [RightEventTypes.used, ...(announce ? [RightEventTypes.serviceAnnounce] : [])];
-  if (right.quantity === null || right.remaining === null) {
+  const meter = meterOf(right);
+  if (!meter) {
     // A plain right: used once, for good; a repeat changes nothing (the contract's usage).
+    const firstUse = firstUseOf(right, announce);
     return firstUse.length === 0 ? { kind: 'unchanged' } : changed(right, { used: true }, firstUse, now);
   }
-  const meter = { quantity: right.quantity, remaining: right.remaining, holds: [], applied: right.applied };
   const taken = consume(meter, consumption.id, consumption.amount);
   if (taken.kind === 'already') return { kind: 'unchanged' };
-  if (taken.kind === 'short')
-    return conflict(`remaining: right ${right.rightId} has ${taken.available} units, ${consumption.amount} asked`);
-  const { remaining, applied } = taken.next;
-  return {
-    kind: 'change',
-    next: { ...right, used: true, remaining, applied, generation: right.generation + 1, updatedAt: now },
-    events: [...firstUse, RightEventTypes.consumed],
-    consumed: consumption.amount,
-  };
+  if (taken.kind === 'short') return shortOf(right, taken.available, consumption.amount);
+  return metered(right, taken.next, now, { amount: consumption.amount, announce });
+}
+
+/**
+ * Holds units of an active metered right for a consumption across rights or a reservation
+ * (docs/decisions/0045): no event (nothing is consumed yet); a hold placed before is unchanged.
+ */
+export function holdUnits(right: RightEntity, hold: Hold, now: Date): Decision {
+  const meter = meterOf(right);
+  if (!meter || !isActive(right, now)) return conflict(`right ${right.rightId} is not active`);
+  const held = placeHold(meter, hold);
+  if (held.kind === 'already') return { kind: 'unchanged' };
+  if (held.kind === 'short') return shortOf(right, held.available, hold.amount);
+  return metered(right, held.next, now, null);
+}
+
+/**
+ * Settles hold `id` of a right: `amount` of its units consumed (right.consumed, and the first
+ * use's events), the rest freed. Whatever the right's state now: the consumption was decided
+ * while it was active (docs/decisions/0045). A hold settled before is unchanged.
+ */
+export function settleUnits(right: RightEntity, id: string, amount: number, now: Date, announce: boolean): Decision {
+  const meter = meterOf(right);
+  if (!meter) return { kind: 'unchanged' };
+  const settled = settleHold(meter, id, amount);
+  if (settled.kind !== 'changed') return { kind: 'unchanged' };
+  return metered(right, settled.next, now, { amount: meter.remaining - settled.next.remaining, announce });
 }
 
 /** A right as the scheduler rebuilds its expiries from it (the internal listing, docs/decisions/0009). */
@@ -189,7 +245,8 @@ export function projectedOf(right: RightEntity, removed: boolean): ProjectedRigh
     sku: right.sku,
     used: right.used,
     quantity: right.quantity,
-    remaining: right.remaining,
+    // A check asks what may be consumed now: the units left less those held (docs/api.md).
+    remaining: availableOf(right),
     removed,
   };
 }

@@ -1,10 +1,23 @@
 import { BUCKETS } from '@rs/hashing';
-import { encodeProjectedRight, PROJECTED_RIGHT_HEADER, RightCreateBody, RightId, UsageBody } from '@rs/contracts';
+import {
+  CommitBody,
+  ConsumptionBody,
+  encodeProjectedRights,
+  PROJECTED_RIGHT_HEADER,
+  ReservationBody,
+  ReservationId,
+  RightCreateBody,
+  RightId,
+  SkuName,
+  UsageBody,
+} from '@rs/contracts';
 import * as http from '@rs/http';
 import type { Request, Response, Router } from 'express';
 import { expiryEntry, projectedOf, representation, type RightCommand } from '../domain/right';
 import { parseDateTime, systemClock, type Clock } from '@rs/time';
 import type { Changed, RightsUseCases } from '../app/rights';
+import type { ConsumptionUseCases } from '../app/consumptions';
+import type { RightEntity } from '../domain/right';
 import type { RightTokens } from '../app/right-tokens';
 
 const JWKS_MAX_AGE_S = 60;
@@ -24,18 +37,33 @@ function activeFilter(req: Request, now: Date): Date | null {
  * right, so the replica that answers reflects it at once (the gateway never passes it on).
  */
 function tellProjection(res: Response, { right, removed }: Changed): void {
-  res.set(PROJECTED_RIGHT_HEADER, encodeProjectedRight(projectedOf(right, removed)));
+  res.set(PROJECTED_RIGHT_HEADER, encodeProjectedRights([projectedOf(right, removed)]));
+}
+
+/** The same for the rights a consumption by SKU or a reservation changed (none is removed by it). */
+function tellProjectionOf(res: Response, rights: readonly RightEntity[]): void {
+  if (rights.length > 0)
+    res.set(PROJECTED_RIGHT_HEADER, encodeProjectedRights(rights.map((right) => projectedOf(right, false))));
 }
 
 /** The rights API of docs/api.md, behind the gateway: HTTP in and out; the rules are the use cases'. */
 export function rightsRoutes(
   rights: RightsUseCases,
+  consumptions: ConsumptionUseCases,
   tokens: RightTokens,
   publicBaseUrl: string,
   clock: Clock = systemClock,
 ): Router {
   const router = http.exactRouter();
   const rightId = (req: Request) => http.parseParam(RightId, 'rightId', req.params.rightId);
+  const skuOfUser = (req: Request) => ({
+    userId: http.connectIdOf(req),
+    sku: http.parseParam(SkuName, 'sku', req.params.sku),
+  });
+  const reservationOf = (req: Request) => ({
+    ...skuOfUser(req),
+    reservationId: http.parseParam(ReservationId, 'reservationId', req.params.reservationId),
+  });
   const change = (act: Parameters<typeof http.userResourceChange<Changed>>[1]) =>
     http.userResourceChange({ name: 'rightId', schema: RightId }, act, tellProjection);
   const transition = (command: RightCommand) =>
@@ -73,6 +101,39 @@ export function rightsRoutes(
       return change((principal, userId, rightId, expectedGeneration) =>
         rights.use(principal, { userId, rightId, expectedGeneration }, { consumptionId, amount }),
       )(req, res, next);
+    },
+    // docs/api.md "Consumption by SKU" and "Reservations": the gateway's id for a request with an
+    // Idempotency-Key is the consumption's (the reservation's), so a retry is applied once.
+    consumeEntitlement: async (req, res) => {
+      const { amount } = http.parseBody(ConsumptionBody, req.body ?? {});
+      const consumptionId = http.resourceIdOf(req);
+      const done = await consumptions.consume(res.locals.principal, skuOfUser(req), {
+        amount: amount ?? 1,
+        ...(consumptionId ? { consumptionId } : {}),
+      });
+      tellProjectionOf(res, done.touched);
+      res.json(done.body);
+    },
+    createReservation: async (req, res) => {
+      const { amount, ttl } = http.parseBody(ReservationBody, req.body ?? {});
+      const reservationId = http.resourceIdOf(req);
+      const done = await consumptions.reserve(res.locals.principal, skuOfUser(req), {
+        amount: amount ?? 1,
+        ...(ttl ? { ttl } : {}),
+        ...(reservationId ? { reservationId } : {}),
+      });
+      tellProjectionOf(res, done.touched);
+      res.status(201).json(done.body);
+    },
+    commitReservation: async (req, res) => {
+      const { amount } = http.parseBody(CommitBody, req.body ?? {});
+      const done = await consumptions.commit(res.locals.principal, reservationOf(req), amount);
+      tellProjectionOf(res, done.touched);
+      res.json(done.body);
+    },
+    releaseReservation: async (req, res) => {
+      tellProjectionOf(res, await consumptions.release(res.locals.principal, reservationOf(req)));
+      res.status(204).end();
     },
     getRightHistory: (req, res) =>
       http.sendHistory(req, res, publicBaseUrl, (page) =>

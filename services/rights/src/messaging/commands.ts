@@ -7,15 +7,33 @@ import type { Clock } from '@rs/time';
 import { observeExpiryLag, observeRenewalLag } from './lag';
 import type { RightsUseCases } from '../app/rights';
 import type { ExpiryWrites } from '../app/expiry-writes';
+import type { ConsumptionUseCases } from '../app/consumptions';
 
 export const RIGHTS_COMMAND_QUEUE = 'rights.commands';
 
 type RightsCommand = ParsedEvent<typeof RightsCommands>;
 
+/**
+ * The items of a batch's commands of one type the scheduler sent (each with the message it came
+ * in), and the instant to judge them by: the latest command's (each was sent once its items
+ * were due, so what was due by then was due by its own).
+ */
+function scheduled<Item>(commands: readonly RightsCommand[], itemsIfOfType: (command: RightsCommand) => Item[] | null) {
+  const ofType = commands.flatMap((command, message) => {
+    const items = itemsIfOfType(command);
+    return items ? [{ command, message, items }] : [];
+  });
+  return {
+    items: ofType.flatMap(({ message, items }) => items.map((item) => ({ message, item }))),
+    judgedAt: new Date(Math.max(...ofType.map(({ command }) => Date.parse(command.time)))),
+  };
+}
+
 /** What the rights service's command handlers work with. */
 export interface RightsCommandsOptions {
   broker: AmqpClient;
   rights: RightsUseCases;
+  consumptions: ConsumptionUseCases;
   /** Where issued and expired rights' changes are recorded as they are published. */
   history: HistoryLog;
   logger: Logger;
@@ -30,7 +48,7 @@ export interface RightsCommandsOptions {
  * failures are retried, then dead-lettered. Every handler is idempotent.
  */
 export async function consumeRightsCommands(options: RightsCommandsOptions): Promise<void> {
-  const { broker, rights, history, logger, clock, expiryWrites } = options;
+  const { broker, rights, consumptions, history, logger, clock, expiryWrites } = options;
 
   /**
    * `rights.issue`: every period of the batch issued together (docs/decisions/0020); each
@@ -70,16 +88,13 @@ export async function consumeRightsCommands(options: RightsCommandsOptions): Pro
    * then the expiries that reads derive are written behind their events (docs/decisions/0027).
    */
   const expire = async (commands: readonly RightsCommand[], failedItems: FailedItem[]) => {
-    const expiries = commands.flatMap((command, message) =>
-      command.type === CommandTypes.rightsExpire ? itemsOf(command.data).map((item) => ({ message, item })) : [],
+    const { items: expiries, judgedAt } = scheduled(commands, (command) =>
+      command.type === CommandTypes.rightsExpire ? itemsOf(command.data) : null,
     );
     if (expiries.length === 0) return;
-    const judgedAt = Math.max(
-      ...commands.filter((command) => command.type === CommandTypes.rightsExpire).map((c) => Date.parse(c.time)),
-    );
     const { expired, unwritten, failed, outbox } = await rights.expireMany(
       expiries.map(({ item }) => item),
-      new Date(judgedAt),
+      judgedAt,
     );
     for (const { index, error } of failed) {
       const { message, item } = expiries[index]!;
@@ -102,12 +117,32 @@ export async function consumeRightsCommands(options: RightsCommandsOptions): Pro
     }
   };
 
+  /**
+   * `rights.settle`: the holds whose time is up (docs/decisions/0045), judged as of the latest
+   * command's instant (each was sent once its items were due). Their events go out through the
+   * rights' outbox.
+   */
+  const settle = async (commands: readonly RightsCommand[], failedItems: FailedItem[]) => {
+    const { items: settles, judgedAt } = scheduled(commands, (command) =>
+      command.type === CommandTypes.rightsSettle ? itemsOf(command.data) : null,
+    );
+    if (settles.length === 0) return;
+    for (const { index, error } of await consumptions.settle(
+      settles.map(({ item }) => item),
+      judgedAt,
+    )) {
+      const { message, item } = settles[index]!;
+      failedItems.push({ message, data: item, id: item.consumptionId, error });
+    }
+  };
+
   /** A batch of commands, each kind by its handler; what fails alone is dead-lettered alone. */
   const handleBatch = async (commands: RightsCommand[]): Promise<FailedItem[]> => {
     const failedItems: FailedItem[] = [];
     await issue(commands, failedItems);
     await expire(commands, failedItems);
     await cascade(commands, failedItems);
+    await settle(commands, failedItems);
     return failedItems;
   };
   await consume(

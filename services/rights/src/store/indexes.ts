@@ -1,6 +1,7 @@
 import { historyIndexes, type CollectionIndexes } from '@rs/store';
 import { RIGHT_HISTORY } from './right-history';
 import { RIGHT_INDEXES } from './right-store';
+import { CONSUMPTION_INDEXES } from './consumption-store';
 
 /**
  * Every collection of this service's database that a hot or periodic path queries, with its
@@ -9,5 +10,6 @@ import { RIGHT_INDEXES } from './right-store';
  */
 export const collectionIndexes = (historyRetentionDays?: number): CollectionIndexes[] => [
   RIGHT_INDEXES,
+  CONSUMPTION_INDEXES,
   historyIndexes(RIGHT_HISTORY, historyRetentionDays),
 ];

@@ -56,6 +56,7 @@ const rightSchema = documentSchema<RightDocument>('rights', {
   quantity: 'number?',
   remaining: 'number?',
   applied: { type: [String], default: undefined },
+  holds: 'json[]',
   start: 'date',
   end: 'date',
   timeInterval: 'string',
@@ -77,6 +78,11 @@ export const RIGHT_INDEXES = userOwnedIndexes('rights', {
     {
       query: "a subscription's rights of a user (cascades)",
       mongodb: [{ key: { subscriptionId: 1 }, name: 'by_subscription', sparse: true }],
+      ferretdb: ['userId'],
+    },
+    {
+      query: "a user's rights of a SKU (consumption by SKU)",
+      mongodb: [{ key: { userId: 1, sku: 1 }, name: 'by_user_and_sku' }],
       ferretdb: ['userId'],
     },
     {
@@ -106,6 +112,7 @@ const toEntity = ({
     quantity: fields.quantity ?? null,
     remaining: fields.remaining ?? null,
     applied: fields.applied ?? [],
+    holds: fields.holds ?? [],
   };
 };
 
@@ -216,6 +223,14 @@ export class RightStore extends UserOwnedStore<RightDocument, RightEntity> {
   async ofSubscription(userId: string, subscriptionId: string): Promise<RightEntity[]> {
     const docs = await this.model
       .find({ subscriptionId, userId, removed: { $ne: true } }, this.hiddenFields)
+      .lean<RightDocument[]>();
+    return docs.map(toEntity);
+  }
+
+  /** A user's rights of one SKU (consumption by SKU: the caller's visibility and the burn order are the use case's). */
+  async ofUserAndSku(userId: string, sku: string): Promise<RightEntity[]> {
+    const docs = await this.model
+      .find({ userId, sku, removed: { $ne: true } }, this.hiddenFields)
       .lean<RightDocument[]>();
     return docs.map(toEntity);
   }

@@ -4,7 +4,7 @@ import type { AmqpClient } from '@rs/messaging';
 import { ReplicaRegistry } from '@rs/replicas';
 import { repeat, type Clock } from '@rs/time';
 import { ownedPartitions } from '../domain/due';
-import { expireCommand, renewCommand } from '../messaging/commands';
+import { expireCommand, renewCommand, settleCommand } from '../messaging/commands';
 import type { createStores } from '../store/stores';
 import { rebuildSchedules } from './rebuild';
 import { DueSweeper, ownedPartitionsGauge, type SweeperOptions } from './sweeper';
@@ -62,6 +62,7 @@ export async function startScheduling(options: SchedulingOptions): Promise<{ sto
   const sweepers = [
     sweeperOf(stores.rightExpiries, expireCommand),
     sweeperOf(stores.subscriptionSchedules, renewCommand),
+    sweeperOf(stores.holdExpiries, settleCommand),
   ];
   const ticker = repeat(
     async () => {

@@ -1,4 +1,10 @@
-import { CommandTypes, createCloudEvent, type RightsExpireBatch, type SubscriptionsRenewBatch } from '@rs/contracts';
+import {
+  CommandTypes,
+  createCloudEvent,
+  type RightsExpireBatch,
+  type RightsSettleBatch,
+  type SubscriptionsRenewBatch,
+} from '@rs/contracts';
 import type { DueItem } from '../store/due-store';
 
 const SOURCE = '/scheduler';
@@ -28,4 +34,8 @@ export const renewCommand = batchCommand<SubscriptionsRenewBatch>(CommandTypes.s
   subscriptionId: item.id,
   connectId: item.connectId,
   ...(item.snapshot ? { snapshot: item.snapshot } : {}),
+}));
+export const settleCommand = batchCommand<RightsSettleBatch>(CommandTypes.rightsSettle, (item) => ({
+  consumptionId: item.id,
+  connectId: item.connectId,
 }));

@@ -1,11 +1,14 @@
 import { systemClock, type Clock } from '@rs/time';
 import {
+  commandBindings,
   Exchanges,
   parseEvent,
+  SchedulerCommands,
   RightEvents,
   SubscriptionEvents,
   type CloudEvent,
   type EventSchemas,
+  type SchedulerHoldData,
 } from '@rs/contracts';
 import type { Logger } from '@rs/logging';
 import { consume, type AmqpClient, type ConsumerSpec } from '@rs/messaging';
@@ -15,6 +18,7 @@ import type { DueItem, DueStore } from '../store/due-store';
 
 export const SCHEDULER_RIGHT_EVENTS_QUEUE = 'scheduler.rights-events';
 export const SCHEDULER_SUBSCRIPTION_EVENTS_QUEUE = 'scheduler.subscriptions-events';
+export const SCHEDULER_COMMAND_QUEUE = 'scheduler.commands';
 
 /** The events the scheduler follows: its own queue bound to the events of one kind. */
 const followed = <S extends EventSchemas>(queue: string, exchange: string, routingKey: string, schemas: S) => ({
@@ -45,37 +49,38 @@ const BATCH = { max: 500, lingerMs: 25 };
  * An event after which nothing is due (expired, removed, deleted) records nothing: the
  * version due before it finds nothing to do when its time comes.
  */
+/** Records due items; those that may have landed after their second was swept are counted and logged. */
+async function recordDueItems(store: DueStore, items: DueItem[], logger: Logger, clock: Clock): Promise<void> {
+  const late = await store.recordMany(items, clock);
+  if (late > 0) {
+    landedLate.inc({ collection: store.collection }, late);
+    logger.warn({ collection: store.collection, items: late }, 'due items landed late: recorded as soon too');
+  }
+}
+
 export async function followEvents(
   broker: AmqpClient,
   stores: { rightExpiries: DueStore; subscriptionSchedules: DueStore },
   logger: Logger,
   clock: Clock = systemClock,
 ): Promise<void> {
+  const recordDue = (store: DueStore, items: DueItem[]) => recordDueItems(store, items, logger, clock);
   const follow = async <Data extends { connectId: string; sequence: number }>(
     spec: Pick<ConsumerSpec<CloudEvent<Data>>, 'queue' | 'bindings' | 'parse'>,
     store: DueStore,
     dueOf: (event: CloudEvent<Data>) => DueAfter,
     component: string,
   ) => {
-    const record = async (events: Array<CloudEvent<Data>>) => {
-      const items: DueItem[] = [];
-      for (const event of events) {
-        const { id, dueAt, snapshot } = dueOf(event);
-        if (dueAt)
-          items.push({
-            id,
-            dueAt,
-            sequence: event.data.sequence,
-            connectId: event.data.connectId,
-            ...(snapshot ? { snapshot } : {}),
-          });
-      }
-      const late = await store.recordMany(items, clock);
-      if (late > 0) {
-        landedLate.inc({ collection: store.collection }, late);
-        logger.warn({ collection: store.collection, items: late }, 'due items landed late: recorded as soon too');
-      }
-    };
+    const record = (events: Array<CloudEvent<Data>>) =>
+      recordDue(
+        store,
+        events.flatMap((event) => {
+          const { id, dueAt, snapshot } = dueOf(event);
+          if (!dueAt) return [];
+          const { sequence, connectId } = event.data;
+          return [{ id, dueAt, sequence, connectId, ...(snapshot ? { snapshot } : {}) }];
+        }),
+      );
     await consume(
       broker,
       {
@@ -89,4 +94,36 @@ export async function followEvents(
   };
   await follow(RIGHT_EVENTS, stores.rightExpiries, dueAfterRightEvent, 'right-events');
   await follow(SUBSCRIPTION_EVENTS, stores.subscriptionSchedules, dueAfterSubscriptionEvent, 'subscription-events');
+}
+
+/**
+ * `scheduler.hold` from the rights service (docs/decisions/0045): when the holds of a
+ * consumption across rights or of a reservation lapse. Recorded as a due item; at its time
+ * the sweeper commands `rights.settle`, which finds nothing to do for a record settled before.
+ */
+export async function followHolds(broker: AmqpClient, store: DueStore, logger: Logger, clock: Clock = systemClock) {
+  const record = (commands: Array<CloudEvent<SchedulerHoldData>>) =>
+    recordDueItems(
+      store,
+      commands.map(({ data }) => ({
+        id: data.consumptionId,
+        dueAt: new Date(data.until),
+        sequence: 1,
+        connectId: data.connectId,
+      })),
+      logger,
+      clock,
+    );
+  await consume(
+    broker,
+    {
+      queue: SCHEDULER_COMMAND_QUEUE,
+      bindings: commandBindings(SCHEDULER_COMMAND_QUEUE),
+      parse: (body) => parseEvent(SchedulerCommands, body) as CloudEvent<SchedulerHoldData>,
+      prefetch: BATCH.max * 2,
+      handle: (command) => record([command]),
+      batch: { ...BATCH, handle: (messages) => record(messages.map(({ message }) => message)) },
+    },
+    logger.child({ component: 'holds' }),
+  );
 }

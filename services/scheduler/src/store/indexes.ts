@@ -1,6 +1,6 @@
 import type { CollectionIndexes } from '@rs/store';
 import { dueIndexes } from './due-store';
-import { RIGHT_EXPIRIES, SUBSCRIPTION_SCHEDULES } from './stores';
+import { HOLD_EXPIRIES, RIGHT_EXPIRIES, SUBSCRIPTION_SCHEDULES } from './stores';
 
 /**
  * Every collection of this service's database that a hot or periodic path queries, with its
@@ -10,4 +10,5 @@ import { RIGHT_EXPIRIES, SUBSCRIPTION_SCHEDULES } from './stores';
 export const collectionIndexes = (): CollectionIndexes[] => [
   dueIndexes(RIGHT_EXPIRIES),
   dueIndexes(SUBSCRIPTION_SCHEDULES),
+  dueIndexes(HOLD_EXPIRIES),
 ];

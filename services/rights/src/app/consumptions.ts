@@ -1,0 +1,514 @@
+import { skuForUseCase, type SkuLookup } from '@rs/catalog-client';
+import {
+  actorOf,
+  DEFAULT_RESERVATION_TTL,
+  DomainError,
+  newId,
+  systemActor,
+  type Actor,
+  type Consumption,
+  type Principal,
+  type Reservation,
+} from '@rs/contracts';
+import { changeOne, documentLock, RACE_LOST, untilStored, type ItemFailure, isTransient } from '@rs/store';
+import { systemClock, type Clock } from '@rs/time';
+import { canUse } from '../domain/access';
+import {
+  abort,
+  commit,
+  CONSUMPTION_HOLD_MS,
+  heldTotal,
+  lapse,
+  reservationUntil,
+  takenFrom,
+  type ConsumptionRecord,
+  type RecordDecision,
+} from '../domain/consumption';
+import { planConsumption, type Portion } from '../domain/metering';
+import {
+  asOf,
+  availableOf,
+  holdUnits,
+  isActive,
+  recordUsage,
+  settleUnits,
+  type Decision,
+  type RightEntity,
+} from '../domain/right';
+import type { RightMessages } from '../messaging/events';
+import { holdMessage } from '../messaging/holds';
+import type { ConsumptionStore } from '../store/consumption-store';
+import type { RightStore } from '../store/right-store';
+import { consumptions, reservations, unitsConsumed } from './metering-metrics';
+
+/** What a consumption answered, and the rights it changed (the gateway's projection is told of them). */
+export interface Consumed<Body> {
+  body: Body;
+  touched: RightEntity[];
+}
+
+/** A user's SKU, as consumption by SKU names it. */
+export interface SkuOfUser {
+  userId: string;
+  sku: string;
+}
+
+export interface ConsumptionUseCasesOptions {
+  rights: RightStore;
+  records: ConsumptionStore;
+  skus: SkuLookup;
+  messages: RightMessages;
+  clock?: Clock;
+}
+
+/**
+ * Consumption of a user's metered rights of a SKU, and reservations (docs/api.md "Consumption by
+ * SKU", "Reservations"; docs/decisions/0045). A consumption that one right covers is one
+ * compare-and-set of that right, as usage is; one across rights, and every reservation, holds
+ * units on each right and lets its record's one compare-and-set decide. Consumptions of one
+ * user's SKU queue on this replica, so that they do not race each other for the same rights.
+ */
+export class ConsumptionUseCases {
+  private readonly clock: Clock;
+
+  constructor(private readonly options: ConsumptionUseCasesOptions) {
+    this.clock = options.clock ?? systemClock;
+  }
+
+  private get rights(): RightStore {
+    return this.options.rights;
+  }
+
+  private get records(): ConsumptionStore {
+    return this.options.records;
+  }
+
+  /**
+   * Consumes `amount` units from the caller-visible active metered rights of the user and SKU,
+   * those ending first first: all or nothing. `consumptionId`: the id the gateway derived from
+   * an Idempotency-Key; a consumption already applied under it is answered as it was.
+   */
+  consume(
+    principal: Principal,
+    target: SkuOfUser,
+    request: { amount: number; consumptionId?: string },
+  ): Promise<Consumed<Consumption>> {
+    return this.attempts(principal, target, request.consumptionId, async ({ id, fresh, rights }) => {
+      if (!fresh) {
+        const earlier = await this.earlier(principal, target, id, request.amount, rights);
+        if (earlier) return earlier;
+      }
+      const plan = this.plan(target, rights, request.amount);
+      const announce = await this.announces(target.sku);
+      if (plan.length === 1) {
+        const consumed = await this.consumeOne(principal, rights, plan[0]!, id, announce);
+        if (consumed === RACE_LOST) return RACE_LOST;
+        consumptions.inc({ outcome: 'consumed' });
+        return consumed;
+      }
+      const record = this.newRecord(target, id, 'consumption', plan, CONSUMPTION_HOLD_MS);
+      if ((await this.holdAll(principal, record, fresh)) === RACE_LOST) return RACE_LOST;
+      const committed = await this.decide(record, (current) => commit(current, request.amount, this.clock()));
+      const done = await this.settled(principal, committed, announce);
+      consumptions.inc({ outcome: 'consumed' });
+      return done;
+    });
+  }
+
+  /** Holds `amount` units for `ttl` (docs/api.md "Reservations"); `reservationId` as `consume`'s id. */
+  reserve(
+    principal: Principal,
+    target: SkuOfUser,
+    request: { amount: number; ttl?: string; reservationId?: string },
+  ): Promise<Consumed<Reservation>> {
+    const until = reservationUntil(request.ttl ?? DEFAULT_RESERVATION_TTL, this.clock());
+    if (!until.ok) throw DomainError.invalid(until.reason);
+    const ttlMs = until.until.getTime() - this.clock().getTime();
+    return this.attempts(principal, target, request.reservationId, async ({ id, fresh, rights }) => {
+      if (!fresh) {
+        const earlier = await this.records.find(target.userId, id);
+        if (earlier) return this.reserved(principal, earlier);
+      }
+      const record = this.newRecord(target, id, 'reservation', this.plan(target, rights, request.amount), ttlMs);
+      if ((await this.holdAll(principal, record, fresh)) === RACE_LOST) return RACE_LOST;
+      reservations.inc({ outcome: 'held' });
+      return this.reserved(principal, record);
+    });
+  }
+
+  /** Consumes `amount` of a reservation's units (default all) and frees the rest. */
+  async commit(
+    principal: Principal,
+    target: SkuOfUser & { reservationId: string },
+    amount?: number,
+  ): Promise<Consumed<Consumption>> {
+    const record = await this.reservation(principal, target);
+    const committed = await this.decide(record, (current) =>
+      commit(current, amount ?? heldTotal(current), this.clock()),
+    );
+    if (committed.state === 'committed' && committed.generation > record.generation)
+      reservations.inc({ outcome: 'committed' });
+    return this.settled(principal, committed, await this.announces(target.sku));
+  }
+
+  /** Frees a reservation's units; released before, it is done already. */
+  async release(principal: Principal, target: SkuOfUser & { reservationId: string }): Promise<RightEntity[]> {
+    const record = await this.reservation(principal, target);
+    const released = await this.decide(record, (current) => abort(current, this.clock()));
+    if (released.generation > record.generation) reservations.inc({ outcome: 'released' });
+    return this.apply(released, actorOf(principal), false);
+  }
+
+  /**
+   * `rights.settle` from the scheduler: each record whose holds' time is up by `judgedAt` and
+   * that nothing settled lapses (aborted), and its holds are applied or freed as it says.
+   * Idempotent; a record that cannot be settled fails alone.
+   */
+  async settle(
+    items: ReadonlyArray<{ consumptionId: string; connectId: string }>,
+    judgedAt: Date,
+  ): Promise<ItemFailure[]> {
+    const failed: ItemFailure[] = [];
+    for (const [index, item] of items.entries()) {
+      try {
+        const record = await this.records.find(item.connectId, item.consumptionId);
+        if (!record) continue;
+        const settled = await this.decide(record, (current) => lapse(current, judgedAt), true);
+        if (settled.state === 'aborted' && record.state === 'holding' && record.kind === 'reservation')
+          reservations.inc({ outcome: 'lapsed' });
+        await this.apply(settled, systemActor('scheduler'), await this.announces(record.sku));
+      } catch (error) {
+        if (isTransient(error)) throw error;
+        failed.push({ index, error });
+      }
+    }
+    return failed;
+  }
+
+  /**
+   * Runs `attempt` until it is not overtaken by another replica (`RACE_LOST`), one consumption of
+   * a user's SKU at a time on this replica (other replicas race by compare-and-set), each time
+   * with the caller's rights of the SKU read again. Its id is the one the gateway derived from an
+   * Idempotency-Key, else a fresh one each time (`fresh`: nobody can have seen it before).
+   */
+  private attempts<T>(
+    principal: Principal,
+    target: SkuOfUser,
+    clientId: string | undefined,
+    attempt: (context: { id: string; fresh: boolean; rights: RightEntity[] }) => Promise<T | typeof RACE_LOST>,
+  ): Promise<T> {
+    return documentLock.run('consumption', `${target.userId}\u0000${target.sku}`, () =>
+      untilStored(`the ${target.sku} rights of ${target.userId}`, async () =>
+        attempt({
+          id: clientId ?? newId(this.clock().getTime()),
+          fresh: clientId === undefined,
+          rights: await this.visible(principal, target),
+        }),
+      ),
+    );
+  }
+
+  /** The user's rights of the SKU that the caller may use, each as of now. */
+  private async visible(principal: Principal, target: SkuOfUser): Promise<RightEntity[]> {
+    const now = this.clock();
+    return (await this.rights.ofUserAndSku(target.userId, target.sku))
+      .map((right) => asOf(right, now))
+      .filter((right) => canUse(principal, right));
+  }
+
+  /** The burn order over the active metered rights; 409 with nothing consumed when they hold too few. */
+  private plan(target: SkuOfUser, rights: readonly RightEntity[], amount: number): Portion[] {
+    const now = this.clock();
+    const candidates = rights.flatMap((right) => {
+      const available = availableOf(right);
+      return available !== null && isActive(right, now)
+        ? [{ rightId: right.rightId, end: right.end, createdAt: right.createdAt, available }]
+        : [];
+    });
+    const plan = planConsumption(candidates, amount);
+    if (plan) return plan;
+    consumptions.inc({ outcome: 'short' });
+    const balance = candidates.reduce((sum, candidate) => sum + candidate.available, 0);
+    throw DomainError.conflict(
+      `remaining: ${target.userId} has ${balance} units of ${target.sku} left, ${amount} asked; nothing was consumed`,
+    );
+  }
+
+  /**
+   * A consumption seen before under `id`: by its record (one across rights), or by the right
+   * that remembers it (one right gave it all). Null when it is new.
+   */
+  private async earlier(
+    principal: Principal,
+    target: SkuOfUser,
+    id: string,
+    amount: number,
+    rights: readonly RightEntity[],
+  ): Promise<Consumed<Consumption> | null> {
+    const record = await this.records.find(target.userId, id);
+    if (record) {
+      if (record.state === 'holding') {
+        const seconds = Math.max(1, Math.ceil((record.until.getTime() - this.clock().getTime()) / 1000));
+        throw DomainError.unavailable(`consumption ${id} is under way; ask again in ${seconds} s`, seconds);
+      }
+      return this.settled(principal, record, await this.announces(target.sku));
+    }
+    const right = rights.find((candidate) => candidate.applied.includes(id));
+    if (!right) return null;
+    return { body: this.answer(target, amount, [{ rightId: right.rightId, amount }], rights), touched: [right] };
+  }
+
+  /** The one-right path: one compare-and-set, as usage by right id. */
+  private async consumeOne(
+    principal: Principal,
+    rights: readonly RightEntity[],
+    portion: Portion,
+    id: string,
+    announce: boolean,
+  ): Promise<Consumed<Consumption> | typeof RACE_LOST> {
+    const right = rights.find((candidate) => candidate.rightId === portion.rightId)!;
+    const decision = recordUsage(right, this.clock(), announce, { id, amount: portion.amount });
+    if (decision.kind !== 'change') return RACE_LOST;
+    if (!(await this.write(right, decision, actorOf(principal)))) return RACE_LOST;
+    const after = rights.map((candidate) => (candidate.rightId === right.rightId ? decision.next : candidate));
+    return {
+      body: this.answer({ userId: right.userId, sku: right.sku }, portion.amount, [portion], after),
+      touched: [decision.next],
+    };
+  }
+
+  private newRecord(
+    target: SkuOfUser,
+    id: string,
+    kind: ConsumptionRecord['kind'],
+    plan: Portion[],
+    holdMs: number,
+  ): ConsumptionRecord {
+    const now = this.clock();
+    return {
+      consumptionId: id,
+      userId: target.userId,
+      sku: target.sku,
+      kind,
+      held: plan,
+      taken: [],
+      state: 'holding',
+      until: new Date(now.getTime() + holdMs),
+      generation: 1,
+      createdAt: now,
+      updatedAt: now,
+    };
+  }
+
+  /**
+   * Stores the record (the scheduler is told when its holds lapse), then holds its units on
+   * each right. When one cannot hold them (taken meanwhile by another replica), the record is
+   * aborted and what was held freed: a fresh id plans again (`RACE_LOST`); an id a client
+   * derived is 409, nothing consumed. A record stored before under the id is the first
+   * request's: answered from it.
+   */
+  private async holdAll(
+    principal: Principal,
+    record: ConsumptionRecord,
+    fresh: boolean,
+  ): Promise<'held' | typeof RACE_LOST> {
+    if (!(await this.records.insert(record, [holdMessage(record)]))) {
+      throw DomainError.conflict(`consumption ${record.consumptionId} was sent before; send it again with a new key`);
+    }
+    const hold = { id: record.consumptionId, until: record.until };
+    for (const portion of record.held) {
+      const held = await this.changeRight(record.userId, portion.rightId, (right) =>
+        canUse(principal, right)
+          ? holdUnits(right, { ...hold, amount: portion.amount }, this.clock())
+          : { kind: 'conflict', reason: 'not visible' },
+      ).catch((error: unknown) => {
+        if (error instanceof DomainError && error.code === 'conflict') return null;
+        throw error;
+      });
+      if (held === null) {
+        await this.apply(
+          await this.decide(record, (current) => abort(current, this.clock())),
+          actorOf(principal),
+          false,
+        );
+        if (fresh) return RACE_LOST;
+        throw DomainError.conflict(
+          `remaining: the ${record.sku} rights of ${record.userId} changed while consuming; nothing was consumed`,
+        );
+      }
+    }
+    return 'held';
+  }
+
+  /**
+   * A record's one compare-and-set (docs/decisions/0045), again while others change it; the
+   * record as it ends. `lenient`: a decision that does not apply leaves it as it is (the
+   * scheduler's settlement), instead of answering the caller's refusal.
+   */
+  private async decide(
+    record: ConsumptionRecord,
+    decideOn: (current: ConsumptionRecord) => RecordDecision,
+    lenient = false,
+  ): Promise<ConsumptionRecord> {
+    let first: ConsumptionRecord | null = record;
+    return untilStored(`consumption ${record.consumptionId}`, async () => {
+      const current = first ?? (await this.records.find(record.userId, record.consumptionId));
+      first = null;
+      if (!current) throw DomainError.notFound(`no reservation ${record.consumptionId}`);
+      const decision = decideOn(current);
+      switch (decision.kind) {
+        case 'change':
+          return (await this.records.update(current, decision.next)) ? decision.next : RACE_LOST;
+        case 'unchanged':
+          return current;
+        case 'lapsed': {
+          // Its time is up: it lapses now, whoever meets it, and its holds are freed.
+          const aborted = abort(current, this.clock());
+          if (aborted.kind !== 'change') return current;
+          if (!(await this.records.update(current, aborted.next))) return RACE_LOST;
+          if (current.kind === 'reservation') reservations.inc({ outcome: 'lapsed' });
+          await this.apply(aborted.next, systemActor('scheduler'), false);
+          if (lenient) return aborted.next;
+          throw DomainError.conflict(`reservation ${current.consumptionId} has lapsed; its units are free again`);
+        }
+        case 'conflict':
+          if (lenient) return current;
+          throw DomainError.conflict(decision.reason);
+        case 'invalid':
+          throw DomainError.invalid(decision.reason);
+      }
+    });
+  }
+
+  /**
+   * Applies a settled record's holds: a committed one's units consumed from each right
+   * (right.consumed), an aborted one's freed; a hold applied before is left alone. Returns the
+   * rights as they are after.
+   */
+  private async apply(record: ConsumptionRecord, actor: Actor, announce: boolean): Promise<RightEntity[]> {
+    if (record.state === 'holding') return [];
+    const touched: RightEntity[] = [];
+    for (const portion of record.held) {
+      const amount = record.state === 'committed' ? takenFrom(record, portion.rightId) : 0;
+      const right = await this.changeRight(
+        record.userId,
+        portion.rightId,
+        (current) => settleUnits(current, record.consumptionId, amount, this.clock(), announce),
+        actor,
+      );
+      if (right) touched.push(right);
+    }
+    return touched;
+  }
+
+  /** A settled record answered: a committed one with what it took, an aborted one 409. */
+  private async settled(
+    principal: Principal,
+    record: ConsumptionRecord,
+    announce: boolean,
+  ): Promise<Consumed<Consumption>> {
+    if (record.state !== 'committed')
+      throw DomainError.conflict(
+        `consumption ${record.consumptionId} was not completed; nothing was consumed (send it again with a new key)`,
+      );
+    const touched = await this.apply(record, actorOf(principal), announce);
+    const rights = await this.visible(principal, record);
+    const amount = record.taken.reduce((sum, portion) => sum + portion.amount, 0);
+    return { body: this.answer(record, amount, record.taken, rights), touched };
+  }
+
+  private async reservation(
+    principal: Principal,
+    target: SkuOfUser & { reservationId: string },
+  ): Promise<ConsumptionRecord> {
+    const record = await this.records.find(target.userId, target.reservationId);
+    const rights =
+      record && (await Promise.all(record.held.map((portion) => this.rights.find(record.userId, portion.rightId))));
+    // Whoever may use its rights may settle it (as usage); to anyone else it does not exist.
+    if (
+      !record ||
+      record.kind !== 'reservation' ||
+      record.sku !== target.sku ||
+      !rights!.every((right) => right === null || canUse(principal, right))
+    )
+      throw DomainError.notFound(`no reservation ${target.reservationId} of ${target.sku} for user ${target.userId}`);
+    return record;
+  }
+
+  /** A reservation held, answered (with what is left to others); one released or lapsed is 409. */
+  private async reserved(principal: Principal, record: ConsumptionRecord): Promise<Consumed<Reservation>> {
+    const rights = await this.visible(principal, record);
+    if (record.kind !== 'reservation' || record.state === 'aborted')
+      throw DomainError.conflict(`reservation ${record.consumptionId} was released or has lapsed`);
+    return {
+      body: {
+        reservationId: record.consumptionId,
+        amount: heldTotal(record),
+        expiresAt: record.until.toISOString(),
+        remaining: this.balance(rights),
+      },
+      touched: rights.filter((right) => record.held.some((portion) => portion.rightId === right.rightId)),
+    };
+  }
+
+  /** The units anyone may take now over the active metered rights among `rights`. */
+  private balance(rights: readonly RightEntity[]): number {
+    const now = this.clock();
+    return rights.reduce((sum, right) => sum + (isActive(right, now) ? (availableOf(right) ?? 0) : 0), 0);
+  }
+
+  private answer(
+    target: SkuOfUser,
+    amount: number,
+    taken: readonly Portion[],
+    rights: readonly RightEntity[],
+  ): Consumption {
+    return {
+      connectId: target.userId,
+      sku: target.sku,
+      amount,
+      consumed: taken.map((portion) => ({
+        rightId: portion.rightId,
+        amount: portion.amount,
+        remaining: rights.find((right) => right.rightId === portion.rightId)?.remaining ?? 0,
+      })),
+      remaining: this.balance(rights),
+    };
+  }
+
+  /** One right's change through the change pipeline; the right after it (null when it is gone). */
+  private async changeRight(
+    userId: string,
+    rightId: string,
+    decideOn: (right: RightEntity) => Decision,
+    actor: Actor = systemActor('scheduler'),
+  ): Promise<RightEntity | null> {
+    const done = await changeOne({
+      what: `right ${rightId}`,
+      load: async () => {
+        const right = await this.rights.find(userId, rightId);
+        return right && asOf(right, this.clock());
+      },
+      decide: decideOn,
+      write: (current, change) => this.write(current, change, actor),
+    });
+    if (done.outcome === 'missing') return null;
+    return done.outcome === 'changed' ? done.change.next : done.current;
+  }
+
+  /** A right's compare-and-set with its events; units consumed are counted once stored. */
+  private async write(current: RightEntity, change: Decision & { kind: 'change' }, actor: Actor): Promise<boolean> {
+    const { next, events, consumed } = change;
+    const stored = await this.rights.update({
+      current,
+      next,
+      outbox: this.options.messages.of(next, events, actor, consumed),
+    });
+    if (stored && consumed) unitsConsumed.inc(consumed);
+    return stored;
+  }
+
+  private async announces(sku: string): Promise<boolean> {
+    return (await skuForUseCase(this.options.skus, sku))?.announceOnUsage ?? false;
+  }
+}

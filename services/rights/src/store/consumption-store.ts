@@ -1,0 +1,77 @@
+import {
+  BY_ID,
+  documentSchema,
+  outboxDocumentFields,
+  OutboxStore,
+  PENDING_EVENTS,
+  retentionQueries,
+  retentionOf,
+  type CollectionIndexes,
+  type OutboxEntry,
+} from '@rs/store';
+import type { Connection } from 'mongoose';
+import type { ConsumptionRecord } from '../domain/consumption';
+
+export const CONSUMPTIONS = 'consumptions';
+
+/**
+ * How long a settled record is kept after its holds' time: longer than an Idempotency-Key
+ * lives (a day), so that a retry of a consumption across rights or of a commit finds it.
+ */
+export const CONSUMPTION_RETENTION = retentionOf('until', 3);
+
+interface ConsumptionDocument extends Omit<ConsumptionRecord, 'consumptionId'> {
+  _id: string;
+}
+
+const consumptionSchema = documentSchema<ConsumptionDocument>(CONSUMPTIONS, {
+  userId: 'string',
+  sku: 'string',
+  kind: 'string',
+  held: 'json[]',
+  taken: 'json[]',
+  state: 'string',
+  until: 'date',
+  ...outboxDocumentFields,
+});
+
+/** The consumption records' queries and their indexes (docs/operations.md, "Queries and their indexes"). */
+export const CONSUMPTION_INDEXES: CollectionIndexes = {
+  collection: CONSUMPTIONS,
+  queries: [BY_ID, PENDING_EVENTS, ...retentionQueries(CONSUMPTION_RETENTION)],
+};
+
+const toRecord = ({ _id, ...fields }: ConsumptionDocument): ConsumptionRecord => ({ consumptionId: _id, ...fields });
+
+/**
+ * The records of consumptions across rights and of reservations (docs/decisions/0045), each
+ * keyed by its consumption id and changed only by compare-and-set on its generation; its
+ * outbox tells the scheduler when its holds lapse.
+ */
+export class ConsumptionStore extends OutboxStore<ConsumptionDocument, ConsumptionRecord> {
+  constructor(db: Connection) {
+    super(db, 'Consumption', consumptionSchema, { live: {}, toEntity: toRecord, indexes: CONSUMPTION_INDEXES });
+  }
+
+  /** A user's record by its id (another user's is none). */
+  find(userId: string, consumptionId: string): Promise<ConsumptionRecord | null> {
+    return this.findLive({ _id: consumptionId, userId });
+  }
+
+  /** Stores a new record with its messages; false when its id exists (a retry, or the same request twice). */
+  insert(record: ConsumptionRecord, outbox: OutboxEntry[]): Promise<boolean> {
+    const { consumptionId, ...fields } = record;
+    return this.documents.insert({ _id: consumptionId, ...fields }, outbox);
+  }
+
+  /** Compare-and-set: stores `next` only if the record is still at `current`'s generation. */
+  update(current: ConsumptionRecord, next: ConsumptionRecord): Promise<boolean> {
+    const { consumptionId: _id, ...set } = next;
+    return this.documents.compareAndSet({ id: current.consumptionId, generation: current.generation, set, outbox: [] });
+  }
+
+  /** The collection and its retention, for the purge where no TTL index applies it (FerretDB). */
+  get retained() {
+    return { db: this.model.db.db!, collection: CONSUMPTIONS, retention: CONSUMPTION_RETENTION };
+  }
+}

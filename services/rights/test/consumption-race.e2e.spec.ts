@@ -1,0 +1,130 @@
+import { clientsOf, systemFixture, TestSystem } from '@rs/testing';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+
+// docs/api.md "Consumption by SKU": exact under any concurrency. Two gateways, each in front of
+// its own rights process, one database: 200 callers race for 100 units spread over three rights.
+const fx = systemFixture({
+  processes: true,
+  name: 'consumption_race',
+  backends: ['catalog', 'rights', 'scheduler'],
+  replicas: { gateway: 2, rights: 2 },
+  collect: { 'rights.events': 'right.consumed' },
+  seed: {
+    clients: clientsOf({ 'grantor-a': 'A', 'provider-sp': 'SP' }),
+    users: ['runner', 'crasher'],
+    skus: { calls: { serviceProviderId: 'SP', grantorIds: ['A'] } },
+  },
+});
+beforeAll(fx.start);
+afterAll(fx.stop);
+
+const A = TestSystem.clientAuthorization('grantor-a');
+const SP = TestSystem.clientAuthorization('provider-sp');
+const GATEWAYS = ['gateway', 'gateway#2'];
+const CALLERS = 200;
+const QUANTITIES = [30, 30, 40];
+
+const at = (offsetMs: number) => new Date(Date.now() + offsetMs).toISOString().replace(/\.\d{3}Z$/, 'Z');
+
+/** Three ACTIVE metered rights of `calls` for `user`, ending one, two and three days from now: 100 units. */
+async function balanceOfHundred(user: string): Promise<string[]> {
+  const ids: string[] = [];
+  for (const [index, quantity] of QUANTITIES.entries()) {
+    const response = await fetch(`${fx.system.gatewayUrl}/id/users/${user}/rights`, {
+      method: 'POST',
+      headers: { authorization: A, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        sku: 'calls',
+        grantorId: 'A',
+        state: 'ACTIVE',
+        quantity,
+        timeInterval: `${at(-60_000)}/${at((index + 1) * 86_400_000)}`,
+      }),
+    });
+    expect(response.status).toBe(201);
+    ids.push(((await response.json()) as { rightId: string }).rightId);
+  }
+  return ids;
+}
+
+/**
+ * One caller: a unit, with its own Idempotency-Key, sent until it is answered 200 or 409 (a
+ * client retries a 5xx or a dropped connection with the same key, on the other gateway after a
+ * failure, and a 409 with Retry-After: its key's first request is still running). Returns the
+ * final status.
+ */
+async function consumeOne(user: string, caller: number): Promise<number> {
+  let attempt = caller;
+  let status = 0;
+  await vi.waitFor(
+    async () => {
+      const gateway = fx.system.service(GATEWAYS[attempt++ % GATEWAYS.length]!).url;
+      status = await fetch(`${gateway}/id/users/${user}/entitlements/calls/consumption`, {
+        method: 'POST',
+        headers: { authorization: SP, 'content-type': 'application/json', 'idempotency-key': `${user}-${caller}` },
+        body: JSON.stringify({ amount: 1 }),
+      }).then(
+        (answer) => (answer.status === 409 && answer.headers.has('retry-after') ? 0 : answer.status),
+        () => 0,
+      );
+      expect([200, 409]).toContain(status);
+    },
+    { timeout: 60_000, interval: 100 },
+  );
+  return status;
+}
+
+const remainingOf = async (user: string, rightId: string) =>
+  (
+    (await (
+      await fetch(`${fx.system.gatewayUrl}/id/users/${user}/rights/${rightId}`, { headers: { authorization: A } })
+    ).json()) as {
+      remaining: number;
+    }
+  ).remaining;
+
+/** The units the `right.consumed` events of these rights report, each event once (delivery is at least once). */
+function consumedInEvents(rightIds: readonly string[]): number {
+  const seen = new Set<unknown>();
+  return fx
+    .events('rights.events')
+    .messages.filter((m) => rightIds.includes(m.body.subject as string) && !seen.has(m.body.id) && seen.add(m.body.id))
+    .reduce((sum, m) => sum + (m.body.data as { amount: number }).amount, 0);
+}
+
+describe('consumption by SKU under concurrency (docs/decisions/0045, 0046)', () => {
+  it('when 200 callers race on two gateways and two rights processes for 100 units over three rights, then exactly 100 are served and every unit is consumed once', async () => {
+    const rights = await balanceOfHundred('runner');
+    const statuses = await Promise.all(Array.from({ length: CALLERS }, (_, caller) => consumeOne('runner', caller)));
+    expect(statuses.filter((status) => status === 200)).toHaveLength(100);
+    expect(statuses.filter((status) => status === 409)).toHaveLength(100);
+    expect(await Promise.all(rights.map((rightId) => remainingOf('runner', rightId)))).toEqual([0, 0, 0]);
+    await vi.waitFor(() => expect(consumedInEvents(rights)).toBe(100), { timeout: 15_000 });
+  });
+
+  it('when one rights process is killed in the middle of the race, then no unit is lost or consumed twice and every consumption answered 200 is in the balance', async () => {
+    const rights = await balanceOfHundred('crasher');
+    const answered: number[] = [];
+    const racing = Promise.all(
+      Array.from({ length: CALLERS }, (_, caller) =>
+        consumeOne('crasher', caller).then((status) => {
+          answered.push(status);
+          return status;
+        }),
+      ),
+    );
+    await vi.waitFor(() => expect(answered.length).toBeGreaterThanOrEqual(40), { timeout: 60_000, interval: 20 });
+    const victim = fx.system.service('rights#2');
+    await victim.kill();
+    expect(answered.length).toBeLessThan(CALLERS);
+    await victim.start();
+    const statuses = await racing;
+
+    const served = statuses.filter((status) => status === 200).length;
+    expect(served).toBe(100);
+    expect(statuses.filter((status) => status === 409)).toHaveLength(100);
+    const remaining = await Promise.all(rights.map((rightId) => remainingOf('crasher', rightId)));
+    expect(remaining).toEqual([0, 0, 0]);
+    await vi.waitFor(() => expect(consumedInEvents(rights)).toBe(100), { timeout: 15_000 });
+  });
+});
