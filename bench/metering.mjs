@@ -4,9 +4,10 @@
 //   right id (`POST …/rights/{rightId}/usage {"amount":1}`), both on metered rights, 16
 //   connections, each request for another user (target >= 0.8), with the consumption's p99;
 // - the entitlement check of a user holding a metered right (its `balance`) against the gateway's
-//   own GET /id/users/{connectId} (target >= 0.8);
+//   own GET /id/users/{connectId} (target >= 0.8), and against the check of a plain right;
 // - memory per projected metered right, in this process (`--expose-gc`), beside a plain one.
-// Rounds alternate between targets so all see the same machine conditions.
+// Rounds go through the targets forth and back (ABBA), each target once the events of the one
+// before are published.
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -52,6 +53,7 @@ try {
     if (answer.status !== 201) throw new Error(`PUT ${pathname}: ${answer.status} ${await answer.text()}`);
   };
   await put('/catalog/skus/metered', { name: 'Metered', serviceProviderId: 'provider', grantorIds: ['bench'] });
+  await put('/catalog/skus/plain', { name: 'Plain', serviceProviderId: 'provider', grantorIds: ['bench'] });
   await put('/admin/clients/bench-grantor', { secret: 'bench-grantor-secret', grantorId: 'bench' });
   await put('/admin/clients/bench-provider', { secret: 'bench-provider-secret', grantorId: 'provider' });
   const grantor = `Basic ${Buffer.from('bench-grantor:bench-grantor-secret').toString('base64')}`;
@@ -63,19 +65,24 @@ try {
     const user = `bench-metered-${u}`;
     const registered = await fetch(`${system.gatewayUrl}/id/users/${user}`, { method: 'PUT', headers: admin });
     if (registered.status !== 201) throw new Error(`cannot register ${user}: ${registered.status}`);
-    const created = await fetch(`${system.gatewayUrl}/id/users/${user}/rights`, {
-      method: 'POST',
-      headers: { authorization: grantor, 'content-type': 'application/json' },
-      body: JSON.stringify({
-        sku: 'metered',
-        grantorId: 'bench',
-        state: 'ACTIVE',
-        quantity: 1_000_000_000,
-        timeInterval: `2026-01-01T00:00:00Z/${end}`,
-      }),
-    });
-    if (created.status !== 201) throw new Error(`cannot create a right: ${created.status} ${await created.text()}`);
-    users.push({ user, rightId: (await created.json()).rightId });
+    const grant = async (sku, quantity) => {
+      const created = await fetch(`${system.gatewayUrl}/id/users/${user}/rights`, {
+        method: 'POST',
+        headers: { authorization: grantor, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          sku,
+          grantorId: 'bench',
+          state: 'ACTIVE',
+          ...(quantity ? { quantity } : {}),
+          timeInterval: `2026-01-01T00:00:00Z/${end}`,
+        }),
+      });
+      if (created.status !== 201) throw new Error(`cannot create a right: ${created.status} ${await created.text()}`);
+      return (await created.json()).rightId;
+    };
+    // A plain right of another SKU beside it: the check with and without a balance.
+    await grant('plain');
+    users.push({ user, rightId: await grant('metered', 1_000_000_000) });
   }
 
   /** Each request of a target for the next user (a consumption of one user's SKU queues behind the last). */
@@ -105,6 +112,10 @@ try {
       { authorization: provider },
       rotating(({ user }) => `/id/users/${user}/entitlements/metered`, 'GET'),
     ],
+    'GET entitlement with a plain right (check)': [
+      { authorization: provider },
+      rotating(({ user }) => `/id/users/${user}/entitlements/plain`, 'GET'),
+    ],
     'GET user via gateway (Basic, cached)': [
       { authorization: provider },
       rotating(({ user }) => `/id/users/${user}`, 'GET'),
@@ -122,9 +133,14 @@ try {
     });
   for (const [title, [headers, request]] of Object.entries(targets)) await run(`${title} warm-up`, headers, request, 2);
   const results = Object.fromEntries(Object.keys(targets).map((title) => [title, []]));
-  for (let round = 0; round < ROUNDS; round++)
-    for (const [title, [headers, request]] of Object.entries(targets))
+  // Every write leaves a row version behind on the local server until PostgreSQL vacuums it, so
+  // each target runs slower than the one before: rounds go forth and back (ABBA), so that a
+  // trend weighs on every target alike.
+  for (let round = 0; round < ROUNDS; round++) {
+    const order = Object.entries(targets);
+    for (const [title, [headers, request]] of round % 2 === 0 ? order : order.reverse())
       results[title].push(await run(title, headers, request, DURATION_S));
+  }
 
   const summary = Object.fromEntries(
     Object.entries(results).map(([title, list]) => {
@@ -159,6 +175,9 @@ try {
   console.log(`\nconsumption by SKU ÷ usage by right id: ${bySku.toFixed(2)} (target >= 0.8)`);
   console.log(`consumption by SKU p99: ${summary['POST consumption by SKU {amount:1}'].p99.toFixed(1)} ms`);
   console.log(`entitlement check with a balance ÷ GET user: ${check.toFixed(2)} (target >= 0.8)`);
+  console.log(
+    `entitlement check with a balance ÷ with a plain right: ${(rps('GET entitlement with a balance (check)') / rps('GET entitlement with a plain right (check)')).toFixed(2)}`,
+  );
   console.log(
     `projected right, in this process: ${plain.bytes.toFixed(0)} bytes plain, ${metered.bytes.toFixed(0)} bytes metered ` +
       `(${PROJECTED} rights)`,
