@@ -32,7 +32,7 @@ afterAll(async () => {
 });
 
 describe('the rebuild, shared by replicas (docs/operations.md)', () => {
-  it('when two replicas each rebuild the partitions they own, then between them they read every subscription and right once, and each records only its own', async () => {
+  it('when two replicas each rebuild the partitions they own, then between them they read every subscription, right and held reservation once, and each records only its own', async () => {
     const due = new Date(Math.ceil(Date.now() / 1000) * 1000 + 3_600_000);
     const iso = due.toISOString().replace(/\.000Z$/, 'Z');
     const subscriptions = await Promise.all(
@@ -59,6 +59,23 @@ describe('the rebuild, shared by replicas (docs/operations.md)', () => {
       }),
     );
 
+    // A metered right of the same end, and reservations on it: their lapses are rebuilt too
+    // (no scheduler here follows `scheduler.hold`; only the rebuild records them).
+    const metered = await fx.call('POST', '/id/users/bob/rights', A, {
+      sku: 'news',
+      grantorId: 'A',
+      state: 'ACTIVE',
+      quantity: 100,
+      timeInterval: `${new Date().toISOString()}/${iso}`,
+    });
+    rights.push(((await metered.json()) as { rightId: string }).rightId);
+    const reservations = [];
+    for (let i = 0; i < 6; i++) {
+      const reserved = await fx.call('POST', '/id/users/bob/entitlements/news/reservations', A, { ttl: 'PT1H' });
+      expect(reserved.status).toBe(201);
+      reservations.push((await reserved.json()) as { reservationId: string; expiresAt: string });
+    }
+
     const urls = { subscriptions: fx.system.service('subscriptions').url, rights: fx.system.service('rights').url };
     const signer = new InternalTokenSigner(TEST_INTERNAL_SECRET, 'scheduler');
     const stores = createStores(database.db);
@@ -68,7 +85,7 @@ describe('the rebuild, shared by replicas (docs/operations.md)', () => {
     ];
     const read = [];
     for (const partitions of halves) read.push(await rebuildSchedules({ urls, signer, stores, partitions }));
-    expect(read[0]! + read[1]!).toBe(subscriptions.length + rights.length);
+    expect(read[0]! + read[1]!).toBe(subscriptions.length + rights.length + reservations.length);
     expect(read.every((count) => count > 0)).toBe(true);
 
     // Each item is recorded once, under its own partition's key, by the replica that owns it.
@@ -81,8 +98,15 @@ describe('the rebuild, shared by replicas (docs/operations.md)', () => {
     };
     await recorded(stores.subscriptionSchedules, subscriptions);
     await recorded(stores.rightExpiries, rights);
+    for (const { reservationId, expiresAt } of reservations) {
+      const lapse = new Date(expiresAt);
+      const found = await stores.holdExpiries.inSecond(partitionOf(reservationId), secondOf(lapse));
+      expect(found.map((item) => [item.id, item.dueAt.getTime()])).toContainEqual([reservationId, lapse.getTime()]);
+    }
     const first = await rebuildSchedules({ urls, signer, stores, partitions: halves[0]! });
-    const owned = [...subscriptions, ...rights].filter((id) => halves[0]!.includes(partitionOf(id)));
+    const owned = [...subscriptions, ...rights, ...reservations.map(({ reservationId }) => reservationId)].filter(
+      (id) => halves[0]!.includes(partitionOf(id)),
+    );
     expect(first).toBe(owned.length);
   });
 });

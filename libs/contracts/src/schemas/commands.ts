@@ -29,6 +29,14 @@ export const SchedulerHoldData = z.object({
 });
 export type SchedulerHoldData = z.infer<typeof SchedulerHoldData>;
 
+/**
+ * A record whose holds are still `holding`, as the scheduler's rebuild reads it from the rights
+ * service (`/internal/holds`, docs/decisions/0045): what `scheduler.hold` told, again.
+ */
+export const HoldEntry = SchedulerHoldData.extend({ sequence: z.number().int() });
+export type HoldEntry = z.infer<typeof HoldEntry>;
+export const HoldPage = z.object({ items: z.array(HoldEntry), next: z.string().nullable() });
+
 /** The scheduler asks the rights service to settle a consumption's or reservation's holds whose time is up. */
 export const RightsSettleData = z.object({ consumptionId: RightId, connectId: ConnectId });
 export type RightsSettleData = z.infer<typeof RightsSettleData>;

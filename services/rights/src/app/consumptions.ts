@@ -185,6 +185,11 @@ export class ConsumptionUseCases {
     return failed;
   }
 
+  /** A page of a bucket's records still holding units, for the scheduler's rebuild of their lapses. */
+  holding(bucket: number, page: { after: string | undefined; limit: number }) {
+    return this.records.holding(bucket, page);
+  }
+
   /**
    * Runs `attempt` until it is not overtaken by another replica (`RACE_LOST`), one consumption of
    * a user's SKU at a time on this replica (other replicas race by compare-and-set), each time

@@ -157,6 +157,19 @@ export function rightsRoutes(
     const { items, lastId } = await rights.entitled(bucket, page);
     return { items: items.map((right) => projectedOf(right, false)), lastId };
   });
+  // For the scheduler to rebuild when holds lapse (docs/decisions/0045).
+  http.bucketListing(router, '/internal/holds', BUCKETS, async (bucket, page) => {
+    const { items, lastId } = await consumptions.holding(bucket, page);
+    return {
+      items: items.map((record) => ({
+        consumptionId: record.consumptionId,
+        connectId: record.userId,
+        until: record.until.toISOString(),
+        sequence: record.generation,
+      })),
+      lastId,
+    };
+  });
   // For the scheduler to rebuild its expiries (docs/decisions/0009).
   http.bucketListing(router, '/internal/expiries', BUCKETS, async (bucket, page) => {
     const { items, lastId } = await rights.expirable(bucket, page);

@@ -1,4 +1,5 @@
 import {
+  bucketPages,
   BY_ID,
   documentSchema,
   outboxDocumentFields,
@@ -38,7 +39,7 @@ const consumptionSchema = documentSchema<ConsumptionDocument>(CONSUMPTIONS, {
 /** The consumption records' queries and their indexes (docs/operations.md, "Queries and their indexes"). */
 export const CONSUMPTION_INDEXES: CollectionIndexes = {
   collection: CONSUMPTIONS,
-  queries: [BY_ID, PENDING_EVENTS, ...retentionQueries(CONSUMPTION_RETENTION)],
+  queries: [BY_ID, PENDING_EVENTS, bucketPages("the scheduler's rebuild"), ...retentionQueries(CONSUMPTION_RETENTION)],
 };
 
 const toRecord = ({ _id, ...fields }: ConsumptionDocument): ConsumptionRecord => ({ consumptionId: _id, ...fields });
@@ -68,6 +69,11 @@ export class ConsumptionStore extends OutboxStore<ConsumptionDocument, Consumpti
   update(current: ConsumptionRecord, next: ConsumptionRecord): Promise<boolean> {
     const { consumptionId: _id, ...set } = next;
     return this.documents.compareAndSet({ id: current.consumptionId, generation: current.generation, set, outbox: [] });
+  }
+
+  /** A page of the records of one bucket still holding units (for the scheduler's rebuild). */
+  holding(bucket: number, page: { after: string | undefined; limit: number }) {
+    return this.inBucket(bucket, page, { state: 'holding' });
   }
 
   /** The collection and its retention, for the purge where no TTL index applies it (FerretDB). */

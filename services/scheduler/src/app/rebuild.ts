@@ -1,5 +1,5 @@
 import { systemClock, type Clock } from '@rs/time';
-import { ExpiryPage, SchedulePage } from '@rs/contracts';
+import { ExpiryPage, HoldPage, SchedulePage } from '@rs/contracts';
 import { readBucket, servicePrincipal, type InternalTokenSigner } from '@rs/http';
 import type { z } from 'zod';
 import { bucketsOf, rightDueAt, subscriptionDueAt } from '../domain/due';
@@ -21,7 +21,7 @@ const PAGE = 500;
 export async function rebuildSchedules(options: {
   urls: { subscriptions: string; rights: string };
   signer: InternalTokenSigner;
-  stores: { rightExpiries: DueStore; subscriptionSchedules: DueStore };
+  stores: { rightExpiries: DueStore; subscriptionSchedules: DueStore; holdExpiries: DueStore };
   partitions: readonly number[];
   clock?: Clock;
 }): Promise<number> {
@@ -65,5 +65,13 @@ export async function rebuildSchedules(options: {
     stores.rightExpiries,
     (e) => item(e.rightId, e.sequence, e.connectId, rightDueAt(e)),
   );
-  return subscriptions + rights;
+  // The lapses of reservations and consumptions across rights still holding units (docs/decisions/0045).
+  const holds = await rebuild(
+    'rights',
+    new URL('/internal/holds', urls.rights).toString(),
+    HoldPage,
+    stores.holdExpiries,
+    (e) => item(e.consumptionId, e.sequence, e.connectId, new Date(e.until)),
+  );
+  return subscriptions + rights + holds;
 }
