@@ -35,6 +35,7 @@ export function rightsIssue(
       timeInterval: command.timeInterval,
       state,
       quantity: null,
+      grace: null,
     })),
   };
 }

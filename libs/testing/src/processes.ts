@@ -2,7 +2,6 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import net from 'node:net';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { LocalService } from './test-service';
 import { REPO_ROOT } from './servers';
 
@@ -75,17 +74,7 @@ export class ServiceProcess extends LocalService {
     };
     this.child.stdout!.on('data', collect);
     this.child.stderr!.on('data', collect);
-    const deadline = Date.now() + timeoutMs;
-    while (Date.now() < deadline) {
-      if (this.child.exitCode !== null) break;
-      try {
-        const response = await fetch(`${this.url}/readyz`);
-        if (response.status === 200) return;
-      } catch {
-        // not listening yet
-      }
-      await sleep(100);
-    }
+    if (await this.becameReady(timeoutMs, () => this.child?.exitCode === null)) return;
     const tail = this.output.slice(-20).join('\n');
     await this.kill();
     throw new Error(`${this.name} did not become ready (exit code ${this.child.exitCode}):\n${tail}`);

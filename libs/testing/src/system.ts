@@ -316,6 +316,10 @@ export class TestSystem {
         );
         this.services.set(label, service);
         await service.start();
+        // A gateway in front of the rights service answers entitlement checks once its
+        // projection is loaded (its readiness): tests start when it is, as traffic would.
+        if (name === 'gateway' && this.options.backends.includes('rights') && !(await service.becameReady(30_000)))
+          throw new Error(`${label} did not become ready within 30 s`);
       }
     }
   }

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 /** A service a test system runs: as its own process (`ServiceProcess`) or in the test's (`InProcessService`). */
 export interface TestService {
   /** Its label in the system: the service's name, or `<name>#2`… for a replica. */
@@ -19,6 +20,8 @@ export interface TestService {
   stop(): Promise<number | null>;
   /** A crash; only a process can crash without cleaning up. */
   kill(): Promise<number | null>;
+  /** Whether `/readyz` answers 200 within `timeoutMs`. */
+  becameReady(timeoutMs: number): Promise<boolean>;
 }
 
 /**
@@ -54,6 +57,24 @@ export abstract class LocalService implements TestService {
       if (value === undefined) delete this.env[name];
       else this.env[name] = value;
     }
+  }
+
+  /**
+   * Waits, as an orchestrator does before it sends traffic, until `/readyz` answers 200 (the
+   * gateway, for one, is not ready before its entitlement projection is loaded); false when
+   * `timeoutMs` passed or `alive` says it stopped first.
+   */
+  async becameReady(timeoutMs: number, alive: () => boolean = () => true): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline && alive()) {
+      try {
+        if ((await fetch(`${this.url}/readyz`)).status === 200) return true;
+      } catch {
+        // not listening yet
+      }
+      await sleep(100);
+    }
+    return false;
   }
 
   abstract start(): Promise<void>;

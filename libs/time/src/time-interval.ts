@@ -38,6 +38,13 @@ export function plusOrNull(start: DateTime, duration: Duration): DateTime | null
   }
 }
 
+/** `instant` plus the ISO 8601 duration `text` (calendar units in UTC), or null when it is not one or out of range. */
+export function instantAfter(instant: Date, text: string): Date | null {
+  const duration = parseDuration(text);
+  if (!duration.ok) return null;
+  return plusOrNull(DateTime.fromJSDate(instant, { zone: 'utc' }), duration.value)?.toJSDate() ?? null;
+}
+
 /** An ISO 8601 date-time that carries its offset; luxon keeps that offset for formatting. */
 export function parseDateTime(text: string): Parsed<DateTime> {
   if (!/^\d{4}-\d{2}-\d{2}T/.test(text)) return { ok: false, reason: `${text} is not an ISO 8601 date-time` };

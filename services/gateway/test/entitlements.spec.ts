@@ -17,6 +17,7 @@ const right = (sequence: number, patch: Partial<ProjectedRight> = {}): Projected
   used: false,
   quantity: null,
   remaining: null,
+  graceEnds: null,
   removed: false,
   ...patch,
 });

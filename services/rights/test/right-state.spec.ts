@@ -5,6 +5,8 @@ import {
   asOf,
   decide,
   isActive,
+  isInGrace,
+  isUsable,
   recordUsage,
   TRANSITIONS,
   type RightCommand,
@@ -138,5 +140,32 @@ describe('usage of a metered right (docs/decisions/0045)', () => {
     expect(recordUsage(metered(10, { state: 'SUSPENDED' }), inside, false, { id: 'c1', amount: 1 }).kind).toBe(
       'conflict',
     );
+  });
+});
+
+describe('grace (docs/api.md "Grace")', () => {
+  const END = T0 + 10 * HOUR;
+  const graced = aRight({ grace: 'PT2H' });
+
+  it('when the interval has ended and the grace has not, then the right is in grace: not active, still ACTIVE, usable', () => {
+    const now = new Date(END + HOUR);
+    const read = asOf(graced, now);
+    expect(read.state).toBe('ACTIVE');
+    expect([isActive(read, now), isInGrace(read, now), isUsable(read, now)]).toEqual([false, true, true]);
+    expect(recordUsage(read, now, false, ONE)).toMatchObject({ kind: 'change' });
+  });
+
+  it('when the grace has ended, then the right is EXPIRED as of the grace end; without a grace, as of its interval end', () => {
+    expect(asOf(graced, new Date(END + 2 * HOUR))).toMatchObject({
+      state: 'EXPIRED',
+      updatedAt: new Date(END + 2 * HOUR),
+    });
+    expect(asOf(aRight(), new Date(END))).toMatchObject({ state: 'EXPIRED', updatedAt: new Date(END) });
+    // A suspended right has no grace to use, and expires when the grace ends all the same.
+    const suspended = aRight({ grace: 'PT2H', state: 'SUSPENDED' });
+    expect([isInGrace(suspended, new Date(END + HOUR)), asOf(suspended, new Date(END + HOUR)).state]).toEqual([
+      false,
+      'SUSPENDED',
+    ]);
   });
 });

@@ -107,9 +107,12 @@ describe('create and retrieve (docs/api.md)', () => {
       payload: { seats: 2 },
       used: false,
       active: false,
-      // A plain right: no units (docs/api.md "Metered rights").
+      // A plain right: no units (docs/api.md "Metered rights"), no grace (docs/api.md "Grace").
       quantity: null,
       remaining: null,
+      grace: null,
+      inGrace: false,
+      graceEnds: null,
     });
     const read = await call('GET', `/id/users/alice/rights/${right.rightId}`, A);
     expect(read.status).toBe(200);

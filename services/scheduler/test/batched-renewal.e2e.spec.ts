@@ -236,6 +236,7 @@ describe('expiry in bulk', () => {
           timeInterval: interval,
           state: 'ACTIVE' as const,
           quantity: null,
+          grace: null,
         })),
       } satisfies RightsIssueData);
     }

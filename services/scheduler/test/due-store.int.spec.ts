@@ -35,7 +35,9 @@ describe('recording due items', () => {
       state: 'ACTIVE' as const,
       grantorId: 'B',
       grantorContext: null,
-      rightsSpec: [{ sku: 'monthly', serviceProviderId: 'P', timeSpec: 'P1M', grantorContext: '', quantity: null }],
+      rightsSpec: [
+        { sku: 'monthly', serviceProviderId: 'P', timeSpec: 'P1M', grantorContext: '', quantity: null, grace: null },
+      ],
       origTimeSpec: 'R/2026-12-01T00:00:00Z/P1M',
       timeSpec: 'R/2026-12-01T00:00:00Z/P1M',
       nextPeriod: 2,

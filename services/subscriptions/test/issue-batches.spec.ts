@@ -32,6 +32,7 @@ const issue = (i: number, rights: number) =>
           timeInterval: '2026-12-01T00:00:00Z/2027-01-01T00:00:00Z',
           state: 'ACTIVE' as const,
           quantity: null,
+          grace: null,
         })),
       },
     }),

@@ -27,7 +27,9 @@ const created = (subscriptionId: string): SubscriptionEntity => ({
   grantorId: 'G',
   grantorContext: null,
   state: 'ACTIVE',
-  rightsSpec: [{ sku: 'news', serviceProviderId: null, timeSpec: null, grantorContext: null, quantity: null }],
+  rightsSpec: [
+    { sku: 'news', serviceProviderId: null, timeSpec: null, grantorContext: null, quantity: null, grace: null },
+  ],
   timeSpec: 'R/2026-01-01T00:00:00Z/P1M',
   origTimeSpec: 'R/2026-01-01T00:00:00Z/P1M',
   paymentAgreement: 'card',

@@ -69,8 +69,8 @@ describe('renewal (docs/api.md "Renewal")', () => {
     expect(response.status).toBe(201);
     const subscription = (await response.json()) as { subscriptionId: string; rightsSpec: unknown[] };
     expect(subscription.rightsSpec).toMatchObject([
-      { sku: 'news', quantity: 10 },
-      { sku: 'video', quantity: null },
+      { sku: 'news', quantity: 10, grace: null },
+      { sku: 'video', quantity: null, grace: null },
     ]);
     type Metered = RightView & { sku: string; quantity: number | null; remaining: number | null };
     const issued = async () => (await rightsOf(subscription.subscriptionId)) as Metered[];

@@ -14,7 +14,9 @@ const subscription = (fields: Partial<SubscriptionEntity> = {}): SubscriptionEnt
   grantorId: 'A',
   grantorContext: null,
   state: 'ACTIVE',
-  rightsSpec: [{ sku: 'news', serviceProviderId: null, timeSpec: null, grantorContext: null, quantity: null }],
+  rightsSpec: [
+    { sku: 'news', serviceProviderId: null, timeSpec: null, grantorContext: null, quantity: null, grace: null },
+  ],
   timeSpec: 'R3/2026-03-01T00:00:00+01:00/P1D',
   origTimeSpec: 'R3/2026-03-01T00:00:00+01:00/P1D',
   paymentAgreement: null,
@@ -30,8 +32,8 @@ describe('docs/api.md "Renewal": planRenewal', () => {
   it('when a period has started, then it yields one right per template, lasting one period, in the offset of the spec', () => {
     const s = subscription({
       rightsSpec: [
-        { sku: 'news', serviceProviderId: null, timeSpec: null, grantorContext: null, quantity: null },
-        { sku: 'video', serviceProviderId: 'SP', timeSpec: 'PT2H', grantorContext: 'ctx', quantity: null },
+        { sku: 'news', serviceProviderId: null, timeSpec: null, grantorContext: null, quantity: null, grace: null },
+        { sku: 'video', serviceProviderId: 'SP', timeSpec: 'PT2H', grantorContext: 'ctx', quantity: null, grace: null },
       ],
     });
     const plan = planRenewal(s, spec(s.timeSpec), at('2026-03-01T00:00:05+01:00'));
@@ -91,8 +93,8 @@ describe('docs/api.md "Renewal": planRenewal', () => {
   it('when periods were missed, then only those whose rights have not ended are issued (catch-up)', () => {
     const s = subscription({
       rightsSpec: [
-        { sku: 'news', serviceProviderId: null, timeSpec: null, grantorContext: null, quantity: null },
-        { sku: 'short', serviceProviderId: null, timeSpec: 'PT1H', grantorContext: null, quantity: null },
+        { sku: 'news', serviceProviderId: null, timeSpec: null, grantorContext: null, quantity: null, grace: null },
+        { sku: 'short', serviceProviderId: null, timeSpec: 'PT1H', grantorContext: null, quantity: null, grace: null },
       ],
     });
     const plan = planRenewal(s, spec(s.timeSpec), at('2026-03-02T00:30:00+01:00'));
@@ -109,8 +111,8 @@ describe('docs/api.md "Renewal": planRenewal', () => {
     const s = subscription({
       createdAt: new Date('2026-03-01T02:00:00+01:00'),
       rightsSpec: [
-        { sku: 'news', serviceProviderId: null, timeSpec: null, grantorContext: null, quantity: null },
-        { sku: 'short', serviceProviderId: null, timeSpec: 'PT1H', grantorContext: null, quantity: null },
+        { sku: 'news', serviceProviderId: null, timeSpec: null, grantorContext: null, quantity: null, grace: null },
+        { sku: 'short', serviceProviderId: null, timeSpec: 'PT1H', grantorContext: null, quantity: null, grace: null },
       ],
     });
     // Created in period 0 after its one-hour right had ended; renewed late, an hour into period 1.

@@ -78,7 +78,9 @@ describe('subscriptions (docs/api.md)', () => {
       ],
       grantorId: 'A',
       grantorContext: 'crm-7',
-      rightsSpec: [{ sku: 'news', serviceProviderId: 'SP', timeSpec: 'P7D', grantorContext: 'tmpl', quantity: null }],
+      rightsSpec: [
+        { sku: 'news', serviceProviderId: 'SP', timeSpec: 'P7D', grantorContext: 'tmpl', quantity: null, grace: null },
+      ],
       origTimeSpec: 'R12/2026-01-31T00:00:00+01:00/P1M',
     });
     expect(await (await call('GET', `/id/users/erin/subs/${subscription.subscriptionId}`, A)).json()).toEqual(

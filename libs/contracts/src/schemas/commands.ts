@@ -63,6 +63,7 @@ export const IssuedRight = z.object({
   timeInterval: z.string(),
   state: z.enum(['ACTIVE', 'SUSPENDED']),
   quantity: z.number().int().nullable(),
+  grace: z.string().nullable(),
 });
 export type IssuedRight = z.infer<typeof IssuedRight>;
 

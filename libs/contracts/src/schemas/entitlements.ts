@@ -21,6 +21,8 @@ export const EntitlementRight = z.object({
   /** A metered right's units, and those left (both null on a plain right). */
   quantity: z.number().int().nullable(),
   remaining: z.number().int().nullable(),
+  /** Its interval has ended and its grace has not (docs/api.md "Grace"): `until` is the grace's end. */
+  inGrace: z.boolean(),
 });
 
 /**
@@ -58,6 +60,7 @@ export const ProjectedRight = RightEventData.pick({
   used: true,
   quantity: true,
   remaining: true,
+  graceEnds: true,
 }).extend({ removed: z.boolean() });
 export type ProjectedRight = z.infer<typeof ProjectedRight>;
 export const ProjectedRightPage = z.object({ items: z.array(ProjectedRight), next: z.string().nullable() });
@@ -157,7 +160,7 @@ export type Reservation = z.infer<typeof Reservation>;
 /** What a right event's `data` tells the projection (the event type says whether it was removed). */
 export function projectedFromEvent(data: RightEventData, removed: boolean): ProjectedRight {
   const { rightId, connectId, sequence, state, timeInterval, grantorId, serviceProviderId, sku, used } = data;
-  const { quantity, remaining } = data;
+  const { quantity, remaining, graceEnds } = data;
   return {
     rightId,
     connectId,
@@ -170,6 +173,7 @@ export function projectedFromEvent(data: RightEventData, removed: boolean): Proj
     used,
     quantity,
     remaining,
+    graceEnds,
     removed,
   };
 }

@@ -29,6 +29,17 @@ export const Quantity = z
   .min(1, 'must be an integer from 1 to 1000000000')
   .max(1_000_000_000, 'must be an integer from 1 to 1000000000');
 
+/**
+ * docs/api.md "Grace": how long an ACTIVE right stays usable once its interval has ended, an ISO
+ * 8601 duration of days (up to P90D) or of hours, minutes and seconds (`P7D`, `PT12H`, `PT30S`).
+ */
+export const Grace = z
+  .string()
+  .regex(
+    /^P(?:(?:[1-8]?\d|90)D|T(?=\d)(?:\d{1,2}H)?(?:\d{1,2}M)?(?:\d{1,2}S)?)$/,
+    'must be a duration of days up to P90D (P7D) or of hours, minutes and seconds (PT12H)',
+  );
+
 /** Body of `POST /id/users/{connectId}/rights` (docs/api.md "Rights"). */
 export const RightCreateBody = z.strictObject({
   sku: SkuName,
@@ -40,6 +51,7 @@ export const RightCreateBody = z.strictObject({
   serviceProviderId: PartyId.nullable().optional(),
   /** Units of use the right grants within its interval; without it, a plain right. */
   quantity: Quantity.optional(),
+  grace: Grace.nullable().optional(),
   // Any JSON: the body was parsed from JSON, so every value here is JSON.
   payload: z
     .unknown()
@@ -73,6 +85,10 @@ export const Right = z.object({
   /** The units it grants, and those not yet consumed; both null on a plain right. */
   quantity: z.number().int().nullable(),
   remaining: z.number().int().nullable(),
+  /** docs/api.md "Grace": how long it stays usable after its interval, whether it is so now, and until when. */
+  grace: z.string().nullable(),
+  inGrace: z.boolean(),
+  graceEnds: z.string().nullable(),
 });
 export type Right = z.infer<typeof Right>;
 
@@ -108,6 +124,7 @@ export const ExpiryEntry = RightEventData.pick({
   sequence: true,
   state: true,
   timeInterval: true,
+  graceEnds: true,
 });
 export type ExpiryEntry = z.infer<typeof ExpiryEntry>;
 export const ExpiryPage = z.object({ items: z.array(ExpiryEntry), next: z.string().nullable() });

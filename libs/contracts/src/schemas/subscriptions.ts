@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { eventFamily } from './cloud-event';
 import { PartyId, SkuName } from './catalog';
 import { ConnectId } from './identity';
-import { Link, Quantity } from './rights';
+import { Grace, Link, Quantity } from './rights';
 
 /** docs/api.md */
 export const SubscriptionState = z.enum(['ACTIVE', 'SUSPENDED', 'EXPIRED']);
@@ -20,6 +20,8 @@ export const RightTemplate = z.strictObject({
   grantorContext: storableText(1024).nullable().optional(),
   /** Units each period's right grants: a fresh allowance every period. */
   quantity: Quantity.nullable().optional(),
+  /** How long each period's right stays usable after its interval (docs/api.md "Grace"). */
+  grace: Grace.nullable().optional(),
 });
 export type RightTemplate = z.infer<typeof RightTemplate>;
 
@@ -42,6 +44,7 @@ const TemplateView = z.object({
   timeSpec: z.string().nullable(),
   grantorContext: z.string().nullable(),
   quantity: z.number().int().nullable(),
+  grace: z.string().nullable(),
 });
 
 /** A subscription as the API returns it (docs/api.md). */

@@ -15,6 +15,9 @@ interface HeldRight {
   end: number;
   /** The end as the right's interval writes it (its offset kept, docs/api.md "Time"). */
   until: string;
+  /** When its grace ends (docs/api.md "Grace"), as an instant and as shown; `end` and null without one. */
+  expires: number;
+  graceEnds: string | null;
   /** Where it is in its user's and SKU's list (so letting it go is one step, not a search). */
   slot: number;
 }
@@ -61,7 +64,8 @@ export class EntitlementProjection {
     if (right.sequence <= known) return false;
     const interval = parseTimeInterval(right.timeInterval);
     const end = interval.ok ? interval.value.end.getTime() : Number.NEGATIVE_INFINITY;
-    if (right.removed || right.state !== 'ACTIVE' || end <= now || !interval.ok) {
+    const expires = right.graceEnds === null ? end : Date.parse(right.graceEnds);
+    if (right.removed || right.state !== 'ACTIVE' || !(expires > now) || !interval.ok) {
       this.release(right.rightId, right.connectId, right.sku);
       // A removed right never comes back, whatever its generation (docs/api.md).
       this.passed.set(right.rightId, { sequence: right.removed ? Number.POSITIVE_INFINITY : right.sequence, at: now });
@@ -78,6 +82,8 @@ export class EntitlementProjection {
       start: interval.value.start.getTime(),
       end,
       until: interval.value.text.slice(interval.value.text.indexOf('/') + 1),
+      expires,
+      graceEnds: right.graceEnds,
       slot: 0,
     };
     this.release(right.rightId, right.connectId, right.sku);
@@ -100,42 +106,46 @@ export class EntitlementProjection {
   check(principal: Principal, connectId: string, sku: string, now: number, amount = 1): Omit<Entitlement, 'checkedAt'> {
     const found: HeldRight[] = [];
     for (const right of this.byUserSku.get(keyOf(connectId, sku)) ?? [])
-      if (right.start <= now && now < right.end && mayReadRight(principal, right)) found.push(right);
+      if (right.start <= now && now < right.expires && mayReadRight(principal, right)) found.push(right);
+    // A right in its grace (docs/api.md "Grace") is listed until the grace's end.
+    const shownEnd = (right: HeldRight) => (now >= right.end ? right.expires : right.end);
     const latest = found.reduce<HeldRight | null>(
-      (last, right) => (!last || right.end > last.end ? right : last),
+      (last, right) => (!last || shownEnd(right) > shownEnd(last) ? right : last),
       null,
     );
     const metered = found.filter((right) => right.remaining !== null);
     const balance = metered.length > 0 ? metered.reduce((sum, right) => sum + right.remaining!, 0) : null;
     const plain = metered.length < found.length;
+    const shown = (right: HeldRight) => (now >= right.end ? right.graceEnds! : right.until);
     return {
       connectId,
       sku,
       entitled: plain || (balance !== null && balance >= amount),
-      until: latest?.until ?? null,
+      until: latest && shown(latest),
       balance,
-      rights: found.map(({ rightId, grantorId, serviceProviderId, until, used, quantity, remaining }) => ({
-        rightId,
-        grantorId,
-        serviceProviderId,
-        until,
-        used,
-        quantity,
-        remaining,
+      rights: found.map((right) => ({
+        rightId: right.rightId,
+        grantorId: right.grantorId,
+        serviceProviderId: right.serviceProviderId,
+        until: shown(right),
+        used: right.used,
+        quantity: right.quantity,
+        remaining: right.remaining,
+        inGrace: now >= right.end,
       })),
     };
   }
 
-  /** Lets go of the rights whose interval has ended, and forgets what it let go long ago. */
+  /** Lets go of the rights whose interval (and grace) has ended, and forgets what it let go long ago. */
   sweep(now: number): void {
     for (const [key, rights] of this.byUserSku) {
-      if (rights.every((right) => right.end > now)) continue;
+      if (rights.every((right) => right.expires > now)) continue;
       for (const right of rights)
-        if (right.end <= now) {
+        if (right.expires <= now) {
           this.byId.delete(right.rightId);
           this.passed.set(right.rightId, { sequence: right.sequence, at: now });
         }
-      const current = rights.filter((right) => right.end > now);
+      const current = rights.filter((right) => right.expires > now);
       current.forEach((right, slot) => (right.slot = slot));
       if (current.length > 0) this.byUserSku.set(key, current);
       else this.byUserSku.delete(key);

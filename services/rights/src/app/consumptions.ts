@@ -29,7 +29,7 @@ import {
   asOf,
   availableOf,
   holdUnits,
-  isActive,
+  isUsable,
   recordUsage,
   settleUnits,
   type Decision,
@@ -226,8 +226,8 @@ export class ConsumptionUseCases {
     const now = this.clock();
     const candidates = rights.flatMap((right) => {
       const available = availableOf(right);
-      return available !== null && isActive(right, now)
-        ? [{ rightId: right.rightId, end: right.end, createdAt: right.createdAt, available }]
+      return available !== null && isUsable(right, now)
+        ? [{ rightId: right.rightId, end: right.expiresAt, createdAt: right.createdAt, available }]
         : [];
     });
     const plan = planConsumption(candidates, amount);
@@ -459,7 +459,7 @@ export class ConsumptionUseCases {
   /** The units anyone may take now over the active metered rights among `rights`. */
   private balance(rights: readonly RightEntity[]): number {
     const now = this.clock();
-    return rights.reduce((sum, right) => sum + (isActive(right, now) ? (availableOf(right) ?? 0) : 0), 0);
+    return rights.reduce((sum, right) => sum + (isUsable(right, now) ? (availableOf(right) ?? 0) : 0), 0);
   }
 
   private answer(

@@ -7,6 +7,7 @@ import {
   type RightEventType,
   type RightState,
 } from '@rs/contracts';
+import { instantAfter } from '@rs/time';
 import { available, consume, placeHold, settleHold, type Hold, type Meter } from './metering';
 
 /** A right as the service holds it (docs/api.md), free of storage details. */
@@ -29,6 +30,10 @@ export interface RightEntity {
   holds: readonly Hold[];
   start: Date;
   end: Date;
+  /** docs/api.md "Grace": how long it stays usable after `end` (an ISO 8601 duration), or null. */
+  grace: string | null;
+  /** When it stops being usable and expires: `end`, or the end of its grace. */
+  expiresAt: Date;
   timeInterval: string;
   subscriptionId: string | null;
   generation: number;
@@ -70,18 +75,35 @@ export function isActive(right: RightEntity, now: Date): boolean {
   return right.state === 'ACTIVE' && right.start <= now && now < right.end;
 }
 
-export function hasEnded(right: RightEntity, now: Date): boolean {
-  return right.end <= now;
+/** When a right ending at `end` with `grace` expires (docs/api.md "Grace"); `grace` was validated by its contract. */
+export function expiryOf(end: Date, grace: string | null): Date {
+  return (grace === null ? null : instantAfter(end, grace)) ?? end;
+}
+
+/** Its interval and its grace are over (docs/api.md "Grace"): it is EXPIRED as of `now`. */
+export function hasEnded(right: Pick<RightEntity, 'expiresAt'>, now: Date): boolean {
+  return right.expiresAt <= now;
+}
+
+/** Its interval has ended and its grace has not (docs/api.md "Grace"). */
+export function isInGrace(right: RightEntity, now: Date): boolean {
+  return right.state === 'ACTIVE' && right.end <= now && now < right.expiresAt;
+}
+
+/** Usage and consumption are allowed: active, or in its grace (docs/api.md "Grace"). */
+export function isUsable(right: RightEntity, now: Date): boolean {
+  return isActive(right, now) || isInGrace(right, now);
 }
 
 /**
- * docs/api.md: an ACTIVE or SUSPENDED right whose interval has ended is EXPIRED. That follows
- * from the interval (docs/decisions/0027): read at `now`, such a right is EXPIRED at its next
- * generation, changed when it ended, whether or not its store has written the expiry yet. Pure.
+ * docs/api.md: an ACTIVE or SUSPENDED right whose interval (and grace) has ended is EXPIRED.
+ * That follows from the interval (docs/decisions/0027): read at `now`, such a right is EXPIRED
+ * at its next generation, changed when it ended, whether or not its store has written the
+ * expiry yet. Pure.
  */
 export function asOf(stored: RightEntity, now: Date): RightEntity {
   if ((stored.state !== 'ACTIVE' && stored.state !== 'SUSPENDED') || !hasEnded(stored, now)) return stored;
-  return { ...stored, state: 'EXPIRED', generation: stored.generation + 1, updatedAt: stored.end };
+  return { ...stored, state: 'EXPIRED', generation: stored.generation + 1, updatedAt: stored.expiresAt };
 }
 
 function changed(right: RightEntity, patch: Partial<RightEntity>, events: RightEventType[], now: Date): Decision {
@@ -155,7 +177,7 @@ export function recordUsage(
   announce: boolean,
   consumption: { id: string; amount: number },
 ): Decision {
-  if (!isActive(right, now)) return conflict(`right ${right.rightId} is not active`);
+  if (!isUsable(right, now)) return conflict(`right ${right.rightId} is not active`);
   const meter = meterOf(right);
   if (!meter) {
     // A plain right: used once, for good; a repeat changes nothing (the contract's usage).
@@ -174,7 +196,7 @@ export function recordUsage(
  */
 export function holdUnits(right: RightEntity, hold: Hold, now: Date): Decision {
   const meter = meterOf(right);
-  if (!meter || !isActive(right, now)) return conflict(`right ${right.rightId} is not active`);
+  if (!meter || !isUsable(right, now)) return conflict(`right ${right.rightId} is not active`);
   const held = placeHold(meter, hold);
   if (held.kind === 'already') return { kind: 'unchanged' };
   if (held.kind === 'short') return shortOf(right, held.available, hold.amount);
@@ -197,8 +219,12 @@ export function settleUnits(right: RightEntity, id: string, amount: number, now:
 /** A right as the scheduler rebuilds its expiries from it (the internal listing, docs/decisions/0009). */
 export function expiryEntry(right: RightEntity): ExpiryEntry {
   const { rightId, userId: connectId, generation: sequence, state, timeInterval } = right;
-  return { rightId, connectId, sequence, state, timeInterval };
+  return { rightId, connectId, sequence, state, timeInterval, graceEnds: graceEndsOf(right) };
 }
+
+/** When its grace ends, as the API shows it; null without a grace. */
+const graceEndsOf = (right: RightEntity): string | null =>
+  right.grace === null ? null : right.expiresAt.toISOString().replace('.000Z', 'Z');
 
 /** The right as the API returns it, with the links of docs/api.md "href and links". */
 export function representation(right: RightEntity, publicBaseUrl: string, now: Date): Right {
@@ -229,6 +255,9 @@ export function representation(right: RightEntity, publicBaseUrl: string, now: D
     active: isActive(right, now),
     quantity: right.quantity,
     remaining: right.remaining,
+    grace: right.grace,
+    inGrace: isInGrace(right, now),
+    graceEnds: graceEndsOf(right),
   };
 }
 
@@ -247,6 +276,7 @@ export function projectedOf(right: RightEntity, removed: boolean): ProjectedRigh
     quantity: right.quantity,
     // A check asks what may be consumed now: the units left less those held (docs/api.md).
     remaining: availableOf(right),
+    graceEnds: graceEndsOf(right),
     removed,
   };
 }

@@ -103,7 +103,7 @@ export async function consumeRightsCommands(options: RightsCommandsOptions): Pro
     await recordAndPublish(history, broker, outbox);
     expiryWrites.add(unwritten);
     const publishedAt = clock();
-    for (const right of expired) observeExpiryLag(right.end, publishedAt);
+    for (const right of expired) observeExpiryLag(right.expiresAt, publishedAt);
   };
 
   /** `rights.cascade`, one by one: each reads and changes every right of its subscription (through the outbox). */

@@ -59,6 +59,8 @@ const rightSchema = documentSchema<RightDocument>('rights', {
   holds: 'json[]',
   start: 'date',
   end: 'date',
+  grace: 'string?',
+  expiresAt: { type: Date, default: undefined },
   timeInterval: 'string',
   subscriptionId: 'string?',
   removed: 'flag',
@@ -113,6 +115,8 @@ const toEntity = ({
     remaining: fields.remaining ?? null,
     applied: fields.applied ?? [],
     holds: fields.holds ?? [],
+    grace: fields.grace ?? null,
+    expiresAt: fields.expiresAt ?? fields.end,
   };
 };
 
@@ -143,7 +147,7 @@ const readable = (doc: RightDocument): RightEntity | UnreadableRight => {
 const toFields = ({ rightId, payload, ...fields }: RightEntity) => ({
   ...fields,
   payloadJson: payload === null ? null : JSON.stringify(payload),
-  expiresKey: expiryKeyOf(rightId, fields.end),
+  expiresKey: expiryKeyOf(rightId, fields.expiresAt),
 });
 
 export interface RightQuery {

@@ -84,10 +84,10 @@ export function ownedPartitions(liveMembers: readonly string[], me: string): num
   return Array.from({ length: PARTITIONS }, (_, p) => p).filter((p) => p % members.length === index);
 }
 
-/** A right is due to expire at the end of its interval while ACTIVE or SUSPENDED (docs/api.md). */
-export function rightDueAt(right: Pick<RightEventData, 'state' | 'timeInterval'>): Date | null {
+/** A right is due to expire at the end of its interval, or of its grace, while ACTIVE or SUSPENDED (docs/api.md). */
+export function rightDueAt(right: Pick<RightEventData, 'state' | 'timeInterval' | 'graceEnds'>): Date | null {
   if (right.state !== 'ACTIVE' && right.state !== 'SUSPENDED') return null;
-  const end = new Date(right.timeInterval.split('/')[1] ?? '');
+  const end = new Date(right.graceEnds ?? right.timeInterval.split('/')[1] ?? '');
   return Number.isNaN(end.getTime()) ? null : end;
 }
 

@@ -63,6 +63,7 @@ export function planRenewal(subscription: SubscriptionEntity, spec: TimeSpec, no
         timeInterval: `${formatDateTime(start)}/${formatDateTime(end)}`,
         state: subscription.state === 'ACTIVE' ? 'ACTIVE' : 'SUSPENDED',
         quantity: template.quantity,
+        grace: template.grace ?? null,
       });
     });
     const dueAt = DateTime.max(start, DateTime.fromJSDate(subscription.createdAt, { zone: 'utc' }));

@@ -18,6 +18,8 @@ export interface Template {
   grantorContext: string | null;
   /** Units each period's right grants (null: plain rights). */
   quantity: number | null;
+  /** How long each period's right stays usable after its interval (docs/api.md "Grace"). */
+  grace: string | null;
 }
 
 /** A template as the service holds it: what the client left out, null. */
@@ -27,7 +29,8 @@ export const templateOf = ({
   timeSpec = null,
   grantorContext = null,
   quantity = null,
-}: RightTemplate): Template => ({ sku, serviceProviderId, timeSpec, grantorContext, quantity });
+  grace = null,
+}: RightTemplate): Template => ({ sku, serviceProviderId, timeSpec, grantorContext, quantity, grace });
 
 /** A subscription as the service holds it (docs/api.md), free of storage details. */
 export interface SubscriptionEntity {
