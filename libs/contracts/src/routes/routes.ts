@@ -193,6 +193,8 @@ const history = <const W extends 'rights' | 'subscriptions', const O extends str
     responses: { '200': page('The changes, with who made them', 'HistoryPage') },
   });
 const ENTITLEMENT = '/id/users/{connectId}/entitlements/{sku}';
+/** The answer of a consumption by SKU, and of a reservation's commit. */
+const CONSUMED = { '200': { description: 'What was taken from which right', content: json('Consumption') } };
 const RESERVATION = `${ENTITLEMENT}/reservations/{reservationId}`;
 /**
  * A consumption of a user's metered rights of a SKU (docs/api.md "Consumption by SKU"): the
@@ -538,7 +540,7 @@ export const ROUTES = [
     summary:
       "Consume units from the user's caller-visible active metered rights of the SKU, those ending first first (then the oldest): all or nothing, applied once; emits right.consumed per right",
     body: { schema: 'ConsumptionBody', required: false },
-    responses: { '200': { description: 'What was taken from which right', content: json('Consumption') } },
+    responses: CONSUMED,
   }),
   entitlementChange({
     operationId: 'createReservation',
@@ -547,13 +549,7 @@ export const ROUTES = [
     summary:
       'Hold units for an act to come (counted as consumed by every other caller) until committed, released or lapsed (ttl, at most PT24H)',
     body: { schema: 'ReservationBody', required: false },
-    responses: {
-      '201': {
-        description: 'Held',
-        headers: { Location: { schema: { type: 'string' } } },
-        content: json('Reservation'),
-      },
-    },
+    responses: { '201': { description: 'Held', content: json('Reservation') } },
   }),
   entitlementChange({
     operationId: 'commitReservation',
@@ -561,7 +557,7 @@ export const ROUTES = [
     path: `${RESERVATION}/commit`,
     summary: 'Consume `amount` of the held units (default all, at most those held) and free the rest',
     body: { schema: 'CommitBody', required: false },
-    responses: { '200': { description: 'What was taken from which right', content: json('Consumption') } },
+    responses: CONSUMED,
   }),
   entitlementChange({
     operationId: 'releaseReservation',

@@ -429,12 +429,15 @@ export class ConsumptionUseCases {
     const record = await this.records.find(target.userId, target.reservationId);
     const rights =
       record && (await Promise.all(record.held.map((portion) => this.rights.find(record.userId, portion.rightId))));
-    // Whoever may use its rights may settle it (as usage); to anyone else it does not exist.
+    // Whoever may use its rights may settle it (as usage); to anyone else it does not exist,
+    // nor once none of its rights does.
+    const existing = rights?.filter((right) => right !== null) ?? [];
     if (
       !record ||
       record.kind !== 'reservation' ||
       record.sku !== target.sku ||
-      !rights!.every((right) => right === null || canUse(principal, right))
+      existing.length === 0 ||
+      !existing.every((right) => canUse(principal, right))
     )
       throw DomainError.notFound(`no reservation ${target.reservationId} of ${target.sku} for user ${target.userId}`);
     return record;
