@@ -109,6 +109,25 @@ describe('examples/', () => {
     ]);
   });
 
+  it('plan-change: an upgrade now ends the basic right and issues premium for the rest of the month; a downgrade waits for the next', async () => {
+    const example = runExample('plan-change.mjs', ['alice', 'articles', 'video', 'G']);
+    expect(await example.exited, example.stderr()).toBe(0);
+    const [subscribed, upgraded, downgraded] = example.lines;
+    expect(subscribed).toMatchObject({ rights: [{ sku: 'articles', state: 'ACTIVE' }] });
+    expect(upgraded).toEqual({
+      upgraded: ['video'],
+      rights: [
+        { sku: 'articles', state: 'EXPIRED' },
+        { sku: 'video', state: 'ACTIVE' },
+      ],
+    });
+    expect(downgraded).toMatchObject({ plan: ['video'], pending: ['articles'] });
+    // From the next period's start: a month after the subscription's (28 to 31 days).
+    const ahead = (Date.parse(String(downgraded!.from)) - Date.now()) / 86_400_000;
+    expect(ahead).toBeGreaterThan(27);
+    expect(ahead).toBeLessThan(32);
+  });
+
   it('webhook-receiver: verifies the signatures of right events and handles a redelivered one once', async () => {
     const receiver = runExample('webhook-receiver.mjs', [], { RECEIVER_PORT: '0' });
     const { endpointId } = (await receiver.line((line) => 'listening' in line)) as { endpointId: string };

@@ -21,6 +21,7 @@ import {
   SubscriptionEvents,
   SubscriptionsCommands,
   ConsumptionBody,
+  PlanChangeBody,
   ReservationBody,
   CommitBody,
 } from '../src/index';
@@ -83,6 +84,7 @@ describe('documents generated from the contracts (npm run docs)', () => {
       ConsumptionBody,
       ReservationBody,
       CommitBody,
+      PlanChangeBody,
     };
     let checked = 0;
     for (const [path, operations] of Object.entries(document.paths))

@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+
 /**
  * Buckets of a collection: reading all of it (the scheduler's rebuild) goes a bucket at a
  * time by equality on `bucket`, which FerretDB answers from an index, where paging by a
@@ -17,3 +19,17 @@ export function hashOf(id: string): number {
 }
 
 export const bucketOf = (id: string): number => hashOf(id) % BUCKETS;
+
+/**
+ * docs/api.md "Identifiers": the id of the right a subscription's template yields for a period,
+ * the same whichever offset the period start is written with, so a repeated `rights.issue`
+ * creates nothing twice. `plan` counts the plan changes the subscription has had (docs/api.md
+ * "Plan changes"): the rights a change issues for the rest of a period differ from those the
+ * period began with; 0 keeps the ids of rights issued before plans could change. 32 hex
+ * characters (alphanumeric).
+ */
+export function periodRightId(subscriptionId: string, periodStart: string, templateIndex: number, plan = 0): string {
+  const instant = new Date(periodStart).toISOString();
+  const key = `${subscriptionId}|${instant}|${templateIndex}${plan === 0 ? '' : `|${plan}`}`;
+  return createHash('sha256').update(key).digest('hex').slice(0, 32);
+}

@@ -88,13 +88,14 @@ describe('a restart of the database under write load', () => {
       }
     };
     const writers = Array.from({ length: 4 }, writer);
-    await expect.poll(() => created.length).toBeGreaterThan(20);
+    await expect.poll(() => created.length, { timeout: 10_000 }).toBeGreaterThan(20);
     ferretdb!.kill('SIGKILL');
     await once(ferretdb!, 'exit');
     await new Promise((resolve) => setTimeout(resolve, 12_000)); // the wait is the test's subject: down longer than mongoose buffers an operation (10 s)
     await startFerretDb();
     const createdBefore = created.length;
-    await expect.poll(() => created.length).toBeGreaterThan(createdBefore + 20);
+    // Writes resume once the services' connections find the server again (seconds under the suite's load).
+    await expect.poll(() => created.length, { timeout: 30_000 }).toBeGreaterThan(createdBefore + 20);
     writing = false;
     await Promise.all(writers);
 

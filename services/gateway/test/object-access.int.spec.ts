@@ -1,4 +1,4 @@
-import { ROUTES, SCOPES, type PublicRoute } from '@rs/contracts';
+import { BODY_EXAMPLES, ROUTES, SCOPES, type PublicRoute } from '@rs/contracts';
 import { clientsOf, systemFixture, TestSystem } from '@rs/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -110,6 +110,8 @@ const MANAGE = new Set([
   'deleteSubscription',
   'activateSubscription',
   'suspendSubscription',
+  'changeSubscriptionPlan',
+  'withdrawSubscriptionChange',
 ]);
 const READS = new Set(['GET', 'HEAD']);
 
@@ -138,7 +140,13 @@ async function send(route: PublicRoute, authorization: string, object: Owned): P
     .replace('{connectId}', 'victim')
     .replace(/\{(rightId|subscriptionId|endpointId)\}/, object.id)
     .replace('{deliveryId}', '0'.repeat(32)); // well formed, and no delivery of anyone's
-  const response = await fetch(`${fx.system.gatewayUrl}${path}`, { method: route.method, headers: { authorization } });
+  // A body the route requires is the API page's example, so that the answer is about access, not the body.
+  const body = route.body?.required ? JSON.stringify(BODY_EXAMPLES[route.body.schema]) : undefined;
+  const response = await fetch(`${fx.system.gatewayUrl}${path}`, {
+    method: route.method,
+    headers: { authorization, ...(body ? { 'content-type': 'application/json' } : {}) },
+    ...(body ? { body } : {}),
+  });
   await response.body?.cancel();
   return response.status;
 }

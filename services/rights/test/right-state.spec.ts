@@ -4,6 +4,7 @@ import { aRight } from './right-fixture';
 import {
   asOf,
   decide,
+  endAt,
   isActive,
   isInGrace,
   isUsable,
@@ -167,5 +168,59 @@ describe('grace (docs/api.md "Grace")', () => {
       false,
       'SUSPENDED',
     ]);
+  });
+});
+
+describe('the end of a right a plan change replaced (docs/api.md "Plan changes")', () => {
+  const at = { instant: new Date(T0 + 4 * HOUR), text: '2026-03-01T04:00:00Z' };
+
+  it('when the change falls inside its interval, then the interval ends there, without grace, EXPIRED, once; also when the end arrives after the right ended by itself', () => {
+    const ended = endAt(aRight({ grace: 'PT2H' }), at, new Date(T0 + 4 * HOUR + 500));
+    expect(ended).toMatchObject({
+      kind: 'change',
+      next: {
+        state: 'EXPIRED',
+        timeInterval: '2026-03-01T00:00:00Z/2026-03-01T04:00:00Z',
+        end: at.instant,
+        grace: null,
+        expiresAt: at.instant,
+        generation: 2,
+      },
+      events: ['right.expired'],
+    });
+    if (ended.kind !== 'change') throw new Error('a change');
+    expect(endAt(ended.next, at, new Date(T0 + 5 * HOUR))).toEqual({ kind: 'unchanged' });
+    // Late: read EXPIRED at its own end, the record still shows the change's instant.
+    const late = asOf(aRight(), new Date(T0 + 11 * HOUR));
+    expect(endAt(late, at, new Date(T0 + 11 * HOUR))).toMatchObject({
+      kind: 'change',
+      next: { state: 'EXPIRED', timeInterval: '2026-03-01T00:00:00Z/2026-03-01T04:00:00Z' },
+    });
+  });
+
+  it('when its interval does not hold the change, then it keeps its interval: in grace it expires now; starting then, it expires; expired, nothing changes', () => {
+    const inGrace = aRight({
+      grace: 'PT8H',
+      end: new Date(T0 + 2 * HOUR),
+      timeInterval: '2026-03-01T00:00:00Z/2026-03-01T02:00:00Z',
+    });
+    expect(endAt(inGrace, at, new Date(T0 + 4 * HOUR))).toMatchObject({
+      next: { state: 'EXPIRED', expiresAt: at.instant, timeInterval: inGrace.timeInterval },
+    });
+    const starting = aRight({ start: at.instant, timeInterval: '2026-03-01T04:00:00Z/2026-03-01T10:00:00Z' });
+    expect(endAt(starting, at, new Date(T0 + 4 * HOUR))).toMatchObject({
+      next: { state: 'EXPIRED', timeInterval: starting.timeInterval },
+    });
+    expect(
+      endAt(
+        aRight({
+          state: 'EXPIRED',
+          end: new Date(T0 + 2 * HOUR),
+          timeInterval: '2026-03-01T00:00:00Z/2026-03-01T02:00:00Z',
+        }),
+        at,
+        new Date(T0 + 4 * HOUR),
+      ),
+    ).toEqual({ kind: 'unchanged' });
   });
 });

@@ -30,6 +30,8 @@ const created = (subscriptionId: string): SubscriptionEntity => ({
   rightsSpec: [
     { sku: 'news', serviceProviderId: null, timeSpec: null, grantorContext: null, quantity: null, grace: null },
   ],
+  plan: 0,
+  pendingChange: null,
   timeSpec: 'R/2026-01-01T00:00:00Z/P1M',
   origTimeSpec: 'R/2026-01-01T00:00:00Z/P1M',
   paymentAgreement: 'card',

@@ -1,31 +1,10 @@
-import { parseTimeSpec } from '@rs/time';
 import { describe, expect, it } from 'vitest';
 import { planRenewal } from '../src/domain/renewal';
 import { decide, firstPeriodToIssue, representation, type SubscriptionEntity } from '../src/domain/subscription';
+import { aSubscription, specOf } from './subscription-fixture';
 
-const spec = (text: string) => {
-  const parsed = parseTimeSpec(text);
-  if (!parsed.ok) throw new Error(parsed.reason);
-  return parsed.value;
-};
-const subscription = (fields: Partial<SubscriptionEntity> = {}): SubscriptionEntity => ({
-  subscriptionId: 'S1',
-  userId: 'frank',
-  grantorId: 'A',
-  grantorContext: null,
-  state: 'ACTIVE',
-  rightsSpec: [
-    { sku: 'news', serviceProviderId: null, timeSpec: null, grantorContext: null, quantity: null, grace: null },
-  ],
-  timeSpec: 'R3/2026-03-01T00:00:00+01:00/P1D',
-  origTimeSpec: 'R3/2026-03-01T00:00:00+01:00/P1D',
-  paymentAgreement: null,
-  nextPeriod: 0,
-  generation: 1,
-  createdAt: new Date('2026-02-01T00:00:00Z'),
-  updatedAt: new Date('2026-02-01T00:00:00Z'),
-  ...fields,
-});
+const spec = specOf;
+const subscription = aSubscription;
 const at = (iso: string) => new Date(iso);
 
 describe('docs/api.md "Renewal": planRenewal', () => {
@@ -42,6 +21,7 @@ describe('docs/api.md "Renewal": planRenewal', () => {
         {
           period: 0,
           periodStart: '2026-03-01T00:00:00+01:00',
+          plan: 0,
           dueAt: '2026-03-01T00:00:00.000+01:00',
           rights: [
             expect.objectContaining({
@@ -162,13 +142,13 @@ describe('docs/api.md: the subscription state table', () => {
       kind: 'change',
       next: { state: 'SUSPENDED', generation: 2, updatedAt: now },
       events: ['subscription.suspended'],
-      cascade: 'suspend',
+      cascade: { action: 'suspend' },
     });
     expect(decide(subscription({ state: 'SUSPENDED' }), 'activate', now)).toMatchObject({
       kind: 'change',
       next: { state: 'ACTIVE' },
       events: ['subscription.activated'],
-      cascade: 'activate',
+      cascade: { action: 'activate' },
     });
   });
 

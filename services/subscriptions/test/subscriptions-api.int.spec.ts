@@ -82,6 +82,7 @@ describe('subscriptions (docs/api.md)', () => {
         { sku: 'news', serviceProviderId: 'SP', timeSpec: 'P7D', grantorContext: 'tmpl', quantity: null, grace: null },
       ],
       origTimeSpec: 'R12/2026-01-31T00:00:00+01:00/P1M',
+      pendingChange: null,
     });
     expect(await (await call('GET', `/id/users/erin/subs/${subscription.subscriptionId}`, A)).json()).toEqual(
       subscription,

@@ -35,7 +35,13 @@ import {
   ReservationId,
 } from '../schemas/entitlements';
 import { API_REFERENCE_ASSETS } from '../routes/routes';
-import { Subscription, SubscriptionCreateBody, SubscriptionId, SubscriptionList } from '../schemas/subscriptions';
+import {
+  PlanChangeBody,
+  Subscription,
+  SubscriptionCreateBody,
+  SubscriptionId,
+  SubscriptionList,
+} from '../schemas/subscriptions';
 
 /** JSON Schema 2020-12 (OpenAPI 3.1's own dialect) of a zod contract. */
 const schemaOf = (schema: z.ZodType) => {
@@ -94,6 +100,7 @@ export const BODY_EXAMPLES: Record<string, unknown> = {
     timeSpec: 'R/2026-11-01T00:00:00Z/P1M',
     rightsSpec: [{ sku: 'news-daily' }],
   },
+  PlanChangeBody: { rightsSpec: [{ sku: 'news-premium' }], at: 'next-period' },
   SkuUpsertBody: { name: 'Daily news', announceOnUsage: true },
   ClientBody: { secret: 'acme-secret-0123', grantorId: 'acme' },
   RevocationBody: { expiresAt: '2026-12-31T00:00:00Z' },
@@ -244,6 +251,7 @@ export function buildOpenApiDocument(): Record<string, unknown> {
         Subscription: schemaOf(Subscription),
         SubscriptionList: schemaOf(SubscriptionList),
         SubscriptionCreateBody: schemaOf(SubscriptionCreateBody),
+        PlanChangeBody: schemaOf(PlanChangeBody),
         Jwks: {
           type: 'object',
           required: ['keys'],

@@ -410,6 +410,25 @@ export const ROUTES = [
     summary: 'Suspend an ACTIVE subscription; its ACTIVE rights are suspended',
     conflict: true,
   }),
+  // docs/api.md "Plan changes".
+  userRoute({
+    owner: 'subscriptions',
+    operationId: 'changeSubscriptionPlan',
+    method: 'POST',
+    path: `${SUBSCRIPTION}/change`,
+    summary:
+      "Change a subscription's templates now (the current period's rights end, the new ones run for its rest) or from the next period; emits subscription.changed",
+    ifMatch: true,
+    body: { schema: 'PlanChangeBody', required: true },
+    responses: { '200': one('The subscription as changed', 'Subscription'), '409': ref('Conflict') },
+  }),
+  change({
+    owner: 'subscriptions',
+    operationId: 'withdrawSubscriptionChange',
+    method: 'DELETE',
+    path: `${SUBSCRIPTION}/change`,
+    summary: 'Withdraw the plan change pending for the next period; 204 also when none is pending',
+  }),
   history({
     owner: 'subscriptions',
     operationId: 'getSubscriptionHistory',

@@ -79,15 +79,33 @@ export const RightsIssueData = z.object({
    */
   dueAt: z.iso.datetime({ offset: true }),
   rights: z.array(IssuedRight).min(1).max(100),
+  /** The subscription's plan changes so far (docs/api.md "Plan changes"): part of each right's id; absent, 0. */
+  plan: z.number().int().min(0).optional(),
 });
 export type RightsIssueData = z.infer<typeof RightsIssueData>;
 
-/** Suspend or reactivate the rights of a subscription (docs/api.md "Suspend / activate"). */
-export const RightsCascadeData = z.object({
-  subscriptionId: z.string().regex(/^[0-9A-Za-z]{1,64}$/),
-  connectId: ConnectId,
-  action: z.enum(['suspend', 'activate']),
-});
+/**
+ * What a subscription's change does to its rights: suspend or reactivate them (docs/api.md
+ * "Suspend / activate"), or end the current period's rights of the templates a plan change
+ * replaced, at the change's instant (docs/api.md "Plan changes").
+ */
+export const RightsCascadeData = z.discriminatedUnion('action', [
+  z.object({
+    subscriptionId: z.string().regex(/^[0-9A-Za-z]{1,64}$/),
+    connectId: ConnectId,
+    action: z.enum(['suspend', 'activate']),
+  }),
+  z.object({
+    subscriptionId: z.string().regex(/^[0-9A-Za-z]{1,64}$/),
+    connectId: ConnectId,
+    action: z.literal('end'),
+    rightIds: z
+      .array(z.string().regex(/^[0-9a-f]{32}$/))
+      .min(1)
+      .max(20),
+    at: z.iso.datetime({ offset: true }),
+  }),
+]);
 export type RightsCascadeData = z.infer<typeof RightsCascadeData>;
 
 /** The scheduler asks the subscriptions service to bring a subscription up to now: issue due periods, expire it at its end. */

@@ -38,6 +38,14 @@ export const SubscriptionCreateBody = z.strictObject({
 });
 export type SubscriptionCreateBody = z.infer<typeof SubscriptionCreateBody>;
 
+/** Body of `POST /id/users/{connectId}/subs/{subscriptionId}/change` (docs/api.md "Plan changes"). */
+export const PlanChangeBody = z.strictObject({
+  rightsSpec: SubscriptionCreateBody.shape.rightsSpec,
+  /** `now`: the current period's rights end now, the new ones run for the rest of it; `next-period`: from the next period's start. */
+  at: z.enum(['now', 'next-period'], { error: 'must be now or next-period' }),
+});
+export type PlanChangeBody = z.infer<typeof PlanChangeBody>;
+
 const TemplateView = z.object({
   sku: z.string(),
   serviceProviderId: z.string().nullable(),
@@ -46,6 +54,14 @@ const TemplateView = z.object({
   quantity: z.number().int().nullable(),
   grace: z.string().nullable(),
 });
+
+/** A change of templates waiting for the next period (docs/api.md "Plan changes"). */
+export const PendingChange = z.object({
+  rightsSpec: z.array(TemplateView),
+  /** The start of the period from which the new templates apply. */
+  effectiveAt: z.iso.datetime({ offset: true }),
+});
+export type PendingChange = z.infer<typeof PendingChange>;
 
 /** A subscription as the API returns it (docs/api.md). */
 export const Subscription = z.object({
@@ -59,6 +75,8 @@ export const Subscription = z.object({
   grantorContext: z.string().nullable(),
   rightsSpec: z.array(TemplateView),
   origTimeSpec: z.string(),
+  /** A plan change waiting for the next period, or null (docs/api.md "Plan changes"). */
+  pendingChange: PendingChange.nullable(),
 });
 export type Subscription = z.infer<typeof Subscription>;
 
@@ -76,6 +94,11 @@ export const SubscriptionEventData = Subscription.extend({
   nextPeriod: z.number().int().min(0).nullable(),
   /** When it was created. */
   createdAt: z.iso.datetime({ offset: true }),
+  /**
+   * How many plan changes it has had (docs/api.md "Plan changes"): the ids of the rights it
+   * issues follow it. Absent from events sent before plans could change: 0.
+   */
+  plan: z.number().int().min(0).optional(),
 });
 export type SubscriptionEventData = z.infer<typeof SubscriptionEventData>;
 
@@ -86,6 +109,7 @@ export const SubscriptionEventTypes = {
   renewed: 'subscription.renewed',
   expired: 'subscription.expired',
   deleted: 'subscription.deleted',
+  changed: 'subscription.changed',
 } as const;
 export type SubscriptionEventType = (typeof SubscriptionEventTypes)[keyof typeof SubscriptionEventTypes];
 
@@ -106,7 +130,12 @@ export const SubscriptionSnapshot = SubscriptionEventData.pick({
   origTimeSpec: true,
   timeSpec: true,
   nextPeriod: true,
-}).extend({ createdAt: z.iso.datetime({ offset: true }) });
+  plan: true,
+}).extend({
+  createdAt: z.iso.datetime({ offset: true }),
+  /** Absent from snapshots kept before plans could change: none pending. */
+  pendingChange: PendingChange.nullable().optional(),
+});
 export type SubscriptionSnapshot = z.infer<typeof SubscriptionSnapshot>;
 
 /** The snapshot an event's data makes, or null when its data does not make one. */

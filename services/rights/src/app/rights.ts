@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { periodRightId } from '@rs/hashing';
 import { skuForUseCase, type SkuLookup } from '@rs/catalog-client';
 import {
   actorOf,
@@ -19,6 +19,7 @@ import { canGrantFor, canManage, canReadHistory, canSee, canUse, visibilityOf } 
 import {
   asOf,
   decide,
+  endAt,
   expiryOf,
   type ReadExpiry,
   hasEnded,
@@ -43,15 +44,6 @@ import { UnreadableRight, type RightQuery, type RightStore } from '../store/righ
 import { consumptions, unitsConsumed } from './metering-metrics';
 
 /**
- * docs/api.md "Identifiers": the id of the right a template yields for a period, the same
- * whichever offset the period start is written with. 32 hex characters (alphanumeric).
- */
-export function periodRightId(subscriptionId: string, periodStart: string, templateIndex: number): string {
-  const instant = new Date(periodStart).toISOString();
-  return createHash('sha256').update(`${subscriptionId}|${instant}|${templateIndex}`).digest('hex').slice(0, 32);
-}
-
-/**
  * The right a template yields for a period (docs/api.md "Renewal"), with the provider its
  * grant gets as the catalog stands now; throws when its interval does not parse.
  */
@@ -64,7 +56,7 @@ function issuedRight(
   const interval = parseTimeInterval(template.timeInterval);
   if (!interval.ok) throw new InvalidMessage(`rights[${template.templateIndex}].timeInterval: ${interval.reason}`);
   return {
-    rightId: periodRightId(command.subscriptionId, command.periodStart, template.templateIndex),
+    rightId: periodRightId(command.subscriptionId, command.periodStart, template.templateIndex, command.plan ?? 0),
     userId: command.connectId,
     state: template.state,
     grantorId: command.grantorId,
@@ -404,21 +396,26 @@ export class RightsUseCases {
   }
 
   /**
-   * `rights.cascade` (docs/api.md "Suspend / activate"): suspend every ACTIVE
-   * right of the subscription, or reactivate every SUSPENDED one whose interval has not ended.
+   * `rights.cascade` (docs/api.md "Suspend / activate"): suspend every ACTIVE right of the
+   * subscription, or reactivate every SUSPENDED one whose interval has not ended; or end the
+   * rights a plan change replaced, at its instant (docs/api.md "Plan changes"). Idempotent: a
+   * right already changed is left as it is.
    */
   async cascade(command: RightsCascadeData): Promise<void> {
-    for (const right of await this.store.ofSubscription(command.connectId, command.subscriptionId)) {
+    const rights = await this.store.ofSubscription(command.connectId, command.subscriptionId);
+    const decideFor = (current: RightEntity, now: Date): Decision => {
+      if (command.action === 'end') return endAt(current, { instant: new Date(command.at), text: command.at }, now);
+      if (command.action === 'activate' && (current.state !== 'SUSPENDED' || hasEnded(current, now))) return UNCHANGED;
+      if (command.action === 'suspend' && current.state !== 'ACTIVE') return UNCHANGED;
+      return orUnchanged(decide(current, command.action, now));
+    };
+    const targets = command.action === 'end' ? new Set(command.rightIds) : null;
+    for (const right of rights) {
+      if (targets && !targets.has(right.rightId)) continue;
       await changeOne({
         what: `right ${right.rightId}`,
         load: () => this.find(right.userId, right.rightId),
-        decide: (current): Decision => {
-          const now = this.clock();
-          if (command.action === 'activate' && (current.state !== 'SUSPENDED' || hasEnded(current, now)))
-            return UNCHANGED;
-          if (command.action === 'suspend' && current.state !== 'ACTIVE') return UNCHANGED;
-          return orUnchanged(decide(current, command.action, now));
-        },
+        decide: (current): Decision => decideFor(current, this.clock()),
         write: (current, { next, events }) =>
           this.store.update({ current, next, outbox: this.messages.of(next, events, systemActor('subscriptions')) }),
       });

@@ -122,6 +122,27 @@ export function decide(right: RightEntity, command: RightCommand, now: Date): De
   return changed(right, { state: target }, [EVENT_OF[command]], now);
 }
 
+/**
+ * docs/api.md "Plan changes": a right of the templates a change replaced ends at the change's
+ * instant `at` (`text`, whole seconds): its interval ends there, without grace (its user has the
+ * new plan's rights), and it is EXPIRED with `right.expired`. The change is the record of when
+ * the old plan ended, so an end that arrives late (its command delayed past the right's own
+ * end, as after a crash before the change's outbox was relayed) still cuts the interval, and
+ * its `right.expired` comes again with the cut interval. A right whose interval does not hold
+ * `at` (it starts only then, or is in its grace) keeps it and expires if it has not; a right
+ * cut already is left as it is. Pure.
+ */
+export function endAt(right: RightEntity, at: { instant: Date; text: string }, now: Date): Decision {
+  const ending = { state: 'EXPIRED' as const, grace: null, expiresAt: at.instant };
+  if (right.start < at.instant && at.instant < right.end) {
+    const startText = right.timeInterval.slice(0, right.timeInterval.indexOf('/'));
+    const cut = { end: at.instant, timeInterval: `${startText}/${at.text}` };
+    return changed(right, { ...ending, ...cut }, [RightEventTypes.expired], now);
+  }
+  if (right.state === 'EXPIRED' || hasEnded(right, at.instant)) return { kind: 'unchanged' };
+  return changed(right, ending, [RightEventTypes.expired], now);
+}
+
 /** docs/api.md "Rights": its grantor removes it whatever its state; right.removed. */
 export function removal(right: RightEntity, now: Date): Decision {
   const next = { ...right, generation: right.generation + 1, updatedAt: now };

@@ -6,6 +6,8 @@ import {
   newId,
   SubscriptionEventTypes,
   type SubscriptionCreateBody,
+  type PlanChangeBody,
+  type RightTemplate,
   type SubscriptionsRenewData,
   DomainError,
   grantOf,
@@ -24,7 +26,8 @@ import {
   type ItemFailure,
   type OutboxEntry,
 } from '@rs/store';
-import { parseTimeSpec, systemClock, type Clock } from '@rs/time';
+import { parseTimeSpec, systemClock, type Clock, type TimeSpec } from '@rs/time';
+import { changePlan, withdrawChange } from '../domain/plan-change';
 import type { Duration } from 'luxon';
 import { boundsViolation, SHORTEST_PERIOD } from '../domain/bounds';
 import { planRenewal, renewedState } from '../domain/renewal';
@@ -115,17 +118,7 @@ export class SubscriptionUseCases {
     }
     const spec = parseTimeSpec(body.timeSpec);
     if (!spec.ok) throw DomainError.invalid(`timeSpec: ${spec.reason}`);
-    // docs/api.md: the period, the dates and the rights one renewal may issue are bounded.
-    const violation = boundsViolation(spec.value, body.rightsSpec, this.minPeriod);
-    if (violation) throw DomainError.invalid(violation);
-    for (const [index, template] of body.rightsSpec.entries()) {
-      const entry = await skuForUseCase(this.skus, template.sku);
-      if (!entry) throw DomainError.invalid(`rightsSpec[${index}].sku: ${template.sku} is not in the catalog`);
-      // Service providers agree to what they serve (docs/security.md "Who may grant what");
-      // each renewal asks again, of the catalog as it stands then.
-      const grant = grantOf(entry, body.grantorId, template.serviceProviderId);
-      if (!grant.ok) throw refusedGrant(grant.refusal, `rightsSpec[${index}].serviceProviderId`);
-    }
+    await this.validateTemplates(body.grantorId, spec.value, body.rightsSpec);
     const now = this.clock();
     const nextPeriod = firstPeriodToIssue(spec.value, now);
     const subscription: SubscriptionEntity = {
@@ -135,6 +128,8 @@ export class SubscriptionUseCases {
       grantorContext: body.grantorContext ?? null,
       state: body.state ?? 'ACTIVE',
       rightsSpec: body.rightsSpec.map(templateOf),
+      plan: 0,
+      pendingChange: null,
       timeSpec: body.timeSpec,
       origTimeSpec: spec.value.origTimeSpec,
       paymentAgreement: body.paymentAgreement ?? null,
@@ -149,6 +144,58 @@ export class SubscriptionUseCases {
     if (!earlier)
       throw DomainError.conflict(`subscription ${subscription.subscriptionId} exists no more, or not for this user`);
     return earlier;
+  }
+
+  /**
+   * The templates of a creation or a plan change, held to the bounds (docs/security.md,
+   * "Bounds") and to what the catalog lets the grantor grant (docs/security.md "Who may grant
+   * what"; each renewal asks again, of the catalog as it stands then).
+   */
+  private async validateTemplates(grantorId: string, spec: TimeSpec, rightsSpec: readonly RightTemplate[]) {
+    const violation = boundsViolation(spec, rightsSpec, this.minPeriod);
+    if (violation) throw DomainError.invalid(violation);
+    for (const [index, template] of rightsSpec.entries()) {
+      const entry = await skuForUseCase(this.skus, template.sku);
+      if (!entry) throw DomainError.invalid(`rightsSpec[${index}].sku: ${template.sku} is not in the catalog`);
+      const grant = grantOf(entry, grantorId, template.serviceProviderId);
+      if (!grant.ok) throw refusedGrant(grant.refusal, `rightsSpec[${index}].serviceProviderId`);
+    }
+  }
+
+  /**
+   * docs/api.md "Plan changes": new templates now or from the next period, validated as at
+   * creation; the subscription as changed.
+   */
+  async changePlan(
+    principal: Principal,
+    target: { userId: string; subscriptionId: string; expectedGeneration: number | undefined },
+    body: PlanChangeBody,
+  ): Promise<SubscriptionEntity> {
+    const templates = body.rightsSpec.map(templateOf);
+    const done = await this.change(principal, target, async (subscription) => {
+      const spec = timeSpecOf(subscription);
+      await this.validateTemplates(subscription.grantorId, spec, body.rightsSpec);
+      return changePlan(subscription, spec, templates, body.at, this.clock());
+    });
+    if (done.outcome === 'missing') throw this.notFound(target);
+    return done.outcome === 'changed' ? done.change.next : done.current;
+  }
+
+  /** docs/api.md "Plan changes": withdraws a pending change (204 also when none is pending). */
+  async withdrawChange(
+    principal: Principal,
+    userId: string,
+    subscriptionId: string,
+    expectedGeneration?: number,
+  ): Promise<void> {
+    const done = await this.change(principal, { userId, subscriptionId, expectedGeneration }, (subscription) =>
+      withdrawChange(subscription, this.clock()),
+    );
+    if (done.outcome === 'missing') throw this.notFound({ userId, subscriptionId });
+  }
+
+  private notFound({ userId, subscriptionId }: { userId: string; subscriptionId: string }) {
+    return DomainError.notFound(`no subscription ${subscriptionId} for user ${userId}`);
   }
 
   async get(principal: Principal, userId: string, subscriptionId: string): Promise<SubscriptionEntity> {
@@ -200,7 +247,7 @@ export class SubscriptionUseCases {
     const done = await this.change(principal, { userId, subscriptionId, expectedGeneration }, (subscription) =>
       decide(subscription, command, this.clock()),
     );
-    if (done.outcome === 'missing') throw DomainError.notFound(`no subscription ${subscriptionId} for user ${userId}`);
+    if (done.outcome === 'missing') throw this.notFound({ userId, subscriptionId });
   }
 
   /**
@@ -327,7 +374,7 @@ export class SubscriptionUseCases {
     const violation = boundsViolation(spec, subscription.rightsSpec, SHORTEST_PERIOD);
     if (violation) throw new Error(`stored subscription exceeds the bounds: ${violation}`);
     const plan = planRenewal(subscription, spec, now);
-    const renewed = renewedState(subscription, plan, now);
+    const renewed = renewedState(subscription, spec, plan, now);
     if (!renewed) return null;
     const { next, events } = renewed;
     // The platform renews, as the scheduler commanded (docs/api.md "History").
@@ -342,7 +389,7 @@ export class SubscriptionUseCases {
   private change(
     principal: Principal,
     target: { userId: string; subscriptionId: string; expectedGeneration: number | undefined },
-    decideChange: (subscription: SubscriptionEntity) => Decision,
+    decideChange: (subscription: SubscriptionEntity) => Decision | Promise<Decision>,
   ) {
     const { userId, subscriptionId, expectedGeneration } = target;
     return changeOne({
@@ -355,11 +402,14 @@ export class SubscriptionUseCases {
       },
       expectedGeneration,
       decide: decideChange,
-      write: (current, { next, events, cascade, removes }) =>
+      write: (current, { next, events, cascade, issues, removes }) =>
         this.store.update({
           current,
           next,
-          outbox: this.messages.of(next, events, cascade, actorOf(principal)),
+          outbox: [
+            ...this.messages.of(next, events, cascade, actorOf(principal)),
+            ...(issues ?? []).map((issue) => this.messages.issueOf(next, issue, next.updatedAt)),
+          ],
           removes,
         }),
     });

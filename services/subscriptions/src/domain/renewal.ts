@@ -9,15 +9,9 @@ import {
   type TimeSpec,
 } from '@rs/time';
 import { DateTime } from 'luxon';
-import type { SubscriptionEntity } from './subscription';
+import type { PeriodIssue, SubscriptionEntity, Template } from './subscription';
 
-export interface PeriodIssue {
-  period: number;
-  periodStart: string;
-  /** When the period fell due: its start, or the subscription's creation if that was later. */
-  dueAt: string;
-  rights: IssuedRight[];
-}
+export type { PeriodIssue };
 
 export interface RenewalPlan {
   issues: PeriodIssue[];
@@ -45,35 +39,84 @@ export function planRenewal(subscription: SubscriptionEntity, spec: TimeSpec, no
   let missed = 0;
   let k = subscription.nextPeriod;
   while (k !== null && k <= current && periodExists(spec, k)) {
+    const { templates, plan } = planOfPeriod(subscription, spec, k);
     const start = periodStart(spec, k);
-    const periodEnd = periodStart(spec, k + 1);
     const rights: IssuedRight[] = [];
-    subscription.rightsSpec.forEach((template, templateIndex) => {
-      const length = template.timeSpec ? parseDuration(template.timeSpec) : null;
-      const end = length?.ok ? start.plus(length.value) : periodEnd;
+    templates.forEach((template, templateIndex) => {
+      const end = rightEnd(template, spec, k!);
       if (end.toMillis() <= now.getTime()) {
         if (end.toMillis() > subscription.createdAt.getTime()) missed += 1;
         return;
       }
-      rights.push({
-        templateIndex,
-        sku: template.sku,
-        serviceProviderId: template.serviceProviderId,
-        grantorContext: template.grantorContext,
-        timeInterval: `${formatDateTime(start)}/${formatDateTime(end)}`,
-        state: subscription.state === 'ACTIVE' ? 'ACTIVE' : 'SUSPENDED',
-        quantity: template.quantity,
-        grace: template.grace ?? null,
-      });
+      rights.push(issuedRight(subscription, template, templateIndex, start, end));
     });
     const dueAt = DateTime.max(start, DateTime.fromJSDate(subscription.createdAt, { zone: 'utc' }));
     if (rights.length > 0)
-      issues.push({ period: k, periodStart: formatDateTime(start), dueAt: dueAt.toISO()!, rights });
+      issues.push({ period: k, periodStart: formatDateTime(start), plan, dueAt: dueAt.toISO()!, rights });
     k += 1;
   }
   const nextPeriod = k !== null && periodExists(spec, k) ? k : null;
   const end = subscriptionEnd(spec);
   return { issues, nextPeriod, expired: end !== null && end.toMillis() <= now.getTime(), missed };
+}
+
+/** The period a pending plan change takes effect in (docs/api.md "Plan changes"), or null. */
+export function pendingPeriodOf(subscription: SubscriptionEntity, spec: TimeSpec): number | null {
+  const pending = subscription.pendingChange;
+  return pending ? periodIndexAt(spec, DateTime.fromISO(pending.effectiveAt, { setZone: true })) : null;
+}
+
+/** The templates period `k` issues, and the plan they belong to: the pending change's from its period on. */
+function planOfPeriod(subscription: SubscriptionEntity, spec: TimeSpec, k: number) {
+  const from = pendingPeriodOf(subscription, spec);
+  return from !== null && k >= from
+    ? { templates: subscription.pendingChange!.rightsSpec, plan: subscription.plan + 1 }
+    : { templates: subscription.rightsSpec, plan: subscription.plan };
+}
+
+/** Where a template's right for period `k` ends: its own length from the period's start, or the period's end. */
+function rightEnd(template: Template, spec: TimeSpec, k: number): DateTime {
+  const length = template.timeSpec ? parseDuration(template.timeSpec) : null;
+  return length?.ok ? periodStart(spec, k).plus(length.value) : periodStart(spec, k + 1);
+}
+
+function issuedRight(
+  subscription: SubscriptionEntity,
+  template: Template,
+  templateIndex: number,
+  start: DateTime,
+  end: DateTime,
+): IssuedRight {
+  return {
+    templateIndex,
+    sku: template.sku,
+    serviceProviderId: template.serviceProviderId,
+    grantorContext: template.grantorContext,
+    timeInterval: `${formatDateTime(start)}/${formatDateTime(end)}`,
+    state: subscription.state === 'ACTIVE' ? 'ACTIVE' : 'SUSPENDED',
+    quantity: template.quantity,
+    grace: template.grace ?? null,
+  };
+}
+
+/**
+ * The rights of a plan change `now` (docs/api.md "Plan changes"): `changed`'s templates for
+ * the rest of the current period `k`, from the change's instant `at` to where each would have
+ * ended in that period (those over by then issue nothing). Pure.
+ */
+export function restOfPeriod(changed: SubscriptionEntity, spec: TimeSpec, k: number, at: DateTime): PeriodIssue | null {
+  const rights = changed.rightsSpec.flatMap((template, templateIndex) => {
+    const end = rightEnd(template, spec, k);
+    return end > at ? [issuedRight(changed, template, templateIndex, at.setZone(end.zone), end)] : [];
+  });
+  if (rights.length === 0) return null;
+  return {
+    period: k,
+    periodStart: formatDateTime(periodStart(spec, k)),
+    plan: changed.plan,
+    dueAt: at.toISO()!,
+    rights,
+  };
 }
 
 /**
@@ -84,12 +127,19 @@ export function planRenewal(subscription: SubscriptionEntity, spec: TimeSpec, no
  */
 export function renewedState(
   subscription: SubscriptionEntity,
+  spec: TimeSpec,
   plan: RenewalPlan,
   now: Date,
 ): { next: SubscriptionEntity; events: SubscriptionEventType[] } | null {
   if (plan.nextPeriod === subscription.nextPeriod && !plan.expired && plan.issues.length === 0) return null;
+  // A pending plan change takes effect once renewal has passed its period's start.
+  const from = pendingPeriodOf(subscription, spec);
+  const takesEffect = from !== null && (plan.nextPeriod === null || plan.nextPeriod > from);
   const next: SubscriptionEntity = {
     ...subscription,
+    ...(takesEffect
+      ? { rightsSpec: subscription.pendingChange!.rightsSpec, plan: subscription.plan + 1, pendingChange: null }
+      : {}),
     nextPeriod: plan.nextPeriod,
     state: plan.expired ? 'EXPIRED' : subscription.state,
     generation: subscription.generation + 1,

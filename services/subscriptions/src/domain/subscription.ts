@@ -1,5 +1,6 @@
 import {
   SubscriptionEventTypes,
+  type IssuedRight,
   type RightTemplate,
   type Link,
   type ScheduleEntry,
@@ -32,6 +33,24 @@ export const templateOf = ({
   grace = null,
 }: RightTemplate): Template => ({ sku, serviceProviderId, timeSpec, grantorContext, quantity, grace });
 
+/** The rights one period issues, as a `rights.issue` carries them (docs/api.md "Renewal"). */
+export interface PeriodIssue {
+  period: number;
+  periodStart: string;
+  /** The plan changes the templates come from (part of each right's id: docs/api.md "Plan changes"). */
+  plan: number;
+  /** When the period fell due: its start, or the subscription's creation if that was later. */
+  dueAt: string;
+  rights: IssuedRight[];
+}
+
+/** Templates that take over from a period's start (docs/api.md "Plan changes"). */
+export interface PendingPlan {
+  rightsSpec: Template[];
+  /** The start of that period, as its time spec writes it. */
+  effectiveAt: string;
+}
+
 /** A subscription as the service holds it (docs/api.md), free of storage details. */
 export interface SubscriptionEntity {
   subscriptionId: string;
@@ -40,6 +59,10 @@ export interface SubscriptionEntity {
   grantorContext: string | null;
   state: SubscriptionState;
   rightsSpec: Template[];
+  /** How many plan changes have taken effect (docs/api.md "Plan changes"); the ids of its rights follow it. */
+  plan: number;
+  /** A plan change waiting for the next period, or null. */
+  pendingChange: PendingPlan | null;
   /** The time spec as the client sent it (the API shows origTimeSpec). */
   timeSpec: string;
   origTimeSpec: string;
@@ -52,6 +75,12 @@ export interface SubscriptionEntity {
 }
 
 export type SubscriptionCommand = 'activate' | 'suspend';
+
+/**
+ * What a change does to the subscription's rights (a `rights.cascade`): suspend or reactivate
+ * them, or end those a plan change replaced at its instant `at`.
+ */
+export type RightsCascade = { action: SubscriptionCommand } | { action: 'end'; rightIds: string[]; at: string };
 
 /** docs/api.md: activate from SUSPENDED, suspend from ACTIVE; anything else is 409. */
 export const TRANSITIONS: Record<SubscriptionState, Partial<Record<SubscriptionCommand, SubscriptionState>>> = {
@@ -70,9 +99,12 @@ export type Decision =
       kind: 'change';
       next: SubscriptionEntity;
       events: SubscriptionEventType[];
-      cascade: SubscriptionCommand | null;
+      cascade: RightsCascade | null;
+      /** Rights to issue with the change (a plan change `now`: the rest of the current period). */
+      issues?: PeriodIssue[];
       removes?: true;
     }
+  | { kind: 'unchanged' }
   | { kind: 'conflict'; reason: string };
 
 /** docs/api.md "Subscriptions": subscription.deleted; its rights stay (docs/api.md). */
@@ -92,7 +124,7 @@ export function decide(subscription: SubscriptionEntity, command: SubscriptionCo
     kind: 'change',
     next: { ...subscription, state: target, generation: subscription.generation + 1, updatedAt: now },
     events: [EVENT_OF[command]],
-    cascade: command,
+    cascade: { action: command },
   };
 }
 
@@ -137,6 +169,7 @@ export function representation(subscription: SubscriptionEntity, publicBaseUrl: 
     grantorContext: subscription.grantorContext,
     rightsSpec: subscription.rightsSpec,
     origTimeSpec: subscription.origTimeSpec,
+    pendingChange: subscription.pendingChange,
   };
 }
 
@@ -152,15 +185,42 @@ export interface Progress {
   nextPeriod: number | null;
   updatedAt: Date;
   deleted: boolean;
+  /** Its plan, on the records of changes that changed it only (docs/decisions/0047). */
+  planned?: PlanFields;
 }
 
-export const progressOf = (next: SubscriptionEntity, deleted: boolean): Progress => ({
-  generation: next.generation,
-  state: next.state,
-  nextPeriod: next.nextPeriod,
-  updatedAt: next.updatedAt,
-  deleted,
-});
+/** What a plan change changes. */
+export type PlanFields = Pick<SubscriptionEntity, 'plan' | 'rightsSpec' | 'pendingChange'>;
+
+const planOf = ({ plan, rightsSpec, pendingChange }: PlanFields): PlanFields => ({ plan, rightsSpec, pendingChange });
+
+/** The record of the change from `current` to `next`: its plan too when the change changed it. */
+export function progressOf(current: PlanFields, next: SubscriptionEntity, deleted: boolean): Progress {
+  const replanned =
+    current.plan !== next.plan ||
+    current.rightsSpec !== next.rightsSpec ||
+    current.pendingChange !== next.pendingChange;
+  return {
+    generation: next.generation,
+    state: next.state,
+    nextPeriod: next.nextPeriod,
+    updatedAt: next.updatedAt,
+    deleted,
+    ...(replanned ? { planned: planOf(next) } : {}),
+  };
+}
+
+/**
+ * The plan as of `generation`: that of the latest record up to it that changed the plan, or
+ * the plan it was created with (a document keeps its creation's plan; docs/decisions/0047). Pure.
+ */
+export function planAsOf(created: PlanFields, records: readonly Progress[], generation = Infinity): PlanFields {
+  let latest: Progress | null = null;
+  for (const record of records)
+    if (record.planned && record.generation <= generation && record.generation > (latest?.generation ?? 0))
+      latest = record;
+  return latest?.planned ?? planOf(created);
+}
 
 /**
  * Where a renewal started from: stored with its record instead of its events and commands,
@@ -177,9 +237,14 @@ export interface RenewalOrigin {
  * same periods and builds the same events (their ids derive from the change) as the renewal
  * did, so a redelivered command can publish them again without keeping them. Pure.
  */
-export function beforeRenewal(stored: SubscriptionEntity, record: Progress & RenewalOrigin): SubscriptionEntity {
+export function beforeRenewal(
+  stored: SubscriptionEntity,
+  record: Progress & RenewalOrigin,
+  plan: PlanFields,
+): SubscriptionEntity {
   return {
     ...stored,
+    ...plan,
     generation: record.generation - 1,
     state: record.fromState,
     nextPeriod: record.fromPeriod,
@@ -197,9 +262,10 @@ export function latestOf(
 ): { entity: SubscriptionEntity; deleted: boolean } {
   let latest: Progress | null = null;
   for (const record of records) if (record.generation > (latest ?? stored).generation) latest = record;
-  if (!latest) return { entity: stored, deleted };
-  const { deleted: removed, ...fields } = latest;
-  return { entity: { ...stored, ...fields }, deleted: removed };
+  const plan = planAsOf(stored, records);
+  if (!latest) return { entity: { ...stored, ...plan }, deleted };
+  const { deleted: removed, planned: _planned, ...fields } = latest;
+  return { entity: { ...stored, ...fields, ...plan }, deleted: removed };
 }
 
 /**
@@ -220,6 +286,8 @@ export function fromSnapshot(
     grantorContext: snapshot.grantorContext,
     state: snapshot.state,
     rightsSpec: snapshot.rightsSpec,
+    plan: snapshot.plan ?? 0,
+    pendingChange: snapshot.pendingChange ?? null,
     timeSpec: snapshot.timeSpec,
     origTimeSpec: snapshot.origTimeSpec,
     paymentAgreement: null,

@@ -1,5 +1,5 @@
 import { BUCKETS } from '@rs/hashing';
-import { SubscriptionCreateBody, SubscriptionId } from '@rs/contracts';
+import { PlanChangeBody, SubscriptionCreateBody, SubscriptionId } from '@rs/contracts';
 import * as http from '@rs/http';
 import type { Request, Router } from 'express';
 import { representation, scheduleEntry, type SubscriptionCommand } from '../domain/subscription';
@@ -42,6 +42,19 @@ export function subscriptionRoutes(subscriptions: SubscriptionUseCases, publicBa
       http.sendHistory(req, res, publicBaseUrl, (page) =>
         subscriptions.history(res.locals.principal, http.connectIdOf(req), id(req), page),
       ),
+    changeSubscriptionPlan: async (req, res) => {
+      const body = http.parseBody(PlanChangeBody, req.body);
+      const target = {
+        userId: http.connectIdOf(req),
+        subscriptionId: id(req),
+        expectedGeneration: http.ifMatchGeneration(req),
+      };
+      const subscription = await subscriptions.changePlan(res.locals.principal, target, body);
+      http.sendResource(res, subscription.generation, representation(subscription, publicBaseUrl));
+    },
+    withdrawSubscriptionChange: change((principal, user, subscriptionId, ifMatch) =>
+      subscriptions.withdrawChange(principal, user, subscriptionId, ifMatch),
+    ),
     activateSubscription: transition('activate'),
     suspendSubscription: transition('suspend'),
   });

@@ -9,7 +9,7 @@ import {
 } from '@rs/contracts';
 import { changeMessage, type OutboxEntry } from '@rs/store';
 import type { PeriodIssue } from '../domain/renewal';
-import { representation, type SubscriptionCommand, type SubscriptionEntity } from '../domain/subscription';
+import { representation, type RightsCascade, type SubscriptionEntity } from '../domain/subscription';
 
 export const EVENT_SOURCE = '/subscriptions';
 
@@ -24,11 +24,11 @@ export const EVENT_SOURCE = '/subscriptions';
 export class SubscriptionMessages {
   constructor(private readonly publicBaseUrl: string) {}
 
-  /** The events of a change made by `actor` and, for suspend/activate, the rights cascade command. */
+  /** The events of a change made by `actor` and, when it has one, its rights cascade command. */
   of(
     subscription: SubscriptionEntity,
     types: SubscriptionEventType[],
-    cascade: SubscriptionCommand | null,
+    cascade: RightsCascade | null,
     actor: Actor,
   ): OutboxEntry[] {
     const data: SubscriptionEventData = {
@@ -38,6 +38,7 @@ export class SubscriptionMessages {
       timeSpec: subscription.timeSpec,
       nextPeriod: subscription.nextPeriod,
       createdAt: subscription.createdAt.toISOString(),
+      plan: subscription.plan,
     };
     const change = {
       source: EVENT_SOURCE,
@@ -50,17 +51,20 @@ export class SubscriptionMessages {
     const command = changeMessage<RightsCascadeData>(Exchanges.commands, {
       ...change,
       type: CommandTypes.rightsCascade,
-      data: { subscriptionId: change.subject, connectId: subscription.userId, action: cascade },
+      data: { subscriptionId: change.subject, connectId: subscription.userId, ...cascade },
     });
     return [...events, command];
   }
 
-  /** `rights.issue` for one period of a renewal (docs/api.md "Renewal"). */
+  /**
+   * `rights.issue` for one period of a renewal (docs/api.md "Renewal"), or for the rest of a
+   * period after a plan change: one message per (period, plan).
+   */
   issueOf(subscription: SubscriptionEntity, issue: PeriodIssue, now: Date): OutboxEntry {
     return changeMessage<RightsIssueData>(Exchanges.commands, {
       source: EVENT_SOURCE,
       type: CommandTypes.rightsIssue,
-      subject: subscription.subscriptionId,
+      subject: issue.plan === 0 ? subscription.subscriptionId : `${subscription.subscriptionId}/${issue.plan}`,
       sequence: issue.period,
       data: {
         subscriptionId: subscription.subscriptionId,
@@ -69,6 +73,7 @@ export class SubscriptionMessages {
         periodStart: issue.periodStart,
         dueAt: issue.dueAt,
         rights: issue.rights,
+        ...(issue.plan === 0 ? {} : { plan: issue.plan }),
       },
       time: now,
     });

@@ -23,13 +23,18 @@ import { type Connection } from 'mongoose';
 import {
   beforeRenewal,
   latestOf,
+  planAsOf,
   progressOf,
   type Progress,
   type RenewalOrigin,
   type SubscriptionEntity,
 } from '../domain/subscription';
 
-interface SubscriptionDocument extends Omit<SubscriptionEntity, 'subscriptionId'> {
+/**
+ * A subscription's document keeps the plan it was created with: later plans are on the
+ * records of the changes that made them (docs/decisions/0047).
+ */
+interface SubscriptionDocument extends Omit<SubscriptionEntity, 'subscriptionId' | 'plan' | 'pendingChange'> {
   _id: string;
   deleted: boolean;
   /** See `OutboxStore.setAside`. */
@@ -60,10 +65,11 @@ function toEntity(doc: SubscriptionDocument): SubscriptionEntity {
   const { _id, deleted: _deleted, ...fields } = doc as SubscriptionDocument & { outbox?: unknown };
   delete (fields as { outbox?: unknown }).outbox;
   delete (fields as { setAside?: unknown }).setAside;
-  return { subscriptionId: _id, ...fields };
+  return { subscriptionId: _id, ...fields, plan: 0, pendingChange: null };
 }
 
-const toFields = ({ subscriptionId: _id, ...fields }: SubscriptionEntity) => fields;
+const toFields = ({ subscriptionId: _id, plan: _plan, pendingChange: _pending, ...fields }: SubscriptionEntity) =>
+  fields;
 
 export interface SubscriptionQuery {
   userId: string;
@@ -128,12 +134,12 @@ const PROGRESS_PROJECTION = { fromState: 0, fromPeriod: 0, ...OUTBOX_PROJECTION 
 
 const progressId = (subscriptionId: string, generation: number) => `${subscriptionId}@${generation}`;
 
-const recordOf = (next: SubscriptionEntity, deleted: boolean): ProgressDocument => ({
+const recordOf = (current: SubscriptionEntity, next: SubscriptionEntity, deleted: boolean): ProgressDocument => ({
   _id: progressId(next.subscriptionId, next.generation),
   subscriptionId: next.subscriptionId,
   userId: next.userId,
   bucket: bucketOf(next.subscriptionId),
-  ...progressOf(next, deleted),
+  ...progressOf(current, next, deleted),
 });
 
 /**
@@ -236,8 +242,8 @@ export class SubscriptionStore extends UserOwnedStore<SubscriptionDocument, Subs
     outbox: OutboxEntry[];
     removes?: true;
   }): Promise<boolean> {
-    const { next, outbox, removes } = change;
-    const record = recordOf(next, removes ?? false);
+    const { current, next, outbox, removes } = change;
+    const record = recordOf(current, next, removes ?? false);
     if (!(await this.progress.insert(record, outbox))) return false;
     await this.compact(record);
     return true;
@@ -254,7 +260,7 @@ export class SubscriptionStore extends UserOwnedStore<SubscriptionDocument, Subs
   renewMany(changes: readonly RenewalChange[]): Promise<Array<boolean | WriteFailed>> {
     return this.progress.insertEach(
       changes.map(({ current, next }) => ({
-        doc: { ...recordOf(next, false), fromState: current.state, fromPeriod: current.nextPeriod },
+        doc: { ...recordOf(current, next, false), fromState: current.state, fromPeriod: current.nextPeriod },
         outbox: [],
       })),
     );
@@ -277,7 +283,9 @@ export class SubscriptionStore extends UserOwnedStore<SubscriptionDocument, Subs
       if (!last) return null;
       if (!doc || last.fromState === undefined) return null;
       const origin = { ...last, fromState: last.fromState, fromPeriod: last.fromPeriod ?? null };
-      return { before: beforeRenewal(toEntity(doc as unknown as SubscriptionDocument), origin), at: last.updatedAt };
+      const created = toEntity(doc as unknown as SubscriptionDocument);
+      const plan = planAsOf(created, records, last.generation - 1);
+      return { before: beforeRenewal(created, origin, plan), at: last.updatedAt };
     });
   }
 
