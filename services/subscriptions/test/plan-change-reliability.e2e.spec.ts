@@ -8,8 +8,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // killed around the boundary; afterwards every instant of every period is covered by exactly
 // one plan's right, and every right has one `right.created`.
 const SUBSCRIPTIONS = 24;
-const PERIOD_S = 10;
-const PERIODS = 4;
+// Periods longer than the worst renewal lag seen under the suite's load (docs/api.md: a period
+// whose right would have ended is never issued, which is not this test's subject).
+const PERIOD_S = 24;
+const PERIODS = 3;
 const A = TestSystem.clientAuthorization('grantor-a');
 
 const fx = systemFixture({
@@ -118,7 +120,11 @@ describe('plan changes through crashes (docs/decisions/0047)', () => {
       return answer?.status === 200 ? ((await answer.json()) as { right: RightView[] }).right : [];
     };
     const expectedRights = SUBSCRIPTIONS * PERIODS + now.length; // `now` adds the rest of period 0
-    await expect.poll(async () => (await listed()).length, { timeout: 60_000, interval: 500 }).toBe(expectedRights);
+    // Every right there (or the time out, and the checks below say which are missing).
+    await expect
+      .poll(async () => (await listed()).length, { timeout: 60_000, interval: 500 })
+      .toBe(expectedRights)
+      .catch(() => undefined);
     const rights = await listed();
 
     const bySubscription = new Map<string, RightView[]>();
@@ -144,9 +150,9 @@ describe('plan changes through crashes (docs/decisions/0047)', () => {
       const periodOf = (right: { start: number }) => Math.floor((right.start - base) / (PERIOD_S * 1000));
       const skus = own.map((right) => `${periodOf(right)}:${right.sku}`);
       if (now.includes(id)) {
-        expect(skus, id).toEqual(['0:basic', '0:premium', '1:premium', '2:premium', '3:premium']);
+        expect(skus, id).toEqual(['0:basic', '0:premium', '1:premium', '2:premium']);
       } else {
-        expect(skus, id).toEqual(['0:basic', '1:basic', '2:premium', '3:premium']);
+        expect(skus, id).toEqual(['0:basic', '1:basic', '2:premium']);
       }
     }
 
@@ -154,6 +160,7 @@ describe('plan changes through crashes (docs/decisions/0047)', () => {
     const rightEvents = fx.events('rights.events');
     await rightEvents.waitFor((messages) => idsBySubject(messages, 'right.created').size >= expectedRights, 30_000);
     const created = idsBySubject(rightEvents.messages, 'right.created');
+    expect(rights).toHaveLength(expectedRights);
     expect(new Set(created.keys())).toEqual(new Set(rights.map((right) => right.rightId)));
     for (const [rightId, eventIds] of created) expect(eventIds.size, rightId).toBe(1);
   }, 300_000);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { planRenewal } from '../src/domain/renewal';
 import { decide, firstPeriodToIssue, representation, type SubscriptionEntity } from '../src/domain/subscription';
-import { aSubscription, specOf } from './subscription-fixture';
+import { aSubscription, aTemplate, specOf } from './subscription-fixture';
 
 const spec = specOf;
 const subscription = aSubscription;
@@ -85,6 +85,16 @@ describe('docs/api.md "Renewal": planRenewal', () => {
     expect(plan.nextPeriod).toBe(2);
     // Period 0's two rights ended after the subscription was created: renewal was late, they are lost.
     expect(plan.missed).toBe(2);
+  });
+
+  it("when renewal comes after a period's right has ended but within its template's grace, then it is still issued (in grace)", () => {
+    const s = subscription({ rightsSpec: [aTemplate('news', { grace: 'PT12H' })] });
+    // Period 0 ended at 2026-03-02T00:00+01:00; its grace runs until noon.
+    const late = planRenewal(s, spec(s.timeSpec), at('2026-03-02T06:00:00+01:00'));
+    expect(late.issues.map(({ period }) => period)).toEqual([0, 1]);
+    expect(late.missed).toBe(0);
+    const tooLate = planRenewal(s, spec(s.timeSpec), at('2026-03-02T12:00:00+01:00'));
+    expect([tooLate.issues.map(({ period }) => period), tooLate.missed]).toEqual([[1], 1]);
   });
 
   it('when a right had ended before the subscription was created, then it is not counted as missed', () => {

@@ -49,6 +49,8 @@ export const EVENT_FAMILIES: EventFamily[] = [
       'subscription.renewed': 'The rights of a period were issued.',
       'subscription.expired': 'The subscription reached its end.',
       'subscription.deleted': 'The subscription was deleted; its rights stay.',
+      'subscription.changed':
+        'Its templates were changed now, or a change was booked for (or withdrawn from) the next period: `pendingChange` (docs/api.md "Plan changes").',
     },
   },
   {
@@ -63,7 +65,8 @@ export const EVENT_FAMILIES: EventFamily[] = [
         'From the scheduler: bring this subscription up to now (issue due periods, expire it at its end).',
       'rights.expire': 'From the scheduler: expire this right, its interval has ended. Idempotent.',
       'rights.issue': 'From the subscriptions service: the rights of one period, with deterministic ids.',
-      'rights.cascade': 'From the subscriptions service: suspend or reactivate the rights of a subscription.',
+      'rights.cascade':
+        'From the subscriptions service: suspend or reactivate the rights of a subscription, or end those a plan change replaced (`end`, their ids and the instant).',
       'rights.settle':
         'From the scheduler: the holds of this consumption or reservation are past their time; settle them as its record decides (docs/decisions/0045). Idempotent.',
       'scheduler.hold':

@@ -1,6 +1,7 @@
 import { SubscriptionEventTypes, type IssuedRight, type SubscriptionEventType } from '@rs/contracts';
 import {
   formatDateTime,
+  instantAfter,
   parseDuration,
   periodExists,
   periodIndexAt,
@@ -28,7 +29,7 @@ export interface RenewalPlan {
 /**
  * What bringing a subscription up to `now` means (docs/api.md "Renewal"): every period from
  * `nextPeriod` that has started yields one right per template, ACTIVE or SUSPENDED as the
- * subscription is; a right that would already have ended is never issued (so catching up
+ * subscription is; a right that would already have ended (its grace too) is never issued (so catching up
  * after downtime issues only what still matters); a right keeps its full length even past
  * the subscription's end; at the end the subscription is EXPIRED. Pure.
  */
@@ -44,8 +45,12 @@ export function planRenewal(subscription: SubscriptionEntity, spec: TimeSpec, no
     const rights: IssuedRight[] = [];
     templates.forEach((template, templateIndex) => {
       const end = rightEnd(template, spec, k!);
-      if (end.toMillis() <= now.getTime()) {
-        if (end.toMillis() > subscription.createdAt.getTime()) missed += 1;
+      // A right still in its grace is of use: issued, late as it is (docs/api.md "Grace").
+      const usableUntil = template.grace
+        ? (instantAfter(end.toJSDate(), template.grace) ?? end.toJSDate())
+        : end.toJSDate();
+      if (usableUntil <= now) {
+        if (usableUntil > subscription.createdAt) missed += 1;
         return;
       }
       rights.push(issuedRight(subscription, template, templateIndex, start, end));
