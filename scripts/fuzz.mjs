@@ -31,11 +31,13 @@ const MOST_THROTTLED_SHARE = 0.05;
 const { system, stop } = await startBenchSystem({
   // As the images run them: one process per service.
   name: 'fuzz',
-  backends: ['catalog', 'rights', 'subscriptions'],
+  backends: ['catalog', 'rights', 'subscriptions', 'scheduler'],
   // The fuzzer is one client sending as fast as it can: no rate limit, quiet logs.
   // The hooks send each request from its own address through X-Forwarded-For.
   env: {
     TRUSTED_PROXIES: '127.0.0.1',
+    // Test clocks on (docs/decisions/0048), so that their routes are reached.
+    TEST_CLOCKS_MAX: '100',
   },
 });
 const reports = mkdtempSync(path.join(tmpdir(), 'rs-fuzz-'));

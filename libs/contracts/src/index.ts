@@ -22,3 +22,4 @@ export * from './docs/asyncapi';
 export * from './docs/event-families';
 export * from './docs/events-doc';
 export * from './docs/openapi';
+export * from './schemas/clocks';

@@ -22,6 +22,8 @@ import {
   SubscriptionsCommands,
   ConsumptionBody,
   PlanChangeBody,
+  ClockCreateBody,
+  ClockAdvanceBody,
   ReservationBody,
   CommitBody,
 } from '../src/index';
@@ -85,6 +87,8 @@ describe('documents generated from the contracts (npm run docs)', () => {
       ReservationBody,
       CommitBody,
       PlanChangeBody,
+      ClockCreateBody,
+      ClockAdvanceBody,
     };
     let checked = 0;
     for (const [path, operations] of Object.entries(document.paths))

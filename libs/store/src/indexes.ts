@@ -36,6 +36,13 @@ export const BY_ID: IndexedQuery = {
   ferretdb: ['_id'],
 };
 
+/** A grantor's documents, for `readers` (a list, a per-grantor limit, a match by grantor). */
+export const byGrantor = (readers: string): IndexedQuery => ({
+  query: `a grantor's documents (${readers})`,
+  mongodb: [{ key: { grantorId: 1, deleted: 1 }, name: 'by_grantor' }],
+  ferretdb: ['grantorId'],
+});
+
 /** The MongoDB indexes a collection's queries name, each once. */
 export const mongoIndexesOf = ({ queries }: CollectionIndexes): IndexSpec[] => [
   ...new Map(queries.flatMap(({ mongodb }) => mongodb).map((index) => [index.name, index])).values(),

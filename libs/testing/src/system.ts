@@ -273,6 +273,7 @@ export class TestSystem {
       RIGHTS_URL: urlOf('rights'),
       SUBSCRIPTIONS_URL: urlOf('subscriptions'),
       WEBHOOKS_URL: urlOf('webhooks'),
+      SCHEDULER_URL: urlOf('scheduler'),
       // Tests renew on periods of seconds (docs/api.md: the floor of SUBSCRIPTION_MIN_PERIOD).
       SUBSCRIPTION_MIN_PERIOD: 'PT1S',
       // Tests deliver webhooks to receivers on this machine (docs/api.md).

@@ -52,6 +52,7 @@ export const Config = z
     RIGHTS_URL: serviceUrl('rights'),
     SUBSCRIPTIONS_URL: serviceUrl('subscriptions'),
     WEBHOOKS_URL: serviceUrl('webhooks'),
+    SCHEDULER_URL: serviceUrl('scheduler'),
     UPSTREAM_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
     /** How long a request body may take to arrive (408 after; docs/security.md). */
     BODY_TIMEOUT_MS: z.coerce.number().int().positive().default(10_000),
@@ -193,6 +194,7 @@ export const start = defineService(
               rights: new URL(config.RIGHTS_URL),
               subscriptions: new URL(config.SUBSCRIPTIONS_URL),
               webhooks: new URL(config.WEBHOOKS_URL),
+              scheduler: new URL(config.SCHEDULER_URL),
             },
             forwarder,
             bodyTimeoutMs: config.BODY_TIMEOUT_MS,

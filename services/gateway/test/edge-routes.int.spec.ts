@@ -11,7 +11,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
  */
 const fx = systemFixture({
   name: 'gateway_edge_routes',
-  backends: ['catalog', 'rights', 'subscriptions', 'webhooks'],
+  backends: ['catalog', 'rights', 'subscriptions', 'webhooks', 'scheduler'],
+  env: { TEST_CLOCKS_MAX: '1' },
   bearer: true,
   seed: {
     clients: [
@@ -38,15 +39,18 @@ beforeAll(async () => {
     state: 'ACTIVE',
   });
   params.rightId = ((await right.json()) as { rightId: string }).rightId;
+  // Starting later: the scheduler (there for the clocks) renews nothing while the test runs.
   const sub = await fx.call('POST', '/id/users/victim/subs', OWNER, {
     grantorId: 'A',
-    timeSpec: `R/${start}/P1D`,
+    timeSpec: 'R/2030-01-01T00:00:00Z/P1D',
     rightsSpec: [{ sku: 'news' }],
   });
   params.subscriptionId = ((await sub.json()) as { subscriptionId: string }).subscriptionId;
   const endpoint = await fx.call('POST', '/webhooks/endpoints', OWNER, { url: 'http://127.0.0.1:9/hook' });
   params.endpointId = ((await endpoint.json()) as { endpointId: string }).endpointId;
   params.deliveryId = 'D0';
+  const clock = await fx.call('POST', '/clocks', OWNER, { grantorId: 'A', time: '2027-01-01T00:00:00Z' });
+  params.clockId = ((await clock.json()) as { clockId: string }).clockId;
   callers = {
     anonymous: '',
     intruder: INTRUDER,
@@ -114,6 +118,7 @@ async function state(): Promise<string> {
     await read(`/id/users/victim/rights/${params.rightId}/history`),
     await read(`/id/users/victim/subs/${params.subscriptionId}/history`),
     await read('/catalog/skus'),
+    await read(`/clocks/${params.clockId}`),
     endpoints.endpoints.filter((endpoint) => !endpoint.url.endsWith('/intruder')),
   ]).replace(/"updatedAt":"[^"]+"/g, '');
 }
@@ -184,8 +189,16 @@ function mayPerform(caller: keyof typeof callers, route: PublicRoute): boolean {
   if (caller === 'bearerOfAnotherClient') return ['getUser', 'checkEntitlement'].includes(route.operationId);
   if (caller !== 'intruder') return false;
   // Any client reads a user and checks an entitlement (seeing only the rights its grantor may
-  // read: none of A's, entitlements.e2e.spec.ts); a client manages its own grantor's webhook endpoints.
-  return ['getUser', 'checkEntitlement', 'listWebhookEndpoints', 'createWebhookEndpoint'].includes(route.operationId);
+  // read: none of A's, entitlements.e2e.spec.ts); a client manages its own grantor's webhook
+  // endpoints and test clocks.
+  return [
+    'getUser',
+    'checkEntitlement',
+    'listWebhookEndpoints',
+    'createWebhookEndpoint',
+    'listClocks',
+    'createClock',
+  ].includes(route.operationId);
 }
 
 describe('the edge, derived from the route table', () => {

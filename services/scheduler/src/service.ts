@@ -1,12 +1,18 @@
-import { serviceEnvShape, serviceUrl } from '@rs/config';
+import { publicApiShape, serviceEnvShape, serviceUrl } from '@rs/config';
 import { defineService, serveHttp } from '@rs/runtime';
 import { z } from 'zod';
+import { ClockUseCases } from './app/clocks';
 import { startScheduling } from './app/scheduling';
+import { clockRoutes } from './http/routes';
+import { ClockStore } from './store/clock-store';
 import { followEvents, followHolds } from './messaging/events';
 import { createStores } from './store/stores';
 
 export const Config = z.object({
   ...serviceEnvShape('scheduler'),
+  ...publicApiShape,
+  /** Test clocks a grantor may have (docs/decisions/0048); 0 turns them off. */
+  TEST_CLOCKS_MAX: z.coerce.number().int().min(0).max(1000).default(0),
   SCHEDULER_TICK_MS: z.coerce.number().int().positive().default(1000),
   SUBSCRIPTIONS_URL: serviceUrl('subscriptions'),
   RIGHTS_URL: serviceUrl('rights'),
@@ -41,5 +47,14 @@ export const start = defineService('scheduler', Config, async (runtime) => {
     clock,
   });
   runtime.onStop(() => scheduling.stop());
-  return serveHttp(runtime, config.PORT, { routes: () => undefined });
+  const clocks = await runtime.migrated(new ClockStore(runtime.db));
+  const routes = clockRoutes(
+    new ClockUseCases(clocks, { maxPerGrantor: config.TEST_CLOCKS_MAX, clock }),
+    config.PUBLIC_BASE_URL,
+  );
+  return serveHttp(runtime, config.PORT, {
+    realm: config.AUTH_REALM,
+    jsonLimit: '16kb',
+    routes: (app) => app.use(routes),
+  });
 });

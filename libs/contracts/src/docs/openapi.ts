@@ -35,6 +35,7 @@ import {
   ReservationId,
 } from '../schemas/entitlements';
 import { API_REFERENCE_ASSETS } from '../routes/routes';
+import { Clock, ClockAdvanceBody, ClockCreateBody, ClockId, ClockList } from '../schemas/clocks';
 import {
   PlanChangeBody,
   Subscription,
@@ -77,6 +78,7 @@ export const PARAMETER_EXAMPLES: Record<string, unknown> = {
   reservationId: '01JDXWD4F6H8K0M2P4R6T8W0Y2',
   subscriptionId: '01JDXW8T5H2K4M6P8R0T2V4X6Z',
   endpointId: '01JDXWB2C4E6G8J0L2N4Q6S8U0',
+  clockId: '01JDXWE5G7J9L1N3Q5S7U9W1Y3',
   deliveryId: '9b2f4c6e8a0d1f3b5c7e9a1d3f5b7c9e',
   limit: 20,
   cursor: '1767225600000.01JDXW5Q3D7V9Q6Y3B2N8K4M1R',
@@ -101,6 +103,8 @@ export const BODY_EXAMPLES: Record<string, unknown> = {
     rightsSpec: [{ sku: 'news-daily' }],
   },
   PlanChangeBody: { rightsSpec: [{ sku: 'news-premium' }], at: 'next-period' },
+  ClockCreateBody: { grantorId: 'acme', time: '2027-01-01T00:00:00Z' },
+  ClockAdvanceBody: { to: '2027-04-01T00:00:00Z' },
   SkuUpsertBody: { name: 'Daily news', announceOnUsage: true },
   ClientBody: { secret: 'acme-secret-0123', grantorId: 'acme' },
   RevocationBody: { expiresAt: '2026-12-31T00:00:00Z' },
@@ -137,6 +141,7 @@ export function buildOpenApiDocument(): Record<string, unknown> {
       { name: 'subscriptions', description: 'Subscriptions and their renewal (docs/api.md "Subscriptions")' },
       { name: 'entitlements', description: 'May this user use this SKU now? (docs/entitlements.md)' },
       { name: 'webhooks', description: 'Webhook endpoints and their deliveries, Basic only (docs/webhooks.md)' },
+      { name: 'clocks', description: 'Test clocks: rehearse months of renewals in seconds (docs/decisions/0048)' },
       { name: 'catalog', description: 'The SKUs, who serves them and who may grant them (admin)' },
       { name: 'admin', description: 'API clients, revoked tokens, right-token keys (admin Basic only)' },
       { name: 'meta' },
@@ -175,6 +180,7 @@ export function buildOpenApiDocument(): Record<string, unknown> {
         reservationId: { name: 'reservationId', in: 'path', required: true, schema: schemaOf(ReservationId) },
         subscriptionId: { name: 'subscriptionId', in: 'path', required: true, schema: schemaOf(SubscriptionId) },
         endpointId: { name: 'endpointId', in: 'path', required: true, schema: schemaOf(EndpointId) },
+        clockId: { name: 'clockId', in: 'path', required: true, schema: schemaOf(ClockId) },
         deliveryId: { name: 'deliveryId', in: 'path', required: true, schema: schemaOf(DeliveryId) },
         limit: {
           name: 'limit',
@@ -252,6 +258,10 @@ export function buildOpenApiDocument(): Record<string, unknown> {
         SubscriptionList: schemaOf(SubscriptionList),
         SubscriptionCreateBody: schemaOf(SubscriptionCreateBody),
         PlanChangeBody: schemaOf(PlanChangeBody),
+        Clock: schemaOf(Clock),
+        ClockList: schemaOf(ClockList),
+        ClockCreateBody: schemaOf(ClockCreateBody),
+        ClockAdvanceBody: schemaOf(ClockAdvanceBody),
         Jwks: {
           type: 'object',
           required: ['keys'],

@@ -10,7 +10,7 @@ import { ACTIVE_FILTER_PATTERN } from '../schemas/formats';
 /** The scopes of docs/api.md. */
 export const SCOPES = ['id.user.sub.read', 'id.user.right.read', 'id.user.right.use'] as const;
 export type Scope = (typeof SCOPES)[number];
-export type RouteOwner = 'gateway' | 'subscriptions' | 'rights' | 'catalog' | 'webhooks';
+export type RouteOwner = 'gateway' | 'subscriptions' | 'rights' | 'catalog' | 'webhooks' | 'scheduler';
 export type RouteMethod = 'GET' | 'PUT' | 'POST' | 'DELETE';
 
 /** OpenAPI fragments the table keeps with its routes (see docs/openapi.ts for how they are completed). */
@@ -39,7 +39,8 @@ export interface PublicRoute {
   readonly json: boolean;
   /** The change is guarded by If-Match (docs/api.md "Concurrency"). */
   readonly ifMatch?: boolean;
-  readonly tag: 'meta' | 'admin' | 'users' | 'rights' | 'subscriptions' | 'entitlements' | 'catalog' | 'webhooks';
+  readonly tag:
+    'meta' | 'admin' | 'users' | 'rights' | 'subscriptions' | 'entitlements' | 'catalog' | 'webhooks' | 'clocks';
   readonly summary: string;
   /** The name of the request body's schema in the OpenAPI components. */
   readonly body?: { readonly schema: string; readonly required: boolean };
@@ -166,6 +167,15 @@ const webhookRoute = <const O extends string>(
     json: route.json ?? true,
     tag: 'webhooks',
   }) as const;
+/**
+ * docs/decisions/0048 "Test clocks": Basic only; a client works with the clocks of its own
+ * grantor, an admin with any (the scheduler decides; another grantor's clock is 404).
+ */
+const clockRoute = <const O extends string>(
+  route: Omit<Named<'scheduler', O>, 'owner'> & { method: RouteMethod } & Pick<PublicRoute, 'body' | 'responses'>,
+) => ({ ...route, owner: 'scheduler', caller: 'client', bearer: null, json: true, tag: 'clocks' }) as const;
+const CLOCK = '/clocks/{clockId}';
+
 const ENDPOINTS = '/webhooks/endpoints';
 const ENDPOINT = `${ENDPOINTS}/{endpointId}`;
 
@@ -551,6 +561,48 @@ export const ROUTES = [
       },
     },
   },
+  // docs/decisions/0048: test clocks, owned by the scheduler.
+  clockRoute({
+    operationId: 'createClock',
+    method: 'POST',
+    path: '/clocks',
+    summary: "Create a test clock of the caller's grantor, at a time of its choosing",
+    body: { schema: 'ClockCreateBody', required: true },
+    responses: { '201': created('Clock'), '409': ref('Conflict') },
+  }),
+  clockRoute({
+    operationId: 'listClocks',
+    method: 'GET',
+    path: '/clocks',
+    summary: "The test clocks of the caller's grantor (every grantor's for an admin)",
+    responses: { '200': { description: 'The clocks', content: json('ClockList') } },
+  }),
+  clockRoute({
+    operationId: 'getClock',
+    method: 'GET',
+    path: CLOCK,
+    summary: 'Read a test clock',
+    responses: { '200': one('The clock', 'Clock'), '404': ref('NotFound') },
+  }),
+  clockRoute({
+    operationId: 'advanceClock',
+    method: 'POST',
+    path: `${CLOCK}/advance`,
+    summary: 'Move a test clock forward; advancing until everything due up to then has happened, then ready',
+    body: { schema: 'ClockAdvanceBody', required: true },
+    responses: {
+      '202': { description: 'Advancing', headers: etag, content: json('Clock') },
+      '404': ref('NotFound'),
+      '409': ref('Conflict'),
+    },
+  }),
+  clockRoute({
+    operationId: 'deleteClock',
+    method: 'DELETE',
+    path: CLOCK,
+    summary: 'Delete a test clock and everything on it',
+    responses: { '204': { description: 'Deleted' }, '404': ref('NotFound') },
+  }),
   // docs/api.md "Consumption by SKU" and "Reservations": metered rights, by SKU (who may: as for usage).
   entitlementChange({
     operationId: 'consumeEntitlement',

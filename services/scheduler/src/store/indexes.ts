@@ -1,4 +1,5 @@
 import type { CollectionIndexes } from '@rs/store';
+import { CLOCK_INDEXES } from './clock-store';
 import { dueIndexes } from './due-store';
 import { HOLD_EXPIRIES, RIGHT_EXPIRIES, SUBSCRIPTION_SCHEDULES } from './stores';
 
@@ -11,4 +12,5 @@ export const collectionIndexes = (): CollectionIndexes[] => [
   dueIndexes(RIGHT_EXPIRIES),
   dueIndexes(SUBSCRIPTION_SCHEDULES),
   dueIndexes(HOLD_EXPIRIES),
+  CLOCK_INDEXES,
 ];

@@ -1,5 +1,5 @@
 import type { mongo } from 'mongoose';
-import { BY_ID, declareIndexes, type CollectionIndexes } from '@rs/store';
+import { BY_ID, byGrantor, declareIndexes, type CollectionIndexes } from '@rs/store';
 import { type Sealed, type Sealer } from '@rs/sealing';
 
 /** A secret of an endpoint, sealed; `retiresAt` is set when a newer one replaced it (it signs until then). */
@@ -39,14 +39,7 @@ const toEndpoint = ({ _id, deleted: _deleted, ...fields }: EndpointDocument): En
 /** Endpoints are read by `_id`, and by grantor for every event: docs/api.md, a grantor's events reach its own endpoints only. */
 export const ENDPOINT_INDEXES: CollectionIndexes = {
   collection: 'endpoints',
-  queries: [
-    BY_ID,
-    {
-      query: "a grantor's endpoints (every event)",
-      mongodb: [{ key: { grantorId: 1, deleted: 1 }, name: 'by_grantor' }],
-      ferretdb: ['grantorId'],
-    },
-  ],
+  queries: [BY_ID, byGrantor('its endpoints, matched against every event')],
 };
 
 export class EndpointStore {

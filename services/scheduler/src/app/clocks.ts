@@ -1,0 +1,97 @@
+import { DomainError, newId, type ClockAdvanceBody, type ClockCreateBody, type Principal } from '@rs/contracts';
+import { changeOne, UNCHANGED } from '@rs/store';
+import { parseDateTime, type Clock } from '@rs/time';
+import { advance, canCreateClockFor, canUseClock, type ClockEntity } from '../domain/clock';
+import type { ClockStore } from '../store/clock-store';
+
+/** An instant of the API in whole seconds, within the years every date-time of the platform is (docs/api.md "Time"). */
+function instantOf(field: string, text: string): Date {
+  const parsed = parseDateTime(text);
+  if (!parsed.ok) throw DomainError.invalid(`${field}: ${parsed.reason}`);
+  const instant = parsed.value.startOf('second');
+  if (instant.year < 1 || instant.year > 9999) throw DomainError.invalid(`${field}: must be in the years 0001 to 9999`);
+  return instant.toJSDate();
+}
+
+/**
+ * Test clocks (docs/decisions/0048): a client works with its own grantor's clocks, an admin
+ * with any; another grantor's clock does not exist for it (404). At most `maxPerGrantor` per
+ * grantor (TEST_CLOCKS_MAX; 0 turns test clocks off).
+ */
+export class ClockUseCases {
+  constructor(
+    private readonly store: ClockStore,
+    private readonly options: { maxPerGrantor: number; clock: Clock },
+  ) {}
+
+  async create(principal: Principal, body: ClockCreateBody): Promise<ClockEntity> {
+    if (this.options.maxPerGrantor === 0) throw DomainError.conflict('test clocks are turned off (TEST_CLOCKS_MAX=0)');
+    if (!canCreateClockFor(principal, body.grantorId))
+      throw DomainError.notPermitted('you may create clocks only for your own grantor');
+    const owner = { grantorId: body.grantorId };
+    const time = instantOf('time', body.time);
+    // Two creates at once may both pass the count: one over the limit, never more.
+    if ((await this.store.countOfGrantor(owner.grantorId)) >= this.options.maxPerGrantor)
+      throw DomainError.conflict(
+        `grantor ${owner.grantorId} has ${this.options.maxPerGrantor} test clocks, the most it may`,
+      );
+    const now = this.options.clock();
+    const clock: ClockEntity = {
+      clockId: newId(now.getTime()),
+      grantorId: owner.grantorId,
+      time,
+      advancingTo: time,
+      generation: 1,
+      createdAt: now,
+      updatedAt: now,
+    };
+    await this.store.insert(clock);
+    return clock;
+  }
+
+  list(principal: Principal): Promise<ClockEntity[]> {
+    if (!principal.admin && principal.grantorId === null) return Promise.resolve([]);
+    return this.store.list(principal.admin ? null : principal.grantorId);
+  }
+
+  async get(principal: Principal, clockId: string): Promise<ClockEntity> {
+    const clock = await this.store.find(clockId);
+    if (!clock || !canUseClock(principal, clock)) throw DomainError.notFound(`no clock ${clockId}`);
+    return clock;
+  }
+
+  async advance(principal: Principal, clockId: string, body: ClockAdvanceBody): Promise<ClockEntity> {
+    const to = instantOf('to', body.to);
+    const done = await changeOne({
+      what: `clock ${clockId}`,
+      load: () => this.store.find(clockId),
+      authorize: (clock) => {
+        if (!canUseClock(principal, clock)) throw DomainError.notFound(`no clock ${clockId}`);
+      },
+      decide: (clock) => {
+        const decision = advance(clock, to, this.options.clock());
+        return decision.kind === 'unchanged' ? UNCHANGED : decision;
+      },
+      write: (current, { next }) => this.store.update(current, next),
+    });
+    if (done.outcome === 'missing') throw DomainError.notFound(`no clock ${clockId}`);
+    return done.outcome === 'changed' ? done.change.next : done.current;
+  }
+
+  /** An unknown clock is 404, as another grantor's is: which clocks exist is nobody else's to learn. */
+  async remove(principal: Principal, clockId: string): Promise<void> {
+    const done = await changeOne({
+      what: `clock ${clockId}`,
+      load: () => this.store.find(clockId),
+      authorize: (clock) => {
+        if (!canUseClock(principal, clock)) throw DomainError.notFound(`no clock ${clockId}`);
+      },
+      decide: (clock) => ({
+        kind: 'change' as const,
+        next: { ...clock, generation: clock.generation + 1, updatedAt: this.options.clock() },
+      }),
+      write: (current, { next }) => this.store.update(current, next, true),
+    });
+    if (done.outcome === 'missing') throw DomainError.notFound(`no clock ${clockId}`);
+  }
+}

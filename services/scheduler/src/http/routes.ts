@@ -1,0 +1,37 @@
+import { ClockAdvanceBody, ClockCreateBody, ClockId } from '@rs/contracts';
+import * as http from '@rs/http';
+import type { Request, Router } from 'express';
+import type { ClockUseCases } from '../app/clocks';
+import { representation } from '../domain/clock';
+
+/** The test clocks API (docs/decisions/0048), behind the gateway: HTTP in and out; the rules are the use cases'. */
+export function clockRoutes(clocks: ClockUseCases, publicBaseUrl: string): Router {
+  const router = http.exactRouter();
+  const clockId = (req: Request) => http.parseParam(ClockId, 'clockId', req.params.clockId);
+  const view = (clock: Parameters<typeof representation>[0]) => representation(clock, publicBaseUrl);
+
+  http.serveRoutes(router, 'scheduler', {
+    createClock: async (req, res) => {
+      const clock = await clocks.create(res.locals.principal, http.parseBody(ClockCreateBody, req.body));
+      http.sendCreated(res, clock.generation, view(clock));
+    },
+    listClocks: async (_req, res) => {
+      res.json({ clocks: (await clocks.list(res.locals.principal)).map(view) });
+    },
+    getClock: async (req, res) => {
+      const clock = await clocks.get(res.locals.principal, clockId(req));
+      http.sendResource(res, clock.generation, view(clock));
+    },
+    advanceClock: async (req, res) => {
+      const body = http.parseBody(ClockAdvanceBody, req.body);
+      const clock = await clocks.advance(res.locals.principal, clockId(req), body);
+      res.status(202);
+      http.sendResource(res, clock.generation, view(clock));
+    },
+    deleteClock: async (req, res) => {
+      await clocks.remove(res.locals.principal, clockId(req));
+      http.sendDone(res);
+    },
+  });
+  return router;
+}

@@ -1,0 +1,68 @@
+import { BY_ID, byGrantor, documentSchema, type CollectionIndexes, OutboxStore } from '@rs/store';
+import type { Connection } from 'mongoose';
+import type { ClockEntity } from '../domain/clock';
+
+interface ClockDocument extends Omit<ClockEntity, 'clockId'> {
+  _id: string;
+  deleted: boolean;
+}
+
+const schema = documentSchema<ClockDocument>('clocks', {
+  grantorId: 'string',
+  time: 'date',
+  advancingTo: 'date',
+  generation: 'number',
+  createdAt: 'date',
+  updatedAt: 'date',
+  deleted: 'flag',
+});
+
+/** The clocks' queries: by id, and a grantor's (its list and its limit). */
+export const CLOCK_INDEXES: CollectionIndexes = {
+  collection: 'clocks',
+  queries: [BY_ID, byGrantor('its clocks: their list, its limit')],
+};
+
+const toEntity = ({ _id, deleted: _deleted, ...fields }: ClockDocument): ClockEntity => ({ clockId: _id, ...fields });
+const LIVE = { deleted: { $ne: true } };
+
+/** The scheduler's test clocks (docs/decisions/0048): each change a compare-and-set on its generation. */
+export class ClockStore extends OutboxStore<ClockDocument, ClockEntity> {
+  constructor(db: Connection) {
+    super(db, 'Clock', schema, { live: LIVE, toEntity, indexes: CLOCK_INDEXES });
+  }
+
+  async find(clockId: string): Promise<ClockEntity | null> {
+    const doc = await this.model.findOne({ _id: clockId, ...LIVE }, this.hiddenFields).lean<ClockDocument>();
+    return doc && toEntity(doc);
+  }
+
+  /** A grantor's live clocks (every grantor's for null), oldest first. */
+  async list(grantorId: string | null): Promise<ClockEntity[]> {
+    const docs = await this.model
+      .find({ ...(grantorId === null ? {} : { grantorId }), ...LIVE }, this.hiddenFields)
+      .lean<ClockDocument[]>();
+    return docs.map(toEntity).sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
+  }
+
+  countOfGrantor(grantorId: string): Promise<number> {
+    return this.model.countDocuments({ grantorId, ...LIVE });
+  }
+
+  insert(clock: ClockEntity): Promise<boolean> {
+    const { clockId, ...fields } = clock;
+    const doc: ClockDocument = { _id: clockId, ...fields, deleted: false };
+    return this.documents.insert(doc, []);
+  }
+
+  /** Stores `next` if the clock is still at `current`'s generation; a change that `removes` it deletes it. */
+  update(current: ClockEntity, next: ClockEntity, removes = false): Promise<boolean> {
+    const { clockId: _id, ...fields } = next;
+    return this.documents.compareAndSet({
+      id: current.clockId,
+      generation: current.generation,
+      set: { ...fields, deleted: removes },
+      outbox: [],
+    });
+  }
+}

@@ -1,0 +1,112 @@
+import { clientsOf, systemFixture, TestSystem } from '@rs/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+// docs/decisions/0048: test clocks, owned by the scheduler, through the gateway: a grantor's
+// own, forward only, at most TEST_CLOCKS_MAX of them; nobody else's to see or touch.
+const fx = systemFixture({
+  name: 'clocks',
+  backends: ['catalog', 'rights', 'subscriptions', 'scheduler'],
+  env: { TEST_CLOCKS_MAX: '2' },
+  bearer: true,
+  seed: { clients: clientsOf({ 'grantor-a': 'A', 'grantor-b': 'B' }), users: ['alice'] },
+});
+beforeAll(fx.start);
+afterAll(fx.stop);
+
+const A = TestSystem.clientAuthorization('grantor-a');
+const B = TestSystem.clientAuthorization('grantor-b');
+const ADMIN = () => fx.system.adminHeaders().authorization!;
+
+interface ClockView {
+  clockId: string;
+  href: string;
+  generation: string;
+  grantorId: string;
+  time: string;
+  advancingTo: string;
+  status: string;
+}
+
+async function createClock(authorization: string, body: unknown): Promise<ClockView> {
+  const created = await fx.call('POST', '/clocks', authorization, body);
+  expect(created.status, await created.clone().text()).toBe(201);
+  const clock = (await created.json()) as ClockView;
+  expect(created.headers.get('location')).toBe(clock.href);
+  expect(created.headers.get('etag')).toBe(`"${clock.generation}"`);
+  return clock;
+}
+
+describe('test clocks (docs/decisions/0048)', () => {
+  it("when a grantor creates and advances a clock, then it is at the time asked, forward only, and another grantor's clocks are not there for it", async () => {
+    const clock = await createClock(A, { grantorId: 'A', time: '2027-01-31T00:00:00+01:00' });
+    expect(clock).toMatchObject({
+      grantorId: 'A',
+      generation: '1',
+      time: '2027-01-30T23:00:00Z',
+      advancingTo: '2027-01-30T23:00:00Z',
+      status: 'ready',
+    });
+    const path = `/clocks/${clock.clockId}`;
+
+    const advanced = await fx.call('POST', `${path}/advance`, A, { to: '2027-04-30T23:00:00Z' });
+    expect(advanced.status, await advanced.clone().text()).toBe(202);
+    expect(await advanced.json()).toMatchObject({ time: '2027-04-30T23:00:00Z', generation: '2', status: 'ready' });
+    // Never back; to where it is, nothing changes.
+    const back = await fx.call('POST', `${path}/advance`, A, { to: '2027-03-01T00:00:00Z' });
+    expect([back.status, back.headers.get('content-type')]).toEqual([409, expect.stringMatching(/^text\/plain/)]);
+    expect(await (await fx.call('POST', `${path}/advance`, A, { to: '2027-04-30T23:00:00Z' })).json()).toMatchObject({
+      generation: '2',
+    });
+    expect(await (await fx.call('GET', path, A)).json()).toMatchObject({ time: '2027-04-30T23:00:00Z' });
+    expect(await (await fx.call('GET', '/clocks', A)).json()).toEqual({
+      clocks: [expect.objectContaining({ clockId: clock.clockId })],
+    });
+
+    // Another grantor: not there (404), its list without it; a user's token: not for clocks.
+    for (const [method, suffix, body] of [
+      ['GET', '', undefined],
+      ['POST', '/advance', { to: '2028-01-01T00:00:00Z' }],
+      ['DELETE', '', undefined],
+    ] as const)
+      expect((await fx.call(method, `${path}${suffix}`, B, body)).status, `${method} ${suffix}`).toBe(404);
+    expect(await (await fx.call('GET', '/clocks', B)).json()).toEqual({ clocks: [] });
+    const bearer = `Bearer ${await fx.issuer.token('grantor-a', 'alice', { scope: 'id.user.sub.read' })}`;
+    expect((await fx.call('GET', path, bearer)).status).toBe(401);
+    expect(await (await fx.call('GET', path, A)).json()).toMatchObject({ generation: '2' });
+  });
+
+  it('when a grantor has TEST_CLOCKS_MAX clocks, then one more is 409 until one is deleted; an admin creates one for any grantor', async () => {
+    const first = await createClock(B, { grantorId: 'B', time: '2027-01-01T00:00:00Z' });
+    await createClock(ADMIN(), { time: '2027-01-01T00:00:00Z', grantorId: 'B' });
+    const over = await fx.call('POST', '/clocks', B, { grantorId: 'B', time: '2027-01-01T00:00:00Z' });
+    expect(over.status).toBe(409);
+    expect(await over.text()).toContain('2 test clocks');
+    expect((await fx.call('DELETE', `/clocks/${first.clockId}`, B)).status).toBe(204);
+    expect((await fx.call('GET', `/clocks/${first.clockId}`, B)).status).toBe(404);
+    expect((await fx.call('DELETE', `/clocks/${first.clockId}`, B)).status).toBe(404);
+    await createClock(B, { grantorId: 'B', time: '2030-06-01T00:00:00Z' });
+    expect((await (await fx.call('GET', '/clocks', ADMIN())).json()) as { clocks: ClockView[] }).toMatchObject({
+      clocks: expect.arrayContaining([expect.objectContaining({ grantorId: 'B' })]),
+    });
+  });
+
+  it('when the input is bad, then 400 naming what, and no clock is made', async () => {
+    const before = ((await (await fx.call('GET', '/clocks', ADMIN())).json()) as { clocks: unknown[] }).clocks.length;
+    for (const [authorization, body, status] of [
+      [A, { grantorId: 'A', time: '2027-01-01T00:00:00' }, 400],
+      [A, { grantorId: 'A', time: 'tomorrow' }, 400],
+      [A, { grantorId: 'A' }, 400],
+      [A, { grantorId: 'A', time: '2027-01-01T00:00:00Z', speed: 2 }, 400],
+      [A, { grantorId: 'A', time: '0000-12-31T00:00:00Z' }, 400],
+      [ADMIN(), { time: '2027-01-01T00:00:00Z' }, 400],
+      [A, { grantorId: 'B', time: '2027-01-01T00:00:00Z' }, 401],
+    ] as const) {
+      const answer = await fx.call('POST', '/clocks', authorization, body);
+      expect(answer.status, JSON.stringify(body)).toBe(status);
+    }
+    expect(((await (await fx.call('GET', '/clocks', ADMIN())).json()) as { clocks: unknown[] }).clocks).toHaveLength(
+      before,
+    );
+    expect((await fx.call('GET', '/clocks/not-an-id!', A)).status).toBe(400);
+  });
+});
