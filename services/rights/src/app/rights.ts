@@ -402,19 +402,24 @@ export class RightsUseCases {
    * right already changed is left as it is.
    */
   async cascade(command: RightsCascadeData): Promise<void> {
-    const rights = await this.store.ofSubscription(command.connectId, command.subscriptionId);
+    const { connectId, subscriptionId } = command;
+    // An end names its rights: read by id, what it reads is what it changes (docs/api.md
+    // "Reads cost what they return"), however many periods the subscription has had.
+    const rightIds =
+      command.action === 'end'
+        ? command.rightIds
+        : (await this.store.ofSubscription(connectId, subscriptionId)).map((right) => right.rightId);
     const decideFor = (current: RightEntity, now: Date): Decision => {
+      if (current.subscriptionId !== subscriptionId) return UNCHANGED;
       if (command.action === 'end') return endAt(current, { instant: new Date(command.at), text: command.at }, now);
       if (command.action === 'activate' && (current.state !== 'SUSPENDED' || hasEnded(current, now))) return UNCHANGED;
       if (command.action === 'suspend' && current.state !== 'ACTIVE') return UNCHANGED;
       return orUnchanged(decide(current, command.action, now));
     };
-    const targets = command.action === 'end' ? new Set(command.rightIds) : null;
-    for (const right of rights) {
-      if (targets && !targets.has(right.rightId)) continue;
+    for (const rightId of rightIds) {
       await changeOne({
-        what: `right ${right.rightId}`,
-        load: () => this.find(right.userId, right.rightId),
+        what: `right ${rightId}`,
+        load: () => this.find(connectId, rightId),
         decide: (current): Decision => decideFor(current, this.clock()),
         write: (current, { next, events }) =>
           this.store.update({ current, next, outbox: this.messages.of(next, events, systemActor('subscriptions')) }),
