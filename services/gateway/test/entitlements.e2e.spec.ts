@@ -1,5 +1,5 @@
 import { createPlatformClient, ok, type PlatformClient, type Schemas } from '@rs/client';
-import { TestSystem, clientsOf, systemFixture } from '@rs/testing';
+import { TestSystem, clientsOf, systemFixture, type CollectedMessage } from '@rs/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 // docs/api.md "Entitlement checks", through two gateway replicas: the one that answers a
@@ -13,7 +13,7 @@ const fx = systemFixture({
   collect: { 'rights.events': '#' },
   seed: {
     clients: clientsOf({ 'grantor-a': 'A', 'grantor-b': 'B', 'provider-p': 'P', 'other-o': 'O' }),
-    users: ['alice', 'bob', 'carol', 'dave', 'erin', 'frank', 'gina'],
+    users: ['alice', 'bob', 'carol', 'dave', 'erin', 'frank', 'gina', 'hanna'],
     skus: { video: { serviceProviderId: 'P', grantorIds: ['A', 'B'] }, music: {} },
   },
 });
@@ -168,6 +168,29 @@ describe('entitlement checks (docs/api.md)', () => {
         : { entitled: false, rights: [] };
       for (const replica of [FIRST, SECOND]) await soon(replica, 'carol', 'music').toMatchObject(holds);
     }
+  });
+
+  it('when units are reserved on one replica, then the other counts them as held within a second, and free again once released', async () => {
+    const rightId = await createRight('hanna', { serviceProviderId: 'P', quantity: 10 });
+    await soon(SECOND, 'hanna', 'video').toMatchObject({ balance: 10 });
+    const reserve = await on(FIRST, 'POST', '/id/users/hanna/entitlements/video/reservations', A, { amount: 4 });
+    expect(reserve.status, await reserve.clone().text()).toBe(201);
+    const { reservationId } = (await reserve.json()) as { reservationId: string };
+    expect(await check(FIRST, 'hanna', 'video')).toMatchObject({ balance: 6 });
+    await soon(SECOND, 'hanna', 'video').toMatchObject({ balance: 6, rights: [{ rightId, remaining: 6 }] });
+    // Held, not consumed: the right still has its 10 units until the commit.
+    const right = (await (await on(SECOND, 'GET', `/id/users/hanna/rights/${rightId}`, A)).json()) as {
+      remaining: number;
+    };
+    expect(right.remaining).toBe(10);
+
+    const path = `/id/users/hanna/entitlements/video/reservations/${reservationId}`;
+    expect((await on(SECOND, 'DELETE', path, A)).status).toBe(204);
+    await soon(FIRST, 'hanna', 'video').toMatchObject({ balance: 10 });
+    const heldEvents = (messages: CollectedMessage[]) =>
+      messages.filter((m) => m.body.subject === rightId && m.body.type === 'right.held');
+    const events = await fx.events('rights.events').waitFor((messages) => heldEvents(messages).length >= 2);
+    expect(heldEvents(events).map((m) => (m.body.data as { held: number }).held)).toEqual([4, 0]);
   });
 
   it('when clients of different parties check the same user and SKU, then each sees the rights it may read (docs/api.md)', async () => {

@@ -30,6 +30,8 @@ export const EVENT_FAMILIES: EventFamily[] = [
       'right.used': 'The right was used for the first time.',
       'right.consumed':
         'Units of a metered right were consumed: `amount` is how many, `remaining` what is left (docs/api.md "Usage").',
+      'right.held':
+        'Units of a metered right were reserved, or a reservation was released or lapsed: `held` is how many are held now, not consumed and not available to anyone else (docs/api.md "Reservations").',
       'right.removed': 'The right was removed.',
       'service.announce': 'First use of a right whose SKU has `announceOnUsage` (docs/api.md "Usage").',
     },

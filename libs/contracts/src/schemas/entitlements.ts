@@ -160,7 +160,7 @@ export type Reservation = z.infer<typeof Reservation>;
 /** What a right event's `data` tells the projection (the event type says whether it was removed). */
 export function projectedFromEvent(data: RightEventData, removed: boolean): ProjectedRight {
   const { rightId, connectId, sequence, state, timeInterval, grantorId, serviceProviderId, sku, used } = data;
-  const { quantity, remaining, graceEnds } = data;
+  const { quantity, remaining, held, graceEnds } = data;
   return {
     rightId,
     connectId,
@@ -172,7 +172,8 @@ export function projectedFromEvent(data: RightEventData, removed: boolean): Proj
     sku,
     used,
     quantity,
-    remaining,
+    // A check asks what may be consumed now: the units left less those held (docs/api.md).
+    remaining: remaining === null ? null : Math.max(0, remaining - (held ?? 0)),
     graceEnds,
     removed,
   };

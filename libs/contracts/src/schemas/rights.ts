@@ -100,6 +100,11 @@ export const RightEventData = Right.extend({
   sequence: z.number().int().positive(),
   /** `right.consumed`: the units this consumption took (`remaining` is what is left after it). */
   amount: z.number().int().positive().optional(),
+  /**
+   * A metered right's units held for reservations and consumptions under way: not consumed,
+   * not available to anyone else either (docs/api.md "Reservations"). Absent on a plain right.
+   */
+  held: z.number().int().min(0).optional(),
 });
 export type RightEventData = z.infer<typeof RightEventData>;
 
@@ -110,6 +115,7 @@ export const RightEventTypes = {
   expired: 'right.expired',
   used: 'right.used',
   consumed: 'right.consumed',
+  held: 'right.held',
   removed: 'right.removed',
   serviceAnnounce: 'service.announce',
 } as const;

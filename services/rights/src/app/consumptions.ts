@@ -324,7 +324,7 @@ export class ConsumptionUseCases {
     for (const portion of record.held) {
       const held = await this.changeRight(record.userId, portion.rightId, (right) =>
         canUse(principal, right)
-          ? holdUnits(right, { ...hold, amount: portion.amount }, this.clock())
+          ? holdUnits(right, { ...hold, amount: portion.amount }, this.clock(), record.kind === 'reservation')
           : { kind: 'conflict', reason: 'not visible' },
       ).catch((error: unknown) => {
         if (error instanceof DomainError && error.code === 'conflict') return null;
@@ -398,7 +398,11 @@ export class ConsumptionUseCases {
       const right = await this.changeRight(
         record.userId,
         portion.rightId,
-        (current) => settleUnits(current, record.consumptionId, amount, this.clock(), announce),
+        (current) =>
+          settleUnits(current, record.consumptionId, amount, this.clock(), {
+            consumed: announce,
+            held: record.kind === 'reservation',
+          }),
         actor,
       );
       if (right) touched.push(right);

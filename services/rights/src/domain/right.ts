@@ -171,10 +171,13 @@ function metered(
   meter: Meter,
   now: Date,
   consumed: { amount: number; announce: boolean } | null,
+  /** The units held changed in a way others must see at once: a reservation's (right.held). */
+  heldEvent = false,
 ): Decision {
   const { remaining, holds, applied } = meter;
   const next = { ...right, remaining, holds, applied, generation: right.generation + 1, updatedAt: now };
-  if (!consumed || consumed.amount === 0) return { kind: 'change', next, events: [] };
+  if (!consumed || consumed.amount === 0)
+    return { kind: 'change', next, events: heldEvent ? [RightEventTypes.held] : [] };
   return {
     kind: 'change',
     next: { ...next, used: true },
@@ -213,29 +216,43 @@ export function recordUsage(
 
 /**
  * Holds units of an active metered right for a consumption across rights or a reservation
- * (docs/decisions/0045): no event (nothing is consumed yet); a hold placed before is unchanged.
+ * (docs/decisions/0045): nothing is consumed yet. A reservation's hold is announced
+ * (`right.held`), so that every replica's checks count it at once; a consumption's lasts
+ * only until its `right.consumed`. A hold placed before is unchanged.
  */
-export function holdUnits(right: RightEntity, hold: Hold, now: Date): Decision {
+export function holdUnits(right: RightEntity, hold: Hold, now: Date, announce: boolean): Decision {
   const meter = meterOf(right);
   if (!meter || !isUsable(right, now)) return conflict(`right ${right.rightId} is not active`);
   const held = placeHold(meter, hold);
   if (held.kind === 'already') return { kind: 'unchanged' };
   if (held.kind === 'short') return shortOf(right, held.available, hold.amount);
-  return metered(right, held.next, now, null);
+  return metered(right, held.next, now, null, announce);
 }
 
 /**
  * Settles hold `id` of a right: `amount` of its units consumed (right.consumed, and the first
- * use's events), the rest freed. Whatever the right's state now: the consumption was decided
- * while it was active (docs/decisions/0045). A hold settled before is unchanged.
+ * use's events), the rest freed (`right.held` when the hold was announced and nothing was
+ * consumed). Whatever the right's state now: the consumption was decided while it was active
+ * (docs/decisions/0045). A hold settled before is unchanged.
  */
-export function settleUnits(right: RightEntity, id: string, amount: number, now: Date, announce: boolean): Decision {
+export function settleUnits(
+  right: RightEntity,
+  id: string,
+  amount: number,
+  now: Date,
+  announce: { consumed: boolean; held: boolean },
+): Decision {
   const meter = meterOf(right);
   if (!meter) return { kind: 'unchanged' };
   const settled = settleHold(meter, id, amount);
   if (settled.kind !== 'changed') return { kind: 'unchanged' };
-  return metered(right, settled.next, now, { amount: meter.remaining - settled.next.remaining, announce });
+  const taken = { amount: meter.remaining - settled.next.remaining, announce: announce.consumed };
+  return metered(right, settled.next, now, taken, announce.held);
 }
+
+/** The units of a metered right held for consumptions and reservations under way (0 on a plain right). */
+export const heldOf = (right: Pick<RightEntity, 'holds'>): number =>
+  right.holds.reduce((sum, hold) => sum + hold.amount, 0);
 
 /** A right as the scheduler rebuilds its expiries from it (the internal listing, docs/decisions/0009). */
 export function expiryEntry(right: RightEntity): ExpiryEntry {

@@ -1,6 +1,6 @@
 import { Exchanges, RightEventTypes, type Actor, type RightEventData, type RightEventType } from '@rs/contracts';
 import { changeMessage, type OutboxEntry } from '@rs/store';
-import { representation, type RightEntity } from '../domain/right';
+import { heldOf, representation, type RightEntity } from '../domain/right';
 
 export const EVENT_SOURCE = '/rights';
 
@@ -21,6 +21,7 @@ export class RightMessages {
       ...representation(right, this.publicBaseUrl, right.updatedAt),
       connectId: right.userId,
       sequence: right.generation,
+      ...(right.quantity === null ? {} : { held: heldOf(right) }),
     };
     return types.map((type) =>
       changeMessage(Exchanges.rightsEvents, {
