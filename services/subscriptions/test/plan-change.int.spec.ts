@@ -168,6 +168,14 @@ describe('plan changes (docs/api.md "Plan changes")', () => {
       pendingChange: null,
     });
     await createdOnce([current!.rightId, next!.rightId]);
+    // Booked, withdrawn, booked again, taken effect: four changes, each an event.
+    await fx
+      .events('subscriptions.events')
+      .waitFor(
+        (messages) =>
+          messages.filter((m) => m.body.subject === subscriptionId && m.body.type === 'subscription.changed').length ===
+          4,
+      );
   });
 
   it('when a change is not one a creation would accept, or not the caller’s to make, then it is refused and nothing changes', async () => {

@@ -124,7 +124,9 @@ describe('docs/api.md "Plan changes": next-period', () => {
     expect(plan.issues.map(({ period, plan, rights }) => ({ period, plan, sku: rights[0]!.sku }))).toEqual([
       { period: 2, plan: 1, sku: 'premium' },
     ]);
-    expect(renewedState(pending, spec, plan, at)?.next).toMatchObject({
+    const renewed = renewedState(pending, spec, plan, at);
+    expect(renewed?.events).toEqual(['subscription.renewed', 'subscription.changed']);
+    expect(renewed?.next).toMatchObject({
       rightsSpec: [{ sku: 'premium' }],
       plan: 1,
       pendingChange: null,

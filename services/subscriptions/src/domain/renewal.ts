@@ -152,6 +152,8 @@ export function renewedState(
   };
   const events: SubscriptionEventType[] = [];
   if (plan.issues.length > 0) events.push(SubscriptionEventTypes.renewed);
+  // The plan change booked for this period has taken effect (docs/api.md "Plan changes").
+  if (takesEffect) events.push(SubscriptionEventTypes.changed);
   if (plan.expired) events.push(SubscriptionEventTypes.expired);
   return { next, events };
 }
