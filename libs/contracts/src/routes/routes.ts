@@ -566,7 +566,8 @@ export const ROUTES = [
     operationId: 'createClock',
     method: 'POST',
     path: '/clocks',
-    summary: "Create a test clock of the caller's grantor, at a time of its choosing",
+    summary:
+      "Create a test clock of the caller's grantor, at a time of its choosing (409 while test clocks are off: TEST_CLOCKS_MAX=0, the default; nothing can live on a clock yet)",
     body: { schema: 'ClockCreateBody', required: true },
     responses: { '201': created('Clock'), '409': ref('Conflict') },
   }),
