@@ -24,6 +24,7 @@ import {
   PlanChangeBody,
   ClockCreateBody,
   ClockAdvanceBody,
+  ClockEvents,
   ReservationBody,
   CommitBody,
 } from '../src/index';
@@ -31,6 +32,7 @@ import {
 /** Every event and command type the contracts define, from their schemas (not from the document's generator). */
 const CONTRACT_TYPES = [
   ...Object.keys(CatalogEvents),
+  ...Object.keys(ClockEvents),
   ...Object.keys(RightEvents),
   ...Object.keys(SubscriptionEvents),
   ...Object.keys(RightsCommands),

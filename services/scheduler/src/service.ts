@@ -1,9 +1,10 @@
 import { publicApiShape, serviceEnvShape, serviceUrl } from '@rs/config';
-import { defineService, serveHttp } from '@rs/runtime';
+import { defineService, serveHttp, startRelay } from '@rs/runtime';
 import { z } from 'zod';
 import { ClockUseCases } from './app/clocks';
 import { startScheduling } from './app/scheduling';
 import { clockRoutes } from './http/routes';
+import { ClockMessages } from './messaging/clock-events';
 import { ClockStore } from './store/clock-store';
 import { followEvents, followHolds } from './messaging/events';
 import { createStores } from './store/stores';
@@ -48,8 +49,12 @@ export const start = defineService('scheduler', Config, async (runtime) => {
   });
   runtime.onStop(() => scheduling.stop());
   const clocks = await runtime.migrated(new ClockStore(runtime.db));
+  startRelay(runtime, clocks.model.collection.collectionName);
   const routes = clockRoutes(
-    new ClockUseCases(clocks, { maxPerGrantor: config.TEST_CLOCKS_MAX, clock }),
+    new ClockUseCases(clocks, new ClockMessages(config.PUBLIC_BASE_URL), {
+      maxPerGrantor: config.TEST_CLOCKS_MAX,
+      clock,
+    }),
     config.PUBLIC_BASE_URL,
   );
   return serveHttp(runtime, config.PORT, {

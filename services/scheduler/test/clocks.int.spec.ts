@@ -1,4 +1,4 @@
-import { clientsOf, systemFixture, TestSystem } from '@rs/testing';
+import { clientsOf, systemFixture, TestSystem, type CollectedMessage } from '@rs/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 // docs/decisions/0048: test clocks, owned by the scheduler, through the gateway: a grantor's
@@ -7,6 +7,7 @@ const fx = systemFixture({
   name: 'clocks',
   backends: ['catalog', 'rights', 'subscriptions', 'scheduler'],
   env: { TEST_CLOCKS_MAX: '2' },
+  collect: { 'clocks.events': '#' },
   bearer: true,
   seed: { clients: clientsOf({ 'grantor-a': 'A', 'grantor-b': 'B' }), users: ['alice'] },
 });
@@ -73,6 +74,19 @@ describe('test clocks (docs/decisions/0048)', () => {
     const bearer = `Bearer ${await fx.issuer.token('grantor-a', 'alice', { scope: 'id.user.sub.read' })}`;
     expect((await fx.call('GET', path, bearer)).status).toBe(401);
     expect(await (await fx.call('GET', path, A)).json()).toMatchObject({ generation: '2' });
+
+    // Every change is on clocks.events, once, as the API shows the clock (docs/decisions/0048).
+    expect((await fx.call('DELETE', path, A)).status).toBe(204);
+    const ofClock = (messages: CollectedMessage[]) => messages.filter((m) => m.body.subject === clock.clockId);
+    const events = ofClock(await fx.events('clocks.events').waitFor((messages) => ofClock(messages).length >= 4));
+    expect(events.map((m) => [m.routingKey, (m.body.data as { sequence: number; time: string }).sequence])).toEqual([
+      ['clock.created', 1],
+      ['clock.advanced', 2],
+      ['clock.ready', 2],
+      ['clock.deleted', 3],
+    ]);
+    expect(events[1]!.body.data).toMatchObject({ time: '2027-04-30T23:00:00Z', status: 'ready', grantorId: 'A' });
+    expect((await fx.call('GET', path, A)).status).toBe(404);
   });
 
   it('when a grantor has TEST_CLOCKS_MAX clocks, then one more is 409 until one is deleted; an admin creates one for any grantor', async () => {

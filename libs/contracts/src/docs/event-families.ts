@@ -1,3 +1,4 @@
+import { ClockEvents } from '../schemas/clocks';
 import { CatalogEvents } from '../schemas/catalog';
 import { RightsCommands, SchedulerCommands, SubscriptionsCommands } from '../schemas/commands';
 import { RightEvents } from '../schemas/rights';
@@ -83,6 +84,19 @@ export const EVENT_FAMILIES: EventFamily[] = [
     descriptions: {
       'sku.upserted': 'A SKU was created or changed. `data` is the entry as the admin API returns it.',
       'sku.deleted': 'A SKU was deleted.',
+    },
+  },
+  {
+    exchange: Exchanges.clocksEvents,
+    producer: 'scheduler',
+    summary:
+      'Changes of test clocks (docs/decisions/0048): `data` is the clock as the API returns it, plus `sequence` (its generation). For the services that judge what lives on a clock by its time.',
+    schemas: ClockEvents,
+    descriptions: {
+      'clock.created': 'A test clock was created, at its `time`.',
+      'clock.advanced': 'A test clock moved forward to its `time`.',
+      'clock.ready': 'A test clock reached where its advance went: everything due up to its `time` has happened.',
+      'clock.deleted': 'A test clock was deleted, with everything on it.',
     },
   },
 ];

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { PartyId } from './catalog';
+import { eventFamily, typesOf } from './cloud-event';
 
 /**
  * Test clocks (docs/decisions/0048): a grantor's own time, moved forward only by advances, on
@@ -39,3 +40,13 @@ export const Clock = z.object({
 export type Clock = z.infer<typeof Clock>;
 
 export const ClockList = z.object({ clocks: z.array(Clock) });
+
+/**
+ * docs/decisions/0048: every change of a clock, for the services that judge by its time; `data`
+ * is the clock as the API returns it, and its generation.
+ */
+export const ClockEventTypes = typesOf('clock', ['created', 'advanced', 'ready', 'deleted']);
+export type ClockEventType = (typeof ClockEventTypes)[keyof typeof ClockEventTypes];
+export const ClockEventData = Clock.extend({ sequence: z.number().int().positive() });
+export type ClockEventData = z.infer<typeof ClockEventData>;
+export const ClockEvents = eventFamily(ClockEventTypes, ClockEventData);

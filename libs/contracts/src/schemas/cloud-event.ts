@@ -89,6 +89,14 @@ export function parseEvent<S extends EventSchemas>(schemas: S, raw: unknown): Pa
 }
 
 /** The data schema of each event type of a family whose events all carry the same data. */
+/** The types of a family of events, `<family>.<name>` by name: `typesOf('clock', ['created'])` is `{ created: 'clock.created' }`. */
+export function typesOf<const F extends string, const N extends string>(
+  family: F,
+  names: readonly N[],
+): { readonly [K in N]: `${F}.${K}` } {
+  return Object.fromEntries(names.map((name) => [name, `${family}.${name}`])) as { [K in N]: `${F}.${K}` };
+}
+
 export function eventFamily<Types extends Record<string, string>, Data>(
   types: Types,
   data: Data,

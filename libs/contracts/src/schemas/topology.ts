@@ -3,6 +3,7 @@ export const Exchanges = {
   rightsEvents: 'rights.events',
   subscriptionsEvents: 'subscriptions.events',
   catalogEvents: 'catalog.events',
+  clocksEvents: 'clocks.events',
   commands: 'commands',
 } as const;
 
@@ -10,6 +11,7 @@ export const EXCHANGE_TYPES: Record<(typeof Exchanges)[keyof typeof Exchanges], 
   'rights.events': 'topic',
   'subscriptions.events': 'topic',
   'catalog.events': 'topic',
+  'clocks.events': 'topic',
   commands: 'direct',
 };
 

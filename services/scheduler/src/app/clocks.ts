@@ -1,7 +1,15 @@
-import { DomainError, newId, type ClockAdvanceBody, type ClockCreateBody, type Principal } from '@rs/contracts';
+import {
+  actorOf,
+  DomainError,
+  newId,
+  type ClockAdvanceBody,
+  type ClockCreateBody,
+  type Principal,
+} from '@rs/contracts';
 import { changeOne, UNCHANGED } from '@rs/store';
 import { parseDateTime, type Clock } from '@rs/time';
 import { advance, canCreateClockFor, canUseClock, type ClockEntity } from '../domain/clock';
+import { CLOCK_EVENTS, type ClockMessages } from '../messaging/clock-events';
 import type { ClockStore } from '../store/clock-store';
 
 /** An instant of the API in whole seconds, within the years every date-time of the platform is (docs/api.md "Time"). */
@@ -21,6 +29,7 @@ function instantOf(field: string, text: string): Date {
 export class ClockUseCases {
   constructor(
     private readonly store: ClockStore,
+    private readonly messages: ClockMessages,
     private readonly options: { maxPerGrantor: number; clock: Clock },
   ) {}
 
@@ -45,7 +54,7 @@ export class ClockUseCases {
       createdAt: now,
       updatedAt: now,
     };
-    await this.store.insert(clock);
+    await this.store.insert(clock, this.messages.of(clock, CLOCK_EVENTS.created, actorOf(principal)));
     return clock;
   }
 
@@ -72,7 +81,8 @@ export class ClockUseCases {
         const decision = advance(clock, to, this.options.clock());
         return decision.kind === 'unchanged' ? UNCHANGED : decision;
       },
-      write: (current, { next }) => this.store.update(current, next),
+      write: (current, { next }) =>
+        this.store.update(current, next, this.messages.of(next, CLOCK_EVENTS.advanced, actorOf(principal))),
     });
     if (done.outcome === 'missing') throw DomainError.notFound(`no clock ${clockId}`);
     return done.outcome === 'changed' ? done.change.next : done.current;
@@ -90,7 +100,8 @@ export class ClockUseCases {
         kind: 'change' as const,
         next: { ...clock, generation: clock.generation + 1, updatedAt: this.options.clock() },
       }),
-      write: (current, { next }) => this.store.update(current, next, true),
+      write: (current, { next }) =>
+        this.store.update(current, next, this.messages.of(next, CLOCK_EVENTS.deleted, actorOf(principal)), true),
     });
     if (done.outcome === 'missing') throw DomainError.notFound(`no clock ${clockId}`);
   }

@@ -1,4 +1,13 @@
-import { BY_ID, byGrantor, documentSchema, type CollectionIndexes, OutboxStore } from '@rs/store';
+import {
+  BY_ID,
+  byGrantor,
+  documentSchema,
+  type CollectionIndexes,
+  outboxDocumentFields,
+  OutboxStore,
+  PENDING_EVENTS,
+  type OutboxEntry,
+} from '@rs/store';
 import type { Connection } from 'mongoose';
 import type { ClockEntity } from '../domain/clock';
 
@@ -11,16 +20,14 @@ const schema = documentSchema<ClockDocument>('clocks', {
   grantorId: 'string',
   time: 'date',
   advancingTo: 'date',
-  generation: 'number',
-  createdAt: 'date',
-  updatedAt: 'date',
   deleted: 'flag',
+  ...outboxDocumentFields,
 });
 
 /** The clocks' queries: by id, and a grantor's (its list and its limit). */
 export const CLOCK_INDEXES: CollectionIndexes = {
   collection: 'clocks',
-  queries: [BY_ID, byGrantor('its clocks: their list, its limit')],
+  queries: [BY_ID, byGrantor('its clocks: their list, its limit'), PENDING_EVENTS],
 };
 
 const toEntity = ({ _id, deleted: _deleted, ...fields }: ClockDocument): ClockEntity => ({ clockId: _id, ...fields });
@@ -49,20 +56,24 @@ export class ClockStore extends OutboxStore<ClockDocument, ClockEntity> {
     return this.model.countDocuments({ grantorId, ...LIVE });
   }
 
-  insert(clock: ClockEntity): Promise<boolean> {
+  /** Stores a new clock with its events (through the outbox). */
+  insert(clock: ClockEntity, outbox: OutboxEntry[]): Promise<boolean> {
     const { clockId, ...fields } = clock;
     const doc: ClockDocument = { _id: clockId, ...fields, deleted: false };
-    return this.documents.insert(doc, []);
+    return this.documents.insert(doc, outbox);
   }
 
-  /** Stores `next` if the clock is still at `current`'s generation; a change that `removes` it deletes it. */
-  update(current: ClockEntity, next: ClockEntity, removes = false): Promise<boolean> {
+  /**
+   * Stores `next` with its events if the clock is still at `current`'s generation; a change that
+   * `removes` it deletes it.
+   */
+  update(current: ClockEntity, next: ClockEntity, outbox: OutboxEntry[], removes = false): Promise<boolean> {
     const { clockId: _id, ...fields } = next;
     return this.documents.compareAndSet({
       id: current.clockId,
       generation: current.generation,
       set: { ...fields, deleted: removes },
-      outbox: [],
+      outbox,
     });
   }
 }
