@@ -24,8 +24,10 @@ export interface Meter {
 export const APPLIED_KEPT = 64;
 
 /** Units anyone may take now: what is left, less what is held. */
-export const available = (meter: Meter): number =>
-  meter.remaining - meter.holds.reduce((sum, hold) => sum + hold.amount, 0);
+/** The units held for consumptions and reservations under way: not consumed, not available to others. */
+export const heldUnits = (holds: readonly Hold[]): number => holds.reduce((sum, hold) => sum + hold.amount, 0);
+
+export const available = (meter: Meter): number => meter.remaining - heldUnits(meter.holds);
 
 export type MeterChange =
   | { kind: 'changed'; next: Meter }

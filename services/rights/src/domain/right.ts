@@ -250,10 +250,6 @@ export function settleUnits(
   return metered(right, settled.next, now, taken, announce.held);
 }
 
-/** The units of a metered right held for consumptions and reservations under way (0 on a plain right). */
-export const heldOf = (right: Pick<RightEntity, 'holds'>): number =>
-  right.holds.reduce((sum, hold) => sum + hold.amount, 0);
-
 /** A right as the scheduler rebuilds its expiries from it (the internal listing, docs/decisions/0009). */
 export function expiryEntry(right: RightEntity): ExpiryEntry {
   const { rightId, userId: connectId, generation: sequence, state, timeInterval } = right;

@@ -1,6 +1,7 @@
 import { Exchanges, RightEventTypes, type Actor, type RightEventData, type RightEventType } from '@rs/contracts';
 import { changeMessage, type OutboxEntry } from '@rs/store';
-import { heldOf, representation, type RightEntity } from '../domain/right';
+import { heldUnits } from '../domain/metering';
+import { representation, type RightEntity } from '../domain/right';
 
 export const EVENT_SOURCE = '/rights';
 
@@ -21,7 +22,7 @@ export class RightMessages {
       ...representation(right, this.publicBaseUrl, right.updatedAt),
       connectId: right.userId,
       sequence: right.generation,
-      ...(right.quantity === null ? {} : { held: heldOf(right) }),
+      ...(right.quantity === null ? {} : { held: heldUnits(right.holds) }),
     };
     return types.map((type) =>
       changeMessage(Exchanges.rightsEvents, {

@@ -7,7 +7,7 @@ import {
   type Principal,
 } from '@rs/contracts';
 import { changeOne, UNCHANGED } from '@rs/store';
-import { parseDateTime, type Clock } from '@rs/time';
+import { isRepresentable, parseDateTime, RANGE_REASON, type Clock } from '@rs/time';
 import { advance, canCreateClockFor, canUseClock, type ClockEntity } from '../domain/clock';
 import { CLOCK_EVENTS, type ClockMessages } from '../messaging/clock-events';
 import type { ClockStore } from '../store/clock-store';
@@ -17,7 +17,7 @@ function instantOf(field: string, text: string): Date {
   const parsed = parseDateTime(text);
   if (!parsed.ok) throw DomainError.invalid(`${field}: ${parsed.reason}`);
   const instant = parsed.value.startOf('second');
-  if (instant.year < 1 || instant.year > 9999) throw DomainError.invalid(`${field}: must be in the years 0001 to 9999`);
+  if (!isRepresentable(instant)) throw DomainError.invalid(`${field}: ${RANGE_REASON}`);
   return instant.toJSDate();
 }
 
