@@ -99,38 +99,46 @@ function consumedInEvents(rightIds: readonly string[]): number {
 }
 
 describe('consumption by SKU under concurrency (docs/decisions/0045, 0046)', () => {
-  it('when 200 callers race on two gateways and two rights processes for 100 units over three rights, then exactly 100 are served and every unit is consumed once', async () => {
-    const rights = await balanceOfHundred('runner');
-    const statuses = await Promise.all(Array.from({ length: CALLERS }, (_, caller) => consumeOne('runner', caller)));
-    expect(statuses.filter((status) => status === 200)).toHaveLength(100);
-    expect(statuses.filter((status) => status === 409)).toHaveLength(100);
-    expect(await Promise.all(rights.map((rightId) => remainingOf('runner', rightId)))).toEqual([0, 0, 0]);
-    await vi.waitFor(() => expect(consumedInEvents(rights)).toBe(100), { timeout: 15_000 });
-  }, RACE_TIMEOUT_MS);
+  it(
+    'when 200 callers race on two gateways and two rights processes for 100 units over three rights, then exactly 100 are served and every unit is consumed once',
+    async () => {
+      const rights = await balanceOfHundred('runner');
+      const statuses = await Promise.all(Array.from({ length: CALLERS }, (_, caller) => consumeOne('runner', caller)));
+      expect(statuses.filter((status) => status === 200)).toHaveLength(100);
+      expect(statuses.filter((status) => status === 409)).toHaveLength(100);
+      expect(await Promise.all(rights.map((rightId) => remainingOf('runner', rightId)))).toEqual([0, 0, 0]);
+      await vi.waitFor(() => expect(consumedInEvents(rights)).toBe(100), { timeout: 15_000 });
+    },
+    RACE_TIMEOUT_MS,
+  );
 
-  it('when one rights process is killed in the middle of the race, then no unit is lost or consumed twice and every consumption answered 200 is in the balance', async () => {
-    const rights = await balanceOfHundred('crasher');
-    const answered: number[] = [];
-    const racing = Promise.all(
-      Array.from({ length: CALLERS }, (_, caller) =>
-        consumeOne('crasher', caller).then((status) => {
-          answered.push(status);
-          return status;
-        }),
-      ),
-    );
-    await vi.waitFor(() => expect(answered.length).toBeGreaterThanOrEqual(40), { timeout: 60_000, interval: 20 });
-    const victim = fx.system.service('rights#2');
-    await victim.kill();
-    expect(answered.length).toBeLessThan(CALLERS);
-    await victim.start();
-    const statuses = await racing;
+  it(
+    'when one rights process is killed in the middle of the race, then no unit is lost or consumed twice and every consumption answered 200 is in the balance',
+    async () => {
+      const rights = await balanceOfHundred('crasher');
+      const answered: number[] = [];
+      const racing = Promise.all(
+        Array.from({ length: CALLERS }, (_, caller) =>
+          consumeOne('crasher', caller).then((status) => {
+            answered.push(status);
+            return status;
+          }),
+        ),
+      );
+      await vi.waitFor(() => expect(answered.length).toBeGreaterThanOrEqual(40), { timeout: 60_000, interval: 20 });
+      const victim = fx.system.service('rights#2');
+      await victim.kill();
+      expect(answered.length).toBeLessThan(CALLERS);
+      await victim.start();
+      const statuses = await racing;
 
-    const served = statuses.filter((status) => status === 200).length;
-    expect(served).toBe(100);
-    expect(statuses.filter((status) => status === 409)).toHaveLength(100);
-    const remaining = await Promise.all(rights.map((rightId) => remainingOf('crasher', rightId)));
-    expect(remaining).toEqual([0, 0, 0]);
-    await vi.waitFor(() => expect(consumedInEvents(rights)).toBe(100), { timeout: 15_000 });
-  }, RACE_TIMEOUT_MS);
+      const served = statuses.filter((status) => status === 200).length;
+      expect(served).toBe(100);
+      expect(statuses.filter((status) => status === 409)).toHaveLength(100);
+      const remaining = await Promise.all(rights.map((rightId) => remainingOf('crasher', rightId)));
+      expect(remaining).toEqual([0, 0, 0]);
+      await vi.waitFor(() => expect(consumedInEvents(rights)).toBe(100), { timeout: 15_000 });
+    },
+    RACE_TIMEOUT_MS,
+  );
 });
