@@ -62,6 +62,14 @@ apply_indexes() {
     -f "$here/ferretdb-index-fields.sql" -f "$here/ferretdb-compare-and-set.sql" -f "$here/ferretdb-indexes.sql" >/dev/null
 }
 
+# A FerretDB of ours whose PostgreSQL is gone (its data folder was in a clone since deleted)
+# answers on its port and fails every command: it is stopped, and both start again below.
+if listening "$MONGO_PORT" && ! listening "$PG_PORT" && pgrep -f "ferretdb --handler=postgresql" >/dev/null; then
+  echo "FerretDB answers but its PostgreSQL on 127.0.0.1:$PG_PORT does not: starting both again"
+  pkill -f "ferretdb --handler=postgresql" || true
+  for _ in $(seq 1 30); do listening "$MONGO_PORT" || break; sleep 1; done
+fi
+
 if listening "$MONGO_PORT"; then
   echo "a MongoDB-wire server answers on 127.0.0.1:$MONGO_PORT"
   if listening "$PG_PORT" && [ -n "$(pg_bin)" ]; then apply_indexes "$(pg_bin)" 2>/dev/null || true; fi
