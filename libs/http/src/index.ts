@@ -7,3 +7,4 @@ export * from './server';
 export * from './request';
 export * from './tracing';
 export * from './service-client';
+export * from './clock-times';

@@ -96,14 +96,14 @@ export async function sendNewestFirst<T extends { createdAt: Date }>(
   list: {
     read: (limit: number, after: Keyset | null) => Promise<T[]>;
     idOf: (item: T) => string;
-    body: (items: T[]) => object;
+    body: (items: T[]) => object | Promise<object>;
   },
 ): Promise<void> {
   const page = pageParams(req);
   const found = await list.read(page.limit, parseKeyset(page));
   const last = found.at(-1);
   setNextLink(req, res, publicBaseUrl, page, last && keysetOf(last, list.idOf(last)), found.length);
-  res.json(list.body(found));
+  res.json(await list.body(found));
 }
 
 /**

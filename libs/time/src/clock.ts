@@ -25,3 +25,13 @@ export function manualClock(start: Date | string): ManualClock {
   };
   return clock;
 }
+
+/**
+ * The instant a command of the scheduler is judged at (docs/decisions/0048): for what lives on a
+ * test clock, the command's time alone (its clock's time when it was sent); for the rest the later
+ * of it and this service's clock, which may be a little behind the scheduler's, so that a due
+ * command never turns into a no-op.
+ */
+export function judgedInstant(commandTime: Date, clock: Clock, onTestClock: boolean): Date {
+  return onTestClock ? commandTime : new Date(Math.max(clock().getTime(), commandTime.getTime()));
+}

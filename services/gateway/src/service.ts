@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { DEFAULT_PORTS, env, serviceUrl } from '@rs/config';
 import { defineService, serveHttp } from '@rs/runtime';
-import { servicePrincipal } from '@rs/http';
+import { ClockTimes, servicePrincipal } from '@rs/http';
 import { z } from 'zod';
 import { Authenticator } from './auth/authenticator';
 import { TrustedProxies } from './domain/source-address';
@@ -140,6 +140,7 @@ export const start = defineService(
       users,
       logger,
       clock,
+      clocks: new ClockTimes({ schedulerUrl: config.SCHEDULER_URL, signer: runtime.signer, service: 'gateway' }),
     });
     runtime.onStop(await keepEntitlements(entitlements, runtime.broker, logger));
     const forwarder = new Forwarder({

@@ -1,5 +1,6 @@
 import { env, historyEnvShape, publicApiShape, secretRing, serviceEnvShape, serviceUrl } from '@rs/config';
 import { startSkuDirectory } from '@rs/catalog-client';
+import { ClockTimes } from '@rs/http';
 import { defineService, serveHttp, startPurge, startRelay } from '@rs/runtime';
 import { z } from 'zod';
 import { RightsUseCases } from './app/rights';
@@ -19,6 +20,8 @@ export const Config = z.object({
   ...publicApiShape,
   ...historyEnvShape,
   CATALOG_URL: serviceUrl('catalog'),
+  /** The scheduler, which owns the test clocks rights may live on (docs/decisions/0048). */
+  SCHEDULER_URL: serviceUrl('scheduler'),
   /** docs/operations.md: the longest lifetime of a signed right token, and the key of its keys at rest. */
   RIGHT_TOKEN_TTL_S: z.coerce.number().int().min(1).max(86_400).default(300),
   RIGHT_TOKEN_KEY_SECRET: env.secret.optional(),
@@ -41,7 +44,8 @@ export const start = defineService('rights', Config, async (runtime) => {
   startRelay(runtime, 'consumptions');
   const skus = await startSkuDirectory(runtime, config.CATALOG_URL);
   const messages = new RightMessages(config.PUBLIC_BASE_URL);
-  const rights = new RightsUseCases({ store, history, skus, messages, clock });
+  const clocks = new ClockTimes({ schedulerUrl: config.SCHEDULER_URL, signer: runtime.signer, service: 'rights' });
+  const rights = new RightsUseCases({ store, history, skus, messages, clock, clocks });
   const consumptions = new ConsumptionUseCases({ rights: store, records, skus, messages, clock });
   const keys = new SigningKeyStore(runtime.db, secretRing(config, 'RIGHT_TOKEN_KEY_SECRET'));
   const tokens = new RightTokens(rights, keys, {
@@ -65,6 +69,6 @@ export const start = defineService('rights', Config, async (runtime) => {
   return serveHttp(runtime, config.PORT, {
     realm: config.AUTH_REALM,
     jsonLimit: '64kb',
-    routes: (app) => app.use(rightsRoutes(rights, consumptions, tokens, config.PUBLIC_BASE_URL, clock)),
+    routes: (app) => app.use(rightsRoutes(rights, consumptions, tokens, config.PUBLIC_BASE_URL)),
   });
 });

@@ -26,6 +26,7 @@ export const aRight = (fields: Partial<RightEntity> = {}): RightEntity => ({
   expiresAt: fields.expiresAt ?? expiryOf(fields.end ?? END, fields.grace ?? null),
   timeInterval: '2026-03-01T00:00:00Z/2026-03-01T10:00:00Z',
   subscriptionId: null,
+  clockId: null,
   generation: 1,
   createdAt: new Date('2026-03-01T00:00:00Z'),
   updatedAt: new Date('2026-03-01T00:00:00Z'),

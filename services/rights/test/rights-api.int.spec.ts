@@ -113,6 +113,7 @@ describe('create and retrieve (docs/api.md)', () => {
       grace: null,
       inGrace: false,
       graceEnds: null,
+      clockId: null,
     });
     const read = await call('GET', `/id/users/alice/rights/${right.rightId}`, A);
     expect(read.status).toBe(200);

@@ -27,7 +27,8 @@ export const Config = z.object({
  * `rights.expire` for rights whose interval has ended, `subscriptions.renew` for
  * subscriptions whose next period has started or whose end has come, and `rights.settle` for
  * holds whose time is up (told by `scheduler.hold`), in batches, for the partitions this
- * replica owns (docs/decisions/0011, 0045).
+ * replica owns (docs/decisions/0011, 0045); and it steps the test clocks of those partitions
+ * through their advances (docs/decisions/0048).
  */
 export const start = defineService('scheduler', Config, async (runtime) => {
   const { config, clock } = runtime;
@@ -37,8 +38,12 @@ export const start = defineService('scheduler', Config, async (runtime) => {
   await runtime.migrated(stores.holdExpiries);
   await followEvents(runtime.broker, stores, runtime.logger, clock);
   await followHolds(runtime.broker, stores.holdExpiries, runtime.logger, clock);
+  const clocks = await runtime.migrated(new ClockStore(runtime.db));
+  startRelay(runtime, clocks.model.collection.collectionName);
+  const clockMessages = new ClockMessages(config.PUBLIC_BASE_URL);
   const scheduling = await startScheduling({
     stores,
+    clocks: { store: clocks, messages: clockMessages },
     broker: runtime.broker,
     signer: runtime.signer,
     urls: { subscriptions: config.SUBSCRIPTIONS_URL, rights: config.RIGHTS_URL },
@@ -48,10 +53,8 @@ export const start = defineService('scheduler', Config, async (runtime) => {
     clock,
   });
   runtime.onStop(() => scheduling.stop());
-  const clocks = await runtime.migrated(new ClockStore(runtime.db));
-  startRelay(runtime, clocks.model.collection.collectionName);
   const routes = clockRoutes(
-    new ClockUseCases(clocks, new ClockMessages(config.PUBLIC_BASE_URL), {
+    new ClockUseCases(clocks, clockMessages, {
       maxPerGrantor: config.TEST_CLOCKS_MAX,
       clock,
     }),

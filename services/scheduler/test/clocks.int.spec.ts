@@ -51,14 +51,24 @@ describe('test clocks (docs/decisions/0048)', () => {
 
     const advanced = await fx.call('POST', `${path}/advance`, A, { to: '2027-04-30T23:00:00Z' });
     expect(advanced.status, await advanced.clone().text()).toBe(202);
-    expect(await advanced.json()).toMatchObject({ time: '2027-04-30T23:00:00Z', generation: '2', status: 'ready' });
+    expect(await advanced.json()).toMatchObject({
+      time: '2027-01-30T23:00:00Z',
+      advancingTo: '2027-04-30T23:00:00Z',
+      generation: '2',
+      status: 'advancing',
+    });
+    // Nothing lives on it: its driver moves it to the target, then it is ready.
+    await expect.poll(async () => ((await (await fx.call('GET', path, A)).json()) as ClockView).status).toBe('ready');
+    expect(await (await fx.call('GET', path, A)).json()).toMatchObject({
+      time: '2027-04-30T23:00:00Z',
+      generation: '4',
+    });
     // Never back; to where it is, nothing changes.
     const back = await fx.call('POST', `${path}/advance`, A, { to: '2027-03-01T00:00:00Z' });
     expect([back.status, back.headers.get('content-type')]).toEqual([409, expect.stringMatching(/^text\/plain/)]);
     expect(await (await fx.call('POST', `${path}/advance`, A, { to: '2027-04-30T23:00:00Z' })).json()).toMatchObject({
-      generation: '2',
+      generation: '4',
     });
-    expect(await (await fx.call('GET', path, A)).json()).toMatchObject({ time: '2027-04-30T23:00:00Z' });
     expect(await (await fx.call('GET', '/clocks', A)).json()).toEqual({
       clocks: [expect.objectContaining({ clockId: clock.clockId })],
     });
@@ -73,19 +83,21 @@ describe('test clocks (docs/decisions/0048)', () => {
     expect(await (await fx.call('GET', '/clocks', B)).json()).toEqual({ clocks: [] });
     const bearer = `Bearer ${await fx.issuer.token('grantor-a', 'alice', { scope: 'id.user.sub.read' })}`;
     expect((await fx.call('GET', path, bearer)).status).toBe(401);
-    expect(await (await fx.call('GET', path, A)).json()).toMatchObject({ generation: '2' });
+    expect(await (await fx.call('GET', path, A)).json()).toMatchObject({ generation: '4' });
 
     // Every change is on clocks.events, once, as the API shows the clock (docs/decisions/0048).
     expect((await fx.call('DELETE', path, A)).status).toBe(204);
     const ofClock = (messages: CollectedMessage[]) => messages.filter((m) => m.body.subject === clock.clockId);
-    const events = ofClock(await fx.events('clocks.events').waitFor((messages) => ofClock(messages).length >= 4));
+    const events = ofClock(await fx.events('clocks.events').waitFor((messages) => ofClock(messages).length >= 5));
     expect(events.map((m) => [m.routingKey, (m.body.data as { sequence: number; time: string }).sequence])).toEqual([
       ['clock.created', 1],
       ['clock.advanced', 2],
-      ['clock.ready', 2],
-      ['clock.deleted', 3],
+      ['clock.advanced', 3],
+      ['clock.ready', 4],
+      ['clock.deleted', 5],
     ]);
-    expect(events[1]!.body.data).toMatchObject({ time: '2027-04-30T23:00:00Z', status: 'ready', grantorId: 'A' });
+    expect(events[2]!.body.data).toMatchObject({ time: '2027-04-30T23:00:00Z', status: 'advancing', grantorId: 'A' });
+    expect(events[3]!.body.data).toMatchObject({ time: '2027-04-30T23:00:00Z', status: 'ready' });
     expect((await fx.call('GET', path, A)).status).toBe(404);
   });
 

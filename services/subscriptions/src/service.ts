@@ -1,3 +1,4 @@
+import { ClockTimes } from '@rs/http';
 import { historyEnvShape, publicApiShape, serviceEnvShape, serviceUrl } from '@rs/config';
 import { startSkuDirectory } from '@rs/catalog-client';
 import { defineService, serveHttp, startPurge, startRelay } from '@rs/runtime';
@@ -15,6 +16,8 @@ export const Config = z.object({
   ...publicApiShape,
   ...historyEnvShape,
   CATALOG_URL: serviceUrl('catalog'),
+  /** The scheduler, which owns the test clocks subscriptions may live on (docs/decisions/0048). */
+  SCHEDULER_URL: serviceUrl('scheduler'),
   /** docs/operations.md: the shortest period a subscription may have, at least PT1S. */
   SUBSCRIPTION_MIN_PERIOD: z
     .string()
@@ -50,6 +53,7 @@ export const start = defineService('subscriptions', Config, async (runtime) => {
     publicBaseUrl: config.PUBLIC_BASE_URL,
     minPeriod: config.SUBSCRIPTION_MIN_PERIOD,
     clock: runtime.clock,
+    clocks: new ClockTimes({ schedulerUrl: config.SCHEDULER_URL, signer: runtime.signer, service: 'subscriptions' }),
   });
   await consumeSubscriptionCommands({ broker: runtime.broker, subscriptions, history, logger: runtime.logger });
   const routes = subscriptionRoutes(subscriptions, config.PUBLIC_BASE_URL);

@@ -36,6 +36,7 @@ const created = (subscriptionId: string): SubscriptionEntity => ({
   origTimeSpec: 'R/2026-01-01T00:00:00Z/P1M',
   paymentAgreement: 'card',
   nextPeriod: 0,
+  clockId: null,
   generation: 1,
   createdAt: new Date('2026-01-01T00:00:00Z'),
   updatedAt: new Date('2026-01-01T00:00:00Z'),

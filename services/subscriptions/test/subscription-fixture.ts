@@ -36,6 +36,7 @@ export const aSubscription = (fields: Partial<SubscriptionEntity> = {}): Subscri
   origTimeSpec: 'R3/2026-03-01T00:00:00+01:00/P1D',
   paymentAgreement: null,
   nextPeriod: 0,
+  clockId: null,
   generation: 1,
   createdAt: new Date('2026-02-01T00:00:00Z'),
   updatedAt: new Date('2026-02-01T00:00:00Z'),

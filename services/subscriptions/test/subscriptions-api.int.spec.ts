@@ -83,6 +83,7 @@ describe('subscriptions (docs/api.md)', () => {
       ],
       origTimeSpec: 'R12/2026-01-31T00:00:00+01:00/P1M',
       pendingChange: null,
+      clockId: null,
     });
     expect(await (await call('GET', `/id/users/erin/subs/${subscription.subscriptionId}`, A)).json()).toEqual(
       subscription,

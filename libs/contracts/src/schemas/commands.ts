@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { PartyId, SkuName } from './catalog';
+import { ClockId } from './clocks';
 import { ConnectId } from './identity';
 import { RightId } from './rights';
 import { SubscriptionSnapshot } from './subscriptions';
@@ -38,7 +39,12 @@ export type HoldEntry = z.infer<typeof HoldEntry>;
 export const HoldPage = z.object({ items: z.array(HoldEntry), next: z.string().nullable() });
 
 /** The scheduler asks the rights service to settle a consumption's or reservation's holds whose time is up. */
-export const RightsSettleData = z.object({ consumptionId: RightId, connectId: ConnectId });
+export const RightsSettleData = z.object({
+  consumptionId: RightId,
+  connectId: ConnectId,
+  /** Its rights' test clock: judged at the command's time alone (docs/decisions/0048). */
+  clockId: ClockId.optional(),
+});
 export type RightsSettleData = z.infer<typeof RightsSettleData>;
 
 /** The scheduler asks the rights service to expire a right whose interval has ended. */
@@ -50,6 +56,8 @@ export const RightsExpireData = z.object({
    * and end second, a query per key, instead of one at a time (docs/decisions/0027).
    */
   end: z.iso.datetime({ offset: true }),
+  /** Its test clock: judged at the command's time alone (docs/decisions/0048). */
+  clockId: ClockId.optional(),
 });
 export type RightsExpireData = z.infer<typeof RightsExpireData>;
 
@@ -81,6 +89,8 @@ export const RightsIssueData = z.object({
   rights: z.array(IssuedRight).min(1).max(100),
   /** The subscription's plan changes so far (docs/api.md "Plan changes"): part of each right's id; absent, 0. */
   plan: z.number().int().min(0).optional(),
+  /** The subscription's test clock, which its rights live on too (docs/decisions/0048). */
+  clockId: ClockId.optional(),
 });
 export type RightsIssueData = z.infer<typeof RightsIssueData>;
 
@@ -118,6 +128,8 @@ export const SubscriptionsRenewData = z.object({
    * scheduler's rebuild) the subscription is read.
    */
   snapshot: SubscriptionSnapshot.optional(),
+  /** Its test clock: judged at the command's time alone (docs/decisions/0048). */
+  clockId: ClockId.optional(),
 });
 export type SubscriptionsRenewData = z.infer<typeof SubscriptionsRenewData>;
 

@@ -61,7 +61,11 @@ export const ProjectedRight = RightEventData.pick({
   quantity: true,
   remaining: true,
   graceEnds: true,
-}).extend({ removed: z.boolean() });
+}).extend({
+  /** Its test clock (docs/decisions/0048); absent or null: real time. */
+  clockId: z.string().nullable().optional(),
+  removed: z.boolean(),
+});
 export type ProjectedRight = z.infer<typeof ProjectedRight>;
 export const ProjectedRightPage = z.object({ items: z.array(ProjectedRight), next: z.string().nullable() });
 
@@ -160,7 +164,7 @@ export type Reservation = z.infer<typeof Reservation>;
 /** What a right event's `data` tells the projection (the event type says whether it was removed). */
 export function projectedFromEvent(data: RightEventData, removed: boolean): ProjectedRight {
   const { rightId, connectId, sequence, state, timeInterval, grantorId, serviceProviderId, sku, used } = data;
-  const { quantity, remaining, held, graceEnds } = data;
+  const { quantity, remaining, held, graceEnds, clockId } = data;
   return {
     rightId,
     connectId,
@@ -175,6 +179,7 @@ export function projectedFromEvent(data: RightEventData, removed: boolean): Proj
     // A check asks what may be consumed now: the units left less those held (docs/api.md).
     remaining: remaining === null ? null : Math.max(0, remaining - (held ?? 0)),
     graceEnds,
+    clockId,
     removed,
   };
 }

@@ -2,6 +2,7 @@ import { storableText, TIME_INTERVAL_PATTERN } from './formats';
 import { z } from 'zod';
 import { eventFamily } from './cloud-event';
 import { PartyId, SkuName } from './catalog';
+import { ClockId } from './clocks';
 import { ConnectId } from './identity';
 
 /** docs/api.md */
@@ -52,6 +53,8 @@ export const RightCreateBody = z.strictObject({
   /** Units of use the right grants within its interval; without it, a plain right. */
   quantity: Quantity.optional(),
   grace: Grace.nullable().optional(),
+  /** docs/decisions/0048: a clock of the right's grantor, whose time it lives on. */
+  clockId: ClockId.optional(),
   // Any JSON: the body was parsed from JSON, so every value here is JSON.
   payload: z
     .unknown()
@@ -89,6 +92,8 @@ export const Right = z.object({
   grace: z.string().nullable(),
   inGrace: z.boolean(),
   graceEnds: z.string().nullable(),
+  /** docs/decisions/0048: the test clock it lives on, or null for real time. */
+  clockId: z.string().nullable(),
 });
 export type Right = z.infer<typeof Right>;
 
@@ -131,6 +136,9 @@ export const ExpiryEntry = RightEventData.pick({
   state: true,
   timeInterval: true,
   graceEnds: true,
+}).extend({
+  /** Its test clock (docs/decisions/0048); absent or null: real time. */
+  clockId: z.string().nullable().optional(),
 });
 export type ExpiryEntry = z.infer<typeof ExpiryEntry>;
 export const ExpiryPage = z.object({ items: z.array(ExpiryEntry), next: z.string().nullable() });

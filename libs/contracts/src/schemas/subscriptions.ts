@@ -2,8 +2,9 @@ import { storableText, TIME_SPEC_PATTERN } from './formats';
 import { z } from 'zod';
 import { eventFamily } from './cloud-event';
 import { PartyId, SkuName } from './catalog';
+import { ClockId } from './clocks';
 import { ConnectId } from './identity';
-import { Grace, Link, Quantity } from './rights';
+import { Grace, Link, Quantity, RightId } from './rights';
 
 /** docs/api.md */
 export const SubscriptionState = z.enum(['ACTIVE', 'SUSPENDED', 'EXPIRED']);
@@ -35,6 +36,8 @@ export const SubscriptionCreateBody = z.strictObject({
   /** Accepted and stored as an opaque string (docs/api.md: meaning not shown). */
   paymentAgreement: storableText(4096).optional(),
   grantorContext: storableText(1024).nullable().optional(),
+  /** docs/decisions/0048: a clock of the subscription's grantor, whose time it and its rights live on. */
+  clockId: ClockId.optional(),
 });
 export type SubscriptionCreateBody = z.infer<typeof SubscriptionCreateBody>;
 
@@ -77,6 +80,8 @@ export const Subscription = z.object({
   origTimeSpec: z.string(),
   /** A plan change waiting for the next period, or null (docs/api.md "Plan changes"). */
   pendingChange: PendingChange.nullable(),
+  /** docs/decisions/0048: the test clock it lives on, or null for real time. */
+  clockId: z.string().nullable(),
 });
 export type Subscription = z.infer<typeof Subscription>;
 
@@ -99,6 +104,11 @@ export const SubscriptionEventData = Subscription.extend({
    * issues follow it. Absent from events sent before plans could change: 0.
    */
   plan: z.number().int().min(0).optional(),
+  /**
+   * `subscription.renewed`, and `subscription.changed` by a change `now`: the ids of the rights
+   * it issued (their `right.created` follow). Absent on other events.
+   */
+  issuedRights: z.array(RightId).max(2_000).optional(),
 });
 export type SubscriptionEventData = z.infer<typeof SubscriptionEventData>;
 
@@ -132,6 +142,8 @@ export const SubscriptionSnapshot = SubscriptionEventData.pick({
   nextPeriod: true,
   plan: true,
 }).extend({
+  /** Absent from snapshots kept before test clocks: real time. */
+  clockId: z.string().nullable().optional(),
   createdAt: z.iso.datetime({ offset: true }),
   /** Absent from snapshots kept before plans could change: none pending. */
   pendingChange: PendingChange.nullable().optional(),
@@ -152,6 +164,9 @@ export const ScheduleEntry = SubscriptionEventData.pick({
   state: true,
   timeSpec: true,
   nextPeriod: true,
+}).extend({
+  /** Its test clock (docs/decisions/0048); absent or null: real time. */
+  clockId: z.string().nullable().optional(),
 });
 export type ScheduleEntry = z.infer<typeof ScheduleEntry>;
 export const SchedulePage = z.object({ items: z.array(ScheduleEntry), next: z.string().nullable() });

@@ -1,7 +1,8 @@
 import { DomainError, type Entitlement, type Principal, type ProjectedRight } from '@rs/contracts';
 import type { Logger } from '@rs/logging';
 import { systemClock, type Clock } from '@rs/time';
-import { EntitlementProjection } from '../domain/entitlements';
+import type { ClockTimes } from '@rs/http';
+import { EntitlementProjection, type NowOf } from '../domain/entitlements';
 import type { UserDirectory } from '../store/user-store';
 
 /** Every right that may entitle now, a page at a time (the rights service's `/internal/entitlements`). */
@@ -12,6 +13,8 @@ export interface EntitlementsOptions {
   users: UserDirectory;
   logger: Logger;
   clock?: Clock;
+  /** The times of test clocks (docs/decisions/0048); without it, every right is judged by real time. */
+  clocks?: Pick<ClockTimes, 'nowFor'>;
 }
 
 /** Why the projection is not following `rights.events`: never did, or since when it stopped. */
@@ -70,10 +73,22 @@ export class Entitlements {
     // Whole seconds, like every date-time of the platform; a right's instants are whole seconds
     // too, so the answer is the same at the instant shown as at the instant checked.
     const now = Math.floor(this.clock().getTime() / 1000) * 1000;
+    // Rights on test clocks are judged at their clock's time (docs/decisions/0048), asked only when the user has some.
+    const clocks = this.projection.clocksOf(connectId, sku);
+    const nowOf = clocks.length === 0 ? () => now : await this.clockNowOf(clocks, now);
     return {
-      ...this.projection.check(principal, connectId, sku, now, amount),
+      ...this.projection.check(principal, connectId, sku, nowOf, amount),
       checkedAt: new Date(now).toISOString().replace('.000Z', 'Z'),
     };
+  }
+
+  private async clockNowOf(clocks: readonly string[], now: number): Promise<NowOf> {
+    if (!this.options.clocks) return () => now;
+    const nowFor = await this.options.clocks.nowFor(
+      clocks.map((clockId) => ({ clockId })),
+      () => new Date(now),
+    );
+    return (right) => nowFor(right).getTime();
   }
 
   /** A right event (docs/architecture.md): `time` is when the change was made. */

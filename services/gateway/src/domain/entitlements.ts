@@ -18,9 +18,18 @@ interface HeldRight {
   /** When its grace ends (docs/api.md "Grace"), as an instant and as shown; `end` and null without one. */
   expires: number;
   graceEnds: string | null;
+  /** The test clock it lives on (docs/decisions/0048), or null. */
+  clockId: string | null;
   /** Where it is in its user's and SKU's list (so letting it go is one step, not a search). */
   slot: number;
 }
+
+/**
+ * The instant a right is judged at: its test clock's time, or real time (docs/decisions/0048).
+ * The projection does not know clocks' times; what lives on one leaves it by its events
+ * (expired, removed), never by the passing of real time.
+ */
+export type NowOf = (right: { clockId: string | null }) => number;
 
 /** What the projection remembers of a right it does not hold: how far it has seen it, and since when. */
 interface Passed {
@@ -65,7 +74,9 @@ export class EntitlementProjection {
     const interval = parseTimeInterval(right.timeInterval);
     const end = interval.ok ? interval.value.end.getTime() : Number.NEGATIVE_INFINITY;
     const expires = right.graceEnds === null ? end : Date.parse(right.graceEnds);
-    if (right.removed || right.state !== 'ACTIVE' || !(expires > now) || !interval.ok) {
+    const clockId = right.clockId ?? null;
+    const ended = clockId === null && !(expires > now);
+    if (right.removed || right.state !== 'ACTIVE' || ended || !interval.ok) {
       this.release(right.rightId, right.connectId, right.sku);
       // A removed right never comes back, whatever its generation (docs/api.md).
       this.passed.set(right.rightId, { sequence: right.removed ? Number.POSITIVE_INFINITY : right.sequence, at: now });
@@ -84,6 +95,7 @@ export class EntitlementProjection {
       until: interval.value.text.slice(interval.value.text.indexOf('/') + 1),
       expires,
       graceEnds: right.graceEnds,
+      clockId,
       slot: 0,
     };
     this.release(right.rightId, right.connectId, right.sku);
@@ -98,17 +110,34 @@ export class EntitlementProjection {
     return true;
   }
 
+  /** The test clocks the rights of a user and SKU live on: the check needs their times. */
+  clocksOf(connectId: string, sku: string): string[] {
+    const clocks = new Set<string>();
+    for (const right of this.byUserSku.get(keyOf(connectId, sku)) ?? []) if (right.clockId) clocks.add(right.clockId);
+    return [...clocks];
+  }
+
   /**
    * The check (docs/api.md): the rights of the user and SKU the caller may read (docs/api.md)
-   * that are ACTIVE and whose interval contains `now`; their `balance`, the units left over
-   * the metered ones; entitled when a plain right is among them or the balance covers `amount`.
+   * that are ACTIVE and whose interval contains their now (`nowOf`: real time, or their test
+   * clock's); their `balance`, the units left over the metered ones; entitled when a plain
+   * right is among them or the balance covers `amount`.
    */
-  check(principal: Principal, connectId: string, sku: string, now: number, amount = 1): Omit<Entitlement, 'checkedAt'> {
+  check(
+    principal: Principal,
+    connectId: string,
+    sku: string,
+    nowOf: NowOf,
+    amount = 1,
+  ): Omit<Entitlement, 'checkedAt'> {
     const found: HeldRight[] = [];
-    for (const right of this.byUserSku.get(keyOf(connectId, sku)) ?? [])
+    for (const right of this.byUserSku.get(keyOf(connectId, sku)) ?? []) {
+      const now = nowOf(right);
       if (right.start <= now && now < right.expires && mayReadRight(principal, right)) found.push(right);
+    }
     // A right in its grace (docs/api.md "Grace") is listed until the grace's end.
-    const shownEnd = (right: HeldRight) => (now >= right.end ? right.expires : right.end);
+    const inGrace = (right: HeldRight) => nowOf(right) >= right.end;
+    const shownEnd = (right: HeldRight) => (inGrace(right) ? right.expires : right.end);
     const latest = found.reduce<HeldRight | null>(
       (last, right) => (!last || shownEnd(right) > shownEnd(last) ? right : last),
       null,
@@ -116,7 +145,7 @@ export class EntitlementProjection {
     const metered = found.filter((right) => right.remaining !== null);
     const balance = metered.length > 0 ? metered.reduce((sum, right) => sum + right.remaining!, 0) : null;
     const plain = metered.length < found.length;
-    const shown = (right: HeldRight) => (now >= right.end ? right.graceEnds! : right.until);
+    const shown = (right: HeldRight) => (inGrace(right) ? right.graceEnds! : right.until);
     return {
       connectId,
       sku,
@@ -131,21 +160,25 @@ export class EntitlementProjection {
         used: right.used,
         quantity: right.quantity,
         remaining: right.remaining,
-        inGrace: now >= right.end,
+        inGrace: inGrace(right),
       })),
     };
   }
 
-  /** Lets go of the rights whose interval (and grace) has ended, and forgets what it let go long ago. */
+  /**
+   * Lets go of the rights whose interval (and grace) has ended, and forgets what it let go long
+   * ago. What lives on a test clock leaves by its events.
+   */
   sweep(now: number): void {
+    const ended = (right: HeldRight) => right.clockId === null && right.expires <= now;
     for (const [key, rights] of this.byUserSku) {
-      if (rights.every((right) => right.expires > now)) continue;
+      if (!rights.some(ended)) continue;
       for (const right of rights)
-        if (right.expires <= now) {
+        if (ended(right)) {
           this.byId.delete(right.rightId);
           this.passed.set(right.rightId, { sequence: right.sequence, at: now });
         }
-      const current = rights.filter((right) => right.expires > now);
+      const current = rights.filter((right) => !ended(right));
       current.forEach((right, slot) => (right.slot = slot));
       if (current.length > 0) this.byUserSku.set(key, current);
       else this.byUserSku.delete(key);

@@ -38,7 +38,8 @@ import {
   type ItemFailure,
   type OutboxEntry,
 } from '@rs/store';
-import { parseTimeInterval, systemClock, type Clock } from '@rs/time';
+import { NowFor, type ClockLookup } from '@rs/http';
+import { judgedInstant, parseTimeInterval, systemClock, type Clock } from '@rs/time';
 import type { RightMessages } from '../messaging/events';
 import { UnreadableRight, type RightQuery, type RightStore } from '../store/right-store';
 import { consumptions, unitsConsumed } from './metering-metrics';
@@ -75,6 +76,7 @@ function issuedRight(
     expiresAt: expiryOf(interval.value.end, template.grace),
     timeInterval: interval.value.text,
     subscriptionId: command.subscriptionId,
+    clockId: command.clockId ?? null,
     generation: 1,
     createdAt: now,
     updatedAt: now,
@@ -90,8 +92,8 @@ export interface Withheld {
 
 /** What a list asks for; who may see what comes from the caller. */
 export type RightListQuery = Omit<RightQuery, 'grantorOrProvider' | 'active'> & {
-  /** Only rights ACTIVE with this instant inside their interval. */
-  activeAt: Date | null;
+  /** Only rights ACTIVE with this instant inside their interval; `now`: each right's now (its test clock's time). */
+  activeAt: Date | 'now' | null;
 };
 
 /** A right as a change left it (what the gateway's entitlement projection is told: docs/api.md). */
@@ -108,6 +110,8 @@ export interface RightsUseCasesOptions {
   skus: SkuLookup;
   messages: RightMessages;
   clock?: Clock;
+  /** The times of test clocks (docs/decisions/0048); without it, everything lives on real time. */
+  clocks?: ClockLookup;
 }
 
 /**
@@ -121,6 +125,8 @@ export class RightsUseCases {
   private readonly skus: SkuLookup;
   private readonly messages: RightMessages;
   private readonly clock: Clock;
+  /** "Now" for each right: its test clock's time, or real time. */
+  readonly nowFor: NowFor;
 
   constructor(options: RightsUseCasesOptions) {
     this.store = options.store;
@@ -128,6 +134,7 @@ export class RightsUseCases {
     this.skus = options.skus;
     this.messages = options.messages;
     this.clock = options.clock ?? systemClock;
+    this.nowFor = new NowFor(this.clock, options.clocks);
   }
 
   /**
@@ -145,9 +152,9 @@ export class RightsUseCases {
     // Service providers agree to what they serve (docs/security.md "Who may grant what").
     const grant = grantOf(entry, body.grantorId, body.serviceProviderId);
     if (!grant.ok) throw refusedGrant(grant.refusal);
-    const now = this.clock();
+    const now = await this.nowFor.forCreation(body.clockId, body.grantorId);
     const right: RightEntity = {
-      rightId: id ?? newId(now.getTime()),
+      rightId: id ?? newId(this.clock().getTime()),
       userId,
       state: body.state ?? 'CREATED',
       grantorId: body.grantorId,
@@ -166,6 +173,7 @@ export class RightsUseCases {
       expiresAt: expiryOf(interval.value.end, body.grace ?? null),
       timeInterval: interval.value.text,
       subscriptionId: null,
+      clockId: body.clockId ?? null,
       generation: 1,
       createdAt: now,
       updatedAt: now,
@@ -191,7 +199,7 @@ export class RightsUseCases {
   async history(principal: Principal, userId: string, rightId: string, page: HistoryPageRequest) {
     const found = await this.store.findEvenRemoved(userId, rightId);
     // The generation a read shows: an ended right's expiry counts although not written yet.
-    if (found) found.entity = asOf(found.entity, this.clock());
+    if (found) found.entity = asOf(found.entity, await this.nowFor.one(found.entity));
     if (!found || !canReadHistory(principal, found.entity, found.removed))
       throw DomainError.notFound(`no right ${rightId} for user ${userId}`);
     return this.changes.entries(rightId, page, found.entity.generation);
@@ -208,8 +216,8 @@ export class RightsUseCases {
    */
   async entitled(bucket: number, page: { after: string | undefined; limit: number }) {
     const read = await this.store.storedActive(bucket, page);
-    const now = this.clock();
-    return { items: read.items.filter((right) => !hasEnded(right, now)), lastId: read.lastId };
+    const now = await this.nowFor.of(read.items);
+    return { items: read.items.filter((right) => !hasEnded(right, now(right))), lastId: read.lastId };
   }
 
   /**
@@ -219,12 +227,25 @@ export class RightsUseCases {
   async list(principal: Principal, query: RightListQuery): Promise<RightEntity[]> {
     const now = this.clock();
     const { activeAt, ...rest } = query;
+    const at = activeAt === 'now' ? now : activeAt;
     const page = await this.store.list({
       ...rest,
       grantorOrProvider: visibilityOf(principal)?.grantorOrProvider ?? null,
-      active: activeAt && { at: activeAt, endsAfter: activeAt > now ? activeAt : now },
+      active: at && {
+        at,
+        endsAfter: at > now ? at : now,
+        ...(activeAt === 'now' ? { clocks: await this.clockTimesOf(query.userId) } : {}),
+      },
     });
-    return page.map((right) => asOf(right, now));
+    const nowOf = await this.nowFor.of(page);
+    return page.map((right) => asOf(right, nowOf(right)));
+  }
+
+  /** The test clocks a user's rights live on, each with its time (docs/decisions/0048). */
+  private async clockTimesOf(userId: string): Promise<Array<{ clockId: string; at: Date }>> {
+    const clocks = (await this.store.clocksOfUser(userId)).map((clockId) => ({ clockId }));
+    const nowOf = await this.nowFor.of(clocks);
+    return clocks.map((clock) => ({ clockId: clock.clockId, at: nowOf(clock) }));
   }
 
   /**
@@ -234,12 +255,12 @@ export class RightsUseCases {
    */
   private async find(userId: string, rightId: string): Promise<RightEntity | null> {
     const right = await this.store.find(userId, rightId);
-    return right && asOf(right, this.clock());
+    return right && asOf(right, await this.nowFor.one(right));
   }
 
   async remove(principal: Principal, userId: string, rightId: string, expectedGeneration?: number): Promise<Changed> {
-    return this.change(principal, { userId, rightId, expectedGeneration }, 'manage', (right) =>
-      removal(right, this.clock()),
+    return this.change(principal, { userId, rightId, expectedGeneration }, 'manage', async (right) =>
+      removal(right, await this.nowFor.one(right)),
     );
   }
 
@@ -250,8 +271,8 @@ export class RightsUseCases {
     command: RightCommand,
     expectedGeneration?: number,
   ): Promise<Changed> {
-    return this.change(principal, { userId, rightId, expectedGeneration }, 'manage', (right) =>
-      decide(right, command, this.clock()),
+    return this.change(principal, { userId, rightId, expectedGeneration }, 'manage', async (right) =>
+      decide(right, command, await this.nowFor.one(right)),
     );
   }
 
@@ -276,7 +297,7 @@ export class RightsUseCases {
         async (right) => {
           decided = recordUsage(
             right,
-            this.clock(),
+            await this.nowFor.one(right),
             (await this.sku(right.sku))?.announceOnUsage ?? false,
             consumption,
           );
@@ -305,10 +326,15 @@ export class RightsUseCases {
    * not yet ended is left alone; idempotent.
    */
   async expireMany(
-    items: ReadonlyArray<{ connectId: string; rightId: string; end?: string }>,
+    items: ReadonlyArray<{ connectId: string; rightId: string; end?: string; clockId?: string }>,
     judgedAt: Date,
   ): Promise<{ expired: RightEntity[]; unwritten: RightEntity[]; failed: ItemFailure[]; outbox: OutboxEntry[] }> {
-    const now = new Date(Math.max(this.clock().getTime(), judgedAt.getTime()));
+    // A command's rights are all on one test clock, or all on real time (docs/decisions/0048).
+    const now = judgedInstant(
+      judgedAt,
+      this.clock,
+      items.some((item) => item.clockId),
+    );
     const found = await this.store.storedMany(
       items.map((item) => ({
         userId: item.connectId,
@@ -355,7 +381,9 @@ export class RightsUseCases {
   async issueForPeriods(
     commands: readonly RightsIssueData[],
   ): Promise<{ issued: RightEntity[]; failed: ItemFailure[]; withheld: Withheld[]; outbox: OutboxEntry[] }> {
-    const now = this.clock();
+    // A right on a test clock is issued as of its period's due instant on that clock (docs/decisions/0048).
+    const real = this.clock();
+    const nowOf = (command: RightsIssueData) => (command.clockId ? new Date(command.dueAt) : real);
     // The catalog as it stands at this renewal decides who may grant what: a template whose
     // grantor may no longer grant its SKU issues no right this period, and only it.
     const withheld: Withheld[] = [];
@@ -383,7 +411,7 @@ export class RightsUseCases {
       commands,
       (command, index) =>
         grants[index]!.flatMap((granted) =>
-          granted ? [issuedRight(command, granted.template, granted.serviceProviderId, now)] : [],
+          granted ? [issuedRight(command, granted.template, granted.serviceProviderId, nowOf(command))] : [],
         ),
       failed,
     );
@@ -420,7 +448,7 @@ export class RightsUseCases {
       await changeOne({
         what: `right ${rightId}`,
         load: () => this.find(connectId, rightId),
-        decide: (current): Decision => decideFor(current, this.clock()),
+        decide: async (current): Promise<Decision> => decideFor(current, await this.nowFor.one(current)),
         write: (current, { next, events }) =>
           this.store.update({ current, next, outbox: this.messages.of(next, events, systemActor('subscriptions')) }),
       });

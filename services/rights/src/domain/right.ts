@@ -36,6 +36,8 @@ export interface RightEntity {
   expiresAt: Date;
   timeInterval: string;
   subscriptionId: string | null;
+  /** docs/decisions/0048: the test clock it lives on (every "now" of it is that clock's time), or null. */
+  clockId: string | null;
   generation: number;
   createdAt: Date;
   updatedAt: Date;
@@ -252,8 +254,8 @@ export function settleUnits(
 
 /** A right as the scheduler rebuilds its expiries from it (the internal listing, docs/decisions/0009). */
 export function expiryEntry(right: RightEntity): ExpiryEntry {
-  const { rightId, userId: connectId, generation: sequence, state, timeInterval } = right;
-  return { rightId, connectId, sequence, state, timeInterval, graceEnds: graceEndsOf(right) };
+  const { rightId, userId: connectId, generation: sequence, state, timeInterval, clockId } = right;
+  return { rightId, connectId, sequence, state, timeInterval, graceEnds: graceEndsOf(right), clockId };
 }
 
 /** When its grace ends, as the API shows it; null without a grace. */
@@ -292,6 +294,7 @@ export function representation(right: RightEntity, publicBaseUrl: string, now: D
     grace: right.grace,
     inGrace: isInGrace(right, now),
     graceEnds: graceEndsOf(right),
+    clockId: right.clockId,
   };
 }
 
@@ -311,6 +314,7 @@ export function projectedOf(right: RightEntity, removed: boolean): ProjectedRigh
     // A check asks what may be consumed now: the units left less those held (docs/api.md).
     remaining: availableOf(right),
     graceEnds: graceEndsOf(right),
+    clockId: right.clockId,
     removed,
   };
 }

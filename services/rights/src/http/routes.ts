@@ -14,7 +14,7 @@ import {
 import * as http from '@rs/http';
 import type { Request, Response, Router } from 'express';
 import { expiryEntry, projectedOf, representation, type RightCommand } from '../domain/right';
-import { parseDateTime, systemClock, type Clock } from '@rs/time';
+import { parseDateTime } from '@rs/time';
 import type { Changed, RightsUseCases } from '../app/rights';
 import type { ConsumptionUseCases } from '../app/consumptions';
 import type { RightEntity } from '../domain/right';
@@ -23,10 +23,10 @@ import type { RightTokens } from '../app/right-tokens';
 const JWKS_MAX_AGE_S = 60;
 
 /** `active=<date-time>`, `true` or `now` (docs/api.md "Listing filters"). */
-function activeFilter(req: Request, now: Date): Date | null {
+function activeFilter(req: Request): Date | 'now' | null {
   const raw = http.queryParam(req, 'active');
   if (raw === undefined) return null;
-  if (raw === 'true' || raw === 'now') return now;
+  if (raw === 'true' || raw === 'now') return 'now';
   const parsed = parseDateTime(raw);
   if (!parsed.ok) throw http.badRequest(`active: must be a date-time with offset, true or now; ${parsed.reason}`);
   return parsed.value.toJSDate();
@@ -52,7 +52,6 @@ export function rightsRoutes(
   consumptions: ConsumptionUseCases,
   tokens: RightTokens,
   publicBaseUrl: string,
-  clock: Clock = systemClock,
 ): Router {
   const router = http.exactRouter();
   const rightId = (req: Request) => http.parseParam(RightId, 'rightId', req.params.rightId);
@@ -71,24 +70,26 @@ export function rightsRoutes(
 
   http.serveRoutes(router, 'rights', {
     listRights: async (req, res) => {
-      const now = clock();
       const filter = { userId: http.connectIdOf(req), grantorId: http.queryParam(req, 'grantorId') ?? null };
-      const activeAt = activeFilter(req, now);
+      const activeAt = activeFilter(req);
       await http.sendNewestFirst(req, res, publicBaseUrl, {
         read: (limit, after) => rights.list(res.locals.principal, { ...filter, activeAt, limit, after }),
         idOf: (right) => right.rightId,
-        body: (found) => ({ right: found.map((right) => representation(right, publicBaseUrl, now)) }),
+        body: async (found) => {
+          const now = await rights.nowFor.of(found);
+          return { right: found.map((right) => representation(right, publicBaseUrl, now(right))) };
+        },
       });
     },
     createRight: async (req, res) => {
       const body = http.parseBody(RightCreateBody, req.body);
       const right = await rights.create(res.locals.principal, http.connectIdOf(req), body, http.resourceIdOf(req));
       tellProjection(res, { right, removed: false });
-      http.sendCreated(res, right.generation, representation(right, publicBaseUrl, clock()));
+      http.sendCreated(res, right.generation, representation(right, publicBaseUrl, await rights.nowFor.one(right)));
     },
     getRight: async (req, res) => {
       const right = await rights.get(res.locals.principal, http.connectIdOf(req), rightId(req));
-      http.sendResource(res, right.generation, representation(right, publicBaseUrl, clock()));
+      http.sendResource(res, right.generation, representation(right, publicBaseUrl, await rights.nowFor.one(right)));
     },
     removeRight: change((principal, user, id, ifMatch) => rights.remove(principal, user, id, ifMatch)),
     activateRight: transition('activate'),

@@ -15,18 +15,26 @@ type RightsCommand = ParsedEvent<typeof RightsCommands>;
 
 /**
  * The items of a batch's commands of one type the scheduler sent (each with the message it came
- * in), and the instant to judge them by: the latest command's (each was sent once its items
- * were due, so what was due by then was due by its own).
+ * in), in groups each judged at one instant: the latest command's of the group (each was sent
+ * once its items were due, so what was due by then was due by its own). What lives on a test
+ * clock is grouped by its clock, whose time only moves forward (docs/decisions/0048); the rest
+ * together.
  */
-function scheduled<Item>(commands: readonly RightsCommand[], itemsIfOfType: (command: RightsCommand) => Item[] | null) {
-  const ofType = commands.flatMap((command, message) => {
-    const items = itemsIfOfType(command);
-    return items ? [{ command, message, items }] : [];
+function scheduled<Item extends { clockId?: string }>(
+  commands: readonly RightsCommand[],
+  itemsIfOfType: (command: RightsCommand) => Item[] | null,
+): Array<{ items: Array<{ message: number; item: Item }>; judgedAt: Date }> {
+  const groups = new Map<string, { items: Array<{ message: number; item: Item }>; judgedAt: Date }>();
+  commands.forEach((command, message) => {
+    for (const item of itemsIfOfType(command) ?? []) {
+      const key = item.clockId ?? '';
+      const group = groups.get(key) ?? { items: [], judgedAt: new Date(0) };
+      group.items.push({ message, item });
+      if (Date.parse(command.time) > group.judgedAt.getTime()) group.judgedAt = new Date(command.time);
+      groups.set(key, group);
+    }
   });
-  return {
-    items: ofType.flatMap(({ message, items }) => items.map((item) => ({ message, item }))),
-    judgedAt: new Date(Math.max(...ofType.map(({ command }) => Date.parse(command.time)))),
-  };
+  return [...groups.values()];
 }
 
 /** What the rights service's command handlers work with. */
@@ -77,7 +85,7 @@ export async function consumeRightsCommands(options: RightsCommandsOptions): Pro
     }
     await recordAndPublish(history, broker, outbox);
     const publishedAt = clock();
-    for (const { data } of issues) observeRenewalLag(data.dueAt, publishedAt);
+    for (const { data } of issues) if (!data.clockId) observeRenewalLag(data.dueAt, publishedAt);
   };
 
   /**
@@ -88,22 +96,24 @@ export async function consumeRightsCommands(options: RightsCommandsOptions): Pro
    * then the expiries that reads derive are written behind their events (docs/decisions/0027).
    */
   const expire = async (commands: readonly RightsCommand[], failedItems: FailedItem[]) => {
-    const { items: expiries, judgedAt } = scheduled(commands, (command) =>
+    const groups = scheduled(commands, (command) =>
       command.type === CommandTypes.rightsExpire ? itemsOf(command.data) : null,
     );
-    if (expiries.length === 0) return;
-    const { expired, unwritten, failed, outbox } = await rights.expireMany(
-      expiries.map(({ item }) => item),
-      judgedAt,
-    );
-    for (const { index, error } of failed) {
-      const { message, item } = expiries[index]!;
-      failedItems.push({ message, data: item, id: item.rightId, error });
+    for (const { items: expiries, judgedAt } of groups) {
+      const { expired, unwritten, failed, outbox } = await rights.expireMany(
+        expiries.map(({ item }) => item),
+        judgedAt,
+      );
+      for (const { index, error } of failed) {
+        const { message, item } = expiries[index]!;
+        failedItems.push({ message, data: item, id: item.rightId, error });
+      }
+      await recordAndPublish(history, broker, outbox);
+      expiryWrites.add(unwritten);
+      const publishedAt = clock();
+      // How late real expiries are (a clock's are as late as its advances make them).
+      for (const right of expired) if (!right.clockId) observeExpiryLag(right.expiresAt, publishedAt);
     }
-    await recordAndPublish(history, broker, outbox);
-    expiryWrites.add(unwritten);
-    const publishedAt = clock();
-    for (const right of expired) observeExpiryLag(right.expiresAt, publishedAt);
   };
 
   /** `rights.cascade`, one by one: each reads and changes every right of its subscription (through the outbox). */
@@ -123,16 +133,17 @@ export async function consumeRightsCommands(options: RightsCommandsOptions): Pro
    * rights' outbox.
    */
   const settle = async (commands: readonly RightsCommand[], failedItems: FailedItem[]) => {
-    const { items: settles, judgedAt } = scheduled(commands, (command) =>
+    const groups = scheduled(commands, (command) =>
       command.type === CommandTypes.rightsSettle ? itemsOf(command.data) : null,
     );
-    if (settles.length === 0) return;
-    for (const { index, error } of await consumptions.settle(
-      settles.map(({ item }) => item),
-      judgedAt,
-    )) {
-      const { message, item } = settles[index]!;
-      failedItems.push({ message, data: item, id: item.consumptionId, error });
+    for (const { items: settles, judgedAt } of groups) {
+      for (const { index, error } of await consumptions.settle(
+        settles.map(({ item }) => item),
+        judgedAt,
+      )) {
+        const { message, item } = settles[index]!;
+        failedItems.push({ message, data: item, id: item.consumptionId, error });
+      }
     }
   };
 

@@ -63,6 +63,7 @@ const rightSchema = documentSchema<RightDocument>('rights', {
   expiresAt: { type: Date, default: undefined },
   timeInterval: 'string',
   subscriptionId: 'string?',
+  clockId: 'string?',
   removed: 'flag',
   expiresKey: 'string',
   ...outboxDocumentFields,
@@ -111,6 +112,7 @@ const toEntity = ({
     grantorContext: fields.grantorContext ?? null,
     serviceProviderId: fields.serviceProviderId ?? null,
     subscriptionId: fields.subscriptionId ?? null,
+    clockId: fields.clockId ?? null,
     quantity: fields.quantity ?? null,
     remaining: fields.remaining ?? null,
     applied: fields.applied ?? [],
@@ -155,8 +157,12 @@ export interface RightQuery {
   /** Non-admins see rights they granted or provide (docs/api.md). */
   grantorOrProvider: string | null;
   grantorId: string | null;
-  /** Only rights stored ACTIVE whose interval holds `at` and ends after `endsAfter`. */
-  active: { at: Date; endsAfter: Date } | null;
+  /**
+   * Only rights stored ACTIVE whose interval holds `at` and ends after `endsAfter`; those on the
+   * test `clocks` named, at their clock's `at` (docs/decisions/0048), and with `clocks`, only
+   * those and the rights on real time.
+   */
+  active: { at: Date; endsAfter: Date; clocks?: ReadonlyArray<{ clockId: string; at: Date }> } | null;
   limit: number;
   /** Cursor: the (createdAt, rightId) of the last right of the previous page. */
   after: Keyset | null;
@@ -231,6 +237,12 @@ export class RightStore extends UserOwnedStore<RightDocument, RightEntity> {
     return docs.map(toEntity);
   }
 
+  /** The test clocks a user's rights live on (docs/decisions/0048): almost always none. */
+  async clocksOfUser(userId: string): Promise<string[]> {
+    const ids: unknown[] = await this.model.distinct('clockId', { userId });
+    return ids.filter((id): id is string => typeof id === 'string');
+  }
+
   /** A user's rights of one SKU (consumption by SKU: the caller's visibility and the burn order are the use case's). */
   async ofUserAndSku(userId: string, sku: string): Promise<RightEntity[]> {
     const docs = await this.model
@@ -248,8 +260,22 @@ export class RightStore extends UserOwnedStore<RightDocument, RightEntity> {
     }
     if (query.grantorId !== null) conditions.push({ grantorId: query.grantorId });
     if (query.active) {
-      const { at, endsAfter } = query.active;
-      conditions.push({ state: 'ACTIVE', start: { $lte: at }, end: { $gt: endsAfter } });
+      const { at, endsAfter, clocks = [] } = query.active;
+      const activeAt = (instant: Date, after: Date) => ({
+        state: 'ACTIVE',
+        start: { $lte: instant },
+        end: { $gt: after },
+      });
+      conditions.push(
+        clocks.length === 0
+          ? activeAt(at, endsAfter)
+          : {
+              $or: [
+                { clockId: null, ...activeAt(at, endsAfter) },
+                ...clocks.map((clock) => ({ clockId: clock.clockId, ...activeAt(clock.at, clock.at) })),
+              ],
+            },
+      );
     }
     return this.pageNewestFirst({ userId: query.userId }, conditions, query.after, query.limit);
   }

@@ -50,6 +50,7 @@ export class ClockUseCases {
       grantorId: owner.grantorId,
       time,
       advancingTo: time,
+      status: 'ready',
       generation: 1,
       createdAt: now,
       updatedAt: now,
@@ -66,6 +67,13 @@ export class ClockUseCases {
   async get(principal: Principal, clockId: string): Promise<ClockEntity> {
     const clock = await this.store.find(clockId);
     if (!clock || !canUseClock(principal, clock)) throw DomainError.notFound(`no clock ${clockId}`);
+    return clock;
+  }
+
+  /** A clock as it is now, for the platform's services (whoever's it is); unknown or deleted, 404. */
+  async current(clockId: string): Promise<ClockEntity> {
+    const clock = await this.store.find(clockId);
+    if (!clock) throw DomainError.notFound(`no clock ${clockId}`);
     return clock;
   }
 

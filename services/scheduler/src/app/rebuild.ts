@@ -3,9 +3,13 @@ import { ExpiryPage, HoldPage, SchedulePage } from '@rs/contracts';
 import { readBucket, servicePrincipal, type InternalTokenSigner } from '@rs/http';
 import type { z } from 'zod';
 import { bucketsOf, rightDueAt, subscriptionDueAt } from '../domain/due';
-import type { DueItem, DueStore } from '../store/due-store';
+import type { ClockDueItem, DueItem, DueStore } from '../store/due-store';
 
 const SCHEDULER = servicePrincipal('scheduler');
+
+/** The test clock a listed entry lives on, if any (docs/decisions/0048). */
+const clockOf = (entry: object): string | null =>
+  'clockId' in entry && typeof entry.clockId === 'string' ? entry.clockId : null;
 
 /** Entries per page of a rebuild: what a replica holds at once, whatever the data's size. */
 const PAGE = 500;
@@ -27,12 +31,15 @@ export async function rebuildSchedules(options: {
 }): Promise<number> {
   const { urls, signer, stores, partitions, clock = systemClock } = options;
   /** Every entry of the owned buckets of one listing recorded in one store, as due items (those with a due time). */
-  const rebuild = async <T>(
+  const rebuild = async <T extends object>(
     service: 'subscriptions' | 'rights',
     url: string,
     schema: z.ZodType<{ items: T[]; next: string | null }>,
     store: DueStore,
     dueOf: (entry: T) => DueItem | null,
+    versionOf: (entry: T) => Omit<ClockDueItem, 'clockId'> = () => {
+      throw new Error('nothing of this listing lives on a clock');
+    },
   ) => {
     let read = 0;
     for (const bucket of bucketsOf(partitions))
@@ -41,8 +48,19 @@ export async function rebuildSchedules(options: {
         bucket,
         { signer, caller: SCHEDULER, service, pageSize: PAGE, schema },
         async (entries) => {
+          // What lives on a test clock is kept by its clock (docs/decisions/0048).
+          await store.recordOnClocks(
+            entries.flatMap((entry) => {
+              const clockId = clockOf(entry);
+              return clockId ? [{ ...versionOf(entry), clockId }] : [];
+            }),
+            clock,
+          );
           await store.recordMany(
-            entries.map(dueOf).filter((item) => item !== null),
+            entries
+              .filter((entry) => !clockOf(entry))
+              .map(dueOf)
+              .filter((item) => item !== null),
             clock,
           );
         },
@@ -57,6 +75,7 @@ export async function rebuildSchedules(options: {
     SchedulePage,
     stores.subscriptionSchedules,
     (e) => item(e.subscriptionId, e.sequence, e.connectId, subscriptionDueAt(e)),
+    (e) => ({ id: e.subscriptionId, sequence: e.sequence, connectId: e.connectId, dueAt: subscriptionDueAt(e) }),
   );
   const rights = await rebuild(
     'rights',
@@ -64,6 +83,7 @@ export async function rebuildSchedules(options: {
     ExpiryPage,
     stores.rightExpiries,
     (e) => item(e.rightId, e.sequence, e.connectId, rightDueAt(e)),
+    (e) => ({ id: e.rightId, sequence: e.sequence, connectId: e.connectId, dueAt: rightDueAt(e) }),
   );
   // The lapses of reservations and consumptions across rights still holding units (docs/decisions/0045).
   const holds = await rebuild(

@@ -8,12 +8,17 @@ import { expireCommand, renewCommand, settleCommand } from '../messaging/command
 import type { createStores } from '../store/stores';
 import { rebuildSchedules } from './rebuild';
 import { DueSweeper, ownedPartitionsGauge, type SweeperOptions } from './sweeper';
+import { ClockDriver } from './clock-driver';
+import type { ClockMessages } from '../messaging/clock-events';
+import type { ClockStore } from '../store/clock-store';
 
 /** Where scheduler replicas keep their memberships: a replica that stopped renewing its own leaves its partitions to the others. */
 const SCHEDULER_MEMBERS = 'scheduler_members';
 
 export interface SchedulingOptions {
   stores: ReturnType<typeof createStores>;
+  /** The test clocks, which the replica owning a clock's partition steps (docs/decisions/0048). */
+  clocks: { store: ClockStore; messages: ClockMessages };
   broker: AmqpClient;
   signer: InternalTokenSigner;
   urls: { subscriptions: string; rights: string };
@@ -26,7 +31,8 @@ export interface SchedulingOptions {
 /**
  * The scheduler's three loops (docs/architecture.md, docs/decisions/0011): the membership this
  * replica renews to own its share of the partitions; every tick, the sweep of its partitions
- * that commands what fell due; and the rebuild of its partitions' schedules from the services
+ * that commands what fell due, and a step of each test clock of those partitions
+ * (docs/decisions/0048); and the rebuild of its partitions' schedules from the services
  * that own the data, at start and then every `rebuildMs`.
  */
 export async function startScheduling(options: SchedulingOptions): Promise<{ stop(): Promise<void> }> {
@@ -64,12 +70,20 @@ export async function startScheduling(options: SchedulingOptions): Promise<{ sto
     sweeperOf(stores.subscriptionSchedules, renewCommand),
     sweeperOf(stores.holdExpiries, settleCommand),
   ];
+  const clockDriver = new ClockDriver({
+    clocks: options.clocks.store,
+    messages: options.clocks.messages,
+    stores,
+    broker: options.broker,
+    logger,
+    clock,
+  });
   const ticker = repeat(
     async () => {
       const now = clock();
       const partitions = owned();
       ownedPartitionsGauge.set(partitions.length);
-      await Promise.all(sweepers.map((sweeper) => sweeper.sweep(partitions, now)));
+      await Promise.all([...sweepers.map((sweeper) => sweeper.sweep(partitions, now)), clockDriver.drive(partitions)]);
     },
     {
       everyMs: options.tickMs,

@@ -106,16 +106,25 @@ export class DueSweeper {
     return sweeper;
   }
 
-  /** Publishes the items' commands with confirms, all batches at once; throws if any is not confirmed. */
-  private async command(items: DueItem[], now: Date): Promise<void> {
-    await Promise.all(
-      commandBatches(items).map(async (batch) => {
-        const command = this.options.toCommand(batch, now);
-        await this.options.broker.publishEvent(Exchanges.commands, command);
-        commanded.inc({ type: command.type }, batch.length);
-      }),
-    );
+  private command(items: DueItem[], now: Date): Promise<void> {
+    return commandItems(this.options.broker, items, this.options.toCommand, now);
   }
+}
+
+/** Publishes the items' commands with confirms, all batches at once; throws if any is not confirmed. */
+export async function commandItems<Item extends DueItem>(
+  broker: AmqpClient,
+  items: readonly Item[],
+  toCommand: (items: Item[], now: Date) => CloudEvent,
+  now: Date,
+): Promise<void> {
+  await Promise.all(
+    commandBatches(items).map(async (batch) => {
+      const command = toCommand(batch, now);
+      await broker.publishEvent(Exchanges.commands, command);
+      commanded.inc({ type: command.type }, batch.length);
+    }),
+  );
 }
 
 /**
@@ -132,7 +141,7 @@ const MAX_COMMAND_SNAPSHOT_BYTES = 1_000_000;
  * bucket and second at a time (docs/decisions/0027), so a command holds few buckets, most of
  * them whole, and reads little it was not sent.
  */
-const commandBatches = (items: readonly DueItem[]): DueItem[][] =>
+const commandBatches = <Item extends DueItem>(items: readonly Item[]): Item[][] =>
   weighedChunks(
     sortedBy(items, (item) => bucketOf(item.id)),
     {

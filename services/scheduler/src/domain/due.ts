@@ -44,6 +44,9 @@ export const slotKey = (partition: number, second: number) => `${partition}:${se
 /** One `soon` bucket for all partitions: it stays small, and is read once a sweep. */
 export const SOON_KEY = 'soon';
 
+/** The key the versions of what lives on a test clock are kept under (docs/decisions/0048): no sweep reads it. */
+export const clockKey = (clockId: string): string => `clock:${clockId}`;
+
 /** The key an item due at `dueAt` is stored under when recorded at `now`. */
 export function dueKeyOf(id: string, dueAt: Date, now: Date): string {
   const partition = partitionOf(id);

@@ -33,5 +33,12 @@ export function clockRoutes(clocks: ClockUseCases, publicBaseUrl: string): Route
       http.sendDone(res);
     },
   });
+  // For the services, which judge what lives on a clock by its time (docs/decisions/0048).
+  http.route(router, '/internal/clocks/:clockId', {
+    get: async (req, res) => {
+      http.requireServiceCaller(res.locals.principal);
+      res.json(view(await clocks.current(clockId(req))));
+    },
+  });
   return router;
 }

@@ -31,7 +31,9 @@ export class ClockMessages {
 /** What each change of a clock announces. */
 export const CLOCK_EVENTS = {
   created: [ClockEventTypes.created],
-  // Nothing lives on a clock yet: an advance arrives at once, and is ready.
-  advanced: [ClockEventTypes.advanced, ClockEventTypes.ready],
+  /** An advance asked for, and each step of it (the clock's new time). */
+  advanced: [ClockEventTypes.advanced],
+  /** Everything due up to the advance's target has happened. */
+  ready: [ClockEventTypes.ready],
   deleted: [ClockEventTypes.deleted],
 } as const satisfies Record<string, readonly ClockEventType[]>;

@@ -14,7 +14,7 @@ import type { Logger } from '@rs/logging';
 import { consume, type AmqpClient, type ConsumerSpec } from '@rs/messaging';
 import { counter } from '@rs/telemetry/metrics';
 import { dueAfterRightEvent, dueAfterSubscriptionEvent, type DueAfter } from '../domain/due';
-import type { DueItem, DueStore } from '../store/due-store';
+import type { ClockDueItem, DueItem, DueStore } from '../store/due-store';
 
 export const SCHEDULER_RIGHT_EVENTS_QUEUE = 'scheduler.rights-events';
 export const SCHEDULER_SUBSCRIPTION_EVENTS_QUEUE = 'scheduler.subscriptions-events';
@@ -65,22 +65,42 @@ export async function followEvents(
   clock: Clock = systemClock,
 ): Promise<void> {
   const recordDue = (store: DueStore, items: DueItem[]) => recordDueItems(store, items, logger, clock);
-  const follow = async <Data extends { connectId: string; sequence: number }>(
+  const follow = async <Data extends { connectId: string; sequence: number; clockId?: string | null | undefined }>(
     spec: Pick<ConsumerSpec<CloudEvent<Data>>, 'queue' | 'bindings' | 'parse'>,
     store: DueStore,
     dueOf: (event: CloudEvent<Data>) => DueAfter,
     component: string,
+    /** What else an event on a test clock makes the clock's advance wait for (docs/decisions/0048). */
+    expectedOf: (event: CloudEvent<Data>) => ClockDueItem[] = () => [],
   ) => {
-    const record = (events: Array<CloudEvent<Data>>) =>
-      recordDue(
+    const record = async (events: Array<CloudEvent<Data>>) => {
+      const onClocks = events.filter((event) => event.data.clockId);
+      // What lives on a test clock is kept by its clock, every version (docs/decisions/0048).
+      await rightExpiriesFirst(
+        onClocks.flatMap(expectedOf),
+        onClocks.map((event) => {
+          const { id, dueAt, snapshot } = dueOf(event);
+          const { sequence, connectId, clockId } = event.data;
+          return { id, dueAt, sequence, connectId, clockId: clockId!, ...(snapshot ? { snapshot } : {}) };
+        }),
+        store,
+      );
+      await recordDue(
         store,
         events.flatMap((event) => {
+          if (event.data.clockId) return [];
           const { id, dueAt, snapshot } = dueOf(event);
           if (!dueAt) return [];
           const { sequence, connectId } = event.data;
           return [{ id, dueAt, sequence, connectId, ...(snapshot ? { snapshot } : {}) }];
         }),
       );
+    };
+    /** The rights a change on a clock issued are expected before the change itself is recorded: an advance never sees the one without the other. */
+    const rightExpiriesFirst = async (expected: ClockDueItem[], versions: ClockDueItem[], own: DueStore) => {
+      if (expected.length > 0) await stores.rightExpiries.recordOnClocks(expected, clock);
+      if (versions.length > 0) await own.recordOnClocks(versions, clock);
+    };
     await consume(
       broker,
       {
@@ -93,7 +113,21 @@ export async function followEvents(
     );
   };
   await follow(RIGHT_EVENTS, stores.rightExpiries, dueAfterRightEvent, 'right-events');
-  await follow(SUBSCRIPTION_EVENTS, stores.subscriptionSchedules, dueAfterSubscriptionEvent, 'subscription-events');
+  await follow(
+    SUBSCRIPTION_EVENTS,
+    stores.subscriptionSchedules,
+    dueAfterSubscriptionEvent,
+    'subscription-events',
+    ({ data }) =>
+      (data.issuedRights ?? []).map((rightId) => ({
+        id: rightId,
+        sequence: 0,
+        connectId: data.connectId,
+        clockId: data.clockId!,
+        dueAt: null,
+        expected: true,
+      })),
+  );
 }
 
 /**

@@ -20,6 +20,7 @@ const schema = documentSchema<ClockDocument>('clocks', {
   grantorId: 'string',
   time: 'date',
   advancingTo: 'date',
+  status: 'string',
   deleted: 'flag',
   ...outboxDocumentFields,
 });
@@ -30,7 +31,12 @@ export const CLOCK_INDEXES: CollectionIndexes = {
   queries: [BY_ID, byGrantor('its clocks: their list, its limit'), PENDING_EVENTS],
 };
 
-const toEntity = ({ _id, deleted: _deleted, ...fields }: ClockDocument): ClockEntity => ({ clockId: _id, ...fields });
+const toEntity = ({ _id, deleted: _deleted, ...fields }: ClockDocument): ClockEntity => ({
+  clockId: _id,
+  ...fields,
+  // Clocks stored before advances stepped were where their advance went.
+  status: fields.status ?? 'ready',
+});
 const LIVE = { deleted: { $ne: true } };
 
 /** The scheduler's test clocks (docs/decisions/0048): each change a compare-and-set on its generation. */

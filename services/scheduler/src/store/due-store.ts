@@ -3,7 +3,7 @@ import { SubscriptionSnapshot } from '@rs/contracts';
 import { BY_ID, declareIndexes, documentSchema, isDuplicateKey, serverLimits, type CollectionIndexes } from '@rs/store';
 import type { Clock } from '@rs/time';
 import { type Connection, type Model } from 'mongoose';
-import { dueKeyOf, landedLate, slotKey, SOON_KEY } from '../domain/due';
+import { clockKey, dueKeyOf, landedLate, slotKey, SOON_KEY } from '../domain/due';
 
 /**
  * Something the scheduler must act on at `dueAt`: a right to expire, a subscription to
@@ -24,6 +24,29 @@ export interface StoredDueItem extends DueItem {
 }
 
 /**
+ * A version of something that lives on a test clock (docs/decisions/0048). It is kept under its
+ * clock's key, never under a real second, so that no sweep commands it: the clock's driver does,
+ * at the clock's time. Every version is kept, also one after which nothing is due: an advance
+ * waits until each item it commanded has a newer version.
+ */
+export interface ClockDueItem {
+  id: string;
+  sequence: number;
+  connectId: string;
+  clockId: string;
+  /** When it falls due on its clock; null when nothing is due after this version. */
+  dueAt: Date | null;
+  snapshot?: SubscriptionSnapshot;
+  /** A right a change on the clock issued, whose creation is not recorded yet (sequence 0). */
+  expected?: boolean;
+}
+
+export interface StoredClockDueItem extends ClockDueItem {
+  ref: string;
+  recordedAt: Date;
+}
+
+/**
  * One version of an entity's due time. Versions are only ever inserted and deleted, never
  * updated: every write the scheduler makes is an `insertMany` or a delete, which FerretDB
  * does in bulk (docs/decisions/0011). A version made stale by a newer event stays until its
@@ -37,10 +60,15 @@ interface DueDocument {
   _id: string;
   id: string;
   sequence: number;
-  dueAt: Date;
-  /** `<partition>:<second>` or `soon` (see domain/due.ts): the one key queried. */
+  /** Null only on a clock's versions after which nothing is due. */
+  dueAt: Date | null;
+  /** `<partition>:<second>`, `soon` or `clock:<clockId>` (see domain/due.ts): the one key queried. */
   due: string;
   connectId: string;
+  /** On a clock's versions only (ClockDueItem). */
+  clockId?: string;
+  expected?: boolean;
+  recordedAt?: Date;
   /**
    * The snapshot as JSON text: FerretDB reads a second's items, and reads them again to delete
    * them, at about half the cost of the same snapshot as a nested document (docs/performance.md).
@@ -50,7 +78,20 @@ interface DueDocument {
 
 const toItem = ({ _id, id, sequence, dueAt, connectId, snapshot }: DueDocument): StoredDueItem => {
   const loaded = snapshot ? snapshotLoaded(snapshot) : undefined;
-  return { id, sequence, dueAt, connectId, ...(loaded ? { snapshot: loaded } : {}), ref: _id };
+  return { id, sequence, dueAt: dueAt!, connectId, ...(loaded ? { snapshot: loaded } : {}), ref: _id };
+};
+
+const toClockItem = (doc: DueDocument): StoredClockDueItem => {
+  const { snapshot: _snapshot, ...item } = toItem(doc);
+  const snapshot = doc.snapshot ? snapshotLoaded(doc.snapshot) : undefined;
+  return {
+    ...item,
+    dueAt: doc.dueAt,
+    clockId: doc.clockId!,
+    ...(snapshot ? { snapshot } : {}),
+    ...(doc.expected ? { expected: true } : {}),
+    recordedAt: doc.recordedAt ?? new Date(0),
+  };
 };
 
 /**
@@ -100,6 +141,9 @@ export class DueStore {
       due: 'string',
       connectId: 'string',
       snapshot: 'json?',
+      clockId: 'string?',
+      expected: 'flag',
+      recordedAt: { type: Date, default: undefined },
     });
     this.model = db.model<DueDocument>(collection, schema);
   }
@@ -129,6 +173,30 @@ export class DueStore {
     return late.length;
   }
 
+  /** Records versions of what lives on test clocks, each under its clock; one recorded before is left as it is. */
+  async recordOnClocks(items: readonly ClockDueItem[], clock: Clock): Promise<void> {
+    const recordedAt = clock();
+    await this.insertMany(
+      items.map(({ snapshot, ...item }) => ({
+        _id: `${item.id}@${item.sequence}`,
+        ...item,
+        ...(snapshot ? { snapshot: JSON.stringify(snapshot) } : {}),
+        due: clockKey(item.clockId),
+        recordedAt,
+      })),
+    );
+  }
+
+  /** Every version kept of what lives on one clock. */
+  async ofClock(clockId: string): Promise<StoredClockDueItem[]> {
+    return (await this.model.find({ due: clockKey(clockId) }).lean<DueDocument[]>()).map(toClockItem);
+  }
+
+  /** Removes every version kept of what lives on one clock (the clock was deleted). */
+  async removeClock(clockId: string): Promise<void> {
+    await this.model.collection.deleteMany({ due: clockKey(clockId) });
+  }
+
   private async insertMany(docs: readonly DueDocument[]): Promise<void> {
     if (docs.length === 0) return;
     try {
@@ -153,8 +221,8 @@ export class DueStore {
     return (await this.model.find({ due: SOON_KEY }).lean<DueDocument[]>()).map(toItem);
   }
 
-  /** Removes these versions (from the `soon` bucket, which keeps receiving items). */
-  async remove(items: readonly StoredDueItem[]): Promise<void> {
+  /** Removes these versions (from the `soon` bucket, which keeps receiving items, or a clock's). */
+  async remove(items: ReadonlyArray<{ ref: string }>): Promise<void> {
     const { updateConcurrency } = await serverLimits(this.model.db.db!);
     await pLimit(updateConcurrency).map(items, (item) => this.model.collection.deleteOne({ _id: item.ref } as never));
   }

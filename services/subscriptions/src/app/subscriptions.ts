@@ -26,7 +26,8 @@ import {
   type ItemFailure,
   type OutboxEntry,
 } from '@rs/store';
-import { parseTimeSpec, systemClock, type Clock, type TimeSpec } from '@rs/time';
+import { NowFor, type ClockLookup } from '@rs/http';
+import { judgedInstant, parseTimeSpec, systemClock, type Clock, type TimeSpec } from '@rs/time';
 import { changePlan, withdrawChange } from '../domain/plan-change';
 import type { Duration } from 'luxon';
 import { boundsViolation, SHORTEST_PERIOD } from '../domain/bounds';
@@ -87,6 +88,8 @@ export interface SubscriptionUseCasesOptions {
   /** SUBSCRIPTION_MIN_PERIOD (docs/api.md). */
   minPeriod: Duration;
   clock?: Clock;
+  /** The times of test clocks (docs/decisions/0048); without it, everything lives on real time. */
+  clocks?: ClockLookup;
 }
 
 export class SubscriptionUseCases {
@@ -96,11 +99,14 @@ export class SubscriptionUseCases {
   private readonly messages: SubscriptionMessages;
   private readonly minPeriod: Duration;
   private readonly clock: Clock;
+  /** "Now" for each subscription: its test clock's time, or real time. */
+  private readonly nowFor: NowFor;
 
   constructor(options: SubscriptionUseCasesOptions) {
     ({ store: this.store, changes: this.changes, skus: this.skus, minPeriod: this.minPeriod } = options);
     this.messages = new SubscriptionMessages(options.publicBaseUrl);
     this.clock = options.clock ?? systemClock;
+    this.nowFor = new NowFor(this.clock, options.clocks);
   }
 
   /**
@@ -119,10 +125,10 @@ export class SubscriptionUseCases {
     const spec = parseTimeSpec(body.timeSpec);
     if (!spec.ok) throw DomainError.invalid(`timeSpec: ${spec.reason}`);
     await this.validateTemplates(body.grantorId, spec.value, body.rightsSpec);
-    const now = this.clock();
+    const now = await this.nowFor.forCreation(body.clockId, body.grantorId);
     const nextPeriod = firstPeriodToIssue(spec.value, now);
     const subscription: SubscriptionEntity = {
-      subscriptionId: id ?? newId(now.getTime()),
+      subscriptionId: id ?? newId(this.clock().getTime()),
       userId,
       grantorId: body.grantorId,
       grantorContext: body.grantorContext ?? null,
@@ -134,6 +140,7 @@ export class SubscriptionUseCases {
       origTimeSpec: spec.value.origTimeSpec,
       paymentAgreement: body.paymentAgreement ?? null,
       nextPeriod,
+      clockId: body.clockId ?? null,
       generation: 1,
       createdAt: now,
       updatedAt: now,
@@ -175,7 +182,7 @@ export class SubscriptionUseCases {
     const done = await this.change(principal, target, async (subscription) => {
       const spec = timeSpecOf(subscription);
       await this.validateTemplates(subscription.grantorId, spec, body.rightsSpec);
-      return changePlan(subscription, spec, templates, body.at, this.clock());
+      return changePlan(subscription, spec, templates, body.at, await this.nowFor.one(subscription));
     });
     if (done.outcome === 'missing') throw this.notFound(target);
     return done.outcome === 'changed' ? done.change.next : done.current;
@@ -188,8 +195,8 @@ export class SubscriptionUseCases {
     subscriptionId: string,
     expectedGeneration?: number,
   ): Promise<void> {
-    const done = await this.change(principal, { userId, subscriptionId, expectedGeneration }, (subscription) =>
-      withdrawChange(subscription, this.clock()),
+    const done = await this.change(principal, { userId, subscriptionId, expectedGeneration }, async (subscription) =>
+      withdrawChange(subscription, await this.nowFor.one(subscription)),
     );
     if (done.outcome === 'missing') throw this.notFound({ userId, subscriptionId });
   }
@@ -232,8 +239,8 @@ export class SubscriptionUseCases {
     subscriptionId: string,
     expectedGeneration?: number,
   ): Promise<void> {
-    await this.change(principal, { userId, subscriptionId, expectedGeneration }, (subscription) =>
-      removal(subscription, this.clock()),
+    await this.change(principal, { userId, subscriptionId, expectedGeneration }, async (subscription) =>
+      removal(subscription, await this.nowFor.one(subscription)),
     );
   }
 
@@ -244,8 +251,8 @@ export class SubscriptionUseCases {
     command: SubscriptionCommand,
     expectedGeneration?: number,
   ): Promise<void> {
-    const done = await this.change(principal, { userId, subscriptionId, expectedGeneration }, (subscription) =>
-      decide(subscription, command, this.clock()),
+    const done = await this.change(principal, { userId, subscriptionId, expectedGeneration }, async (subscription) =>
+      decide(subscription, command, await this.nowFor.one(subscription)),
     );
     if (done.outcome === 'missing') throw this.notFound({ userId, subscriptionId });
   }
@@ -264,7 +271,12 @@ export class SubscriptionUseCases {
    * clock may be ahead of ours).
    */
   async renew(items: readonly SubscriptionsRenewData[], judgedAt: Date, replay: boolean): Promise<RenewalOutcome> {
-    const now = new Date(Math.max(this.clock().getTime(), judgedAt.getTime()));
+    // A command's subscriptions are all on one test clock, or all on real time (docs/decisions/0048).
+    const now = judgedInstant(
+      judgedAt,
+      this.clock,
+      items.some((item) => item.clockId),
+    );
     const keys = items.map((item) => ({ userId: item.connectId, id: item.subscriptionId }));
     const earlier = replay ? await this.lastRenewals(keys) : [];
     const found = await this.subscriptionsOf(items);
@@ -379,7 +391,7 @@ export class SubscriptionUseCases {
     const { next, events } = renewed;
     // The platform renews, as the scheduler commanded (docs/api.md "History").
     const outbox = [
-      ...this.messages.of(next, events, null, systemActor('scheduler')),
+      ...this.messages.of(next, events, null, systemActor('scheduler'), plan.issues),
       ...plan.issues.map((issue) => this.messages.issueOf(subscription, issue, now)),
     ];
     return { current: subscription, next, outbox, missedRights: plan.missed };
@@ -407,7 +419,7 @@ export class SubscriptionUseCases {
           current,
           next,
           outbox: [
-            ...this.messages.of(next, events, cascade, actorOf(principal)),
+            ...this.messages.of(next, events, cascade, actorOf(principal), issues),
             ...(issues ?? []).map((issue) => this.messages.issueOf(next, issue, next.updatedAt)),
           ],
           removes,

@@ -69,6 +69,8 @@ export interface SubscriptionEntity {
   paymentAgreement: string | null;
   /** The next period whose rights are still to be issued; null when none is left. */
   nextPeriod: number | null;
+  /** docs/decisions/0048: the test clock it and its rights live on (every "now" of it is that clock's time), or null. */
+  clockId: string | null;
   generation: number;
   createdAt: Date;
   updatedAt: Date;
@@ -146,8 +148,16 @@ export function firstPeriodToIssue(spec: TimeSpec, now: Date): number | null {
 
 /** A subscription as the scheduler rebuilds its schedule from it (the internal listing, docs/api.md "Renewal"). */
 export function scheduleEntry(subscription: SubscriptionEntity): ScheduleEntry {
-  const { subscriptionId, userId: connectId, generation: sequence, state, timeSpec, nextPeriod } = subscription;
-  return { subscriptionId, connectId, sequence, state, timeSpec, nextPeriod };
+  const {
+    subscriptionId,
+    userId: connectId,
+    generation: sequence,
+    state,
+    timeSpec,
+    nextPeriod,
+    clockId,
+  } = subscription;
+  return { subscriptionId, connectId, sequence, state, timeSpec, nextPeriod, clockId };
 }
 
 /** The subscription as the API returns it, with the links of docs/architecture.md. */
@@ -170,6 +180,7 @@ export function representation(subscription: SubscriptionEntity, publicBaseUrl: 
     rightsSpec: subscription.rightsSpec,
     origTimeSpec: subscription.origTimeSpec,
     pendingChange: subscription.pendingChange,
+    clockId: subscription.clockId,
   };
 }
 
@@ -292,6 +303,7 @@ export function fromSnapshot(
     origTimeSpec: snapshot.origTimeSpec,
     paymentAgreement: null,
     nextPeriod: snapshot.nextPeriod,
+    clockId: snapshot.clockId ?? null,
     generation: snapshot.sequence,
     createdAt,
     updatedAt: createdAt,

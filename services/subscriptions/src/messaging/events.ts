@@ -7,6 +7,7 @@ import {
   type SubscriptionEventData,
   type SubscriptionEventType,
 } from '@rs/contracts';
+import { periodRightId } from '@rs/hashing';
 import { changeMessage, type OutboxEntry } from '@rs/store';
 import type { PeriodIssue } from '../domain/renewal';
 import { representation, type RightsCascade, type SubscriptionEntity } from '../domain/subscription';
@@ -30,7 +31,14 @@ export class SubscriptionMessages {
     types: SubscriptionEventType[],
     cascade: RightsCascade | null,
     actor: Actor,
+    /** The periods the change issues rights of: their ids are in its events (`issuedRights`). */
+    issues: readonly PeriodIssue[] = [],
   ): OutboxEntry[] {
+    const issuedRights = issues.flatMap((issue) =>
+      issue.rights.map((right) =>
+        periodRightId(subscription.subscriptionId, issue.periodStart, right.templateIndex, issue.plan),
+      ),
+    );
     const data: SubscriptionEventData = {
       ...representation(subscription, this.publicBaseUrl),
       connectId: subscription.userId,
@@ -39,6 +47,7 @@ export class SubscriptionMessages {
       nextPeriod: subscription.nextPeriod,
       createdAt: subscription.createdAt.toISOString(),
       plan: subscription.plan,
+      ...(issuedRights.length > 0 ? { issuedRights } : {}),
     };
     const change = {
       source: EVENT_SOURCE,
@@ -74,6 +83,7 @@ export class SubscriptionMessages {
         dueAt: issue.dueAt,
         rights: issue.rights,
         ...(issue.plan === 0 ? {} : { plan: issue.plan }),
+        ...(subscription.clockId ? { clockId: subscription.clockId } : {}),
       },
       time: now,
     });

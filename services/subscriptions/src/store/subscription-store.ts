@@ -51,6 +51,7 @@ const schema = documentSchema<SubscriptionDocument>('subscriptions', {
   origTimeSpec: 'string',
   paymentAgreement: 'string?',
   nextPeriod: 'number?',
+  clockId: 'string?',
   deleted: 'flag',
   ...outboxDocumentFields,
 });
@@ -65,7 +66,7 @@ function toEntity(doc: SubscriptionDocument): SubscriptionEntity {
   const { _id, deleted: _deleted, ...fields } = doc as SubscriptionDocument & { outbox?: unknown };
   delete (fields as { outbox?: unknown }).outbox;
   delete (fields as { setAside?: unknown }).setAside;
-  return { subscriptionId: _id, ...fields, plan: 0, pendingChange: null };
+  return { subscriptionId: _id, ...fields, clockId: fields.clockId ?? null, plan: 0, pendingChange: null };
 }
 
 const toFields = ({ subscriptionId: _id, plan: _plan, pendingChange: _pending, ...fields }: SubscriptionEntity) =>

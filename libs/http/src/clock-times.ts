@@ -1,0 +1,122 @@
+import { Clock as ClockView, DomainError } from '@rs/contracts';
+import type { InternalTokenSigner } from './internal-token';
+import { getFromService, servicePrincipal } from './service-client';
+
+/** A test clock as the services need it (docs/decisions/0048): whose it is, and its time now. */
+export interface ClockTime {
+  clockId: string;
+  grantorId: string;
+  time: Date;
+}
+
+/** Something that may live on a test clock: null or absent, real time. */
+export interface OnClock {
+  clockId?: string | null;
+}
+
+export interface ClockTimesOptions {
+  /** The scheduler's base URL, without a trailing slash: it owns the clocks. */
+  schedulerUrl: string;
+  signer: InternalTokenSigner;
+  /** The asking service's name, for its internal token. */
+  service: string;
+  requestTimeoutMs?: number;
+}
+
+/**
+ * The time of the test clocks things live on, asked of the scheduler when needed (docs/decisions/0048).
+ * Nothing is cached: the answer after an advance's `ready` must be the new time, and only what
+ * lives on a clock (rehearsals) pays the request; what lives on real time asks nothing.
+ */
+export class ClockTimes {
+  private readonly principal;
+
+  constructor(private readonly options: ClockTimesOptions) {
+    this.principal = servicePrincipal(options.service);
+  }
+
+  /** The clock now, or null when there is none (never was, or deleted). The scheduler unreachable: 503. */
+  async find(clockId: string): Promise<ClockTime | null> {
+    const url = new URL(`${this.options.schedulerUrl}/internal/clocks/${encodeURIComponent(clockId)}`);
+    let response: Response;
+    try {
+      response = await getFromService(
+        url,
+        await this.options.signer.tokenFor(this.principal, 'scheduler'),
+        this.options.requestTimeoutMs ?? 2_000,
+      );
+    } catch {
+      throw DomainError.unavailable('the test clocks cannot be read now', 5);
+    }
+    if (response.status === 404) {
+      await response.body?.cancel();
+      return null;
+    }
+    if (response.status !== 200) {
+      await response.body?.cancel();
+      throw DomainError.unavailable(`the test clocks cannot be read now (${response.status})`, 5);
+    }
+    const clock = ClockView.parse(await response.json());
+    return { clockId: clock.clockId, grantorId: clock.grantorId, time: new Date(clock.time) };
+  }
+
+  /**
+   * The clock a creation for `grantorId` names: that grantor's live clock, else 404 (a clock is
+   * visible to its grantor only: which others exist is not for it to learn).
+   */
+  async ofGrantor(clockId: string, grantorId: string): Promise<ClockTime> {
+    const clock = await this.find(clockId);
+    if (!clock || clock.grantorId !== grantorId) throw DomainError.notFound(`no clock ${clockId}`);
+    return clock;
+  }
+
+  /**
+   * `nowFor` these entities: each one's clock's time (every clock asked once), or `now()` for
+   * what lives on real time. What is on a deleted clock, and being removed, reads as real time.
+   */
+  async nowFor(entities: Iterable<OnClock>, now: () => Date): Promise<(entity: OnClock) => Date> {
+    const ids = new Set<string>();
+    for (const entity of entities) if (entity.clockId) ids.add(entity.clockId);
+    const times = new Map<string, Date>();
+    await Promise.all(
+      [...ids].map(async (id) => {
+        const clock = await this.find(id);
+        if (clock) times.set(id, clock.time);
+      }),
+    );
+    const real = now();
+    return (entity) => (entity.clockId ? (times.get(entity.clockId) ?? real) : real);
+  }
+}
+
+/** What a use case asks of the test clocks (ClockTimes answers it). */
+export type ClockLookup = Pick<ClockTimes, 'ofGrantor' | 'nowFor'>;
+
+/**
+ * "Now" for what lives on a test clock or not (docs/decisions/0048): every use case asks it of
+ * the entities it judges, never its own clock, so that nothing on a clock is judged by real time.
+ */
+export class NowFor {
+  constructor(
+    private readonly clock: () => Date,
+    /** Without it, everything lives on real time (and a creation naming a clock is 404). */
+    private readonly clocks: ClockLookup | undefined,
+  ) {}
+
+  /** Each entity's now: its clock's time, or real time. */
+  async of(entities: Iterable<OnClock>): Promise<(entity: OnClock) => Date> {
+    if (!this.clocks) return () => this.clock();
+    return this.clocks.nowFor(entities, this.clock);
+  }
+
+  async one(entity: OnClock): Promise<Date> {
+    return (await this.of([entity]))(entity);
+  }
+
+  /** The time of the clock a creation for `grantorId` names (404 unless it is that grantor's), or real time. */
+  async forCreation(clockId: string | undefined, grantorId: string): Promise<Date> {
+    if (clockId === undefined) return this.clock();
+    if (!this.clocks) throw DomainError.notFound(`no clock ${clockId}`);
+    return (await this.clocks.ofGrantor(clockId, grantorId)).time;
+  }
+}

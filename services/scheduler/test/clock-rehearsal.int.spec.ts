@@ -1,0 +1,165 @@
+import { Exchanges } from '@rs/contracts';
+import { clientsOf, systemFixture, TestSystem, type CollectedMessage } from '@rs/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+// docs/decisions/0048: a subscription on a test clock lives on the clock's time: an advance of
+// three months issues and expires exactly the rights of those months, one step per due instant,
+// while a real-time subscription of the same user is untouched; nobody else uses the clock.
+const fx = systemFixture({
+  name: 'clock_rehearsal',
+  backends: ['catalog', 'rights', 'subscriptions', 'scheduler'],
+  env: { TEST_CLOCKS_MAX: '2', SCHEDULER_TICK_MS: '200' },
+  collect: { [Exchanges.rightsEvents]: 'right.*', [Exchanges.clocksEvents]: '#' },
+  seed: { clients: clientsOf({ 'grantor-a': 'A', 'grantor-b': 'B' }), users: ['alice'], skus: { news: {} } },
+});
+beforeAll(fx.start);
+afterAll(fx.stop);
+
+const A = TestSystem.clientAuthorization('grantor-a');
+const B = TestSystem.clientAuthorization('grantor-b');
+
+interface RightView {
+  rightId: string;
+  state: string;
+  active: boolean;
+  timeInterval: string;
+  clockId: string | null;
+  link: Array<{ rel: string; href: string }>;
+}
+
+const rightsOf = async (subscriptionId: string): Promise<RightView[]> => {
+  const listed = await fx.call('GET', '/id/users/alice/rights?limit=100', A);
+  expect(listed.status).toBe(200);
+  return ((await listed.json()) as { right: RightView[] }).right
+    .filter((right) => right.link.some((link) => link.rel === 'subscription' && link.href.endsWith(subscriptionId)))
+    .sort((a, b) => a.timeInterval.localeCompare(b.timeInterval));
+};
+
+async function subscribe(body: object): Promise<string> {
+  const created = await fx.call('POST', '/id/users/alice/subs', A, {
+    grantorId: 'A',
+    rightsSpec: [{ sku: 'news' }],
+    ...body,
+  });
+  expect(created.status, await created.clone().text()).toBe(201);
+  return ((await created.json()) as { subscriptionId: string }).subscriptionId;
+}
+
+const clockOf = async (path: string) =>
+  (await (await fx.call('GET', path, A)).json()) as { time: string; status: string; generation: string };
+
+describe('a rehearsal on a test clock (docs/decisions/0048)', () => {
+  it('when a clock with a monthly subscription is advanced by three months, then exactly those months’ rights are issued and expired, at the clock’s time, and a real-time subscription of the same user is untouched', async () => {
+    const created = await fx.call('POST', '/clocks', A, { grantorId: 'A', time: '2026-01-01T00:00:00Z' });
+    expect(created.status).toBe(201);
+    const { clockId, href } = (await created.json()) as { clockId: string; href: string };
+    const path = new URL(href).pathname;
+    const real = await subscribe({ timeSpec: `R/${new Date().toISOString().slice(0, 10)}T00:00:00Z/P1M` });
+    const onClock = await subscribe({ timeSpec: 'R/2026-01-01T00:00:00Z/P1M', clockId });
+    const shown = await fx.call('GET', `/id/users/alice/subs/${onClock}`, A);
+    expect(await shown.json()).toMatchObject({ clockId });
+
+    // Its first period starts at the clock's time: issued without an advance, active on the clock.
+    await expect.poll(async () => (await rightsOf(onClock)).length).toBe(1);
+    expect(await rightsOf(onClock)).toEqual([
+      expect.objectContaining({
+        timeInterval: '2026-01-01T00:00:00Z/2026-02-01T00:00:00Z',
+        state: 'ACTIVE',
+        active: true,
+        clockId,
+      }),
+    ]);
+
+    const advanced = await fx.call('POST', `${path}/advance`, A, { to: '2026-04-01T00:00:00Z' });
+    expect(advanced.status).toBe(202);
+    expect(await advanced.json()).toMatchObject({ status: 'advancing', time: '2026-01-01T00:00:00Z' });
+    await expect.poll(async () => (await clockOf(path)).status, { timeout: 60_000 }).toBe('ready');
+    expect(await clockOf(path)).toMatchObject({ time: '2026-04-01T00:00:00Z' });
+
+    const months = ['2026-01-01', '2026-02-01', '2026-03-01', '2026-04-01', '2026-05-01'];
+    const issued = await rightsOf(onClock);
+    expect(issued.map((right) => [right.timeInterval, right.state, right.active])).toEqual([
+      [`${months[0]}T00:00:00Z/${months[1]}T00:00:00Z`, 'EXPIRED', false],
+      [`${months[1]}T00:00:00Z/${months[2]}T00:00:00Z`, 'EXPIRED', false],
+      [`${months[2]}T00:00:00Z/${months[3]}T00:00:00Z`, 'EXPIRED', false],
+      [`${months[3]}T00:00:00Z/${months[4]}T00:00:00Z`, 'ACTIVE', true],
+    ]);
+    expect(issued.every((right) => right.clockId === clockId)).toBe(true);
+    // Active now on its clock: listed by active=now, and at an instant of its own timeline.
+    const activeNow = await fx.call('GET', '/id/users/alice/rights?active=now&limit=100', A);
+    const activeIds = ((await activeNow.json()) as { right: RightView[] }).right.map((right) => right.rightId);
+    expect(activeIds).toContain(issued[3]!.rightId);
+    expect(activeIds).not.toContain(issued[2]!.rightId);
+
+    // Each right created once and the three past months expired once, each in the step of its instant.
+    const events = fx.events(Exchanges.rightsEvents);
+    const ofClock = (type: string) => {
+      const seen = new Set<string>();
+      return events.messages.filter(
+        (m: CollectedMessage) =>
+          m.routingKey === type &&
+          issued.some((right) => right.rightId === m.body.subject) &&
+          !seen.has(m.body.id as string) &&
+          seen.add(m.body.id as string),
+      );
+    };
+    await events.waitFor(() => ofClock('right.expired').length >= 3);
+    expect(ofClock('right.created').map((m) => m.body.subject)).toHaveLength(4);
+    expect(new Set(ofClock('right.created').map((m) => m.body.subject)).size).toBe(4);
+    expect(ofClock('right.expired').map((m) => m.body.subject)).toEqual(issued.slice(0, 3).map((r) => r.rightId));
+    const clockEvents = await fx
+      .events(Exchanges.clocksEvents)
+      .waitFor((messages) => messages.some((m) => m.body.subject === clockId && m.routingKey === 'clock.ready'));
+    const steps = clockEvents
+      .filter((m) => m.body.subject === clockId && m.routingKey === 'clock.advanced')
+      .map((m) => (m.body.data as { time: string }).time);
+    expect(steps).toEqual([
+      '2026-01-01T00:00:00Z',
+      '2026-02-01T00:00:00Z',
+      '2026-03-01T00:00:00Z',
+      '2026-04-01T00:00:00Z',
+    ]);
+
+    // The real-time subscription: its one right, as it was.
+    const [realRight] = await rightsOf(real);
+    expect(await rightsOf(real)).toEqual([expect.objectContaining({ state: 'ACTIVE', active: true, clockId: null })]);
+
+    // The entitlement check judges each right at its own time: April's on the clock, and the real one.
+    const checked = async () =>
+      (
+        (await (await fx.call('GET', '/id/users/alice/entitlements/news', A)).json()) as {
+          rights: Array<{ rightId: string; until: string }>;
+        }
+      ).rights
+        .map((right) => right.rightId)
+        .sort();
+    await expect.poll(checked).toEqual([issued[3]!.rightId, realRight!.rightId].sort());
+  });
+
+  it('when another grantor names the clock, or a clock that does not exist, then 404 and nothing is created', async () => {
+    const created = await fx.call('POST', '/clocks', A, { grantorId: 'A', time: '2026-01-01T00:00:00Z' });
+    const { clockId } = (await created.json()) as { clockId: string };
+    for (const [authorization, grantorId, id] of [
+      [B, 'B', clockId],
+      [A, 'A', 'nosuchclock'],
+    ] as const) {
+      const right = await fx.call('POST', '/id/users/alice/rights', authorization, {
+        sku: 'news',
+        grantorId,
+        timeInterval: '2026-01-01T00:00:00Z/2026-02-01T00:00:00Z',
+        clockId: id,
+      });
+      expect([right.status, await right.text()]).toEqual([404, expect.stringContaining(`no clock ${id}`)]);
+      const subscription = await fx.call('POST', '/id/users/alice/subs', authorization, {
+        grantorId,
+        timeSpec: 'R/2026-01-01T00:00:00Z/P1M',
+        rightsSpec: [{ sku: 'news' }],
+        clockId: id,
+      });
+      expect(subscription.status).toBe(404);
+    }
+    const ofB = await fx.call('GET', '/id/users/alice/rights?grantorId=B', B);
+    expect(((await ofB.json()) as { right: unknown[] }).right).toEqual([]);
+    expect((await fx.call('POST', `/clocks/${clockId}/advance`, B, { to: '2027-01-01T00:00:00Z' })).status).toBe(404);
+  });
+});
