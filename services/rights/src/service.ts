@@ -46,7 +46,7 @@ export const start = defineService('rights', Config, async (runtime) => {
   const messages = new RightMessages(config.PUBLIC_BASE_URL);
   const clocks = new ClockTimes({ schedulerUrl: config.SCHEDULER_URL, signer: runtime.signer, service: 'rights' });
   const rights = new RightsUseCases({ store, history, skus, messages, clock, clocks });
-  const consumptions = new ConsumptionUseCases({ rights: store, records, skus, messages, clock });
+  const consumptions = new ConsumptionUseCases({ rights: store, records, skus, messages, clock, clocks });
   const keys = new SigningKeyStore(runtime.db, secretRing(config, 'RIGHT_TOKEN_KEY_SECRET'));
   const tokens = new RightTokens(rights, keys, {
     issuer: config.PUBLIC_BASE_URL,

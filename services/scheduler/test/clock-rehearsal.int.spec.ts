@@ -8,9 +8,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 const fx = systemFixture({
   name: 'clock_rehearsal',
   backends: ['catalog', 'rights', 'subscriptions', 'scheduler'],
-  env: { TEST_CLOCKS_MAX: '2', SCHEDULER_TICK_MS: '200' },
+  env: { TEST_CLOCKS_MAX: '5', SCHEDULER_TICK_MS: '200' },
   collect: { [Exchanges.rightsEvents]: 'right.*', [Exchanges.clocksEvents]: '#' },
-  seed: { clients: clientsOf({ 'grantor-a': 'A', 'grantor-b': 'B' }), users: ['alice'], skus: { news: {} } },
+  seed: {
+    clients: clientsOf({ 'grantor-a': 'A', 'grantor-b': 'B' }),
+    users: ['alice', 'bob'],
+    skus: { news: {}, calls: {} },
+  },
 });
 beforeAll(fx.start);
 afterAll(fx.stop);
@@ -161,5 +165,36 @@ describe('a rehearsal on a test clock (docs/decisions/0048)', () => {
     const ofB = await fx.call('GET', '/id/users/alice/rights?grantorId=B', B);
     expect(((await ofB.json()) as { right: unknown[] }).right).toEqual([]);
     expect((await fx.call('POST', `/clocks/${clockId}/advance`, B, { to: '2027-01-01T00:00:00Z' })).status).toBe(404);
+  });
+
+  it('when a metered right lives on a clock, then usage and consumption judge it at the clock’s time, until an advance ends it', async () => {
+    const created = await fx.call('POST', '/clocks', A, { grantorId: 'A', time: '2026-01-10T00:00:00Z' });
+    const { clockId } = (await created.json()) as { clockId: string };
+    const right = await fx.call('POST', '/id/users/bob/rights', A, {
+      sku: 'calls',
+      grantorId: 'A',
+      state: 'ACTIVE',
+      quantity: 5,
+      timeInterval: '2026-01-01T00:00:00Z/2026-02-01T00:00:00Z',
+      clockId,
+    });
+    expect(right.status).toBe(201);
+    const { rightId, active } = (await right.json()) as { rightId: string; active: boolean };
+    expect(active).toBe(true);
+
+    const consumed = await fx.call('POST', '/id/users/bob/entitlements/calls/consumption', A, { amount: 2 });
+    expect(consumed.status, await consumed.clone().text()).toBe(200);
+    expect(await consumed.json()).toMatchObject({ consumed: [{ rightId, amount: 2, remaining: 3 }], remaining: 3 });
+    expect((await fx.call('POST', `/id/users/bob/rights/${rightId}/usage`, A, { amount: 1 })).status).toBe(204);
+    // A signed token is checked against real time: none for a right on a clock.
+    expect((await fx.call('GET', `/id/users/bob/rights/${rightId}/token`, A)).status).toBe(409);
+
+    expect((await fx.call('POST', `/clocks/${clockId}/advance`, A, { to: '2026-02-01T00:00:00Z' })).status).toBe(202);
+    await expect
+      .poll(async () => ((await (await fx.call('GET', `/clocks/${clockId}`, A)).json()) as { status: string }).status)
+      .toBe('ready');
+    const read = (await (await fx.call('GET', `/id/users/bob/rights/${rightId}`, A)).json()) as object;
+    expect(read).toMatchObject({ state: 'EXPIRED', active: false, remaining: 2 });
+    expect((await fx.call('POST', '/id/users/bob/entitlements/calls/consumption', A, { amount: 1 })).status).toBe(409);
   });
 });

@@ -11,6 +11,7 @@ import {
   type Reservation,
 } from '@rs/contracts';
 import { changeOne, documentLock, RACE_LOST, untilStored, type ItemFailure, isTransient } from '@rs/store';
+import { NowFor, type ClockLookup, type OnClock } from '@rs/http';
 import { systemClock, type Clock } from '@rs/time';
 import { canUse } from '../domain/access';
 import {
@@ -59,6 +60,17 @@ export interface ConsumptionUseCasesOptions {
   skus: SkuLookup;
   messages: RightMessages;
   clock?: Clock;
+  /** The times of test clocks (docs/decisions/0048); without it, everything lives on real time. */
+  clocks?: ClockLookup;
+}
+
+/** Each right's now: its test clock's time, or real time (docs/decisions/0048). */
+type NowOf = (right: OnClock) => Date;
+
+/** The caller's rights of a user's SKU, each as of its own now. */
+interface Visible {
+  rights: RightEntity[];
+  nowOf: NowOf;
 }
 
 /**
@@ -70,9 +82,15 @@ export interface ConsumptionUseCasesOptions {
  */
 export class ConsumptionUseCases {
   private readonly clock: Clock;
+  /**
+   * Rights are judged at their own now (a test clock's time, or real time); a record's holds
+   * last a real time, on any clock (docs/decisions/0048).
+   */
+  private readonly nowFor: NowFor;
 
   constructor(private readonly options: ConsumptionUseCasesOptions) {
     this.clock = options.clock ?? systemClock;
+    this.nowFor = new NowFor(this.clock, options.clocks);
   }
 
   private get rights(): RightStore {
@@ -93,15 +111,15 @@ export class ConsumptionUseCases {
     target: SkuOfUser,
     request: { amount: number; consumptionId?: string },
   ): Promise<Consumed<Consumption>> {
-    return this.attempts(principal, target, request.consumptionId, async ({ id, fresh, rights }) => {
+    return this.attempts(principal, target, request.consumptionId, async ({ id, fresh, visible }) => {
       if (!fresh) {
-        const earlier = await this.earlier(principal, target, id, request.amount, rights);
+        const earlier = await this.earlier(principal, target, id, request.amount, visible);
         if (earlier) return earlier;
       }
-      const plan = this.plan(target, rights, request.amount);
+      const plan = this.plan(target, visible, request.amount);
       const announce = await this.announces(target.sku);
       if (plan.length === 1) {
-        const consumed = await this.consumeOne(principal, rights, plan[0]!, id, announce);
+        const consumed = await this.consumeOne(principal, visible, plan[0]!, id, announce);
         if (consumed === RACE_LOST) return RACE_LOST;
         consumptions.inc({ outcome: 'consumed' });
         return consumed;
@@ -124,12 +142,12 @@ export class ConsumptionUseCases {
     const until = reservationUntil(request.ttl ?? DEFAULT_RESERVATION_TTL, this.clock());
     if (!until.ok) throw DomainError.invalid(until.reason);
     const ttlMs = until.until.getTime() - this.clock().getTime();
-    return this.attempts(principal, target, request.reservationId, async ({ id, fresh, rights }) => {
+    return this.attempts(principal, target, request.reservationId, async ({ id, fresh, visible }) => {
       if (!fresh) {
         const earlier = await this.records.find(target.userId, id);
         if (earlier) return this.reserved(principal, earlier);
       }
-      const record = this.newRecord(target, id, 'reservation', this.plan(target, rights, request.amount), ttlMs);
+      const record = this.newRecord(target, id, 'reservation', this.plan(target, visible, request.amount), ttlMs);
       if ((await this.holdAll(principal, record, fresh)) === RACE_LOST) return RACE_LOST;
       reservations.inc({ outcome: 'held' });
       return this.reserved(principal, record);
@@ -200,33 +218,34 @@ export class ConsumptionUseCases {
     principal: Principal,
     target: SkuOfUser,
     clientId: string | undefined,
-    attempt: (context: { id: string; fresh: boolean; rights: RightEntity[] }) => Promise<T | typeof RACE_LOST>,
+    attempt: (context: { id: string; fresh: boolean; visible: Visible }) => Promise<T | typeof RACE_LOST>,
   ): Promise<T> {
     return documentLock.run('consumption', `${target.userId}\u0000${target.sku}`, () =>
       untilStored(`the ${target.sku} rights of ${target.userId}`, async () =>
         attempt({
           id: clientId ?? newId(this.clock().getTime()),
           fresh: clientId === undefined,
-          rights: await this.visible(principal, target),
+          visible: await this.visible(principal, target),
         }),
       ),
     );
   }
 
-  /** The user's rights of the SKU that the caller may use, each as of now. */
-  private async visible(principal: Principal, target: SkuOfUser): Promise<RightEntity[]> {
-    const now = this.clock();
-    return (await this.rights.ofUserAndSku(target.userId, target.sku))
-      .map((right) => asOf(right, now))
-      .filter((right) => canUse(principal, right));
+  /** The user's rights of the SKU that the caller may use, each as of its now. */
+  private async visible(principal: Principal, target: SkuOfUser): Promise<Visible> {
+    const stored = await this.rights.ofUserAndSku(target.userId, target.sku);
+    const nowOf = await this.nowFor.of(stored);
+    return {
+      rights: stored.map((right) => asOf(right, nowOf(right))).filter((right) => canUse(principal, right)),
+      nowOf,
+    };
   }
 
   /** The burn order over the active metered rights; 409 with nothing consumed when they hold too few. */
-  private plan(target: SkuOfUser, rights: readonly RightEntity[], amount: number): Portion[] {
-    const now = this.clock();
+  private plan(target: SkuOfUser, { rights, nowOf }: Visible, amount: number): Portion[] {
     const candidates = rights.flatMap((right) => {
       const available = availableOf(right);
-      return available !== null && isUsable(right, now)
+      return available !== null && isUsable(right, nowOf(right))
         ? [{ rightId: right.rightId, end: right.expiresAt, createdAt: right.createdAt, available }]
         : [];
     });
@@ -248,7 +267,7 @@ export class ConsumptionUseCases {
     target: SkuOfUser,
     id: string,
     amount: number,
-    rights: readonly RightEntity[],
+    visible: Visible,
   ): Promise<Consumed<Consumption> | null> {
     const record = await this.records.find(target.userId, id);
     if (record) {
@@ -258,26 +277,26 @@ export class ConsumptionUseCases {
       }
       return this.settled(principal, record, await this.announces(target.sku));
     }
-    const right = rights.find((candidate) => candidate.applied.includes(id));
+    const right = visible.rights.find((candidate) => candidate.applied.includes(id));
     if (!right) return null;
-    return { body: this.answer(target, amount, [{ rightId: right.rightId, amount }], rights), touched: [right] };
+    return { body: this.answer(target, amount, [{ rightId: right.rightId, amount }], visible), touched: [right] };
   }
 
   /** The one-right path: one compare-and-set, as usage by right id. */
   private async consumeOne(
     principal: Principal,
-    rights: readonly RightEntity[],
+    { rights, nowOf }: Visible,
     portion: Portion,
     id: string,
     announce: boolean,
   ): Promise<Consumed<Consumption> | typeof RACE_LOST> {
     const right = rights.find((candidate) => candidate.rightId === portion.rightId)!;
-    const decision = recordUsage(right, this.clock(), announce, { id, amount: portion.amount });
+    const decision = recordUsage(right, nowOf(right), announce, { id, amount: portion.amount });
     if (decision.kind !== 'change') return RACE_LOST;
     if (!(await this.write(right, decision, actorOf(principal)))) return RACE_LOST;
     const after = rights.map((candidate) => (candidate.rightId === right.rightId ? decision.next : candidate));
     return {
-      body: this.answer({ userId: right.userId, sku: right.sku }, portion.amount, [portion], after),
+      body: this.answer({ userId: right.userId, sku: right.sku }, portion.amount, [portion], { rights: after, nowOf }),
       touched: [decision.next],
     };
   }
@@ -322,9 +341,9 @@ export class ConsumptionUseCases {
     }
     const hold = { id: record.consumptionId, until: record.until };
     for (const portion of record.held) {
-      const held = await this.changeRight(record.userId, portion.rightId, (right) =>
+      const held = await this.changeRight(record.userId, portion.rightId, (right, now) =>
         canUse(principal, right)
-          ? holdUnits(right, { ...hold, amount: portion.amount }, this.clock(), record.kind === 'reservation')
+          ? holdUnits(right, { ...hold, amount: portion.amount }, now, record.kind === 'reservation')
           : { kind: 'conflict', reason: 'not visible' },
       ).catch((error: unknown) => {
         if (error instanceof DomainError && error.code === 'conflict') return null;
@@ -398,8 +417,8 @@ export class ConsumptionUseCases {
       const right = await this.changeRight(
         record.userId,
         portion.rightId,
-        (current) =>
-          settleUnits(current, record.consumptionId, amount, this.clock(), {
+        (current, now) =>
+          settleUnits(current, record.consumptionId, amount, now, {
             consumed: announce,
             held: record.kind === 'reservation',
           }),
@@ -421,9 +440,9 @@ export class ConsumptionUseCases {
         `consumption ${record.consumptionId} was not completed; nothing was consumed (send it again with a new key)`,
       );
     const touched = await this.apply(record, actorOf(principal), announce);
-    const rights = await this.visible(principal, record);
+    const visible = await this.visible(principal, record);
     const amount = record.taken.reduce((sum, portion) => sum + portion.amount, 0);
-    return { body: this.answer(record, amount, record.taken, rights), touched };
+    return { body: this.answer(record, amount, record.taken, visible), touched };
   }
 
   private async reservation(
@@ -449,7 +468,8 @@ export class ConsumptionUseCases {
 
   /** A reservation held, answered (with what is left to others); one released or lapsed is 409. */
   private async reserved(principal: Principal, record: ConsumptionRecord): Promise<Consumed<Reservation>> {
-    const rights = await this.visible(principal, record);
+    const visible = await this.visible(principal, record);
+    const { rights } = visible;
     if (record.kind !== 'reservation' || record.state === 'aborted')
       throw DomainError.conflict(`reservation ${record.consumptionId} was released or has lapsed`);
     return {
@@ -457,24 +477,19 @@ export class ConsumptionUseCases {
         reservationId: record.consumptionId,
         amount: heldTotal(record),
         expiresAt: record.until.toISOString(),
-        remaining: this.balance(rights),
+        remaining: this.balance(visible),
       },
       touched: rights.filter((right) => record.held.some((portion) => portion.rightId === right.rightId)),
     };
   }
 
-  /** The units anyone may take now over the active metered rights among `rights`. */
-  private balance(rights: readonly RightEntity[]): number {
-    const now = this.clock();
-    return rights.reduce((sum, right) => sum + (isUsable(right, now) ? (availableOf(right) ?? 0) : 0), 0);
+  /** The units anyone may take now over the active metered rights among `rights`, each at its now. */
+  private balance({ rights, nowOf }: Visible): number {
+    return rights.reduce((sum, right) => sum + (isUsable(right, nowOf(right)) ? (availableOf(right) ?? 0) : 0), 0);
   }
 
-  private answer(
-    target: SkuOfUser,
-    amount: number,
-    taken: readonly Portion[],
-    rights: readonly RightEntity[],
-  ): Consumption {
+  private answer(target: SkuOfUser, amount: number, taken: readonly Portion[], visible: Visible): Consumption {
+    const { rights } = visible;
     return {
       connectId: target.userId,
       sku: target.sku,
@@ -484,7 +499,7 @@ export class ConsumptionUseCases {
         amount: portion.amount,
         remaining: rights.find((right) => right.rightId === portion.rightId)?.remaining ?? 0,
       })),
-      remaining: this.balance(rights),
+      remaining: this.balance(visible),
     };
   }
 
@@ -492,16 +507,16 @@ export class ConsumptionUseCases {
   private async changeRight(
     userId: string,
     rightId: string,
-    decideOn: (right: RightEntity) => Decision,
+    decideOn: (right: RightEntity, now: Date) => Decision,
     actor: Actor = systemActor('scheduler'),
   ): Promise<RightEntity | null> {
     const done = await changeOne({
       what: `right ${rightId}`,
       load: async () => {
         const right = await this.rights.find(userId, rightId);
-        return right && asOf(right, this.clock());
+        return right && asOf(right, await this.nowFor.one(right));
       },
-      decide: decideOn,
+      decide: async (right) => decideOn(right, await this.nowFor.one(right)),
       write: (current, change) => this.write(current, change, actor),
     });
     if (done.outcome === 'missing') return null;

@@ -35,6 +35,9 @@ export class RightTokens {
   /** A token for a right the caller may read (404 otherwise), while it is active (409 otherwise). */
   async issue(principal: Principal, userId: string, rightId: string): Promise<string> {
     const right = await this.rights.get(principal, userId, rightId);
+    // A provider verifies a token against real time: a right on a test clock (docs/decisions/0048) has none.
+    if (right.clockId)
+      throw DomainError.conflict(`right ${rightId} lives on test clock ${right.clockId}: it has no signed token`);
     const now = this.options.clock();
     const claims = rightTokenClaims(right, now, { ...this.options, jti: newId(now.getTime()) });
     if (!claims) throw DomainError.conflict(`right ${rightId} is not active now`);
