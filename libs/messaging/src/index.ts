@@ -3,3 +3,4 @@ export * from './consumer';
 export * from '@rs/telemetry/trace-context';
 export * from './topology';
 export { batchItemsFailed } from './metrics';
+export { followClockDeletions } from './clock-deletions';

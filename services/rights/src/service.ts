@@ -1,6 +1,7 @@
 import { env, historyEnvShape, publicApiShape, secretRing, serviceEnvShape, serviceUrl } from '@rs/config';
 import { startSkuDirectory } from '@rs/catalog-client';
 import { ClockTimes } from '@rs/http';
+import { followClockDeletions } from '@rs/messaging';
 import { defineService, serveHttp, startPurge, startRelay } from '@rs/runtime';
 import { z } from 'zod';
 import { RightsUseCases } from './app/rights';
@@ -57,6 +58,7 @@ export const start = defineService('rights', Config, async (runtime) => {
   await tokens.ensureSigningKey();
   const expiryWrites = new ExpiryWrites((expired) => rights.writeExpiries(expired), runtime.logger);
   runtime.onStop(() => expiryWrites.drain());
+  await followClockDeletions(runtime.broker, 'rights', (clockId) => rights.removeClock(clockId), runtime.logger);
   await consumeRightsCommands({
     broker: runtime.broker,
     rights,

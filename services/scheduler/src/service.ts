@@ -36,9 +36,9 @@ export const start = defineService('scheduler', Config, async (runtime) => {
   await runtime.migrated(stores.rightExpiries);
   await runtime.migrated(stores.subscriptionSchedules);
   await runtime.migrated(stores.holdExpiries);
-  await followEvents(runtime.broker, stores, runtime.logger, clock);
-  await followHolds(runtime.broker, stores.holdExpiries, runtime.logger, clock);
   const clocks = await runtime.migrated(new ClockStore(runtime.db));
+  await followEvents(runtime.broker, stores, runtime.logger, clock, (ids) => clocks.live(ids));
+  await followHolds(runtime.broker, stores.holdExpiries, runtime.logger, clock);
   startRelay(runtime, clocks.model.collection.collectionName);
   const clockMessages = new ClockMessages(config.PUBLIC_BASE_URL);
   const scheduling = await startScheduling({
@@ -57,6 +57,11 @@ export const start = defineService('scheduler', Config, async (runtime) => {
     new ClockUseCases(clocks, clockMessages, {
       maxPerGrantor: config.TEST_CLOCKS_MAX,
       clock,
+      // What the scheduler keeps of a deleted clock's objects goes with it (docs/decisions/0048).
+      forget: async (clockId) => {
+        for (const store of [stores.subscriptionSchedules, stores.rightExpiries, stores.holdExpiries])
+          await store.removeClock(clockId);
+      },
     }),
     config.PUBLIC_BASE_URL,
   );

@@ -1,5 +1,6 @@
 import { Exchanges } from '@rs/contracts';
 import { clientsOf, systemFixture, TestSystem, type CollectedMessage } from '@rs/testing';
+import mongoose from 'mongoose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 // docs/decisions/0048: a subscription on a test clock lives on the clock's time: an advance of
@@ -12,7 +13,7 @@ const fx = systemFixture({
   collect: { [Exchanges.rightsEvents]: 'right.*', [Exchanges.clocksEvents]: '#' },
   seed: {
     clients: clientsOf({ 'grantor-a': 'A', 'grantor-b': 'B' }),
-    users: ['alice', 'bob'],
+    users: ['alice', 'bob', 'carol'],
     skus: { news: {}, calls: {} },
   },
 });
@@ -196,5 +197,62 @@ describe('a rehearsal on a test clock (docs/decisions/0048)', () => {
     const read = (await (await fx.call('GET', `/id/users/bob/rights/${rightId}`, A)).json()) as object;
     expect(read).toMatchObject({ state: 'EXPIRED', active: false, remaining: 2 });
     expect((await fx.call('POST', '/id/users/bob/entitlements/calls/consumption', A, { amount: 1 })).status).toBe(409);
+  });
+
+  it('when a clock is deleted, then everything on it goes: its subscriptions, their rights and its own rights, out of every list, check and schedule, and nothing else', async () => {
+    const created = await fx.call('POST', '/clocks', A, { grantorId: 'A', time: '2026-01-01T00:00:00Z' });
+    const { clockId } = (await created.json()) as { clockId: string };
+    const real = await fx.call('POST', '/id/users/carol/rights', A, {
+      sku: 'news',
+      grantorId: 'A',
+      state: 'ACTIVE',
+      timeInterval: '2026-01-01T00:00:00Z/2099-01-01T00:00:00Z',
+    });
+    const { rightId: realRightId } = (await real.json()) as { rightId: string };
+    const subscription = await fx.call('POST', '/id/users/carol/subs', A, {
+      grantorId: 'A',
+      timeSpec: 'R/2026-01-01T00:00:00Z/P1M',
+      rightsSpec: [{ sku: 'news' }],
+      clockId,
+    });
+    const { subscriptionId } = (await subscription.json()) as { subscriptionId: string };
+    expect(
+      (
+        await fx.call('POST', '/id/users/carol/rights', A, {
+          sku: 'news',
+          grantorId: 'A',
+          state: 'ACTIVE',
+          timeInterval: '2026-01-01T00:00:00Z/2026-06-01T00:00:00Z',
+          clockId,
+        })
+      ).status,
+    ).toBe(201);
+    const listed = async () =>
+      ((await (await fx.call('GET', '/id/users/carol/rights?limit=100', A)).json()) as { right: RightView[] }).right;
+    await expect.poll(async () => (await listed()).length).toBe(3);
+
+    expect((await fx.call('DELETE', `/clocks/${clockId}`, A)).status).toBe(204);
+    await expect.poll(async () => (await listed()).map((right) => right.rightId)).toEqual([realRightId]);
+    expect((await fx.call('GET', `/id/users/carol/subs/${subscriptionId}`, A)).status).toBe(404);
+    const subs = (await (await fx.call('GET', '/id/users/carol/subs', A)).json()) as { subscription: unknown[] };
+    expect(subs.subscription).toEqual([]);
+    const check = async () =>
+      ((await (await fx.call('GET', '/id/users/carol/entitlements/news', A)).json()) as { rights: RightView[] }).rights;
+    await expect.poll(async () => (await check()).map((right) => right.rightId)).toEqual([realRightId]);
+    // Creations naming it are 404; the scheduler keeps nothing of it.
+    const again = await fx.call('POST', '/id/users/carol/subs', A, {
+      grantorId: 'A',
+      timeSpec: 'R/2026-01-01T00:00:00Z/P1M',
+      rightsSpec: [{ sku: 'news' }],
+      clockId,
+    });
+    expect(again.status).toBe(404);
+    const db = await mongoose.createConnection(fx.system.mongoUrlFor('scheduler')).asPromise();
+    try {
+      for (const collection of ['subscription_schedules', 'right_expiries', 'hold_expiries'])
+        expect(await db.collection(collection).countDocuments({ due: `clock:${clockId}` }), collection).toBe(0);
+    } finally {
+      await db.close();
+    }
   });
 });

@@ -1,4 +1,5 @@
 import { ClockTimes } from '@rs/http';
+import { followClockDeletions } from '@rs/messaging';
 import { historyEnvShape, publicApiShape, serviceEnvShape, serviceUrl } from '@rs/config';
 import { startSkuDirectory } from '@rs/catalog-client';
 import { defineService, serveHttp, startPurge, startRelay } from '@rs/runtime';
@@ -55,6 +56,12 @@ export const start = defineService('subscriptions', Config, async (runtime) => {
     clock: runtime.clock,
     clocks: new ClockTimes({ schedulerUrl: config.SCHEDULER_URL, signer: runtime.signer, service: 'subscriptions' }),
   });
+  await followClockDeletions(
+    runtime.broker,
+    'subscriptions',
+    (clockId) => subscriptions.removeClock(clockId),
+    runtime.logger,
+  );
   await consumeSubscriptionCommands({ broker: runtime.broker, subscriptions, history, logger: runtime.logger });
   const routes = subscriptionRoutes(subscriptions, config.PUBLIC_BASE_URL);
   return serveHttp(runtime, config.PORT, {

@@ -264,6 +264,30 @@ export class RightsUseCases {
     );
   }
 
+  /**
+   * A deleted test clock takes what lives on it along (docs/decisions/0048): each of its rights
+   * is removed as its grantor would remove it (`right.removed`). Idempotent; returns how many.
+   */
+  async removeClock(clockId: string): Promise<number> {
+    let removed = 0;
+    for (const { userId, rightId } of await this.store.onClock(clockId)) {
+      const done = await changeOne({
+        what: `right ${rightId}`,
+        load: () => this.find(userId, rightId),
+        decide: async (right): Promise<Decision> => removal(right, await this.nowFor.one(right)),
+        write: (current, { next, events, removes }) =>
+          this.store.update({
+            current,
+            next,
+            outbox: this.messages.of(next, events, systemActor('scheduler')),
+            removes,
+          }),
+      });
+      if (done.outcome === 'changed') removed += 1;
+    }
+    return removed;
+  }
+
   async transition(
     principal: Principal,
     userId: string,

@@ -89,6 +89,11 @@ export const RIGHT_INDEXES = userOwnedIndexes('rights', {
       ferretdb: ['userId'],
     },
     {
+      query: "a test clock's rights (its deletion, docs/decisions/0048)",
+      mongodb: [{ key: { clockId: 1 }, name: 'by_clock', sparse: true }],
+      ferretdb: ['clockId'],
+    },
+    {
       query: 'the rights ending in one second of a bucket (expiry, docs/decisions/0027)',
       mongodb: [{ key: { expiresKey: 1 }, name: 'by_expiry_key', sparse: true }],
       ferretdb: ['expiresKey'],
@@ -235,6 +240,14 @@ export class RightStore extends UserOwnedStore<RightDocument, RightEntity> {
       .find({ subscriptionId, userId, removed: { $ne: true } }, this.hiddenFields)
       .lean<RightDocument[]>();
     return docs.map(toEntity);
+  }
+
+  /** Every live right on a test clock, by its user and id (docs/decisions/0048). */
+  async onClock(clockId: string): Promise<Array<{ userId: string; rightId: string }>> {
+    const docs = await this.model
+      .find({ clockId, removed: { $ne: true } }, { _id: 1, userId: 1 })
+      .lean<Array<Pick<RightDocument, '_id' | 'userId'>>>();
+    return docs.map((doc) => ({ userId: doc.userId, rightId: doc._id }));
   }
 
   /** The test clocks a user's rights live on (docs/decisions/0048): almost always none. */

@@ -30,7 +30,7 @@ export class ClockUseCases {
   constructor(
     private readonly store: ClockStore,
     private readonly messages: ClockMessages,
-    private readonly options: { maxPerGrantor: number; clock: Clock },
+    private readonly options: { maxPerGrantor: number; clock: Clock; forget?: (clockId: string) => Promise<void> },
   ) {}
 
   async create(principal: Principal, body: ClockCreateBody): Promise<ClockEntity> {
@@ -112,5 +112,6 @@ export class ClockUseCases {
         this.store.update(current, next, this.messages.of(next, CLOCK_EVENTS.deleted, actorOf(principal)), true),
     });
     if (done.outcome === 'missing') throw DomainError.notFound(`no clock ${clockId}`);
+    await this.options.forget?.(clockId);
   }
 }

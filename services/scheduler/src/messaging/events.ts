@@ -63,6 +63,8 @@ export async function followEvents(
   stores: { rightExpiries: DueStore; subscriptionSchedules: DueStore },
   logger: Logger,
   clock: Clock = systemClock,
+  /** Which test clocks are live: what lives on a deleted one is not kept (docs/decisions/0048). */
+  liveClocks: (clockIds: readonly string[]) => Promise<Set<string>> = async (ids) => new Set(ids),
 ): Promise<void> {
   const recordDue = (store: DueStore, items: DueItem[]) => recordDueItems(store, items, logger, clock);
   const follow = async <Data extends { connectId: string; sequence: number; clockId?: string | null | undefined }>(
@@ -74,7 +76,9 @@ export async function followEvents(
     expectedOf: (event: CloudEvent<Data>) => ClockDueItem[] = () => [],
   ) => {
     const record = async (events: Array<CloudEvent<Data>>) => {
-      const onClocks = events.filter((event) => event.data.clockId);
+      const clocks = [...new Set(events.flatMap((event) => (event.data.clockId ? [event.data.clockId] : [])))];
+      const live = clocks.length === 0 ? new Set<string>() : await liveClocks(clocks);
+      const onClocks = events.filter((event) => event.data.clockId && live.has(event.data.clockId));
       // What lives on a test clock is kept by its clock, every version (docs/decisions/0048).
       await rightExpiriesFirst(
         onClocks.flatMap(expectedOf),

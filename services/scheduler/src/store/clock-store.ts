@@ -58,6 +58,12 @@ export class ClockStore extends OutboxStore<ClockDocument, ClockEntity> {
     return docs.map(toEntity).sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
   }
 
+  /** Which of these clocks are live (not deleted). */
+  async live(clockIds: readonly string[]): Promise<Set<string>> {
+    const found = await Promise.all(clockIds.map((clockId) => this.find(clockId)));
+    return new Set(found.flatMap((clock) => (clock ? [clock.clockId] : [])));
+  }
+
   countOfGrantor(grantorId: string): Promise<number> {
     return this.model.countDocuments({ grantorId, ...LIVE });
   }

@@ -244,6 +244,31 @@ export class SubscriptionUseCases {
     );
   }
 
+  /**
+   * A deleted test clock takes what lives on it along (docs/decisions/0048): each of its
+   * subscriptions is deleted as its grantor would delete it (`subscription.deleted`; its rights
+   * go with the clock too). Idempotent; returns how many.
+   */
+  async removeClock(clockId: string): Promise<number> {
+    let removed = 0;
+    for (const key of await this.store.onClock(clockId)) {
+      const done = await changeOne({
+        what: `subscription ${key.id}`,
+        load: () => this.store.find(key.userId, key.id),
+        decide: async (subscription) => removal(subscription, await this.nowFor.one(subscription)),
+        write: (current, { next, events, cascade, removes }) =>
+          this.store.update({
+            current,
+            next,
+            outbox: this.messages.of(next, events, cascade, systemActor('scheduler')),
+            removes,
+          }),
+      });
+      if (done.outcome === 'changed') removed += 1;
+    }
+    return removed;
+  }
+
   async transition(
     principal: Principal,
     userId: string,

@@ -60,6 +60,13 @@ const schema = documentSchema<SubscriptionDocument>('subscriptions', {
 export const SUBSCRIPTION_INDEXES = userOwnedIndexes('subscriptions', {
   documents: 'subscriptions',
   pagedFor: "the scheduler's rebuild",
+  more: [
+    {
+      query: "a test clock's subscriptions (its deletion, docs/decisions/0048)",
+      mongodb: [{ key: { clockId: 1 }, name: 'by_clock', sparse: true }],
+      ferretdb: ['clockId'],
+    },
+  ],
 });
 
 function toEntity(doc: SubscriptionDocument): SubscriptionEntity {
@@ -195,6 +202,14 @@ export class SubscriptionStore extends UserOwnedStore<SubscriptionDocument, Subs
    * alone; docs/api.md), each with its records: those of the page's ids only, a range of
    * `_id` (`<id>@<generation>` sorts after its id and before any later one).
    */
+  /** Every subscription created on a test clock, by its user and id (deleted ones too: `find` tells). */
+  async onClock(clockId: string): Promise<Array<{ userId: string; id: string }>> {
+    const docs = await this.model
+      .find({ clockId, deleted: { $ne: true } }, { _id: 1, userId: 1 })
+      .lean<Array<Pick<SubscriptionDocument, '_id' | 'userId'>>>();
+    return docs.map((doc) => ({ userId: doc.userId, id: doc._id }));
+  }
+
   async ofBucket(bucket: number, page: { after: string | undefined; limit: number }) {
     const docs = (await this.model.collection
       .find({ bucket, deleted: { $ne: true }, ...afterId(page.after) } as never, { projection: this.hiddenFields })
