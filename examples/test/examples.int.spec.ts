@@ -11,10 +11,10 @@ const fx = systemFixture({
   name: 'examples',
   backends: ['catalog', 'rights', 'subscriptions', 'scheduler', 'webhooks'],
   // Low enough that a bulk import meets 429s and has to honour Retry-After.
-  env: { RATE_LIMIT_PER_SECOND: '20', RATE_LIMIT_BURST: '10' },
+  env: { RATE_LIMIT_PER_SECOND: '20', RATE_LIMIT_BURST: '10', TEST_CLOCKS_MAX: '1', SCHEDULER_TICK_MS: '200' },
   seed: {
     clients: clientsOf({ grantor: 'G', provider: 'P' }),
-    users: ['alice'],
+    users: ['alice', 'rehearsal'],
     skus: {
       video: { serviceProviderId: 'P', grantorIds: ['G'] },
       articles: { serviceProviderId: 'P', grantorIds: ['G'] },
@@ -126,6 +126,16 @@ describe('examples/', () => {
     const ahead = (Date.parse(String(downgraded!.from)) - Date.now()) / 86_400_000;
     expect(ahead).toBeGreaterThan(27);
     expect(ahead).toBeLessThan(32);
+  });
+
+  it('test-clock-year: a year of a monthly subscription rehearsed on a clock, then the clock deleted with it', async () => {
+    const example = runExample('test-clock-year.mjs', ['rehearsal', 'articles', 'G']);
+    expect(await example.exited, example.stderr()).toBe(0);
+    const [started, year, checked, deleted] = example.lines;
+    expect(started).toMatchObject({ time: '2026-01-01T00:00:00Z' });
+    expect(year).toEqual({ time: '2027-01-01T00:00:00Z', rights: 13, expired: 12, active: ['2027-01-01T00:00:00Z'] });
+    expect(checked).toEqual({ entitled: true, until: '2027-02-01T00:00:00Z' });
+    expect(deleted).toEqual({ deleted: started!.clock });
   });
 
   it('webhook-receiver: verifies the signatures of right events and handles a redelivered one once', async () => {

@@ -8,7 +8,7 @@ import {
   type ParsedEvent,
 } from '@rs/contracts';
 import { LRUCache } from 'lru-cache';
-import { getFromService, servicePrincipal, type InternalTokenSigner, type Principal } from '@rs/http';
+import { getResource, servicePrincipal, ServiceUnreachable, type InternalTokenSigner, type Principal } from '@rs/http';
 import type { Logger } from '@rs/logging';
 import { consume, type AmqpClient } from '@rs/messaging';
 
@@ -123,25 +123,21 @@ export class SkuDirectory implements SkuLookup {
 
   private async fetch(sku: string): Promise<CacheEntry> {
     const url = new URL(`${this.options.catalogUrl}/catalog/skus/${encodeURIComponent(sku)}`);
-    let response: Response;
+    const { signer, requestTimeoutMs } = this.options;
+    let entry: Sku | null;
     try {
-      response = await getFromService(
-        url,
-        await this.options.signer.tokenFor(this.principal, 'catalog'),
-        this.options.requestTimeoutMs ?? 2_000,
-      );
+      entry = await getResource(url, {
+        signer,
+        caller: this.principal,
+        service: 'catalog',
+        schema: Sku,
+        ...(requestTimeoutMs ? { timeoutMs: requestTimeoutMs } : {}),
+      });
     } catch (error) {
-      throw new CatalogUnavailable(`catalog unreachable: ${(error as Error).message}`);
+      if (error instanceof ServiceUnreachable) throw new CatalogUnavailable(error.message);
+      throw error;
     }
-    if (response.status === 404) {
-      await response.body?.cancel();
-      return { sku: null, sequence: 0, expiresAt: Date.now() + this.negativeTtl };
-    }
-    if (response.status !== 200) {
-      await response.body?.cancel();
-      throw new CatalogUnavailable(`catalog answered ${response.status}`);
-    }
-    const entry = Sku.parse(await response.json());
+    if (!entry) return { sku: null, sequence: 0, expiresAt: Date.now() + this.negativeTtl };
     return { sku: entry, sequence: Number(entry.generation), expiresAt: Number.POSITIVE_INFINITY };
   }
 }

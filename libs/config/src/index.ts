@@ -103,6 +103,15 @@ export const listenEnvShape = {
 /** The base URL of another service, by default where `npm start` runs it (docs/operations.md). */
 export const serviceUrl = (service: ServiceName) => env.baseUrl.default(`http://127.0.0.1:${DEFAULT_PORTS[service]}`);
 
+/**
+ * Where a service that keeps rights or subscriptions finds the catalog (its SKU directory) and
+ * the scheduler (the times of the test clocks they may live on: docs/decisions/0048).
+ */
+export const directoriesEnvShape = {
+  CATALOG_URL: serviceUrl('catalog'),
+  SCHEDULER_URL: serviceUrl('scheduler'),
+};
+
 /** Variables of a service that answers the public API behind the gateway (its links, its challenges). */
 /**
  * How long a service keeps the history of its resources (docs/operations.md, docs/decisions/0032):

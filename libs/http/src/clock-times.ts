@@ -1,6 +1,6 @@
-import { Clock as ClockView, DomainError } from '@rs/contracts';
+import { Clock as ClockView, DomainError, type Principal } from '@rs/contracts';
 import type { InternalTokenSigner } from './internal-token';
-import { getFromService, servicePrincipal } from './service-client';
+import { getResource, servicePrincipal, ServiceUnreachable } from './service-client';
 
 /** A test clock as the services need it (docs/decisions/0048): whose it is, and its time now. */
 export interface ClockTime {
@@ -38,26 +38,15 @@ export class ClockTimes {
   /** The clock now, or null when there is none (never was, or deleted). The scheduler unreachable: 503. */
   async find(clockId: string): Promise<ClockTime | null> {
     const url = new URL(`${this.options.schedulerUrl}/internal/clocks/${encodeURIComponent(clockId)}`);
-    let response: Response;
+    const { signer, requestTimeoutMs } = this.options;
+    const read = { signer, caller: this.principal, service: 'scheduler', schema: ClockView };
     try {
-      response = await getFromService(
-        url,
-        await this.options.signer.tokenFor(this.principal, 'scheduler'),
-        this.options.requestTimeoutMs ?? 2_000,
-      );
-    } catch {
-      throw DomainError.unavailable('the test clocks cannot be read now', 5);
+      const clock = await getResource(url, { ...read, ...(requestTimeoutMs ? { timeoutMs: requestTimeoutMs } : {}) });
+      return clock && { clockId: clock.clockId, grantorId: clock.grantorId, time: new Date(clock.time) };
+    } catch (error) {
+      if (error instanceof ServiceUnreachable) throw DomainError.unavailable('the test clocks cannot be read now', 5);
+      throw error;
     }
-    if (response.status === 404) {
-      await response.body?.cancel();
-      return null;
-    }
-    if (response.status !== 200) {
-      await response.body?.cancel();
-      throw DomainError.unavailable(`the test clocks cannot be read now (${response.status})`, 5);
-    }
-    const clock = ClockView.parse(await response.json());
-    return { clockId: clock.clockId, grantorId: clock.grantorId, time: new Date(clock.time) };
   }
 
   /**
@@ -120,3 +109,9 @@ export class NowFor {
     return (await this.clocks.ofGrantor(clockId, grantorId)).time;
   }
 }
+
+/**
+ * The platform removing what lived on a deleted test clock (docs/decisions/0048): as an admin
+ * would, recorded as the scheduler's doing.
+ */
+export const CLOCK_DELETION: Principal = { ...servicePrincipal('scheduler'), admin: true };

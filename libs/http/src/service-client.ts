@@ -21,6 +21,39 @@ export async function getFromService(url: URL, token: string, timeoutMs: number)
   }
 }
 
+/** Another service could not be asked, or answered neither the resource nor 404. */
+export class ServiceUnreachable extends Error {
+  override readonly name = 'ServiceUnreachable';
+}
+
+/**
+ * One resource of another service, read as `caller` with a token for `service`: its body as
+ * `schema` reads it, or null when the service answers 404. Throws `ServiceUnreachable` when
+ * it cannot be asked or answers anything else.
+ */
+export async function getResource<T>(
+  url: URL,
+  options: {
+    signer: InternalTokenSigner;
+    caller: Principal;
+    service: string;
+    schema: z.ZodType<T>;
+    timeoutMs?: number;
+  },
+): Promise<T | null> {
+  let response: Response;
+  try {
+    const token = await options.signer.tokenFor(options.caller, options.service);
+    response = await getFromService(url, token, options.timeoutMs ?? 2_000);
+  } catch (error) {
+    throw new ServiceUnreachable(`${options.service} unreachable: ${(error as Error).message}`);
+  }
+  if (response.status === 200) return options.schema.parse(await response.json());
+  await response.body?.cancel();
+  if (response.status === 404) return null;
+  throw new ServiceUnreachable(`${options.service} answered ${response.status}`);
+}
+
 /** Who a service is when it calls another service on its own behalf (docs/api.md). */
 export function servicePrincipal(service: string): Principal {
   return {

@@ -1,4 +1,4 @@
-import { env, historyEnvShape, publicApiShape, secretRing, serviceEnvShape, serviceUrl } from '@rs/config';
+import { directoriesEnvShape, env, historyEnvShape, publicApiShape, secretRing, serviceEnvShape } from '@rs/config';
 import { startSkuDirectory } from '@rs/catalog-client';
 import { ClockTimes } from '@rs/http';
 import { followClockDeletions } from '@rs/messaging';
@@ -20,9 +20,7 @@ export const Config = z.object({
   ...serviceEnvShape('rights'),
   ...publicApiShape,
   ...historyEnvShape,
-  CATALOG_URL: serviceUrl('catalog'),
-  /** The scheduler, which owns the test clocks rights may live on (docs/decisions/0048). */
-  SCHEDULER_URL: serviceUrl('scheduler'),
+  ...directoriesEnvShape,
   /** docs/operations.md: the longest lifetime of a signed right token, and the key of its keys at rest. */
   RIGHT_TOKEN_TTL_S: z.coerce.number().int().min(1).max(86_400).default(300),
   RIGHT_TOKEN_KEY_SECRET: env.secret.optional(),

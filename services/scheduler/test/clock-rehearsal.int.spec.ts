@@ -50,15 +50,33 @@ async function subscribe(body: object): Promise<string> {
   return ((await created.json()) as { subscriptionId: string }).subscriptionId;
 }
 
+/** A clock of grantor A at `time`: its id. */
+async function clockAt(time: string): Promise<string> {
+  const created = await fx.call('POST', '/clocks', A, { grantorId: 'A', time });
+  expect(created.status).toBe(201);
+  return ((await created.json()) as { clockId: string }).clockId;
+}
+
+/** An ACTIVE right of grantor A for `user` (on `clockId` when given): 201, and its id. */
+async function grant(user: string, sku: string, timeInterval: string, more: object = {}): Promise<string> {
+  const created = await fx.call('POST', `/id/users/${user}/rights`, A, {
+    sku,
+    grantorId: 'A',
+    state: 'ACTIVE',
+    timeInterval,
+    ...more,
+  });
+  expect(created.status, await created.clone().text()).toBe(201);
+  return ((await created.json()) as { rightId: string }).rightId;
+}
+
 const clockOf = async (path: string) =>
   (await (await fx.call('GET', path, A)).json()) as { time: string; status: string; generation: string };
 
 describe('a rehearsal on a test clock (docs/decisions/0048)', () => {
   it('when a clock with a monthly subscription is advanced by three months, then exactly those months’ rights are issued and expired, at the clock’s time, and a real-time subscription of the same user is untouched', async () => {
-    const created = await fx.call('POST', '/clocks', A, { grantorId: 'A', time: '2026-01-01T00:00:00Z' });
-    expect(created.status).toBe(201);
-    const { clockId, href } = (await created.json()) as { clockId: string; href: string };
-    const path = new URL(href).pathname;
+    const clockId = await clockAt('2026-01-01T00:00:00Z');
+    const path = `/clocks/${clockId}`;
     const real = await subscribe({ timeSpec: `R/${new Date().toISOString().slice(0, 10)}T00:00:00Z/P1M` });
     const onClock = await subscribe({ timeSpec: 'R/2026-01-01T00:00:00Z/P1M', clockId });
     const shown = await fx.call('GET', `/id/users/alice/subs/${onClock}`, A);
@@ -142,8 +160,7 @@ describe('a rehearsal on a test clock (docs/decisions/0048)', () => {
   });
 
   it('when another grantor names the clock, or a clock that does not exist, then 404 and nothing is created', async () => {
-    const created = await fx.call('POST', '/clocks', A, { grantorId: 'A', time: '2026-01-01T00:00:00Z' });
-    const { clockId } = (await created.json()) as { clockId: string };
+    const clockId = await clockAt('2026-01-01T00:00:00Z');
     for (const [authorization, grantorId, id] of [
       [B, 'B', clockId],
       [A, 'A', 'nosuchclock'],
@@ -169,19 +186,9 @@ describe('a rehearsal on a test clock (docs/decisions/0048)', () => {
   });
 
   it('when a metered right lives on a clock, then usage and consumption judge it at the clock’s time, until an advance ends it', async () => {
-    const created = await fx.call('POST', '/clocks', A, { grantorId: 'A', time: '2026-01-10T00:00:00Z' });
-    const { clockId } = (await created.json()) as { clockId: string };
-    const right = await fx.call('POST', '/id/users/bob/rights', A, {
-      sku: 'calls',
-      grantorId: 'A',
-      state: 'ACTIVE',
-      quantity: 5,
-      timeInterval: '2026-01-01T00:00:00Z/2026-02-01T00:00:00Z',
-      clockId,
-    });
-    expect(right.status).toBe(201);
-    const { rightId, active } = (await right.json()) as { rightId: string; active: boolean };
-    expect(active).toBe(true);
+    const clockId = await clockAt('2026-01-10T00:00:00Z');
+    const rightId = await grant('bob', 'calls', '2026-01-01T00:00:00Z/2026-02-01T00:00:00Z', { quantity: 5, clockId });
+    expect(await (await fx.call('GET', `/id/users/bob/rights/${rightId}`, A)).json()).toMatchObject({ active: true });
 
     const consumed = await fx.call('POST', '/id/users/bob/entitlements/calls/consumption', A, { amount: 2 });
     expect(consumed.status, await consumed.clone().text()).toBe(200);
@@ -200,15 +207,8 @@ describe('a rehearsal on a test clock (docs/decisions/0048)', () => {
   });
 
   it('when a clock is deleted, then everything on it goes: its subscriptions, their rights and its own rights, out of every list, check and schedule, and nothing else', async () => {
-    const created = await fx.call('POST', '/clocks', A, { grantorId: 'A', time: '2026-01-01T00:00:00Z' });
-    const { clockId } = (await created.json()) as { clockId: string };
-    const real = await fx.call('POST', '/id/users/carol/rights', A, {
-      sku: 'news',
-      grantorId: 'A',
-      state: 'ACTIVE',
-      timeInterval: '2026-01-01T00:00:00Z/2099-01-01T00:00:00Z',
-    });
-    const { rightId: realRightId } = (await real.json()) as { rightId: string };
+    const clockId = await clockAt('2026-01-01T00:00:00Z');
+    const realRightId = await grant('carol', 'news', '2026-01-01T00:00:00Z/2099-01-01T00:00:00Z');
     const subscription = await fx.call('POST', '/id/users/carol/subs', A, {
       grantorId: 'A',
       timeSpec: 'R/2026-01-01T00:00:00Z/P1M',
@@ -216,17 +216,7 @@ describe('a rehearsal on a test clock (docs/decisions/0048)', () => {
       clockId,
     });
     const { subscriptionId } = (await subscription.json()) as { subscriptionId: string };
-    expect(
-      (
-        await fx.call('POST', '/id/users/carol/rights', A, {
-          sku: 'news',
-          grantorId: 'A',
-          state: 'ACTIVE',
-          timeInterval: '2026-01-01T00:00:00Z/2026-06-01T00:00:00Z',
-          clockId,
-        })
-      ).status,
-    ).toBe(201);
+    await grant('carol', 'news', '2026-01-01T00:00:00Z/2026-06-01T00:00:00Z', { clockId });
     const listed = async () =>
       ((await (await fx.call('GET', '/id/users/carol/rights?limit=100', A)).json()) as { right: RightView[] }).right;
     await expect.poll(async () => (await listed()).length).toBe(3);

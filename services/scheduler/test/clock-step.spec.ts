@@ -20,15 +20,17 @@ const NOW = at('2026-11-26T00:00:10Z');
 const never = (): Attempts | undefined => undefined;
 
 describe('a test clock’s step (docs/decisions/0048)', () => {
-  it('when an item has several versions, then only the latest counts, per kind of work', () => {
+  it('when an item has several versions, then only the latest counts, per kind of work; a right with nothing due after it is let go', () => {
     const { latest, superseded } = latestOf([
       work({ id: 's', sequence: 1 }),
       work({ id: 's', sequence: 3 }),
       work({ id: 's', sequence: 2 }),
-      work({ id: 's', sequence: 1, kind: 'expiry' }),
+      work({ id: 's', sequence: 1, kind: 'expiry', dueAt: at('2026-02-01T00:00:00Z') }),
+      work({ id: 'r', sequence: 1, kind: 'expiry', dueAt: at('2026-02-01T00:00:00Z') }),
+      work({ id: 'r', sequence: 2, kind: 'expiry' }),
     ]);
     expect(latest.map((one) => one.ref).sort()).toEqual(['s@1', 's@3']);
-    expect(superseded.map((one) => one.ref).sort()).toEqual(['s@1', 's@2']);
+    expect(superseded.map((one) => one.ref).sort()).toEqual(['r@1', 'r@2', 's@1', 's@2']);
   });
 
   it('when something is due by the clock’s time, then it is commanded first, ready clock or not', () => {

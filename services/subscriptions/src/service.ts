@@ -1,6 +1,6 @@
 import { ClockTimes } from '@rs/http';
 import { followClockDeletions } from '@rs/messaging';
-import { historyEnvShape, publicApiShape, serviceEnvShape, serviceUrl } from '@rs/config';
+import { directoriesEnvShape, historyEnvShape, publicApiShape, serviceEnvShape } from '@rs/config';
 import { startSkuDirectory } from '@rs/catalog-client';
 import { defineService, serveHttp, startPurge, startRelay } from '@rs/runtime';
 import { parseDuration } from '@rs/time';
@@ -16,9 +16,7 @@ export const Config = z.object({
   ...serviceEnvShape('subscriptions'),
   ...publicApiShape,
   ...historyEnvShape,
-  CATALOG_URL: serviceUrl('catalog'),
-  /** The scheduler, which owns the test clocks subscriptions may live on (docs/decisions/0048). */
-  SCHEDULER_URL: serviceUrl('scheduler'),
+  ...directoriesEnvShape,
   /** docs/operations.md: the shortest period a subscription may have, at least PT1S. */
   SUBSCRIPTION_MIN_PERIOD: z
     .string()

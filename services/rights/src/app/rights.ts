@@ -38,7 +38,7 @@ import {
   type ItemFailure,
   type OutboxEntry,
 } from '@rs/store';
-import { NowFor, type ClockLookup } from '@rs/http';
+import { CLOCK_DELETION, NowFor, type ClockLookup } from '@rs/http';
 import { judgedInstant, parseTimeInterval, systemClock, type Clock } from '@rs/time';
 import type { RightMessages } from '../messaging/events';
 import { UnreadableRight, type RightQuery, type RightStore } from '../store/right-store';
@@ -81,6 +81,11 @@ function issuedRight(
     createdAt: now,
     updatedAt: now,
   };
+}
+
+/** A right removed meanwhile (by its grantor, or a removal delivered twice) is gone already. */
+function unlessGone(error: unknown): void {
+  if (!(error instanceof DomainError && error.code === 'not_found')) throw error;
 }
 
 /** A template of a period that issued no right: its grantor may no longer grant its SKU. */
@@ -266,26 +271,12 @@ export class RightsUseCases {
 
   /**
    * A deleted test clock takes what lives on it along (docs/decisions/0048): each of its rights
-   * is removed as its grantor would remove it (`right.removed`). Idempotent; returns how many.
+   * is removed as an admin would remove it (`right.removed`). Idempotent; returns how many.
    */
   async removeClock(clockId: string): Promise<number> {
-    let removed = 0;
-    for (const { userId, rightId } of await this.store.onClock(clockId)) {
-      const done = await changeOne({
-        what: `right ${rightId}`,
-        load: () => this.find(userId, rightId),
-        decide: async (right): Promise<Decision> => removal(right, await this.nowFor.one(right)),
-        write: (current, { next, events, removes }) =>
-          this.store.update({
-            current,
-            next,
-            outbox: this.messages.of(next, events, systemActor('scheduler')),
-            removes,
-          }),
-      });
-      if (done.outcome === 'changed') removed += 1;
-    }
-    return removed;
+    const onClock = await this.store.onClock(clockId);
+    for (const { userId, rightId } of onClock) await this.remove(CLOCK_DELETION, userId, rightId).catch(unlessGone);
+    return onClock.length;
   }
 
   async transition(

@@ -70,7 +70,16 @@ export class ClockDriver {
     const attempts = this.attemptsOn(clock.clockId, latest);
 
     const now = this.options.clock();
-    const next = nextStep(clock, latest, now, (ref) => attempts.get(ref));
+    let current = clock;
+    let next = nextStep(current, latest, now, (ref) => attempts.get(ref));
+    // A move is followed at once by the commands of the instant it moved to (no tick between).
+    while (next.kind === 'move') {
+      const moved = await this.save(current, { time: next.to }, CLOCK_EVENTS.advanced);
+      steps.inc({ step: 'move' });
+      if (!moved) return;
+      current = moved;
+      next = nextStep(current, latest, now, (ref) => attempts.get(ref));
+    }
     switch (next.kind) {
       case 'command': {
         for (const kind of Object.keys(KINDS) as Array<ClockWork['kind']>) {
@@ -80,7 +89,7 @@ export class ClockDriver {
               const { item } = stored.get(one.ref)!;
               return { ...item, dueAt: item.dueAt! };
             });
-          if (items.length > 0) await commandItems(this.options.broker, items, TO_COMMAND[kind], clock.time);
+          if (items.length > 0) await commandItems(this.options.broker, items, TO_COMMAND[kind], current.time);
         }
         for (const one of next.work) {
           const count = (attempts.get(one.ref)?.count ?? 0) + 1;
@@ -93,12 +102,8 @@ export class ClockDriver {
         steps.inc({ step: 'command' });
         return;
       }
-      case 'move':
-        await this.save(clock, { time: next.to }, CLOCK_EVENTS.advanced);
-        steps.inc({ step: 'move' });
-        return;
       case 'ready':
-        await this.save(clock, { status: 'ready' }, CLOCK_EVENTS.ready);
+        await this.save(current, { status: 'ready' }, CLOCK_EVENTS.ready);
         steps.inc({ step: 'ready' });
         return;
       default:
@@ -106,14 +111,22 @@ export class ClockDriver {
     }
   }
 
-  /** Stores the clock's step with its events; one an advance changed meanwhile is stepped again next tick. */
+  /**
+   * Stores the clock's step with its events; the clock as stored, or null when an advance
+   * changed it meanwhile (it is stepped again next tick).
+   */
   private async save(
     clock: ClockEntity,
     change: Partial<Pick<ClockEntity, 'time' | 'status'>>,
     events: (typeof CLOCK_EVENTS)[keyof typeof CLOCK_EVENTS],
-  ): Promise<void> {
+  ): Promise<ClockEntity | null> {
     const next = { ...clock, ...change, generation: clock.generation + 1, updatedAt: this.options.clock() };
-    await this.options.clocks.update(clock, next, this.options.messages.of(next, events, systemActor('scheduler')));
+    const stored = await this.options.clocks.update(
+      clock,
+      next,
+      this.options.messages.of(next, events, systemActor('scheduler')),
+    );
+    return stored ? next : null;
   }
 
   /** What was commanded on a clock, of what is still the latest version of something on it. */

@@ -3,7 +3,7 @@ import { ExpiryPage, HoldPage, SchedulePage } from '@rs/contracts';
 import { readBucket, servicePrincipal, type InternalTokenSigner } from '@rs/http';
 import type { z } from 'zod';
 import { bucketsOf, rightDueAt, subscriptionDueAt } from '../domain/due';
-import type { ClockDueItem, DueItem, DueStore } from '../store/due-store';
+import type { ClockDueItem, DueStore } from '../store/due-store';
 
 const SCHEDULER = servicePrincipal('scheduler');
 
@@ -30,17 +30,18 @@ export async function rebuildSchedules(options: {
   clock?: Clock;
 }): Promise<number> {
   const { urls, signer, stores, partitions, clock = systemClock } = options;
-  /** Every entry of the owned buckets of one listing recorded in one store, as due items (those with a due time). */
+  /**
+   * Every entry of the owned buckets of one listing recorded in one store: its version, as a
+   * due item where something is due (nothing else is kept on real time), and every version of
+   * what lives on a test clock, under its clock (docs/decisions/0048).
+   */
   const rebuild = async <T extends object>(
-    service: 'subscriptions' | 'rights',
-    url: string,
+    [service, path]: ['subscriptions' | 'rights', string],
     schema: z.ZodType<{ items: T[]; next: string | null }>,
     store: DueStore,
-    dueOf: (entry: T) => DueItem | null,
-    versionOf: (entry: T) => Omit<ClockDueItem, 'clockId'> = () => {
-      throw new Error('nothing of this listing lives on a clock');
-    },
+    versionOf: (entry: T) => Omit<ClockDueItem, 'clockId'>,
   ) => {
+    const url = new URL(path, urls[service]).toString();
     let read = 0;
     for (const bucket of bucketsOf(partitions))
       read += await readBucket(
@@ -48,50 +49,41 @@ export async function rebuildSchedules(options: {
         bucket,
         { signer, caller: SCHEDULER, service, pageSize: PAGE, schema },
         async (entries) => {
-          // What lives on a test clock is kept by its clock (docs/decisions/0048).
+          const versions = entries.map((entry) => ({ ...versionOf(entry), clockId: clockOf(entry) }));
           await store.recordOnClocks(
-            entries.flatMap((entry) => {
-              const clockId = clockOf(entry);
-              return clockId ? [{ ...versionOf(entry), clockId }] : [];
-            }),
+            versions.flatMap(({ clockId, ...version }) => (clockId ? [{ ...version, clockId }] : [])),
             clock,
           );
           await store.recordMany(
-            entries
-              .filter((entry) => !clockOf(entry))
-              .map(dueOf)
-              .filter((item) => item !== null),
+            versions.flatMap(({ clockId, dueAt, ...version }) => (!clockId && dueAt ? [{ ...version, dueAt }] : [])),
             clock,
           );
         },
       );
     return read;
   };
-  const item = (id: string, sequence: number, connectId: string, dueAt: Date | null): DueItem | null =>
-    dueAt ? { id, sequence, connectId, dueAt } : null;
+  const version = (
+    id: string,
+    { sequence, connectId }: { sequence: number; connectId: string },
+    dueAt: Date | null,
+  ) => ({
+    id,
+    sequence,
+    connectId,
+    dueAt,
+  });
   const subscriptions = await rebuild(
-    'subscriptions',
-    new URL('/internal/schedules', urls.subscriptions).toString(),
+    ['subscriptions', '/internal/schedules'],
     SchedulePage,
     stores.subscriptionSchedules,
-    (e) => item(e.subscriptionId, e.sequence, e.connectId, subscriptionDueAt(e)),
-    (e) => ({ id: e.subscriptionId, sequence: e.sequence, connectId: e.connectId, dueAt: subscriptionDueAt(e) }),
+    (e) => version(e.subscriptionId, e, subscriptionDueAt(e)),
   );
-  const rights = await rebuild(
-    'rights',
-    new URL('/internal/expiries', urls.rights).toString(),
-    ExpiryPage,
-    stores.rightExpiries,
-    (e) => item(e.rightId, e.sequence, e.connectId, rightDueAt(e)),
-    (e) => ({ id: e.rightId, sequence: e.sequence, connectId: e.connectId, dueAt: rightDueAt(e) }),
+  const rights = await rebuild(['rights', '/internal/expiries'], ExpiryPage, stores.rightExpiries, (e) =>
+    version(e.rightId, e, rightDueAt(e)),
   );
   // The lapses of reservations and consumptions across rights still holding units (docs/decisions/0045).
-  const holds = await rebuild(
-    'rights',
-    new URL('/internal/holds', urls.rights).toString(),
-    HoldPage,
-    stores.holdExpiries,
-    (e) => item(e.consumptionId, e.sequence, e.connectId, new Date(e.until)),
+  const holds = await rebuild(['rights', '/internal/holds'], HoldPage, stores.holdExpiries, (e) =>
+    version(e.consumptionId, e, new Date(e.until)),
   );
   return subscriptions + rights + holds;
 }

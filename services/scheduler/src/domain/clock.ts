@@ -74,7 +74,13 @@ export interface Attempts {
  */
 export const ADVANCE_PATIENCE = { recommandAfterMs: 20_000, maxAttempts: 3, expectForMs: 60_000 };
 
-/** The latest version of each item, and the versions a later one has superseded. Pure. */
+/**
+ * The latest version of each item, and the versions the driver no longer needs: those a later
+ * one has superseded, and a right's last version once nothing is due after it (it expired or
+ * was removed). Should an older version of such a right come again (an event delivered twice),
+ * its expiry is commanded again, and the rights service publishes the same `right.expired`
+ * again, which records its last version again. Pure.
+ */
 export function latestOf(work: readonly ClockWork[]): { latest: ClockWork[]; superseded: ClockWork[] } {
   const latest = new Map<string, ClockWork>();
   const superseded: ClockWork[] = [];
@@ -87,7 +93,9 @@ export function latestOf(work: readonly ClockWork[]): { latest: ClockWork[]; sup
       latest.set(key, version);
     } else superseded.push(version);
   }
-  return { latest: [...latest.values()], superseded };
+  const done = (version: ClockWork) => version.kind === 'expiry' && version.dueAt === null && !version.expected;
+  const kept = [...latest.values()];
+  return { latest: kept.filter((version) => !done(version)), superseded: [...superseded, ...kept.filter(done)] };
 }
 
 export type ClockStep =

@@ -175,6 +175,7 @@ export class DueStore {
 
   /** Records versions of what lives on test clocks, each under its clock; one recorded before is left as it is. */
   async recordOnClocks(items: readonly ClockDueItem[], clock: Clock): Promise<void> {
+    if (items.length === 0) return;
     const recordedAt = clock();
     await this.insertMany(
       items.map(({ snapshot, ...item }) => ({

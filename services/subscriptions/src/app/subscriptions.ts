@@ -26,7 +26,7 @@ import {
   type ItemFailure,
   type OutboxEntry,
 } from '@rs/store';
-import { NowFor, type ClockLookup } from '@rs/http';
+import { CLOCK_DELETION, NowFor, type ClockLookup } from '@rs/http';
 import { judgedInstant, parseTimeSpec, systemClock, type Clock, type TimeSpec } from '@rs/time';
 import { changePlan, withdrawChange } from '../domain/plan-change';
 import type { Duration } from 'luxon';
@@ -246,27 +246,13 @@ export class SubscriptionUseCases {
 
   /**
    * A deleted test clock takes what lives on it along (docs/decisions/0048): each of its
-   * subscriptions is deleted as its grantor would delete it (`subscription.deleted`; its rights
-   * go with the clock too). Idempotent; returns how many.
+   * subscriptions is deleted as an admin would delete it (`subscription.deleted`; its rights go
+   * with the clock too). Idempotent; returns how many.
    */
   async removeClock(clockId: string): Promise<number> {
-    let removed = 0;
-    for (const key of await this.store.onClock(clockId)) {
-      const done = await changeOne({
-        what: `subscription ${key.id}`,
-        load: () => this.store.find(key.userId, key.id),
-        decide: async (subscription) => removal(subscription, await this.nowFor.one(subscription)),
-        write: (current, { next, events, cascade, removes }) =>
-          this.store.update({
-            current,
-            next,
-            outbox: this.messages.of(next, events, cascade, systemActor('scheduler')),
-            removes,
-          }),
-      });
-      if (done.outcome === 'changed') removed += 1;
-    }
-    return removed;
+    const onClock = await this.store.onClock(clockId);
+    for (const { userId, id } of onClock) await this.remove(CLOCK_DELETION, userId, id);
+    return onClock.length;
   }
 
   async transition(
