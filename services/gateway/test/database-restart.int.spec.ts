@@ -94,8 +94,10 @@ describe('a restart of the database under write load', () => {
     await new Promise((resolve) => setTimeout(resolve, 12_000)); // the wait is the test's subject: down longer than mongoose buffers an operation (10 s)
     await startFerretDb();
     const createdBefore = created.length;
-    // Writes resume once the services' connections find the server again (seconds under the suite's load).
-    await expect.poll(() => created.length, { timeout: 30_000 }).toBeGreaterThan(createdBefore + 20);
+    // Writes resume once the services' connections find the server again: seconds, and over half
+    // a minute under the suite's load at times (a full run failed at 30 s); this test is about
+    // what the answers were, not how soon they came.
+    await expect.poll(() => created.length, { timeout: 75_000 }).toBeGreaterThan(createdBefore + 20);
     writing = false;
     await Promise.all(writers);
 
@@ -113,5 +115,5 @@ describe('a restart of the database under write load', () => {
       ((await listed.json()) as { right: Array<{ rightId: string }> }).right.map((r) => r.rightId),
     );
     expect(created.filter((rightId) => !stored.has(rightId))).toEqual([]);
-  });
+  }, 150_000);
 });

@@ -38,7 +38,7 @@ export const start = defineService('scheduler', Config, async (runtime) => {
   await runtime.migrated(stores.holdExpiries);
   const clocks = await runtime.migrated(new ClockStore(runtime.db));
   await followEvents(runtime.broker, stores, runtime.logger, clock, (ids) => clocks.live(ids));
-  await followHolds(runtime.broker, stores.holdExpiries, runtime.logger, clock);
+  await followHolds(runtime.broker, stores.holdExpiries, runtime.logger, clock, (ids) => clocks.live(ids));
   startRelay(runtime, clocks.model.collection.collectionName);
   const clockMessages = new ClockMessages(config.PUBLIC_BASE_URL);
   const scheduling = await startScheduling({

@@ -70,6 +70,14 @@ async function grant(user: string, sku: string, timeInterval: string, more: obje
   return ((await created.json()) as { rightId: string }).rightId;
 }
 
+/** Advances a clock of grantor A and waits until it is ready. */
+async function advanceTo(clockId: string, to: string): Promise<void> {
+  expect((await fx.call('POST', `/clocks/${clockId}/advance`, A, { to })).status).toBe(202);
+  await expect
+    .poll(async () => ((await (await fx.call('GET', `/clocks/${clockId}`, A)).json()) as { status: string }).status)
+    .toBe('ready');
+}
+
 const clockOf = async (path: string) =>
   (await (await fx.call('GET', path, A)).json()) as { time: string; status: string; generation: string };
 
@@ -185,7 +193,7 @@ describe('a rehearsal on a test clock (docs/decisions/0048)', () => {
     expect((await fx.call('POST', `/clocks/${clockId}/advance`, B, { to: '2027-01-01T00:00:00Z' })).status).toBe(404);
   });
 
-  it('when a metered right lives on a clock, then usage and consumption judge it at the clock’s time, until an advance ends it', async () => {
+  it('when a metered right lives on a clock, then usage, consumption and reservations judge it at the clock’s time, a reservation lapses when an advance passes its end, and an advance ends the right', async () => {
     const clockId = await clockAt('2026-01-10T00:00:00Z');
     const rightId = await grant('bob', 'calls', '2026-01-01T00:00:00Z/2026-02-01T00:00:00Z', { quantity: 5, clockId });
     expect(await (await fx.call('GET', `/id/users/bob/rights/${rightId}`, A)).json()).toMatchObject({ active: true });
@@ -197,12 +205,38 @@ describe('a rehearsal on a test clock (docs/decisions/0048)', () => {
     // A signed token is checked against real time: none for a right on a clock.
     expect((await fx.call('GET', `/id/users/bob/rights/${rightId}/token`, A)).status).toBe(409);
 
-    expect((await fx.call('POST', `/clocks/${clockId}/advance`, A, { to: '2026-02-01T00:00:00Z' })).status).toBe(202);
+    // A reservation of its last 2 units for an hour of the clock: held until an advance passes its end.
+    const reserved = await fx.call('POST', '/id/users/bob/entitlements/calls/reservations', A, {
+      amount: 2,
+      ttl: 'PT1H',
+    });
+    expect(reserved.status, await reserved.clone().text()).toBe(201);
+    const { reservationId, expiresAt } = (await reserved.json()) as { reservationId: string; expiresAt: string };
+    expect(expiresAt).toBe('2026-01-10T01:00:00.000Z');
+    // Its lapse is kept under the clock, for an advance to find, not under a real second.
+    const db = await mongoose.createConnection(fx.system.mongoUrlFor('scheduler')).asPromise();
+    try {
+      await expect
+        .poll(() => db.collection('hold_expiries').countDocuments({ id: reservationId, due: `clock:${clockId}` }))
+        .toBe(1);
+    } finally {
+      await db.close();
+    }
+    expect((await fx.call('POST', '/id/users/bob/entitlements/calls/consumption', A, { amount: 1 })).status).toBe(409);
+    await advanceTo(clockId, '2026-01-10T02:00:00Z');
+    const commit = await fx.call('POST', `/id/users/bob/entitlements/calls/reservations/${reservationId}/commit`, A, {
+      amount: 1,
+    });
+    expect(commit.status).toBe(409);
     await expect
-      .poll(async () => ((await (await fx.call('GET', `/clocks/${clockId}`, A)).json()) as { status: string }).status)
-      .toBe('ready');
+      .poll(
+        async () => (await fx.call('POST', '/id/users/bob/entitlements/calls/consumption', A, { amount: 1 })).status,
+      )
+      .toBe(200);
+
+    await advanceTo(clockId, '2026-02-01T00:00:00Z');
     const read = (await (await fx.call('GET', `/id/users/bob/rights/${rightId}`, A)).json()) as object;
-    expect(read).toMatchObject({ state: 'EXPIRED', active: false, remaining: 2 });
+    expect(read).toMatchObject({ state: 'EXPIRED', active: false, remaining: 1 });
     expect((await fx.call('POST', '/id/users/bob/entitlements/calls/consumption', A, { amount: 1 })).status).toBe(409);
   });
 

@@ -20,14 +20,24 @@ export const CommandTypes = {
 } as const;
 
 /**
+ * What lives on a test clock names it (docs/decisions/0048): a command about it is judged at the
+ * command's time alone (its clock's time then), an issue's rights live on it, a hold's `until`
+ * is an instant of it.
+ */
+const ON_CLOCK = { clockId: ClockId.optional() };
+
+/**
+ * The scheduler asks the rights service to settle a consumption's or reservation's holds whose
+ * time is up (one on a test clock is judged at its clock's time).
+ */
+export const RightsSettleData = z.object({ consumptionId: RightId, connectId: ConnectId, ...ON_CLOCK });
+export type RightsSettleData = z.infer<typeof RightsSettleData>;
+
+/**
  * The rights service tells the scheduler when the holds of a consumption or reservation lapse
  * (docs/decisions/0045): the scheduler decides when, and then asks for `rights.settle`.
  */
-export const SchedulerHoldData = z.object({
-  consumptionId: RightId,
-  connectId: ConnectId,
-  until: z.iso.datetime({ offset: true }),
-});
+export const SchedulerHoldData = RightsSettleData.extend({ until: z.iso.datetime({ offset: true }) });
 export type SchedulerHoldData = z.infer<typeof SchedulerHoldData>;
 
 /**
@@ -38,15 +48,6 @@ export const HoldEntry = SchedulerHoldData.extend({ sequence: z.number().int() }
 export type HoldEntry = z.infer<typeof HoldEntry>;
 export const HoldPage = z.object({ items: z.array(HoldEntry), next: z.string().nullable() });
 
-/** The scheduler asks the rights service to settle a consumption's or reservation's holds whose time is up. */
-export const RightsSettleData = z.object({
-  consumptionId: RightId,
-  connectId: ConnectId,
-  /** Its rights' test clock: judged at the command's time alone (docs/decisions/0048). */
-  clockId: ClockId.optional(),
-});
-export type RightsSettleData = z.infer<typeof RightsSettleData>;
-
 /** The scheduler asks the rights service to expire a right whose interval has ended. */
 export const RightsExpireData = z.object({
   rightId: RightId,
@@ -56,8 +57,7 @@ export const RightsExpireData = z.object({
    * and end second, a query per key, instead of one at a time (docs/decisions/0027).
    */
   end: z.iso.datetime({ offset: true }),
-  /** Its test clock: judged at the command's time alone (docs/decisions/0048). */
-  clockId: ClockId.optional(),
+  ...ON_CLOCK,
 });
 export type RightsExpireData = z.infer<typeof RightsExpireData>;
 
@@ -89,8 +89,7 @@ export const RightsIssueData = z.object({
   rights: z.array(IssuedRight).min(1).max(100),
   /** The subscription's plan changes so far (docs/api.md "Plan changes"): part of each right's id; absent, 0. */
   plan: z.number().int().min(0).optional(),
-  /** The subscription's test clock, which its rights live on too (docs/decisions/0048). */
-  clockId: ClockId.optional(),
+  ...ON_CLOCK,
 });
 export type RightsIssueData = z.infer<typeof RightsIssueData>;
 
@@ -128,8 +127,7 @@ export const SubscriptionsRenewData = z.object({
    * scheduler's rebuild) the subscription is read.
    */
   snapshot: SubscriptionSnapshot.optional(),
-  /** Its test clock: judged at the command's time alone (docs/decisions/0048). */
-  clockId: ClockId.optional(),
+  ...ON_CLOCK,
 });
 export type SubscriptionsRenewData = z.infer<typeof SubscriptionsRenewData>;
 

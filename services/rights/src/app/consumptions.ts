@@ -20,6 +20,7 @@ import {
   CONSUMPTION_HOLD_MS,
   heldTotal,
   lapse,
+  lapsesAt,
   reservationUntil,
   takenFrom,
   type ConsumptionRecord,
@@ -124,9 +125,9 @@ export class ConsumptionUseCases {
         consumptions.inc({ outcome: 'consumed' });
         return consumed;
       }
-      const record = this.newRecord(target, id, 'consumption', plan, CONSUMPTION_HOLD_MS);
+      const record = this.newRecord(target, id, 'consumption', plan, CONSUMPTION_HOLD_MS, visible);
       if ((await this.holdAll(principal, record, fresh)) === RACE_LOST) return RACE_LOST;
-      const committed = await this.decide(record, (current) => commit(current, request.amount, this.clock()));
+      const committed = await this.decide(record, (current, now) => commit(current, request.amount, now));
       const done = await this.settled(principal, committed, announce);
       consumptions.inc({ outcome: 'consumed' });
       return done;
@@ -147,7 +148,8 @@ export class ConsumptionUseCases {
         const earlier = await this.records.find(target.userId, id);
         if (earlier) return this.reserved(principal, earlier);
       }
-      const record = this.newRecord(target, id, 'reservation', this.plan(target, visible, request.amount), ttlMs);
+      const plan = this.plan(target, visible, request.amount);
+      const record = this.newRecord(target, id, 'reservation', plan, ttlMs, visible);
       if ((await this.holdAll(principal, record, fresh)) === RACE_LOST) return RACE_LOST;
       reservations.inc({ outcome: 'held' });
       return this.reserved(principal, record);
@@ -161,9 +163,7 @@ export class ConsumptionUseCases {
     amount?: number,
   ): Promise<Consumed<Consumption>> {
     const record = await this.reservation(principal, target);
-    const committed = await this.decide(record, (current) =>
-      commit(current, amount ?? heldTotal(current), this.clock()),
-    );
+    const committed = await this.decide(record, (current, now) => commit(current, amount ?? heldTotal(current), now));
     if (committed.state === 'committed' && committed.generation > record.generation)
       reservations.inc({ outcome: 'committed' });
     return this.settled(principal, committed, await this.announces(target.sku));
@@ -172,13 +172,14 @@ export class ConsumptionUseCases {
   /** Frees a reservation's units; released before, it is done already. */
   async release(principal: Principal, target: SkuOfUser & { reservationId: string }): Promise<RightEntity[]> {
     const record = await this.reservation(principal, target);
-    const released = await this.decide(record, (current) => abort(current, this.clock()));
+    const released = await this.decide(record, (current, now) => abort(current, now));
     if (released.generation > record.generation) reservations.inc({ outcome: 'released' });
     return this.apply(released, actorOf(principal), false);
   }
 
   /**
-   * `rights.settle` from the scheduler: each record whose holds' time is up by `judgedAt` and
+   * `rights.settle` from the scheduler: each record whose holds' time is up by `judgedAt` (a
+   * reservation on a test clock: by its clock's time, whatever command met it) and
    * that nothing settled lapses (aborted), and its holds are applied or freed as it says.
    * Idempotent; a record that cannot be settled fails alone.
    */
@@ -191,7 +192,11 @@ export class ConsumptionUseCases {
       try {
         const record = await this.records.find(item.connectId, item.consumptionId);
         if (!record) continue;
-        const settled = await this.decide(record, (current) => lapse(current, judgedAt), true);
+        const settled = await this.decide(
+          record,
+          (current, now) => lapse(current, current.clock ? now : judgedAt),
+          true,
+        );
         if (settled.state === 'aborted' && record.state === 'holding' && record.kind === 'reservation')
           reservations.inc({ outcome: 'lapsed' });
         await this.apply(settled, systemActor('scheduler'), await this.announces(record.sku));
@@ -307,8 +312,15 @@ export class ConsumptionUseCases {
     kind: ConsumptionRecord['kind'],
     plan: Portion[],
     holdMs: number,
+    { rights, nowOf }: Visible,
   ): ConsumptionRecord {
     const now = this.clock();
+    // A reservation of rights on one test clock lapses on that clock's time; a consumption's
+    // holds, which only guard a crash mid-way, after a real time (docs/decisions/0048).
+    const clocks = new Set(
+      plan.map(({ rightId }) => rights.find((right) => right.rightId === rightId)?.clockId ?? null),
+    );
+    const clockId = kind === 'reservation' && clocks.size === 1 ? [...clocks][0]! : null;
     return {
       consumptionId: id,
       userId: target.userId,
@@ -318,6 +330,7 @@ export class ConsumptionUseCases {
       taken: [],
       state: 'holding',
       until: new Date(now.getTime() + holdMs),
+      clock: clockId ? { clockId, until: new Date(nowOf({ clockId }).getTime() + holdMs) } : null,
       generation: 1,
       createdAt: now,
       updatedAt: now,
@@ -339,7 +352,7 @@ export class ConsumptionUseCases {
     if (!(await this.records.insert(record, [holdMessage(record)]))) {
       throw DomainError.conflict(`consumption ${record.consumptionId} was sent before; send it again with a new key`);
     }
-    const hold = { id: record.consumptionId, until: record.until };
+    const hold = { id: record.consumptionId, until: lapsesAt(record) };
     for (const portion of record.held) {
       const held = await this.changeRight(record.userId, portion.rightId, (right, now) =>
         canUse(principal, right)
@@ -350,11 +363,7 @@ export class ConsumptionUseCases {
         throw error;
       });
       if (held === null) {
-        await this.apply(
-          await this.decide(record, (current) => abort(current, this.clock())),
-          actorOf(principal),
-          false,
-        );
+        await this.apply(await this.decide(record, (current, now) => abort(current, now)), actorOf(principal), false);
         if (fresh) return RACE_LOST;
         throw DomainError.conflict(
           `remaining: the ${record.sku} rights of ${record.userId} changed while consuming; nothing was consumed`,
@@ -371,7 +380,7 @@ export class ConsumptionUseCases {
    */
   private async decide(
     record: ConsumptionRecord,
-    decideOn: (current: ConsumptionRecord) => RecordDecision,
+    decideOn: (current: ConsumptionRecord, now: Date) => RecordDecision,
     lenient = false,
   ): Promise<ConsumptionRecord> {
     let first: ConsumptionRecord | null = record;
@@ -379,7 +388,9 @@ export class ConsumptionUseCases {
       const current = first ?? (await this.records.find(record.userId, record.consumptionId));
       first = null;
       if (!current) throw DomainError.notFound(`no reservation ${record.consumptionId}`);
-      const decision = decideOn(current);
+      // A reservation on a test clock is judged at that clock's time (docs/decisions/0048).
+      const now = current.clock ? await this.nowFor.one(current.clock) : this.clock();
+      const decision = decideOn(current, now);
       switch (decision.kind) {
         case 'change':
           return (await this.records.update(current, decision.next)) ? decision.next : RACE_LOST;
@@ -387,7 +398,7 @@ export class ConsumptionUseCases {
           return current;
         case 'lapsed': {
           // Its time is up: it lapses now, whoever meets it, and its holds are freed.
-          const aborted = abort(current, this.clock());
+          const aborted = abort(current, now);
           if (aborted.kind !== 'change') return current;
           if (!(await this.records.update(current, aborted.next))) return RACE_LOST;
           if (current.kind === 'reservation') reservations.inc({ outcome: 'lapsed' });
@@ -476,7 +487,7 @@ export class ConsumptionUseCases {
       body: {
         reservationId: record.consumptionId,
         amount: heldTotal(record),
-        expiresAt: record.until.toISOString(),
+        expiresAt: lapsesAt(record).toISOString(),
         remaining: this.balance(visible),
       },
       touched: rights.filter((right) => record.held.some((portion) => portion.rightId === right.rightId)),

@@ -19,8 +19,16 @@ export interface ConsumptionRecord {
   /** The units consumed from each right, once committed (at most those held). */
   taken: readonly Portion[];
   state: RecordState;
-  /** When its holds lapse unless committed: the record is then aborted (by the scheduler, or whoever meets it). */
+  /**
+   * When its holds lapse unless committed: the record is then aborted (by the scheduler, or
+   * whoever meets it). Real time: also when the record may go (its retention).
+   */
   until: Date;
+  /**
+   * A reservation of rights that all live on one test clock lapses on that clock's time, at
+   * this instant of it (docs/decisions/0048), when an advance passes it; null on real time.
+   */
+  clock: { clockId: string; until: Date } | null;
   generation: number;
   createdAt: Date;
   updatedAt: Date;
@@ -58,6 +66,10 @@ export type RecordDecision =
   | { kind: 'conflict'; reason: string }
   | { kind: 'invalid'; reason: string };
 
+/** When a record's holds lapse, on its timeline: its clock's instant, or its real one. */
+export const lapsesAt = (record: Pick<ConsumptionRecord, 'until' | 'clock'>): Date =>
+  record.clock?.until ?? record.until;
+
 const moved = (record: ConsumptionRecord, patch: Partial<ConsumptionRecord>, now: Date): RecordDecision => ({
   kind: 'change',
   next: { ...record, ...patch, generation: record.generation + 1, updatedAt: now },
@@ -68,7 +80,7 @@ export function commit(record: ConsumptionRecord, amount: number, now: Date): Re
   if (record.state === 'committed') return { kind: 'unchanged' };
   if (record.state === 'aborted')
     return { kind: 'conflict', reason: `reservation ${record.consumptionId} was released or has lapsed` };
-  if (record.until <= now) return { kind: 'lapsed' };
+  if (lapsesAt(record) <= now) return { kind: 'lapsed' };
   if (amount > heldTotal(record))
     return { kind: 'invalid', reason: `amount: at most ${heldTotal(record)} units are held` };
   return moved(record, { state: 'committed', taken: committedPortions(record.held, amount) }, now);
@@ -87,7 +99,7 @@ export function abort(record: ConsumptionRecord, now: Date): RecordDecision {
 
 /** A record whose holds' time is up at `now` and that nothing has settled is aborted (its lapse). */
 export function lapse(record: ConsumptionRecord, now: Date): RecordDecision {
-  if (record.state !== 'holding' || record.until > now) return { kind: 'unchanged' };
+  if (record.state !== 'holding' || lapsesAt(record) > now) return { kind: 'unchanged' };
   return abort(record, now);
 }
 

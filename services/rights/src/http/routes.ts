@@ -17,6 +17,7 @@ import { expiryEntry, projectedOf, representation, type RightCommand } from '../
 import { parseDateTime } from '@rs/time';
 import type { Changed, RightsUseCases } from '../app/rights';
 import type { ConsumptionUseCases } from '../app/consumptions';
+import { lapsesAt } from '../domain/consumption';
 import type { RightEntity } from '../domain/right';
 import type { RightTokens } from '../app/right-tokens';
 
@@ -165,7 +166,8 @@ export function rightsRoutes(
       items: items.map((record) => ({
         consumptionId: record.consumptionId,
         connectId: record.userId,
-        until: record.until.toISOString(),
+        until: lapsesAt(record).toISOString(),
+        ...(record.clock ? { clockId: record.clock.clockId } : {}),
         sequence: record.generation,
       })),
       lastId,

@@ -1,6 +1,6 @@
 import { CommandTypes, Exchanges, type SchedulerHoldData } from '@rs/contracts';
 import { changeMessage, type OutboxEntry } from '@rs/store';
-import type { ConsumptionRecord } from '../domain/consumption';
+import { lapsesAt, type ConsumptionRecord } from '../domain/consumption';
 import { EVENT_SOURCE } from './events';
 
 /**
@@ -14,5 +14,10 @@ export const holdMessage = (record: ConsumptionRecord): OutboxEntry =>
     subject: record.consumptionId,
     sequence: record.generation,
     time: record.createdAt,
-    data: { consumptionId: record.consumptionId, connectId: record.userId, until: record.until.toISOString() },
+    data: {
+      consumptionId: record.consumptionId,
+      connectId: record.userId,
+      until: lapsesAt(record).toISOString(),
+      ...(record.clock ? { clockId: record.clock.clockId } : {}),
+    },
   });

@@ -33,6 +33,7 @@ const consumptionSchema = documentSchema<ConsumptionDocument>(CONSUMPTIONS, {
   taken: 'json[]',
   state: 'string',
   until: 'date',
+  clock: 'json?',
   ...outboxDocumentFields,
 });
 
@@ -42,7 +43,12 @@ export const CONSUMPTION_INDEXES: CollectionIndexes = {
   queries: [BY_ID, PENDING_EVENTS, bucketPages("the scheduler's rebuild"), ...retentionQueries(CONSUMPTION_RETENTION)],
 };
 
-const toRecord = ({ _id, ...fields }: ConsumptionDocument): ConsumptionRecord => ({ consumptionId: _id, ...fields });
+const toRecord = ({ _id, clock, ...fields }: ConsumptionDocument): ConsumptionRecord => ({
+  consumptionId: _id,
+  ...fields,
+  // Stored as JSON, its instant as text (records stored before test clocks have none).
+  clock: clock ? { clockId: clock.clockId, until: new Date(clock.until) } : null,
+});
 
 /**
  * The records of consumptions across rights and of reservations (docs/decisions/0045), each

@@ -89,7 +89,10 @@ export class ClockDriver {
               const { item } = stored.get(one.ref)!;
               return { ...item, dueAt: item.dueAt! };
             });
-          if (items.length > 0) await commandItems(this.options.broker, items, TO_COMMAND[kind], current.time);
+          if (items.length === 0) continue;
+          await commandItems(this.options.broker, items, TO_COMMAND[kind], current.time);
+          // A lapse makes no version of its own to wait for: its command, durable, is enough.
+          if (kind === 'hold') await stores.holdExpiries.remove(next.work.filter((one) => one.kind === kind));
         }
         for (const one of next.work) {
           const count = (attempts.get(one.ref)?.count ?? 0) + 1;

@@ -139,19 +139,36 @@ export async function followEvents(
  * consumption across rights or of a reservation lapse. Recorded as a due item; at its time
  * the sweeper commands `rights.settle`, which finds nothing to do for a record settled before.
  */
-export async function followHolds(broker: AmqpClient, store: DueStore, logger: Logger, clock: Clock = systemClock) {
-  const record = (commands: Array<CloudEvent<SchedulerHoldData>>) =>
-    recordDueItems(
+export async function followHolds(
+  broker: AmqpClient,
+  store: DueStore,
+  logger: Logger,
+  clock: Clock = systemClock,
+  /** Which test clocks are live: a reservation on a deleted one is not kept (docs/decisions/0048). */
+  liveClocks: (clockIds: readonly string[]) => Promise<Set<string>> = async (ids) => new Set(ids),
+) {
+  const record = async (commands: Array<CloudEvent<SchedulerHoldData>>) => {
+    const items = commands.map(({ data }) => ({
+      id: data.consumptionId,
+      dueAt: new Date(data.until),
+      sequence: 1,
+      connectId: data.connectId,
+      clockId: data.clockId,
+    }));
+    // A reservation on a test clock lapses when an advance passes its end (docs/decisions/0048).
+    const clocks = [...new Set(items.flatMap((item) => (item.clockId ? [item.clockId] : [])))];
+    const live = clocks.length === 0 ? new Set<string>() : await liveClocks(clocks);
+    await store.recordOnClocks(
+      items.flatMap(({ clockId, ...item }) => (clockId && live.has(clockId) ? [{ ...item, clockId }] : [])),
+      clock,
+    );
+    await recordDueItems(
       store,
-      commands.map(({ data }) => ({
-        id: data.consumptionId,
-        dueAt: new Date(data.until),
-        sequence: 1,
-        connectId: data.connectId,
-      })),
+      items.flatMap(({ clockId, ...item }) => (clockId ? [] : [item])),
       logger,
       clock,
     );
+  };
   await consume(
     broker,
     {
