@@ -14,9 +14,9 @@ CREATE OR REPLACE FUNCTION rs_ferretdb_index_fields(target text) RETURNS text[] 
     WHEN target ~ '\.subscriptions_[0-9a-f]{8}$' THEN ARRAY['_id', 'userId', 'clockId', 'outboxPending', 'bucket']::text[] -- subscriptions
     WHEN target ~ '\.subscription_progress_[0-9a-f]{8}$' THEN ARRAY['_id', 'subscriptionId', 'userId', 'bucket', 'outboxPending']::text[] -- subscriptions
     WHEN target ~ '\.subscription_history_[0-9a-f]{8}$' THEN ARRAY['span']::text[] -- subscriptions
-    WHEN target ~ '\.right_expiries_[0-9a-f]{8}$' THEN ARRAY['_id', 'due']::text[] -- scheduler
-    WHEN target ~ '\.subscription_schedules_[0-9a-f]{8}$' THEN ARRAY['_id', 'due']::text[] -- scheduler
-    WHEN target ~ '\.hold_expiries_[0-9a-f]{8}$' THEN ARRAY['_id', 'due']::text[] -- scheduler
+    WHEN target ~ '\.right_expiries_[0-9a-f]{8}$' THEN ARRAY['_id', 'due', 'clockId']::text[] -- scheduler
+    WHEN target ~ '\.subscription_schedules_[0-9a-f]{8}$' THEN ARRAY['_id', 'due', 'clockId']::text[] -- scheduler
+    WHEN target ~ '\.hold_expiries_[0-9a-f]{8}$' THEN ARRAY['_id', 'due', 'clockId']::text[] -- scheduler
     WHEN target ~ '\.clocks_[0-9a-f]{8}$' THEN ARRAY['_id', 'grantorId', 'outboxPending']::text[] -- scheduler
     WHEN target ~ '\.deliveries_[0-9a-f]{8}$' THEN ARRAY['_id', 'endpointId', 'due']::text[] -- webhooks
     WHEN target ~ '\.endpoints_[0-9a-f]{8}$' THEN ARRAY['_id', 'grantorId']::text[] -- webhooks

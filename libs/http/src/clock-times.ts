@@ -2,12 +2,21 @@ import { Clock as ClockView, DomainError, type Principal } from '@rs/contracts';
 import type { InternalTokenSigner } from './internal-token';
 import { getResource, servicePrincipal, ServiceUnreachable } from './service-client';
 
-/** A test clock as the services need it (docs/decisions/0048): whose it is, and its time now. */
+/** A test clock as the services need it (docs/decisions/0048): whose it is, its time now, and whether it is advancing. */
 export interface ClockTime {
   clockId: string;
   grantorId: string;
   time: Date;
+  advancing: boolean;
 }
+
+/**
+ * While a clock advances, what lives on it goes through its instants each at its own pace
+ * (docs/decisions/0048): a change judged at the clock's time then could meet an object already
+ * further on. Changes wait for `ready`, as they do on the platforms that offer test clocks.
+ */
+const advancingConflict = (clockId: string) =>
+  DomainError.conflict(`clock ${clockId} is advancing: what lives on it can change once it is ready`);
 
 /** Something that may live on a test clock: null or absent, real time. */
 export interface OnClock {
@@ -42,7 +51,14 @@ export class ClockTimes {
     const read = { signer, caller: this.principal, service: 'scheduler', schema: ClockView };
     try {
       const clock = await getResource(url, { ...read, ...(requestTimeoutMs ? { timeoutMs: requestTimeoutMs } : {}) });
-      return clock && { clockId: clock.clockId, grantorId: clock.grantorId, time: new Date(clock.time) };
+      return (
+        clock && {
+          clockId: clock.clockId,
+          grantorId: clock.grantorId,
+          time: new Date(clock.time),
+          advancing: clock.status === 'advancing',
+        }
+      );
     } catch (error) {
       if (error instanceof ServiceUnreachable) throw DomainError.unavailable('the test clocks cannot be read now', 5);
       throw error;
@@ -62,14 +78,16 @@ export class ClockTimes {
   /**
    * `nowFor` these entities: each one's clock's time (every clock asked once), or `now()` for
    * what lives on real time. What is on a deleted clock, and being removed, reads as real time.
+   * `forChange`: 409 when one of the clocks is advancing.
    */
-  async nowFor(entities: Iterable<OnClock>, now: () => Date): Promise<(entity: OnClock) => Date> {
+  async nowFor(entities: Iterable<OnClock>, now: () => Date, forChange = false): Promise<(entity: OnClock) => Date> {
     const ids = new Set<string>();
     for (const entity of entities) if (entity.clockId) ids.add(entity.clockId);
     const times = new Map<string, Date>();
     await Promise.all(
       [...ids].map(async (id) => {
         const clock = await this.find(id);
+        if (clock && forChange && clock.advancing) throw advancingConflict(id);
         if (clock) times.set(id, clock.time);
       }),
     );
@@ -102,11 +120,27 @@ export class NowFor {
     return (await this.of([entity]))(entity);
   }
 
-  /** The time of the clock a creation for `grantorId` names (404 unless it is that grantor's), or real time. */
+  /** `of`, for a change a caller asks of these entities: 409 while a clock of theirs is advancing. */
+  async forChangeOf(entities: Iterable<OnClock>): Promise<(entity: OnClock) => Date> {
+    if (!this.clocks) return () => this.clock();
+    return this.clocks.nowFor(entities, this.clock, true);
+  }
+
+  /** `one`, for a change a caller asks: 409 while the entity's clock is advancing. */
+  async forChange(entity: OnClock): Promise<Date> {
+    return (await this.forChangeOf([entity]))(entity);
+  }
+
+  /**
+   * The time of the clock a creation for `grantorId` names (404 unless it is that grantor's;
+   * 409 while it is advancing), or real time.
+   */
   async forCreation(clockId: string | undefined, grantorId: string): Promise<Date> {
     if (clockId === undefined) return this.clock();
     if (!this.clocks) throw DomainError.notFound(`no clock ${clockId}`);
-    return (await this.clocks.ofGrantor(clockId, grantorId)).time;
+    const clock = await this.clocks.ofGrantor(clockId, grantorId);
+    if (clock.advancing) throw advancingConflict(clockId);
+    return clock.time;
   }
 }
 

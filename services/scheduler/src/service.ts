@@ -2,6 +2,7 @@ import { publicApiShape, serviceEnvShape, serviceUrl } from '@rs/config';
 import { defineService, serveHttp, startRelay } from '@rs/runtime';
 import { z } from 'zod';
 import { ClockUseCases } from './app/clocks';
+import { ClockRecordings } from './app/clock-view';
 import { startScheduling } from './app/scheduling';
 import { clockRoutes } from './http/routes';
 import { ClockMessages } from './messaging/clock-events';
@@ -37,13 +38,16 @@ export const start = defineService('scheduler', Config, async (runtime) => {
   await runtime.migrated(stores.subscriptionSchedules);
   await runtime.migrated(stores.holdExpiries);
   const clocks = await runtime.migrated(new ClockStore(runtime.db));
-  await followEvents(runtime.broker, stores, runtime.logger, clock, (ids) => clocks.live(ids));
-  await followHolds(runtime.broker, stores.holdExpiries, runtime.logger, clock, (ids) => clocks.live(ids));
+  // What this replica records on test clocks goes straight to its clock driver too.
+  const recordings = new ClockRecordings();
+  const live = (ids: readonly string[]) => clocks.live(ids);
+  await followEvents(runtime.broker, stores, runtime.logger, clock, live, recordings);
+  await followHolds(runtime.broker, stores.holdExpiries, runtime.logger, clock, live, recordings);
   startRelay(runtime, clocks.model.collection.collectionName);
   const clockMessages = new ClockMessages(config.PUBLIC_BASE_URL);
   const scheduling = await startScheduling({
     stores,
-    clocks: { store: clocks, messages: clockMessages },
+    clocks: { store: clocks, messages: clockMessages, recordings },
     broker: runtime.broker,
     signer: runtime.signer,
     urls: { subscriptions: config.SUBSCRIPTIONS_URL, rights: config.RIGHTS_URL },

@@ -140,9 +140,11 @@ export class ConsumptionUseCases {
     target: SkuOfUser,
     request: { amount: number; ttl?: string; reservationId?: string },
   ): Promise<Consumed<Reservation>> {
-    const until = reservationUntil(request.ttl ?? DEFAULT_RESERVATION_TTL, this.clock());
+    // One instant: the ttl measured against a second reading of the clock could lose a millisecond.
+    const now = this.clock();
+    const until = reservationUntil(request.ttl ?? DEFAULT_RESERVATION_TTL, now);
     if (!until.ok) throw DomainError.invalid(until.reason);
-    const ttlMs = until.until.getTime() - this.clock().getTime();
+    const ttlMs = until.until.getTime() - now.getTime();
     return this.attempts(principal, target, request.reservationId, async ({ id, fresh, visible }) => {
       if (!fresh) {
         const earlier = await this.records.find(target.userId, id);
@@ -163,6 +165,7 @@ export class ConsumptionUseCases {
     amount?: number,
   ): Promise<Consumed<Consumption>> {
     const record = await this.reservation(principal, target);
+    if (record.clock) await this.nowFor.forChange(record.clock);
     const committed = await this.decide(record, (current, now) => commit(current, amount ?? heldTotal(current), now));
     if (committed.state === 'committed' && committed.generation > record.generation)
       reservations.inc({ outcome: 'committed' });
@@ -172,6 +175,7 @@ export class ConsumptionUseCases {
   /** Frees a reservation's units; released before, it is done already. */
   async release(principal: Principal, target: SkuOfUser & { reservationId: string }): Promise<RightEntity[]> {
     const record = await this.reservation(principal, target);
+    if (record.clock) await this.nowFor.forChange(record.clock);
     const released = await this.decide(record, (current, now) => abort(current, now));
     if (released.generation > record.generation) reservations.inc({ outcome: 'released' });
     return this.apply(released, actorOf(principal), false);
@@ -179,12 +183,13 @@ export class ConsumptionUseCases {
 
   /**
    * `rights.settle` from the scheduler: each record whose holds' time is up by `judgedAt` (a
-   * reservation on a test clock: by its clock's time, whatever command met it) and
-   * that nothing settled lapses (aborted), and its holds are applied or freed as it says.
-   * Idempotent; a record that cannot be settled fails alone.
+   * reservation on a test clock: by its clock's time, or by the command's when the command is
+   * that clock's, sent at the reservation's instant while the clock's time may still be
+   * catching up) and that nothing settled lapses (aborted), and its holds are applied or freed
+   * as it says. Idempotent; a record that cannot be settled fails alone.
    */
   async settle(
-    items: ReadonlyArray<{ consumptionId: string; connectId: string }>,
+    items: ReadonlyArray<{ consumptionId: string; connectId: string; clockId?: string }>,
     judgedAt: Date,
   ): Promise<ItemFailure[]> {
     const failed: ItemFailure[] = [];
@@ -194,7 +199,11 @@ export class ConsumptionUseCases {
         if (!record) continue;
         const settled = await this.decide(
           record,
-          (current, now) => lapse(current, current.clock ? now : judgedAt),
+          (current, now) => {
+            if (!current.clock) return lapse(current, judgedAt);
+            const ofItsClock = current.clock.clockId === item.clockId;
+            return lapse(current, ofItsClock && judgedAt > now ? judgedAt : now);
+          },
           true,
         );
         if (settled.state === 'aborted' && record.state === 'holding' && record.kind === 'reservation')
@@ -230,16 +239,19 @@ export class ConsumptionUseCases {
         attempt({
           id: clientId ?? newId(this.clock().getTime()),
           fresh: clientId === undefined,
-          visible: await this.visible(principal, target),
+          visible: await this.visible(principal, target, true),
         }),
       ),
     );
   }
 
-  /** The user's rights of the SKU that the caller may use, each as of its now. */
-  private async visible(principal: Principal, target: SkuOfUser): Promise<Visible> {
+  /**
+   * The user's rights of the SKU that the caller may use, each as of its now; `forChange`: to
+   * consume or hold them (409 while a clock of theirs is advancing).
+   */
+  private async visible(principal: Principal, target: SkuOfUser, forChange = false): Promise<Visible> {
     const stored = await this.rights.ofUserAndSku(target.userId, target.sku);
-    const nowOf = await this.nowFor.of(stored);
+    const nowOf = await (forChange ? this.nowFor.forChangeOf(stored) : this.nowFor.of(stored));
     return {
       rights: stored.map((right) => asOf(right, nowOf(right))).filter((right) => canUse(principal, right)),
       nowOf,

@@ -265,7 +265,7 @@ export class RightsUseCases {
 
   async remove(principal: Principal, userId: string, rightId: string, expectedGeneration?: number): Promise<Changed> {
     return this.change(principal, { userId, rightId, expectedGeneration }, 'manage', async (right) =>
-      removal(right, await this.nowFor.one(right)),
+      removal(right, await this.nowFor.forChange(right)),
     );
   }
 
@@ -287,7 +287,7 @@ export class RightsUseCases {
     expectedGeneration?: number,
   ): Promise<Changed> {
     return this.change(principal, { userId, rightId, expectedGeneration }, 'manage', async (right) =>
-      decide(right, command, await this.nowFor.one(right)),
+      decide(right, command, await this.nowFor.forChange(right)),
     );
   }
 
@@ -312,7 +312,7 @@ export class RightsUseCases {
         async (right) => {
           decided = recordUsage(
             right,
-            await this.nowFor.one(right),
+            await this.nowFor.forChange(right),
             (await this.sku(right.sku))?.announceOnUsage ?? false,
             consumption,
           );

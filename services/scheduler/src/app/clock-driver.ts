@@ -3,13 +3,20 @@ import type { Logger } from '@rs/logging';
 import type { AmqpClient } from '@rs/messaging';
 import { counter } from '@rs/telemetry/metrics';
 import type { Clock } from '@rs/time';
-import { ADVANCE_PATIENCE, latestOf, nextStep, type Attempts, type ClockEntity, type ClockWork } from '../domain/clock';
+import {
+  ADVANCE_PATIENCE,
+  latestOf,
+  nextStep,
+  passedInstants,
+  type Attempts,
+  type ClockEntity,
+  type ClockWork,
+} from '../domain/clock';
 import { partitionOf } from '../domain/due';
 import { CLOCK_EVENTS, type ClockMessages } from '../messaging/clock-events';
-import { expireCommand, renewCommand, settleCommand, type CommandedItem } from '../messaging/commands';
 import type { ClockStore } from '../store/clock-store';
-import type { DueStore, StoredClockDueItem } from '../store/due-store';
-import { commandItems } from './sweeper';
+import { commandOnClock } from './clock-commands';
+import { ClockView, KINDS, viewed, type ClockRecordings, type ClockStores } from './clock-view';
 
 const steps = counter('scheduler_clock_steps_total', 'Steps of test clocks: commands sent, moves, advances done', [
   'step',
@@ -19,14 +26,14 @@ const givenUp = counter(
   'Items due on a test clock whose commands changed nothing, each time: they no longer hold its advance',
 );
 
-/** The scheduler's collections of due work, by the work they hold. */
-const KINDS = { renewal: 'subscriptionSchedules', expiry: 'rightExpiries', hold: 'holdExpiries' } as const;
-const TO_COMMAND = { renewal: renewCommand, expiry: expireCommand, hold: settleCommand } as const;
-
 export interface ClockDriverOptions {
   clocks: ClockStore;
+  /** What this replica records on clocks, handed over as it is recorded. */
+  recordings: ClockRecordings;
+  /** Whether other scheduler replicas are live (and record on clocks too). */
+  othersRecord: () => boolean;
   messages: ClockMessages;
-  stores: Record<(typeof KINDS)[keyof typeof KINDS], DueStore>;
+  stores: ClockStores;
   broker: AmqpClient;
   logger: Logger;
   clock: Clock;
@@ -34,84 +41,96 @@ export interface ClockDriverOptions {
 
 /**
  * Drives the test clocks of the partitions this replica owns (docs/decisions/0048), a step per
- * tick each: command what is due by a clock's time (at that time), wait for its effects, move
- * the clock to the next instant something falls due, and at an advance's target, ready. The
- * clock's time is stored before the commands of an instant go out, and every command is
- * idempotent: a driver that crashed is followed by one that commands again what has not
+ * tick each: command what is due within a clock's advance and was not commanded as it was
+ * recorded (or was, and nothing came of it), move the clock's time up to the earliest instant
+ * still outstanding, and at an advance's target with nothing outstanding, ready. Every command
+ * is idempotent: a driver that crashed is followed by one that commands again what has not
  * happened (its memory of what it commanded is lost with it, which costs only repeats).
  */
 export class ClockDriver {
-  /** What this driver commanded on each clock, by version, while that version is the latest. */
-  private readonly attempts = new Map<string, Map<string, Attempts>>();
+  /** What this driver knows of each clock it drives, and what it commanded there (by version, while the latest). */
+  private readonly memory = new Map<string, { view: ClockView; attempts: Map<string, Attempts> }>();
 
-  constructor(private readonly options: ClockDriverOptions) {}
+  constructor(private readonly options: ClockDriverOptions) {
+    options.recordings.listen((kind, items) => {
+      for (const item of items) this.memory.get(item.clockId)?.view.accept([viewed(kind, item)]);
+    });
+  }
 
   async drive(owned: readonly number[]): Promise<void> {
     if (owned.length === 0 || !this.options.broker.connected) return;
     const clocks = (await this.options.clocks.list(null)).filter((clock) => owned.includes(partitionOf(clock.clockId)));
-    for (const clockId of this.attempts.keys())
-      if (!clocks.some((clock) => clock.clockId === clockId)) this.attempts.delete(clockId);
+    for (const clockId of this.memory.keys())
+      if (!clocks.some((clock) => clock.clockId === clockId)) this.memory.delete(clockId);
     for (const clock of clocks) await this.step(clock);
   }
 
   private async step(clock: ClockEntity): Promise<void> {
-    const { stores, logger } = this.options;
-    const stored = new Map<string, { kind: ClockWork['kind']; item: StoredClockDueItem }>();
-    const work: ClockWork[] = [];
-    for (const kind of Object.keys(KINDS) as Array<ClockWork['kind']>) {
-      for (const item of await stores[KINDS[kind]].ofClock(clock.clockId)) {
-        stored.set(item.ref, { kind, item });
-        work.push({ ...item, kind, expected: item.expected ?? false });
-      }
+    const { logger } = this.options;
+    const { view, attempts } = this.memoryOf(clock.clockId);
+    const othersRecord = this.options.othersRecord();
+    const readAll = await view.refresh({ othersRecord });
+    let { next, latest } = await this.weigh(clock, view, attempts);
+    // Done is decided on everything kept, read now, when others record: one of theirs may have landed late.
+    if (next.ready && !readAll && othersRecord) {
+      await view.refresh({ full: true, othersRecord });
+      ({ next, latest } = await this.weigh(clock, view, attempts));
     }
-    const { latest, superseded } = latestOf(work);
-    for (const kind of Object.keys(KINDS) as Array<ClockWork['kind']>)
-      await stores[KINDS[kind]].remove(superseded.filter((version) => version.kind === kind));
-    const attempts = this.attemptsOn(clock.clockId, latest);
+    for (const ref of attempts.keys()) if (!latest.has(ref)) attempts.delete(ref);
 
-    const now = this.options.clock();
-    let current = clock;
-    let next = nextStep(current, latest, now, (ref) => attempts.get(ref));
-    // A move is followed at once by the commands of the instant it moved to (no tick between).
-    while (next.kind === 'move') {
-      const moved = await this.save(current, { time: next.to }, CLOCK_EVENTS.advanced);
+    let current: ClockEntity | null = clock;
+    if (next.time > clock.time) {
+      current = await this.save(clock, { time: next.time }, CLOCK_EVENTS.advanced);
       steps.inc({ step: 'move' });
-      if (!moved) return;
-      current = moved;
-      next = nextStep(current, latest, now, (ref) => attempts.get(ref));
     }
-    switch (next.kind) {
-      case 'command': {
-        for (const kind of Object.keys(KINDS) as Array<ClockWork['kind']>) {
-          const items: CommandedItem[] = next.work
-            .filter((one) => one.kind === kind)
-            .map((one) => {
-              const { item } = stored.get(one.ref)!;
-              return { ...item, dueAt: item.dueAt! };
-            });
-          if (items.length === 0) continue;
-          await commandItems(this.options.broker, items, TO_COMMAND[kind], current.time);
-          // A lapse makes no version of its own to wait for: its command, durable, is enough.
-          if (kind === 'hold') await stores.holdExpiries.remove(next.work.filter((one) => one.kind === kind));
-        }
-        for (const one of next.work) {
-          const count = (attempts.get(one.ref)?.count ?? 0) + 1;
-          attempts.set(one.ref, { count, lastAt: now });
-          if (count === ADVANCE_PATIENCE.maxAttempts) {
-            givenUp.inc();
-            logger.warn({ clock_id: clock.clockId, item: one.ref }, 'a test clock item was commanded thrice in vain');
-          }
-        }
-        steps.inc({ step: 'command' });
-        return;
+    if (next.command.length > 0) {
+      const now = this.options.clock();
+      for (const kind of Object.keys(KINDS) as Array<ClockWork['kind']>) {
+        const due = next.command.filter((one) => one.kind === kind);
+        if (due.length === 0) continue;
+        await commandOnClock(
+          this.options.broker,
+          kind,
+          due.map((one) => ({ ...view.item(one.ref), dueAt: one.dueAt! })),
+        );
+        // A lapse makes no version of its own to wait for: its command, durable, is enough.
+        if (kind === 'hold') await view.remove(due);
       }
-      case 'ready':
-        await this.save(current, { status: 'ready' }, CLOCK_EVENTS.ready);
-        steps.inc({ step: 'ready' });
-        return;
-      default:
-        return;
+      for (const one of next.command) {
+        const count = (attempts.get(one.ref)?.count ?? (one.commandedAt ? 1 : 0)) + 1;
+        attempts.set(one.ref, { count, lastAt: now });
+        if (count === ADVANCE_PATIENCE.maxAttempts) {
+          givenUp.inc();
+          logger.warn({ clock_id: clock.clockId, item: one.ref }, 'a test clock item was commanded thrice in vain');
+        }
+      }
+      steps.inc({ step: 'command' });
     }
+    if (next.ready && current) {
+      await this.save(current, { status: 'ready' }, CLOCK_EVENTS.ready);
+      steps.inc({ step: 'ready' });
+    }
+    // What the clock's time has passed is let go of, an instant at a time: after ready is told,
+    // and while it advances, now and then (deletes compete with the advance's own writes).
+    const advancing = (current ?? clock).status === 'advancing' && !next.ready;
+    await view.removePassed(passedInstants(view.work, next.outstanding, next.time), advancing);
+  }
+
+  /** The clock's next step from what the view holds, once what it no longer needs is let go of. */
+  private async weigh(clock: ClockEntity, view: ClockView, attempts: Map<string, Attempts>) {
+    const { latest, letGo } = latestOf(view.work);
+    await view.remove(letGo);
+    const next = nextStep(clock, latest, this.options.clock(), (ref) => attempts.get(ref));
+    return { next, latest: new Set(latest.map((work) => work.ref)) };
+  }
+
+  private memoryOf(clockId: string) {
+    let memory = this.memory.get(clockId);
+    if (!memory) {
+      memory = { view: new ClockView(clockId, this.options.stores, this.options.clock), attempts: new Map() };
+      this.memory.set(clockId, memory);
+    }
+    return memory;
   }
 
   /**
@@ -130,14 +149,5 @@ export class ClockDriver {
       this.options.messages.of(next, events, systemActor('scheduler')),
     );
     return stored ? next : null;
-  }
-
-  /** What was commanded on a clock, of what is still the latest version of something on it. */
-  private attemptsOn(clockId: string, latest: readonly ClockWork[]): Map<string, Attempts> {
-    const attempts = this.attempts.get(clockId) ?? new Map<string, Attempts>();
-    const kept = new Set(latest.map((work) => work.ref));
-    for (const ref of attempts.keys()) if (!kept.has(ref)) attempts.delete(ref);
-    this.attempts.set(clockId, attempts);
-    return attempts;
   }
 }

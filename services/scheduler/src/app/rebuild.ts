@@ -2,7 +2,9 @@ import { systemClock, type Clock } from '@rs/time';
 import { ExpiryPage, HoldPage, SchedulePage } from '@rs/contracts';
 import { readBucket, servicePrincipal, type InternalTokenSigner } from '@rs/http';
 import type { z } from 'zod';
-import { bucketsOf, rightDueAt, subscriptionDueAt } from '../domain/due';
+import type { ClockWork } from '../domain/clock';
+import { bucketsOf, rightDueAt, rightEnd, subscriptionDueAt } from '../domain/due';
+import { ClockRecordings } from './clock-view';
 import type { ClockDueItem, DueStore } from '../store/due-store';
 
 const SCHEDULER = servicePrincipal('scheduler');
@@ -28,8 +30,10 @@ export async function rebuildSchedules(options: {
   stores: { rightExpiries: DueStore; subscriptionSchedules: DueStore; holdExpiries: DueStore };
   partitions: readonly number[];
   clock?: Clock;
+  /** Told what is recorded on test clocks, for this replica's clock driver. */
+  recordings?: ClockRecordings;
 }): Promise<number> {
-  const { urls, signer, stores, partitions, clock = systemClock } = options;
+  const { urls, signer, stores, partitions, clock = systemClock, recordings = new ClockRecordings() } = options;
   /**
    * Every entry of the owned buckets of one listing recorded in one store: its version, as a
    * due item where something is due (nothing else is kept on real time), and every version of
@@ -40,6 +44,7 @@ export async function rebuildSchedules(options: {
     schema: z.ZodType<{ items: T[]; next: string | null }>,
     store: DueStore,
     versionOf: (entry: T) => Omit<ClockDueItem, 'clockId'>,
+    kind: ClockWork['kind'],
   ) => {
     const url = new URL(path, urls[service]).toString();
     let read = 0;
@@ -50,12 +55,17 @@ export async function rebuildSchedules(options: {
         { signer, caller: SCHEDULER, service, pageSize: PAGE, schema },
         async (entries) => {
           const versions = entries.map((entry) => ({ ...versionOf(entry), clockId: clockOf(entry) }));
-          await store.recordOnClocks(
-            versions.flatMap(({ clockId, ...version }) => (clockId ? [{ ...version, clockId }] : [])),
-            clock,
+          recordings.recorded(
+            kind,
+            await store.recordOnClocks(
+              versions.flatMap(({ clockId, ...version }) => (clockId ? [{ ...version, clockId }] : [])),
+              clock,
+            ),
           );
           await store.recordMany(
-            versions.flatMap(({ clockId, dueAt, ...version }) => (!clockId && dueAt ? [{ ...version, dueAt }] : [])),
+            versions.flatMap(({ clockId, dueAt, instant: _instant, ...version }) =>
+              !clockId && dueAt ? [{ ...version, dueAt }] : [],
+            ),
             clock,
           );
         },
@@ -66,24 +76,36 @@ export async function rebuildSchedules(options: {
     id: string,
     { sequence, connectId }: { sequence: number; connectId: string },
     dueAt: Date | null,
+    /** On a clock, the instant it is kept under when not its due time (ClockDueItem). */
+    instant?: Date | null,
   ) => ({
     id,
     sequence,
     connectId,
     dueAt,
+    ...(instant === undefined ? {} : { instant }),
   });
   const subscriptions = await rebuild(
     ['subscriptions', '/internal/schedules'],
     SchedulePage,
     stores.subscriptionSchedules,
     (e) => version(e.subscriptionId, e, subscriptionDueAt(e)),
+    'renewal',
   );
-  const rights = await rebuild(['rights', '/internal/expiries'], ExpiryPage, stores.rightExpiries, (e) =>
-    version(e.rightId, e, rightDueAt(e)),
+  const rights = await rebuild(
+    ['rights', '/internal/expiries'],
+    ExpiryPage,
+    stores.rightExpiries,
+    (e) => version(e.rightId, e, rightDueAt(e), rightEnd(e)),
+    'expiry',
   );
   // The lapses of reservations and consumptions across rights still holding units (docs/decisions/0045).
-  const holds = await rebuild(['rights', '/internal/holds'], HoldPage, stores.holdExpiries, (e) =>
-    version(e.consumptionId, e, new Date(e.until)),
+  const holds = await rebuild(
+    ['rights', '/internal/holds'],
+    HoldPage,
+    stores.holdExpiries,
+    (e) => version(e.consumptionId, e, new Date(e.until)),
+    'hold',
   );
   return subscriptions + rights + holds;
 }

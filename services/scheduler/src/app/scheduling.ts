@@ -9,6 +9,7 @@ import type { createStores } from '../store/stores';
 import { rebuildSchedules } from './rebuild';
 import { DueSweeper, ownedPartitionsGauge, type SweeperOptions } from './sweeper';
 import { ClockDriver } from './clock-driver';
+import type { ClockRecordings } from './clock-view';
 import type { ClockMessages } from '../messaging/clock-events';
 import type { ClockStore } from '../store/clock-store';
 
@@ -17,8 +18,11 @@ const SCHEDULER_MEMBERS = 'scheduler_members';
 
 export interface SchedulingOptions {
   stores: ReturnType<typeof createStores>;
-  /** The test clocks, which the replica owning a clock's partition steps (docs/decisions/0048). */
-  clocks: { store: ClockStore; messages: ClockMessages };
+  /**
+   * The test clocks, which the replica owning a clock's partition drives (docs/decisions/0048),
+   * told what this replica records on them.
+   */
+  clocks: { store: ClockStore; messages: ClockMessages; recordings: ClockRecordings };
   broker: AmqpClient;
   signer: InternalTokenSigner;
   urls: { subscriptions: string; rights: string };
@@ -53,7 +57,8 @@ export async function startScheduling(options: SchedulingOptions): Promise<{ sto
       // Until its membership is stored (the database was away at start), retried soon.
       if (!replicas.members.includes(me)) throw new Error('not a scheduler member yet');
       const partitions = owned();
-      const read = await rebuildSchedules({ urls: options.urls, signer: options.signer, stores, partitions, clock });
+      const { recordings } = options.clocks;
+      const read = await rebuildSchedules({ ...options, stores, partitions, clock, recordings });
       logger.info({ entries: read, partitions }, 'schedules rebuilt');
     },
     {
@@ -73,6 +78,8 @@ export async function startScheduling(options: SchedulingOptions): Promise<{ sto
   const clockDriver = new ClockDriver({
     clocks: options.clocks.store,
     messages: options.clocks.messages,
+    recordings: options.clocks.recordings,
+    othersRecord: () => replicas.members.some((member) => member !== me),
     stores,
     broker: options.broker,
     logger,

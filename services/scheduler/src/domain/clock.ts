@@ -59,6 +59,13 @@ export interface ClockWork {
   /** A right a change issued, whose creation is not recorded yet. */
   expected: boolean;
   recordedAt: Date;
+  /** When the scheduler that recorded it commanded it at once (it was due within the clock's advance), else null. */
+  commandedAt: Date | null;
+  /**
+   * The instant it is kept under, let go once the clock's time passes it: its due time, a
+   * right's end, a right expected the instant of the change that issued it; null, never.
+   */
+  instant: Date | null;
 }
 
 /** The commands an item due on a clock has had: how many, the last when (the driver's memory). */
@@ -75,48 +82,77 @@ export interface Attempts {
 export const ADVANCE_PATIENCE = { recommandAfterMs: 20_000, maxAttempts: 3, expectForMs: 60_000 };
 
 /**
- * The latest version of each item, and the versions the driver no longer needs: those a later
- * one has superseded, and a right's last version once nothing is due after it (it expired or
- * was removed). Should an older version of such a right come again (an event delivered twice),
- * its expiry is commanded again, and the rights service publishes the same `right.expired`
- * again, which records its last version again. Pure.
+ * The latest version of each item, without a right's last version once nothing is due after it
+ * (it expired or was removed); and the superseded versions to let go of one by one: those kept
+ * under a later instant than the version that superseded them (every other goes with its
+ * instant, after or with the one that superseded it, so that no older version is ever left
+ * alone to look current). Should an older version come again (an event delivered twice), it is
+ * commanded again, and the service's answer, the same event again, records the same newer
+ * version again. Pure.
  */
-export function latestOf(work: readonly ClockWork[]): { latest: ClockWork[]; superseded: ClockWork[] } {
+export function latestOf(work: readonly ClockWork[]): { latest: ClockWork[]; letGo: ClockWork[] } {
   const latest = new Map<string, ClockWork>();
-  const superseded: ClockWork[] = [];
+  const superseded: Array<{ version: ClockWork; by: string }> = [];
   for (const version of work) {
     const key = `${version.kind}:${version.id}`;
     const kept = latest.get(key);
     if (!kept) latest.set(key, version);
     else if (kept.sequence < version.sequence) {
-      superseded.push(kept);
+      superseded.push({ version: kept, by: key });
       latest.set(key, version);
-    } else superseded.push(version);
+    } else superseded.push({ version, by: key });
   }
+  const at = (version: ClockWork) => version.instant?.getTime() ?? Infinity;
+  const letGo = superseded.filter(({ version, by }) => at(version) > at(latest.get(by)!)).map(({ version }) => version);
   const done = (version: ClockWork) => version.kind === 'expiry' && version.dueAt === null && !version.expected;
-  const kept = [...latest.values()];
-  return { latest: kept.filter((version) => !done(version)), superseded: [...superseded, ...kept.filter(done)] };
+  return { latest: [...latest.values()].filter((version) => !done(version)), letGo };
 }
 
-export type ClockStep =
-  /** Commands for these, at the clock's time: due by it, and not commanded lately. */
-  | { kind: 'command'; work: ClockWork[] }
-  /** Work commanded or expected whose effects are not recorded yet. */
-  | { kind: 'wait' }
-  /** Nothing outstanding: the clock moves on, to the next instant something falls due or its target. */
-  | { kind: 'move'; to: Date }
+/**
+ * The instants a clock's time has passed under which versions are kept, whose versions can go
+ * (by key, in one delete each): all but those of a version still outstanding there (one
+ * recorded late, under an instant the time had passed). Pure.
+ */
+export function passedInstants(work: readonly ClockWork[], outstanding: readonly ClockWork[], time: Date): Date[] {
+  const held = new Set(outstanding.flatMap((version) => (version.instant ? [version.instant.getTime()] : [])));
+  const passed = new Set<number>();
+  for (const { instant } of work)
+    if (instant && instant < time && !held.has(instant.getTime())) passed.add(instant.getTime());
+  return [...passed].sort((a, b) => a - b).map((instant) => new Date(instant));
+}
+
+/**
+ * Whether a version recorded on a clock is commanded as it is recorded (docs/decisions/0048):
+ * it falls due within where the clock is going. Its command is at its own instant.
+ */
+export const dueWithin = (clock: Pick<ClockEntity, 'advancingTo'>, dueAt: Date | null): dueAt is Date =>
+  dueAt !== null && dueAt <= clock.advancingTo;
+
+/** What a clock's driver does in a tick. */
+export interface ClockStep {
+  /** Commands for these, each at its own due instant: due within the advance, and not commanded lately. */
+  command: ClockWork[];
+  /** What the clock waits for: commanded and not superseded yet, or expected and not recorded yet. */
+  outstanding: ClockWork[];
+  /**
+   * The clock's time: the earliest instant something is still to happen at (everything due
+   * before it has happened), never earlier than it was, at most its target.
+   */
+  time: Date;
   /** At its target with nothing outstanding: the advance is done. */
-  | { kind: 'ready' }
-  | { kind: 'idle' };
+  ready: boolean;
+}
 
 /**
  * What a clock's driver does next (docs/decisions/0048), from the latest version of everything
- * on the clock. Whatever is due by the clock's time is commanded first, whether or not the
- * clock is advancing (a subscription created on it may start at its time); then the advance
- * waits until every commanded item has a newer version and every right a change issued is
- * recorded; only then does the clock move, one due instant at a time, so that what falls due
- * at an instant happens before anything due later. An item whose commands changed nothing
- * `maxAttempts` times (it fails alone, and was dead-lettered) no longer holds the clock. Pure.
+ * on the clock. Everything due up to where the clock is going is commanded, each item at its
+ * own instant and independently of the others: an item's next version (a subscription's next
+ * period, the right a renewal issued) exists only once its command has happened, so each
+ * object goes through its instants in order, and objects on a clock do not wait for one
+ * another. The clock's time follows as a watermark: the earliest instant still outstanding (a
+ * right a change issued and not yet recorded holds it where it is). An item whose commands
+ * changed nothing `maxAttempts` times (it fails alone, and was dead-lettered) no longer holds
+ * the clock. Pure.
  */
 export function nextStep(
   clock: Pick<ClockEntity, 'time' | 'advancingTo' | 'status'>,
@@ -125,30 +161,26 @@ export function nextStep(
   attemptsOf: (ref: string) => Attempts | undefined,
   patience = ADVANCE_PATIENCE,
 ): ClockStep {
-  const toCommand: ClockWork[] = [];
-  let outstanding = false;
+  const command: ClockWork[] = [];
+  const outstanding: ClockWork[] = [];
+  let earliest = clock.advancingTo.getTime();
   for (const work of latest) {
     if (work.expected) {
-      if (now.getTime() - work.recordedAt.getTime() < patience.expectForMs) outstanding = true;
+      if (now.getTime() - work.recordedAt.getTime() >= patience.expectForMs) continue;
+      outstanding.push(work);
+      // An expected right holds the time at the change that issued it (where it is, if unknown).
+      earliest = Math.min(earliest, (work.instant ?? clock.time).getTime());
       continue;
     }
-    if (work.dueAt === null || work.dueAt > clock.time) continue;
-    const attempts = attemptsOf(work.ref);
-    if (!attempts) toCommand.push(work);
-    else if (attempts.count >= patience.maxAttempts) continue;
-    else if (now.getTime() - attempts.lastAt.getTime() >= patience.recommandAfterMs) toCommand.push(work);
-    else outstanding = true;
+    if (!dueWithin(clock, work.dueAt)) continue;
+    const attempts = attemptsOf(work.ref) ?? (work.commandedAt ? { count: 1, lastAt: work.commandedAt } : undefined);
+    if (attempts && attempts.count >= patience.maxAttempts) continue;
+    outstanding.push(work);
+    earliest = Math.min(earliest, work.dueAt.getTime());
+    if (!attempts || now.getTime() - attempts.lastAt.getTime() >= patience.recommandAfterMs) command.push(work);
   }
-  if (toCommand.length > 0) return { kind: 'command', work: toCommand };
-  if (outstanding) return { kind: 'wait' };
-  if (clock.status !== 'advancing') return { kind: 'idle' };
-  if (clock.time < clock.advancingTo) {
-    const next = latest
-      .filter((work) => !work.expected && work.dueAt !== null && work.dueAt > clock.time)
-      .reduce((earliest, work) => Math.min(earliest, work.dueAt!.getTime()), clock.advancingTo.getTime());
-    return { kind: 'move', to: new Date(next) };
-  }
-  return { kind: 'ready' };
+  const time = new Date(Math.max(clock.time.getTime(), earliest));
+  return { command, outstanding, time, ready: clock.status === 'advancing' && outstanding.length === 0 };
 }
 
 /** The clock as the API returns it. */

@@ -44,8 +44,11 @@ export const slotKey = (partition: number, second: number) => `${partition}:${se
 /** One `soon` bucket for all partitions: it stays small, and is read once a sweep. */
 export const SOON_KEY = 'soon';
 
-/** The key the versions of what lives on a test clock are kept under (docs/decisions/0048): no sweep reads it. */
-export const clockKey = (clockId: string): string => `clock:${clockId}`;
+/**
+ * The key the versions of what lives on a test clock are kept under (docs/decisions/0048), by
+ * the second they were recorded in: its driver reads each second as it goes; no sweep reads it.
+ */
+export const clockKey = (clockId: string, recordedIn: number): string => `clock:${clockId}:${recordedIn}`;
 
 /** The key an item due at `dueAt` is stored under when recorded at `now`. */
 export function dueKeyOf(id: string, dueAt: Date, now: Date): string {
@@ -90,6 +93,11 @@ export function ownedPartitions(liveMembers: readonly string[], me: string): num
 /** A right is due to expire at the end of its interval, or of its grace, while ACTIVE or SUSPENDED (docs/api.md). */
 export function rightDueAt(right: Pick<RightEventData, 'state' | 'timeInterval' | 'graceEnds'>): Date | null {
   if (right.state !== 'ACTIVE' && right.state !== 'SUSPENDED') return null;
+  return rightEnd(right);
+}
+
+/** When a right's use ends: its grace's end, or its interval's; null when it has none. */
+export function rightEnd(right: Pick<RightEventData, 'timeInterval' | 'graceEnds'>): Date | null {
   const end = new Date(right.graceEnds ?? right.timeInterval.split('/')[1] ?? '');
   return Number.isNaN(end.getTime()) ? null : end;
 }
@@ -119,11 +127,17 @@ export interface DueAfter {
   dueAt: Date | null;
   /** What renewing it needs, as of the event (docs/decisions/0026). */
   snapshot?: SubscriptionSnapshot;
+  /** On a test clock, the instant its version is kept under when not its due time (ClockDueItem). */
+  instant?: Date | null;
 }
 
 /** After a right event: its expiry, unless it was removed. */
 export function dueAfterRightEvent(event: CloudEvent<RightEventData>): DueAfter {
-  return { id: event.data.rightId, dueAt: event.type === RightEventTypes.removed ? null : rightDueAt(event.data) };
+  return {
+    id: event.data.rightId,
+    dueAt: event.type === RightEventTypes.removed ? null : rightDueAt(event.data),
+    instant: rightEnd(event.data),
+  };
 }
 
 /** After a subscription event: its next renewal or end, unless it was deleted. */

@@ -13,8 +13,15 @@ import {
 import type { Logger } from '@rs/logging';
 import { consume, type AmqpClient, type ConsumerSpec } from '@rs/messaging';
 import { counter } from '@rs/telemetry/metrics';
+import { commandOnClock } from '../app/clock-commands';
+import { ClockRecordings } from '../app/clock-view';
+import { dueWithin, type ClockEntity, type ClockWork } from '../domain/clock';
 import { dueAfterRightEvent, dueAfterSubscriptionEvent, type DueAfter } from '../domain/due';
 import type { ClockDueItem, DueItem, DueStore } from '../store/due-store';
+
+/** The live test clocks among these ids (a deleted one is absent), as the recorders need them. */
+export type LiveClocks = (clockIds: readonly string[]) => Promise<Map<string, Pick<ClockEntity, 'advancingTo'>>>;
+const allLive: LiveClocks = async (ids) => new Map(ids.map((id) => [id, { advancingTo: new Date(8.64e15) }] as const));
 
 export const SCHEDULER_RIGHT_EVENTS_QUEUE = 'scheduler.rights-events';
 export const SCHEDULER_SUBSCRIPTION_EVENTS_QUEUE = 'scheduler.subscriptions-events';
@@ -64,30 +71,48 @@ export async function followEvents(
   logger: Logger,
   clock: Clock = systemClock,
   /** Which test clocks are live: what lives on a deleted one is not kept (docs/decisions/0048). */
-  liveClocks: (clockIds: readonly string[]) => Promise<Set<string>> = async (ids) => new Set(ids),
+  liveClocks: LiveClocks = allLive,
+  /** Told what is recorded on test clocks, for this replica's clock driver. */
+  recordings = new ClockRecordings(),
 ): Promise<void> {
   const recordDue = (store: DueStore, items: DueItem[]) => recordDueItems(store, items, logger, clock);
   const follow = async <Data extends { connectId: string; sequence: number; clockId?: string | null | undefined }>(
     spec: Pick<ConsumerSpec<CloudEvent<Data>>, 'queue' | 'bindings' | 'parse'>,
     store: DueStore,
     dueOf: (event: CloudEvent<Data>) => DueAfter,
+    kind: ClockWork['kind'],
     component: string,
     /** What else an event on a test clock makes the clock's advance wait for (docs/decisions/0048). */
     expectedOf: (event: CloudEvent<Data>) => ClockDueItem[] = () => [],
   ) => {
     const record = async (events: Array<CloudEvent<Data>>) => {
       const clocks = [...new Set(events.flatMap((event) => (event.data.clockId ? [event.data.clockId] : [])))];
-      const live = clocks.length === 0 ? new Set<string>() : await liveClocks(clocks);
+      const live = clocks.length === 0 ? new Map() : await liveClocks(clocks);
       const onClocks = events.filter((event) => event.data.clockId && live.has(event.data.clockId));
-      // What lives on a test clock is kept by its clock, every version (docs/decisions/0048).
-      await rightExpiriesFirst(
-        onClocks.flatMap(expectedOf),
-        onClocks.map((event) => {
-          const { id, dueAt, snapshot } = dueOf(event);
-          const { sequence, connectId, clockId } = event.data;
-          return { id, dueAt, sequence, connectId, clockId: clockId!, ...(snapshot ? { snapshot } : {}) };
-        }),
-        store,
+      // What lives on a test clock is kept by its clock, every version (docs/decisions/0048);
+      // a version due within the clock's advance is commanded as soon as it is recorded (its
+      // mark tells the clock's driver so: it commands it again only if nothing came of it).
+      const commandedAt = clock();
+      const versions = onClocks.map((event) => {
+        const { id, dueAt, snapshot, instant } = dueOf(event);
+        const { sequence, connectId, clockId } = event.data;
+        const due = dueWithin(live.get(clockId!)!, dueAt);
+        return {
+          id,
+          dueAt,
+          sequence,
+          connectId,
+          clockId: clockId!,
+          ...(snapshot ? { snapshot } : {}),
+          ...(due ? { commandedAt } : {}),
+          ...(instant === undefined ? {} : { instant }),
+        };
+      });
+      await rightExpiriesFirst(onClocks.flatMap(expectedOf), versions, store);
+      await commandOnClock(
+        broker,
+        kind,
+        versions.flatMap((version) => (version.commandedAt ? [{ ...version, dueAt: version.dueAt! }] : [])),
       );
       await recordDue(
         store,
@@ -102,8 +127,8 @@ export async function followEvents(
     };
     /** The rights a change on a clock issued are expected before the change itself is recorded: an advance never sees the one without the other. */
     const rightExpiriesFirst = async (expected: ClockDueItem[], versions: ClockDueItem[], own: DueStore) => {
-      if (expected.length > 0) await stores.rightExpiries.recordOnClocks(expected, clock);
-      if (versions.length > 0) await own.recordOnClocks(versions, clock);
+      recordings.recorded('expiry', await stores.rightExpiries.recordOnClocks(expected, clock));
+      recordings.recorded(kind, await own.recordOnClocks(versions, clock));
     };
     await consume(
       broker,
@@ -116,13 +141,16 @@ export async function followEvents(
       logger.child({ component }),
     );
   };
-  await follow(RIGHT_EVENTS, stores.rightExpiries, dueAfterRightEvent, 'right-events');
+  await follow(RIGHT_EVENTS, stores.rightExpiries, dueAfterRightEvent, 'expiry', 'right-events');
   await follow(
     SUBSCRIPTION_EVENTS,
     stores.subscriptionSchedules,
     dueAfterSubscriptionEvent,
+    'renewal',
     'subscription-events',
-    ({ data }) =>
+    // Kept under the instant of the change that issued them (the event's time on a clock's
+    // object), which the clock's time does not pass until they are recorded.
+    ({ data, time }) =>
       (data.issuedRights ?? []).map((rightId) => ({
         id: rightId,
         sequence: 0,
@@ -130,6 +158,7 @@ export async function followEvents(
         clockId: data.clockId!,
         dueAt: null,
         expected: true,
+        instant: new Date(time),
       })),
   );
 }
@@ -145,7 +174,9 @@ export async function followHolds(
   logger: Logger,
   clock: Clock = systemClock,
   /** Which test clocks are live: a reservation on a deleted one is not kept (docs/decisions/0048). */
-  liveClocks: (clockIds: readonly string[]) => Promise<Set<string>> = async (ids) => new Set(ids),
+  liveClocks: LiveClocks = allLive,
+  /** Told what is recorded on test clocks, for this replica's clock driver. */
+  recordings = new ClockRecordings(),
 ) {
   const record = async (commands: Array<CloudEvent<SchedulerHoldData>>) => {
     const items = commands.map(({ data }) => ({
@@ -157,10 +188,13 @@ export async function followHolds(
     }));
     // A reservation on a test clock lapses when an advance passes its end (docs/decisions/0048).
     const clocks = [...new Set(items.flatMap((item) => (item.clockId ? [item.clockId] : [])))];
-    const live = clocks.length === 0 ? new Set<string>() : await liveClocks(clocks);
-    await store.recordOnClocks(
-      items.flatMap(({ clockId, ...item }) => (clockId && live.has(clockId) ? [{ ...item, clockId }] : [])),
-      clock,
+    const live = clocks.length === 0 ? new Map() : await liveClocks(clocks);
+    recordings.recorded(
+      'hold',
+      await store.recordOnClocks(
+        items.flatMap(({ clockId, ...item }) => (clockId && live.has(clockId) ? [{ ...item, clockId }] : [])),
+        clock,
+      ),
     );
     await recordDueItems(
       store,

@@ -58,10 +58,10 @@ export class ClockStore extends OutboxStore<ClockDocument, ClockEntity> {
     return docs.map(toEntity).sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
   }
 
-  /** Which of these clocks are live (not deleted). */
-  async live(clockIds: readonly string[]): Promise<Set<string>> {
+  /** Those of these clocks that are live (not deleted), by id. */
+  async live(clockIds: readonly string[]): Promise<Map<string, ClockEntity>> {
     const found = await Promise.all(clockIds.map((clockId) => this.find(clockId)));
-    return new Set(found.flatMap((clock) => (clock ? [clock.clockId] : [])));
+    return new Map(found.flatMap((clock) => (clock ? [[clock.clockId, clock] as const] : [])));
   }
 
   countOfGrantor(grantorId: string): Promise<number> {

@@ -3,7 +3,7 @@ import { SubscriptionSnapshot } from '@rs/contracts';
 import { BY_ID, declareIndexes, documentSchema, isDuplicateKey, serverLimits, type CollectionIndexes } from '@rs/store';
 import type { Clock } from '@rs/time';
 import { type Connection, type Model } from 'mongoose';
-import { clockKey, dueKeyOf, landedLate, slotKey, SOON_KEY } from '../domain/due';
+import { clockKey, dueKeyOf, landedLate, secondOf, slotKey, SOON_KEY } from '../domain/due';
 
 /**
  * Something the scheduler must act on at `dueAt`: a right to expire, a subscription to
@@ -39,12 +39,24 @@ export interface ClockDueItem {
   snapshot?: SubscriptionSnapshot;
   /** A right a change on the clock issued, whose creation is not recorded yet (sequence 0). */
   expected?: boolean;
+  /** Set when the recording scheduler commands it as it records it (docs/decisions/0048). */
+  commandedAt?: Date;
+  /**
+   * The clock instant it is kept under (its due time when absent): once the clock's time has
+   * passed it, the version is let go with every other kept under it (a right's versions under
+   * its end; a right expected, under the instant of the change that issued it).
+   */
+  instant?: Date | null;
 }
 
 export interface StoredClockDueItem extends ClockDueItem {
   ref: string;
   recordedAt: Date;
+  instant: Date | null;
 }
+
+/** The instant key of a clock's version: milliseconds, or `-` for none (kept until its clock goes). */
+const instantKey = (instant: Date | null): string => (instant ? String(instant.getTime()) : '-');
 
 /**
  * One version of an entity's due time. Versions are only ever inserted and deleted, never
@@ -69,6 +81,9 @@ interface DueDocument {
   clockId?: string;
   expected?: boolean;
   recordedAt?: Date;
+  commandedAt?: Date;
+  /** On a clock's versions only: `instantKey` of the instant it is kept under. */
+  at?: string;
   /**
    * The snapshot as JSON text: FerretDB reads a second's items, and reads them again to delete
    * them, at about half the cost of the same snapshot as a nested document (docs/performance.md).
@@ -91,6 +106,8 @@ const toClockItem = (doc: DueDocument): StoredClockDueItem => {
     ...(snapshot ? { snapshot } : {}),
     ...(doc.expected ? { expected: true } : {}),
     recordedAt: doc.recordedAt ?? new Date(0),
+    ...(doc.commandedAt ? { commandedAt: doc.commandedAt } : {}),
+    instant: doc.at && doc.at !== '-' ? new Date(Number(doc.at)) : doc.at === '-' ? null : doc.dueAt,
   };
 };
 
@@ -119,9 +136,14 @@ export const dueIndexes = (collection: string): CollectionIndexes => ({
   queries: [
     BY_ID,
     {
-      query: 'one second of a partition, the `soon` bucket (every tick)',
+      query: 'one second of a partition, the `soon` bucket (every tick); what a clock recorded in a second',
       mongodb: [{ key: { due: 1 }, name: 'due_key' }],
       ferretdb: ['due'],
+    },
+    {
+      query: "a test clock's versions: all of them, or those under an instant it has passed (docs/decisions/0048)",
+      mongodb: [{ key: { clockId: 1, at: 1 }, name: 'clock_instant', sparse: true }],
+      ferretdb: ['clockId'],
     },
   ],
 });
@@ -144,6 +166,8 @@ export class DueStore {
       clockId: 'string?',
       expected: 'flag',
       recordedAt: { type: Date, default: undefined },
+      commandedAt: { type: Date, default: undefined },
+      at: 'string?',
     });
     this.model = db.model<DueDocument>(collection, schema);
   }
@@ -173,29 +197,48 @@ export class DueStore {
     return late.length;
   }
 
-  /** Records versions of what lives on test clocks, each under its clock; one recorded before is left as it is. */
-  async recordOnClocks(items: readonly ClockDueItem[], clock: Clock): Promise<void> {
-    if (items.length === 0) return;
+  /**
+   * Records versions of what lives on test clocks, each under its clock and the second it was
+   * recorded in (what a clock's driver reads as it goes); one recorded before is left as it is.
+   * Returns them as stored, without snapshots (as `ofClock` reads them).
+   */
+  async recordOnClocks(items: readonly ClockDueItem[], clock: Clock): Promise<StoredClockDueItem[]> {
+    if (items.length === 0) return [];
     const recordedAt = clock();
-    await this.insertMany(
-      items.map(({ snapshot, ...item }) => ({
-        _id: `${item.id}@${item.sequence}`,
-        ...item,
-        ...(snapshot ? { snapshot: JSON.stringify(snapshot) } : {}),
-        due: clockKey(item.clockId),
-        recordedAt,
-      })),
-    );
+    const docs = items.map(({ snapshot, instant, ...item }) => ({
+      _id: `${item.id}@${item.sequence}`,
+      ...item,
+      ...(snapshot ? { snapshot: JSON.stringify(snapshot) } : {}),
+      due: clockKey(item.clockId, secondOf(recordedAt)),
+      at: instantKey(instant === undefined ? item.dueAt : instant),
+      recordedAt,
+    }));
+    await this.insertMany(docs);
+    return docs.map(({ snapshot: _snapshot, ...doc }) => toClockItem(doc));
   }
 
-  /** Every version kept of what lives on one clock. */
-  async ofClock(clockId: string): Promise<StoredClockDueItem[]> {
-    return (await this.model.find({ due: clockKey(clockId) }).lean<DueDocument[]>()).map(toClockItem);
+  /**
+   * Lets go of every version kept on a clock under these instants, which its time has passed
+   * (docs/decisions/0048): one delete by key each, as a sweep lets go of a second.
+   */
+  async removePassed(clockId: string, instants: readonly Date[]): Promise<void> {
+    for (const instant of instants) await this.model.collection.deleteMany({ clockId, at: instantKey(instant) });
+  }
+
+  /**
+   * Every version kept of what lives on one clock, or those recorded in one second; without
+   * snapshots: read as an advance goes, they would be most of what is read and parsed, and a
+   * renewal the driver commands is read by its owner instead (docs/decisions/0026).
+   */
+  async ofClock(clockId: string, recordedIn?: number): Promise<StoredClockDueItem[]> {
+    const filter = recordedIn === undefined ? { clockId } : { due: clockKey(clockId, recordedIn) };
+    const docs = await this.model.find(filter, { snapshot: 0 }).lean<DueDocument[]>();
+    return docs.map(toClockItem);
   }
 
   /** Removes every version kept of what lives on one clock (the clock was deleted). */
   async removeClock(clockId: string): Promise<void> {
-    await this.model.collection.deleteMany({ due: clockKey(clockId) });
+    await this.model.collection.deleteMany({ clockId });
   }
 
   private async insertMany(docs: readonly DueDocument[]): Promise<void> {

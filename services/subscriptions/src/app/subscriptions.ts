@@ -182,7 +182,7 @@ export class SubscriptionUseCases {
     const done = await this.change(principal, target, async (subscription) => {
       const spec = timeSpecOf(subscription);
       await this.validateTemplates(subscription.grantorId, spec, body.rightsSpec);
-      return changePlan(subscription, spec, templates, body.at, await this.nowFor.one(subscription));
+      return changePlan(subscription, spec, templates, body.at, await this.nowFor.forChange(subscription));
     });
     if (done.outcome === 'missing') throw this.notFound(target);
     return done.outcome === 'changed' ? done.change.next : done.current;
@@ -196,7 +196,7 @@ export class SubscriptionUseCases {
     expectedGeneration?: number,
   ): Promise<void> {
     const done = await this.change(principal, { userId, subscriptionId, expectedGeneration }, async (subscription) =>
-      withdrawChange(subscription, await this.nowFor.one(subscription)),
+      withdrawChange(subscription, await this.nowFor.forChange(subscription)),
     );
     if (done.outcome === 'missing') throw this.notFound({ userId, subscriptionId });
   }
@@ -240,7 +240,7 @@ export class SubscriptionUseCases {
     expectedGeneration?: number,
   ): Promise<void> {
     await this.change(principal, { userId, subscriptionId, expectedGeneration }, async (subscription) =>
-      removal(subscription, await this.nowFor.one(subscription)),
+      removal(subscription, await this.nowFor.forChange(subscription)),
     );
   }
 
@@ -263,7 +263,7 @@ export class SubscriptionUseCases {
     expectedGeneration?: number,
   ): Promise<void> {
     const done = await this.change(principal, { userId, subscriptionId, expectedGeneration }, async (subscription) =>
-      decide(subscription, command, await this.nowFor.one(subscription)),
+      decide(subscription, command, await this.nowFor.forChange(subscription)),
     );
     if (done.outcome === 'missing') throw this.notFound({ userId, subscriptionId });
   }
