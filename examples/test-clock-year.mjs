@@ -4,7 +4,8 @@
 // the user on it monthly, advances it a year and waits until it is ready: by then every month
 // has been renewed and every month but the last has expired, exactly as a year of real time
 // would have done it. It checks the user's entitlement at the clock's time, then deletes the
-// clock, which takes the subscription and its rights along. Needs TEST_CLOCKS_MAX above 0.
+// clock, which takes the subscription and its rights along. Needs test clocks on (the
+// scheduler's TEST_CLOCKS_MAX, 10 by default, not 0).
 import { createPlatformClient, ok } from '@rs/client';
 import { baseUrl, credentials, report } from './config.mjs';
 

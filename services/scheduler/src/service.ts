@@ -14,7 +14,7 @@ export const Config = z.object({
   ...serviceEnvShape('scheduler'),
   ...publicApiShape,
   /** Test clocks a grantor may have (docs/decisions/0048); 0 turns them off. */
-  TEST_CLOCKS_MAX: z.coerce.number().int().min(0).max(1000).default(0),
+  TEST_CLOCKS_MAX: z.coerce.number().int().min(0).max(1000).default(10),
   SCHEDULER_TICK_MS: z.coerce.number().int().positive().default(1000),
   SUBSCRIPTIONS_URL: serviceUrl('subscriptions'),
   RIGHTS_URL: serviceUrl('rights'),

@@ -1,4 +1,4 @@
-import { passExpiryMarker, TestSystem, systemFixture } from '@rs/testing';
+import { idsBySubject, passExpiryMarker, TestSystem, systemFixture } from '@rs/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const A = TestSystem.clientAuthorization('grantor-a');
@@ -10,9 +10,13 @@ const fx = systemFixture({
   name: 'replicas',
   backends: ['catalog', 'rights', 'subscriptions', 'scheduler'],
   replicas: { rights: 2, subscriptions: 2, scheduler: 2 },
-  env: { SCHEDULER_TICK_MS: '200' },
+  env: { SCHEDULER_TICK_MS: '200', TEST_CLOCKS_MAX: '1' },
   collect: { 'rights.events': '#' },
-  seed: { clients: [{ clientId: 'grantor-a', grantorId: 'A' }], users: ['gina', 'marker'], skus: { news: {} } },
+  seed: {
+    clients: [{ clientId: 'grantor-a', grantorId: 'A' }],
+    users: ['gina', 'marker', 'clara'],
+    skus: { news: {} },
+  },
 });
 beforeAll(fx.start);
 afterAll(fx.stop);
@@ -84,6 +88,65 @@ describe('several replicas of every service', () => {
         ).json()) as { state: string }
       ).state;
     await expect.poll(async () => Promise.all(ids.map(stateOf))).toEqual(ids.map(() => 'EXPIRED'));
+  });
+
+  it('when two schedulers share the recording of a test clock’s advance, then it is ready at its target with every month’s right of every subscription once', async () => {
+    // docs/decisions/0048: the driver learns of the other replica's recordings from the store.
+    const post = (path: string, body: object) =>
+      fetch(`${fx.system.gatewayUrl}${path}`, {
+        method: 'POST',
+        headers: { authorization: A, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    const created = await post('/clocks', { grantorId: 'A', time: '2026-01-01T00:00:00Z' });
+    expect(created.status).toBe(201);
+    const { clockId } = (await created.json()) as { clockId: string };
+    const ids: string[] = [];
+    for (let i = 0; i < SUBSCRIPTIONS; i++) {
+      const response = await post('/id/users/clara/subs', {
+        grantorId: 'A',
+        timeSpec: 'R/2026-01-01T00:00:00Z/P1M',
+        rightsSpec: [{ sku: 'news' }],
+        clockId,
+      });
+      expect(response.status).toBe(201);
+      ids.push(((await response.json()) as { subscriptionId: string }).subscriptionId);
+    }
+    const months = 6;
+    expect((await post(`/clocks/${clockId}/advance`, { to: '2026-07-01T00:00:00Z' })).status).toBe(202);
+    const clock = async () =>
+      (await (await fetch(`${fx.system.gatewayUrl}/clocks/${clockId}`, { headers: { authorization: A } })).json()) as {
+        status: string;
+        time: string;
+      };
+    await expect.poll(async () => (await clock()).status, { timeout: 60_000 }).toBe('ready');
+    expect((await clock()).time).toBe('2026-07-01T00:00:00Z');
+
+    const listed = await fetch(`${fx.system.gatewayUrl}/id/users/clara/rights?limit=1000`, {
+      headers: { authorization: A },
+    });
+    const rights = ((await listed.json()) as { right: Array<{ rightId: string; timeInterval: string; state: string }> })
+      .right;
+    expect(rights).toHaveLength(SUBSCRIPTIONS * (months + 1));
+    // Every month, one right of each subscription; all but the last expired.
+    const perMonth = new Map<string, number>();
+    for (const right of rights) {
+      const month = right.timeInterval.slice(0, 7);
+      perMonth.set(month, (perMonth.get(month) ?? 0) + 1);
+    }
+    expect(Object.fromEntries(perMonth)).toEqual(
+      Object.fromEntries(['01', '02', '03', '04', '05', '06', '07'].map((m) => [`2026-${m}`, SUBSCRIPTIONS])),
+    );
+    expect(rights.filter((right) => right.state === 'ACTIVE').map((right) => right.timeInterval.slice(0, 7))).toEqual(
+      ids.map(() => '2026-07'),
+    );
+    const events = fx.events('rights.events');
+    await events.waitFor((messages) => {
+      const seen = idsBySubject(messages, 'right.created');
+      return rights.every((right) => seen.has(right.rightId));
+    });
+    const createdEvents = idsBySubject(events.messages, 'right.created');
+    for (const right of rights) expect(createdEvents.get(right.rightId)?.size, right.rightId).toBe(1);
   });
 
   it('when one of two schedulers is killed, then the other takes over its partitions within seconds and renews what falls due', async () => {

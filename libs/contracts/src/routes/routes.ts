@@ -567,7 +567,7 @@ export const ROUTES = [
     method: 'POST',
     path: '/clocks',
     summary:
-      "Create a test clock of the caller's grantor, at a time of its choosing (409 while test clocks are off: TEST_CLOCKS_MAX=0, the default; nothing can live on a clock yet)",
+      "Create a test clock of the caller's grantor, at a time of its choosing (409 when the grantor has TEST_CLOCKS_MAX clocks already, 10 by default; 0 turns test clocks off)",
     body: { schema: 'ClockCreateBody', required: true },
     responses: { '201': created('Clock'), '409': ref('Conflict') },
   }),

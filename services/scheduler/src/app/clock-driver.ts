@@ -68,7 +68,8 @@ export class ClockDriver {
   private async step(clock: ClockEntity): Promise<void> {
     const { logger } = this.options;
     const { view, attempts } = this.memoryOf(clock.clockId);
-    const othersRecord = this.options.othersRecord();
+    // A ready clock's own recordings are commanded as they are recorded: the periodic read is enough.
+    const othersRecord = this.options.othersRecord() && clock.status === 'advancing';
     const readAll = await view.refresh({ othersRecord });
     let { next, latest } = await this.weigh(clock, view, attempts);
     // Done is decided on everything kept, read now, when others record: one of theirs may have landed late.
