@@ -1,4 +1,4 @@
-import { systemClock, type Clock } from '@rs/time';
+import type { Clock } from '@rs/time';
 import {
   commandBindings,
   Exchanges,
@@ -14,14 +14,13 @@ import type { Logger } from '@rs/logging';
 import { consume, type AmqpClient, type ConsumerSpec } from '@rs/messaging';
 import { counter } from '@rs/telemetry/metrics';
 import { commandOnClock } from '../app/clock-commands';
-import { ClockRecordings } from '../app/clock-view';
+import type { ClockRecordings } from '../app/clock-view';
 import { dueWithin, type ClockEntity, type ClockWork } from '../domain/clock';
 import { dueAfterRightEvent, dueAfterSubscriptionEvent, type DueAfter } from '../domain/due';
 import type { ClockDueItem, DueItem, DueStore } from '../store/due-store';
 
 /** The live test clocks among these ids (a deleted one is absent), as the recorders need them. */
 export type LiveClocks = (clockIds: readonly string[]) => Promise<Map<string, Pick<ClockEntity, 'advancingTo'>>>;
-const allLive: LiveClocks = async (ids) => new Map(ids.map((id) => [id, { advancingTo: new Date(8.64e15) }] as const));
 
 export const SCHEDULER_RIGHT_EVENTS_QUEUE = 'scheduler.rights-events';
 export const SCHEDULER_SUBSCRIPTION_EVENTS_QUEUE = 'scheduler.subscriptions-events';
@@ -69,11 +68,11 @@ export async function followEvents(
   broker: AmqpClient,
   stores: { rightExpiries: DueStore; subscriptionSchedules: DueStore },
   logger: Logger,
-  clock: Clock = systemClock,
+  clock: Clock,
   /** Which test clocks are live: what lives on a deleted one is not kept (docs/decisions/0048). */
-  liveClocks: LiveClocks = allLive,
+  liveClocks: LiveClocks,
   /** Told what is recorded on test clocks, for this replica's clock driver. */
-  recordings = new ClockRecordings(),
+  recordings: ClockRecordings,
 ): Promise<void> {
   const recordDue = (store: DueStore, items: DueItem[]) => recordDueItems(store, items, logger, clock);
   const follow = async <Data extends { connectId: string; sequence: number; clockId?: string | null | undefined }>(
@@ -172,11 +171,11 @@ export async function followHolds(
   broker: AmqpClient,
   store: DueStore,
   logger: Logger,
-  clock: Clock = systemClock,
+  clock: Clock,
   /** Which test clocks are live: a reservation on a deleted one is not kept (docs/decisions/0048). */
-  liveClocks: LiveClocks = allLive,
+  liveClocks: LiveClocks,
   /** Told what is recorded on test clocks, for this replica's clock driver. */
-  recordings = new ClockRecordings(),
+  recordings: ClockRecordings,
 ) {
   const record = async (commands: Array<CloudEvent<SchedulerHoldData>>) => {
     const items = commands.map(({ data }) => ({
