@@ -219,8 +219,11 @@ export abstract class OutboxStore<Doc extends { _id: string }, Entity> {
     modelName: string,
     schema: Schema<Doc>,
     private readonly options: {
-      /** A condition every live document meets (e.g. "not a tombstone"), and every write requires unless `writesRevive`. */
-      live: Record<string, unknown>;
+      /**
+       * The flag that marks a document a tombstone (`removed`, `deleted`): a live document does
+       * not carry it, and every write requires that unless `writesRevive`.
+       */
+      tombstone?: string;
       /** Writes may also change a tombstone (an upsert brings it back). */
       writesRevive?: boolean;
       toEntity: (doc: Doc) => Entity;
@@ -229,12 +232,16 @@ export abstract class OutboxStore<Doc extends { _id: string }, Entity> {
     },
   ) {
     this.model = db.model<Doc>(modelName, schema);
+    this.liveCondition = options.tombstone === undefined ? {} : { [options.tombstone]: { $ne: true } };
     this.documents = new OutboxCollection(
       db.db!,
       this.model.collection.collectionName,
-      options.writesRevive ? {} : options.live,
+      options.writesRevive ? {} : this.liveCondition,
     );
   }
+
+  /** The condition every live document meets: not a tombstone. */
+  protected readonly liveCondition: Record<string, unknown>;
 
   /** Reads leave out the outbox: it is the relay's. */
   protected get hiddenFields(): Record<string, 0> {
@@ -264,7 +271,7 @@ export abstract class OutboxStore<Doc extends { _id: string }, Entity> {
     withSetAside = false,
   ): Promise<{ items: Entity[]; lastId: string | null }> {
     const docs = await this.model
-      .find({ ...conditions, bucket, ...afterId(page.after), ...this.options.live } as never, this.hiddenFields)
+      .find({ ...conditions, bucket, ...afterId(page.after), ...this.liveCondition } as never, this.hiddenFields)
       .sort({ _id: 1 })
       .limit(page.limit)
       .lean<Array<Doc & SetAsideField>>();
@@ -287,15 +294,34 @@ export abstract class OutboxStore<Doc extends { _id: string }, Entity> {
     });
   }
 
-  /** The live document matching `filter` (top-level equalities, so FerretDB uses its index). */
-  protected async findLive(filter: Record<string, unknown>): Promise<Entity | null> {
-    const doc = await this.findLiveDocument(filter);
+  /** The live document `id` if it has the `owner` fields (e.g. its user): see `findDocument`. */
+  protected async findLive(id: string, owner: Record<string, string> = {}): Promise<Entity | null> {
+    const doc = await this.findLiveDocument(id, owner);
     return doc ? this.options.toEntity(doc) : null;
   }
 
   /** `findLive` as stored, for a store that reads its documents its own way. */
-  protected findLiveDocument(filter: Record<string, unknown>): Promise<Doc | null> {
-    return this.model.findOne({ ...filter, ...this.options.live } as never, this.hiddenFields).lean<Doc>();
+  protected async findLiveDocument(id: string, owner: Record<string, string> = {}): Promise<Doc | null> {
+    const doc = await this.findDocument(id, owner);
+    return doc && this.isLive(doc) ? doc : null;
+  }
+
+  /**
+   * The document `id`, live or a tombstone, if it has the `owner` fields. Read by its id alone,
+   * the owner checked here: on FerretDB a second equality (the user's) makes PostgreSQL
+   * intersect the id's index entry with every entry of that user, so a read would cost what the
+   * user holds (docs/performance.md, "Measurements behind the code").
+   */
+  protected async findDocument(id: string, owner: Record<string, string> = {}): Promise<Doc | null> {
+    const doc = await this.model.findOne({ _id: id } as never, this.hiddenFields).lean<Doc>();
+    if (!doc) return null;
+    const fields = doc as unknown as Record<string, unknown>;
+    return Object.entries(owner).every(([field, value]) => fields[field] === value) ? doc : null;
+  }
+
+  /** Whether `doc` is live: not a tombstone. */
+  protected isLive(doc: Doc): boolean {
+    return this.options.tombstone === undefined || (doc as Record<string, unknown>)[this.options.tombstone] !== true;
   }
 
   /**
@@ -312,7 +338,7 @@ export abstract class OutboxStore<Doc extends { _id: string }, Entity> {
     after: { createdAt: Date; id: string } | null,
     limit: number,
   ): Promise<Entity[]> {
-    const and: object[] = [...conditions, this.options.live];
+    const and: object[] = [...conditions, this.liveCondition];
     if (after) {
       and.push({
         $or: [{ createdAt: { $lt: after.createdAt } }, { createdAt: after.createdAt, _id: { $lt: after.id } }],
@@ -328,8 +354,10 @@ export abstract class OutboxStore<Doc extends { _id: string }, Entity> {
   }
 
   /** Several, read concurrently (an `$in` of ids would read the whole collection on FerretDB). */
-  protected findManyLive(filters: ReadonlyArray<Record<string, unknown>>): Promise<Array<Entity | null>> {
-    return pLimit(READ_CONCURRENCY).map(filters, (filter) => this.findLive(filter));
+  protected findManyLive(
+    keys: ReadonlyArray<{ id: string; owner: Record<string, string> }>,
+  ): Promise<Array<Entity | null>> {
+    return pLimit(READ_CONCURRENCY).map(keys, ({ id, owner }) => this.findLive(id, owner));
   }
 }
 
@@ -368,18 +396,16 @@ export abstract class UserOwnedStore<Doc extends { _id: string; userId: string }
   Entity
 > {
   find(userId: string, id: string): Promise<Entity | null> {
-    return this.findLive({ _id: id, userId });
+    return this.findLive(id, { userId });
   }
 
   findMany(keys: ReadonlyArray<{ userId: string; id: string }>): Promise<Array<Entity | null>> {
-    return this.findManyLive(keys.map(({ userId, id }) => ({ _id: id, userId })));
+    return this.findManyLive(keys.map(({ userId, id }) => ({ id, owner: { userId } })));
   }
 
   /** The document, live or a tombstone (whose history stays readable, docs/api.md). */
   async findEvenRemoved(userId: string, id: string): Promise<{ entity: Entity; removed: boolean } | null> {
-    const live = await this.find(userId, id);
-    if (live) return { entity: live, removed: false };
-    const doc = await this.model.findOne({ _id: id, userId } as never, this.hiddenFields).lean<Doc>();
-    return doc ? { entity: this.entityOf(doc), removed: true } : null;
+    const doc = await this.findDocument(id, { userId });
+    return doc ? { entity: this.entityOf(doc), removed: !this.isLive(doc) } : null;
   }
 }

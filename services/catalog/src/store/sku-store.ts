@@ -1,4 +1,5 @@
 import {
+  afterId,
   BY_ID,
   PENDING_EVENTS,
   type CollectionIndexes,
@@ -49,8 +50,6 @@ const toFields = (entry: SkuEntry) => ({
   deleted: entry.deleted,
 });
 
-const LIVE = { deleted: { $ne: true } };
-
 /**
  * The catalog's own database. Every change is a compare-and-set on `generation` that
  * stores the new state and its event together (outbox), so a change is never stored
@@ -61,7 +60,7 @@ export class SkuStore extends OutboxStore<SkuDocument, SkuEntry> {
   constructor(db: Connection) {
     // A PUT brings a deleted entry back: writes may change tombstones.
     super(db, 'Sku', skuSchema, {
-      live: LIVE,
+      tombstone: 'deleted',
       toEntity: toEntry,
       writesRevive: true,
       indexes: SKU_INDEXES,
@@ -69,12 +68,12 @@ export class SkuStore extends OutboxStore<SkuDocument, SkuEntry> {
   }
 
   find(sku: string): Promise<SkuEntry | null> {
-    return this.findLive({ _id: sku });
+    return this.findLive(sku);
   }
 
   /** Entries in name order after `after`, at most `limit`. */
   async list(limit: number, after: string | undefined): Promise<SkuEntry[]> {
-    const filter = after === undefined ? { deleted: { $ne: true } } : { deleted: { $ne: true }, _id: { $gt: after } };
+    const filter = { ...this.liveCondition, ...afterId(after) };
     const docs = await this.model.find(filter, this.hiddenFields).sort({ _id: 1 }).limit(limit).lean<SkuDocument[]>();
     return docs.map(toEntry);
   }

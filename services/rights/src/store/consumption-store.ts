@@ -57,12 +57,12 @@ const toRecord = ({ _id, clock, ...fields }: ConsumptionDocument): ConsumptionRe
  */
 export class ConsumptionStore extends OutboxStore<ConsumptionDocument, ConsumptionRecord> {
   constructor(db: Connection) {
-    super(db, 'Consumption', consumptionSchema, { live: {}, toEntity: toRecord, indexes: CONSUMPTION_INDEXES });
+    super(db, 'Consumption', consumptionSchema, { toEntity: toRecord, indexes: CONSUMPTION_INDEXES });
   }
 
   /** A user's record by its id (another user's is none). */
   find(userId: string, consumptionId: string): Promise<ConsumptionRecord | null> {
-    return this.findLive({ _id: consumptionId, userId });
+    return this.findLive(consumptionId, { userId });
   }
 
   /** Stores a new record with its messages; false when its id exists (a retry, or the same request twice). */

@@ -180,7 +180,7 @@ export interface RightQuery {
 export class RightStore extends UserOwnedStore<RightDocument, RightEntity> {
   constructor(db: Connection) {
     super(db, 'Right', rightSchema, {
-      live: { removed: { $ne: true } },
+      tombstone: 'removed',
       toEntity,
       indexes: RIGHT_INDEXES,
     });
@@ -212,7 +212,7 @@ export class RightStore extends UserOwnedStore<RightDocument, RightEntity> {
     });
     const missing = keys.flatMap((key, index) => (found[index] ? [] : [{ key, index }]));
     await pLimit(READ_CONCURRENCY).map(missing, async ({ key, index }) => {
-      const doc = await this.findLiveDocument({ _id: key.id, userId: key.userId });
+      const doc = await this.findLiveDocument(key.id, { userId: key.userId });
       found[index] = doc && readable(doc);
     });
     return found;

@@ -37,23 +37,21 @@ const toEntity = ({ _id, deleted: _deleted, ...fields }: ClockDocument): ClockEn
   // Clocks stored before advances stepped were where their advance went.
   status: fields.status ?? 'ready',
 });
-const LIVE = { deleted: { $ne: true } };
 
 /** The scheduler's test clocks (docs/decisions/0048): each change a compare-and-set on its generation. */
 export class ClockStore extends OutboxStore<ClockDocument, ClockEntity> {
   constructor(db: Connection) {
-    super(db, 'Clock', schema, { live: LIVE, toEntity, indexes: CLOCK_INDEXES });
+    super(db, 'Clock', schema, { tombstone: 'deleted', toEntity, indexes: CLOCK_INDEXES });
   }
 
   async find(clockId: string): Promise<ClockEntity | null> {
-    const doc = await this.model.findOne({ _id: clockId, ...LIVE }, this.hiddenFields).lean<ClockDocument>();
-    return doc && toEntity(doc);
+    return this.findLive(clockId);
   }
 
   /** A grantor's live clocks (every grantor's for null), oldest first. */
   async list(grantorId: string | null): Promise<ClockEntity[]> {
     const docs = await this.model
-      .find({ ...(grantorId === null ? {} : { grantorId }), ...LIVE }, this.hiddenFields)
+      .find({ ...(grantorId === null ? {} : { grantorId }), ...this.liveCondition }, this.hiddenFields)
       .lean<ClockDocument[]>();
     return docs.map(toEntity).sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
   }
@@ -65,7 +63,7 @@ export class ClockStore extends OutboxStore<ClockDocument, ClockEntity> {
   }
 
   countOfGrantor(grantorId: string): Promise<number> {
-    return this.model.countDocuments({ grantorId, ...LIVE });
+    return this.model.countDocuments({ grantorId, ...this.liveCondition });
   }
 
   /** Stores a new clock with its events (through the outbox). */

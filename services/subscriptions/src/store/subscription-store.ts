@@ -162,7 +162,7 @@ export class SubscriptionStore extends UserOwnedStore<SubscriptionDocument, Subs
 
   constructor(db: Connection) {
     super(db, 'Subscription', schema, {
-      live: { deleted: { $ne: true } },
+      tombstone: 'deleted',
       toEntity,
       indexes: SUBSCRIPTION_INDEXES,
     });
@@ -212,7 +212,7 @@ export class SubscriptionStore extends UserOwnedStore<SubscriptionDocument, Subs
 
   async ofBucket(bucket: number, page: { after: string | undefined; limit: number }) {
     const docs = (await this.model.collection
-      .find({ bucket, deleted: { $ne: true }, ...afterId(page.after) } as never, { projection: this.hiddenFields })
+      .find({ bucket, ...this.liveCondition, ...afterId(page.after) } as never, { projection: this.hiddenFields })
       .sort({ _id: 1 })
       .limit(page.limit)
       .toArray()) as unknown as SubscriptionDocument[];
