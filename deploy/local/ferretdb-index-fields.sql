@@ -8,11 +8,13 @@ CREATE OR REPLACE FUNCTION rs_ferretdb_index_fields(target text) RETURNS text[] 
     WHEN target ~ '\.revoked_tokens_[0-9a-f]{8}$' THEN ARRAY['_id']::text[] -- gateway
     WHEN target ~ '\.users_[0-9a-f]{8}$' THEN ARRAY['_id']::text[] -- gateway
     WHEN target ~ '\.skus_[0-9a-f]{8}$' THEN ARRAY['_id', 'outboxPending']::text[] -- catalog
-    WHEN target ~ '\.rights_[0-9a-f]{8}$' THEN ARRAY['_id', 'userId', 'clockId', 'expiresKey', 'outboxPending', 'bucket']::text[] -- rights
+    WHEN target ~ '\.rights_[0-9a-f]{8}$' THEN ARRAY['_id', 'listBlocks', 'userId', 'clockId', 'expiresKey', 'outboxPending', 'bucket']::text[] -- rights
+    WHEN target ~ '\.rights_lists_[0-9a-f]{8}$' THEN ARRAY['_id']::text[] -- rights
     WHEN target ~ '\.consumptions_[0-9a-f]{8}$' THEN ARRAY['_id', 'outboxPending', 'bucket']::text[] -- rights
     WHEN target ~ '\.right_history_[0-9a-f]{8}$' THEN ARRAY['span']::text[] -- rights
-    WHEN target ~ '\.subscriptions_[0-9a-f]{8}$' THEN ARRAY['_id', 'userId', 'clockId', 'outboxPending', 'bucket']::text[] -- subscriptions
-    WHEN target ~ '\.subscription_progress_[0-9a-f]{8}$' THEN ARRAY['_id', 'subscriptionId', 'userId', 'bucket', 'outboxPending']::text[] -- subscriptions
+    WHEN target ~ '\.subscriptions_[0-9a-f]{8}$' THEN ARRAY['_id', 'listBlocks', 'clockId', 'outboxPending', 'bucket']::text[] -- subscriptions
+    WHEN target ~ '\.subscriptions_lists_[0-9a-f]{8}$' THEN ARRAY['_id']::text[] -- subscriptions
+    WHEN target ~ '\.subscription_progress_[0-9a-f]{8}$' THEN ARRAY['_id', 'subscriptionId', 'bucket', 'outboxPending']::text[] -- subscriptions
     WHEN target ~ '\.subscription_history_[0-9a-f]{8}$' THEN ARRAY['span']::text[] -- subscriptions
     WHEN target ~ '\.right_expiries_[0-9a-f]{8}$' THEN ARRAY['_id', 'due', 'clockId']::text[] -- scheduler
     WHEN target ~ '\.subscription_schedules_[0-9a-f]{8}$' THEN ARRAY['_id', 'due', 'clockId']::text[] -- scheduler

@@ -11,6 +11,7 @@ import type { Request, RequestHandler, Response } from 'express';
 import type { z } from 'zod';
 import { badRequest, preconditionFailed } from './errors';
 import { RESOURCE_ID_HEADER } from './internal-token';
+import type { ListPage, ListPosition } from '@rs/store';
 
 /** docs/api.md "Listing filters": query parameter names match case-insensitively. */
 export function queryParam(req: Request, name: string): string | undefined {
@@ -36,7 +37,7 @@ const MAX_LIMIT = 1000;
  * `limit` (default 100, max 1000) and an opaque `cursor` (docs/api.md). A cursor is the key
  * of the previous page's last item written as URL-safe text, never encoded: so that its
  * OpenAPI pattern describes exactly what is accepted, and any cursor that matches it is a
- * valid place to start (docs/decisions/0012). Each list parses its own key (`parseKeyset`).
+ * valid place to start (docs/decisions/0012). Each list parses its own key (`parseListPosition`).
  */
 export function pageParams(req: Request, maxLimit = MAX_LIMIT): Page {
   const rawLimit = queryParam(req, 'limit');
@@ -67,43 +68,35 @@ export function setNextLink(
   res.set('Link', `<${url.toString()}>; rel="next"`);
 }
 
-/** Where a page of a newest-first list ended: the creation time and id of its last item. */
-export interface Keyset {
-  createdAt: Date;
-  id: string;
-}
-
 const KEYSET = new RegExp(KEYSET_CURSOR_PATTERN);
 
-/** The cursor key of a newest-first list's item. */
-export const keysetOf = (item: { createdAt: Date }, id: string) => `${item.createdAt.getTime()}.${id}`;
-
-export function parseKeyset(page: Page): Keyset | null {
+/** Where a page of a newest-first list ended (the cursor `<position>.<id>`), or null on a first page. */
+export function parseListPosition(page: Page): ListPosition | null {
   if (page.after === undefined) return null;
   if (!KEYSET.test(page.after)) throw badRequest(`cursor: must match ${KEYSET_CURSOR_PATTERN}`);
   const dot = page.after.indexOf('.');
-  return { createdAt: new Date(Number(page.after.slice(0, dot))), id: page.after.slice(dot + 1) };
+  return { position: Number(page.after.slice(0, dot)), id: page.after.slice(dot + 1) };
 }
 
 /**
- * One page of a newest-first list (docs/api.md "Listing filters"): `read` gets the
- * page size and where the previous page ended; a full page links to the next one.
+ * One page of a newest-first list (docs/api.md "Listing filters"): `read` gets the page size
+ * and where the previous page ended, and tells where this one ends; a full page links to the
+ * next one.
  */
-export async function sendNewestFirst<T extends { createdAt: Date }>(
+export async function sendNewestFirst<T>(
   req: Request,
   res: Response,
   publicBaseUrl: string,
   list: {
-    read: (limit: number, after: Keyset | null) => Promise<T[]>;
-    idOf: (item: T) => string;
+    read: (limit: number, after: ListPosition | null) => Promise<ListPage<T>>;
     body: (items: T[]) => object | Promise<object>;
   },
 ): Promise<void> {
   const page = pageParams(req);
-  const found = await list.read(page.limit, parseKeyset(page));
-  const last = found.at(-1);
-  setNextLink(req, res, publicBaseUrl, page, last && keysetOf(last, list.idOf(last)), found.length);
-  res.json(await list.body(found));
+  const found = await list.read(page.limit, parseListPosition(page));
+  const last = found.last && `${found.last.position}.${found.last.id}`;
+  setNextLink(req, res, publicBaseUrl, page, last ?? undefined, found.items.length);
+  res.json(await list.body(found.items));
 }
 
 /**

@@ -10,6 +10,15 @@ import { chunks } from '@rs/batching';
 import { BY_ID, declareIndexes, type CollectionIndexes, type IndexedQuery } from './indexes';
 import { announcePending } from './pending';
 import { bucketOf } from '@rs/hashing';
+import {
+  LIST_BLOCKS,
+  listCountersOf,
+  LISTING_PROJECTION,
+  Lists,
+  type ListedFields,
+  type ListPage,
+  type ListPosition,
+} from './listing';
 
 /** A rebuild's pages (`inBucket`, docs/architecture.md): a bucket in id order; `readers` say whose. */
 export const bucketPages = (readers: string): IndexedQuery => ({
@@ -205,6 +214,24 @@ export interface SetAsideField {
   setAside?: { generation: number; reason: string; at: Date };
 }
 
+/** What an `OutboxStore` is made of, beside its model. */
+export interface OutboxStoreOptions<Doc, Entity> {
+  /**
+   * The flag that marks a document a tombstone (`removed`, `deleted`): a live document does
+   * not carry it, and every write requires that unless `writesRevive`.
+   */
+  tombstone?: string;
+  /** Writes may also change a tombstone (an upsert brings it back). */
+  writesRevive?: boolean;
+  toEntity: (doc: Doc) => Entity;
+  /** The collection's queries and their indexes (`declareIndexes`). */
+  indexes: CollectionIndexes;
+}
+
+const HIDDEN_FIELDS = { ...OUTBOX_PROJECTION, ...LISTING_PROJECTION };
+/** A page of a list reads where each document stands in it. */
+const LISTED_PAGE_FIELDS = { ...OUTBOX_PROJECTION, listBlocks: 0 };
+
 /**
  * The base of every service's store over documents with an outbox: the mongoose model, the
  * one write mechanism (`documents`), the migration, and reads of live documents (not
@@ -218,18 +245,7 @@ export abstract class OutboxStore<Doc extends { _id: string }, Entity> {
     db: Connection,
     modelName: string,
     schema: Schema<Doc>,
-    private readonly options: {
-      /**
-       * The flag that marks a document a tombstone (`removed`, `deleted`): a live document does
-       * not carry it, and every write requires that unless `writesRevive`.
-       */
-      tombstone?: string;
-      /** Writes may also change a tombstone (an upsert brings it back). */
-      writesRevive?: boolean;
-      toEntity: (doc: Doc) => Entity;
-      /** The collection's queries and their indexes (`declareIndexes`). */
-      indexes: CollectionIndexes;
-    },
+    private readonly options: OutboxStoreOptions<Doc, Entity>,
   ) {
     this.model = db.model<Doc>(modelName, schema);
     this.liveCondition = options.tombstone === undefined ? {} : { [options.tombstone]: { $ne: true } };
@@ -243,9 +259,9 @@ export abstract class OutboxStore<Doc extends { _id: string }, Entity> {
   /** The condition every live document meets: not a tombstone. */
   protected readonly liveCondition: Record<string, unknown>;
 
-  /** Reads leave out the outbox: it is the relay's. */
+  /** Reads leave out the outbox (it is the relay's) and where a document stands in lists. */
   protected get hiddenFields(): Record<string, 0> {
-    return OUTBOX_PROJECTION;
+    return HIDDEN_FIELDS;
   }
 
   protected entityOf(doc: Doc): Entity {
@@ -324,35 +340,6 @@ export abstract class OutboxStore<Doc extends { _id: string }, Entity> {
     return this.options.tombstone === undefined || (doc as Record<string, unknown>)[this.options.tombstone] !== true;
   }
 
-  /**
-   * A page of live documents with the `owner` fields (top-level equalities, e.g. the user)
-   * that meet every further condition, newest first (docs/api.md "Listing filters"), after
-   * the keyset `after` (the last of the previous page). The equalities stay at the top of the
-   * filter so that FerretDB reads only the owner's documents through its index;
-   * the conditions, the order and the page are then applied to those (on MongoDB the compound
-   * index on the owner and creation time serves all of it).
-   */
-  protected async pageNewestFirst(
-    owner: Record<string, string>,
-    conditions: object[],
-    after: { createdAt: Date; id: string } | null,
-    limit: number,
-  ): Promise<Entity[]> {
-    const and: object[] = [...conditions, this.liveCondition];
-    if (after) {
-      and.push({
-        $or: [{ createdAt: { $lt: after.createdAt } }, { createdAt: after.createdAt, _id: { $lt: after.id } }],
-      });
-    }
-    const docs = await this.model
-      .find({ ...owner, $and: and } as never, this.hiddenFields)
-      .sort({ createdAt: -1, _id: -1 })
-      .limit(limit)
-      .batchSize(limit) // the whole page in one reply, not 101 documents and then more
-      .lean<Doc[]>();
-    return docs.map(this.options.toEntity);
-  }
-
   /** Several, read concurrently (an `$in` of ids would read the whole collection on FerretDB). */
   protected findManyLive(
     keys: ReadonlyArray<{ id: string; owner: Record<string, string> }>,
@@ -361,40 +348,103 @@ export abstract class OutboxStore<Doc extends { _id: string }, Entity> {
   }
 }
 
+/** The next (up to) 1,000 documents of a cursor. */
+async function nextPage<T>(cursor: mongo.FindCursor<T>): Promise<T[]> {
+  const page: T[] = [];
+  while (page.length < 1_000 && (await cursor.hasNext())) page.push((await cursor.next())!);
+  return page;
+}
+
+/** The lists of `collection` (docs/decisions/0049), their counters kept beside it. */
+export const listsOf = (db: mongo.Db, collection: string): Lists =>
+  new Lists(new OutboxCollection(db, listCountersOf(collection)));
+
 /**
- * The queries of a `UserOwnedStore`'s collection: a document by id, a user's documents newest
- * first (of all grantors or one), pending events, a bucket's pages for `pagedFor`; and `more`.
+ * The queries of a `UserOwnedStore`'s collection: a document by id, a block of one of a user's
+ * lists (`LIST_BLOCKS`), pending events, a bucket's pages for `pagedFor`; and `more`.
  */
 export const userOwnedIndexes = (
   collection: string,
-  options: { documents: string; pagedFor: string; more?: readonly IndexedQuery[] },
+  options: { pagedFor: string; more?: readonly IndexedQuery[] },
 ): CollectionIndexes => ({
   collection,
-  queries: [
-    BY_ID,
-    {
-      query: `a user's ${options.documents}, newest first (lists)`,
-      mongodb: [
-        { key: { userId: 1, createdAt: -1, _id: -1 }, name: 'by_user' },
-        { key: { userId: 1, grantorId: 1, createdAt: -1 }, name: 'by_user_and_grantor' },
-      ],
-      ferretdb: ['userId'],
-    },
-    ...(options.more ?? []),
-    PENDING_EVENTS,
-    bucketPages(options.pagedFor),
-  ],
+  queries: [BY_ID, LIST_BLOCKS, ...(options.more ?? []), PENDING_EVENTS, bucketPages(options.pagedFor)],
 });
 
 /**
  * A store of documents that belong to a user (docs/api.md: every right and subscription lives
  * under its user's path). A document is found by its id and its user: a request naming
- * another user's resource finds nothing, and the user equality reaches FerretDB's index.
+ * another user's resource finds nothing. The user's lists (all of them, those of one grantor…)
+ * are read a page at a time through `Lists` (docs/decisions/0049).
  */
 export abstract class UserOwnedStore<Doc extends { _id: string; userId: string }, Entity> extends OutboxStore<
   Doc,
   Entity
 > {
+  private readonly lists: Lists;
+  private readonly listsOf: (doc: Doc) => readonly string[];
+
+  constructor(
+    db: Connection,
+    modelName: string,
+    schema: Schema<Doc>,
+    options: OutboxStoreOptions<Doc, Entity> & {
+      /** The names (`listName`) of the user's lists a document appears in. */
+      listsOf: (doc: Doc) => readonly string[];
+    },
+  ) {
+    super(db, modelName, schema, options);
+    this.lists = listsOf(db.db!, this.model.collection.collectionName);
+    this.listsOf = options.listsOf;
+  }
+
+  /** New documents, each placed in its user's lists: what is inserted. */
+  protected placed<D extends Doc>(docs: readonly D[]): Promise<Array<D & ListedFields>> {
+    return this.lists.place(docs, (doc) => ({ owner: doc.userId, names: this.listsOf(doc) }));
+  }
+
+  /**
+   * A migration step (docs/decisions/0049): places the documents stored before lists were kept
+   * in their users' lists, oldest first, so each list shows them in creation order before
+   * anything placed since. Idempotent; returns how many it placed.
+   */
+  async placeUnlisted(): Promise<number> {
+    const { updateConcurrency } = await serverLimits(this.model.db.db!);
+    const unlisted = this.model.collection
+      .find({ listBlocks: { $exists: false } } as never, { projection: this.hiddenFields })
+      .sort({ createdAt: 1, _id: 1 });
+    let placed = 0;
+    for (let page = await nextPage(unlisted); page.length > 0; page = await nextPage(unlisted)) {
+      const docs = await this.placed(page as unknown as Doc[]);
+      await pLimit(updateConcurrency).map(docs, ({ _id, listed, listBlocks }) =>
+        this.model.collection.updateOne({ _id, listBlocks: { $exists: false } } as never, {
+          $set: { listed, listBlocks },
+        }),
+      );
+      placed += docs.length;
+    }
+    return placed;
+  }
+
+  /**
+   * A page of the user's list `name`, newest first: its live documents that meet every
+   * condition (docs/api.md "Listing filters"), after `after`.
+   */
+  protected async pageOfList(
+    userId: string,
+    name: string,
+    conditions: readonly object[],
+    after: ListPosition | null,
+    limit: number,
+  ): Promise<ListPage<Entity>> {
+    const page = await this.lists.page<Doc & Partial<ListedFields>>(
+      this.model.collection,
+      { owner: userId, name },
+      { filter: { $and: [...conditions, this.liveCondition] }, projection: LISTED_PAGE_FIELDS, after, limit },
+    );
+    return { items: page.items.map(({ listed: _listed, ...doc }) => this.entityOf(doc as Doc)), last: page.last };
+  }
+
   find(userId: string, id: string): Promise<Entity | null> {
     return this.findLive(id, { userId });
   }

@@ -13,3 +13,4 @@ export * from './migrations';
 export * from './indexes';
 export * from './retention';
 export * from './index-documents';
+export * from './listing';

@@ -77,9 +77,9 @@ describe('expiry (docs/api.md "Rights"), on a pinned clock', () => {
     const ends = await create('ACTIVE', '2026-03-07T00:00:00Z/PT1M');
     const removed = await create('SUSPENDED', '2026-03-07T00:00:00Z/PT1M');
     const listedActive = async () =>
-      (await rights.list(A, { userId: 'alice', grantorId: 'A', activeAt: clock(), limit: 1000, after: null })).map(
-        (right) => right.rightId,
-      );
+      (
+        await rights.list(A, { userId: 'alice', grantorId: 'A', activeAt: clock(), limit: 1000, after: null })
+      ).items.map((right) => right.rightId);
     expect(await listedActive()).toContain(ends.rightId);
     clock.set('2026-03-07T00:01:00Z');
     const stored = async (id: string) =>

@@ -105,7 +105,7 @@ describe('progress records (docs/decisions/0026)', () => {
     const latest = { state: 'SUSPENDED', nextPeriod: 2, generation: 4 };
     expect(await store.find('alice', 'S2')).toMatchObject(latest);
     const listed = await store.list({ userId: 'alice', visibleTo: null, grantorId: null, limit: 10, after: null });
-    expect(listed.find((one) => one.subscriptionId === 'S2')).toMatchObject(latest);
+    expect(listed.items.find((one) => one.subscriptionId === 'S2')).toMatchObject(latest);
     expect(
       (await store.ofBucket(bucketOf('S2'), WHOLE)).items.find((one) => one.subscriptionId === 'S2'),
     ).toMatchObject(latest);
@@ -115,7 +115,7 @@ describe('progress records (docs/decisions/0026)', () => {
     expect(await store.find('alice', 'S2')).toBeNull();
     expect(await store.findEvenRemoved('alice', 'S2')).toMatchObject({ removed: true, entity: { generation: 5 } });
     expect(
-      (await store.list({ userId: 'alice', visibleTo: null, grantorId: null, limit: 10, after: null })).map(
+      (await store.list({ userId: 'alice', visibleTo: null, grantorId: null, limit: 10, after: null })).items.map(
         (one) => one.subscriptionId,
       ),
     ).not.toContain('S2');

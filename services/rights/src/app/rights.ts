@@ -36,6 +36,7 @@ import {
   UNCHANGED,
   type HistoryLog,
   type ItemFailure,
+  type ListPage,
   type OutboxEntry,
 } from '@rs/store';
 import { CLOCK_DELETION, NowFor, type ClockLookup } from '@rs/http';
@@ -229,7 +230,7 @@ export class RightsUseCases {
    * A page of a user's rights the caller may see, each as of now; with `activeAt`, only those
    * ACTIVE at that instant, which excludes every right ended by now, its expiry written or not.
    */
-  async list(principal: Principal, query: RightListQuery): Promise<RightEntity[]> {
+  async list(principal: Principal, query: RightListQuery): Promise<ListPage<RightEntity>> {
     const now = this.clock();
     const { activeAt, ...rest } = query;
     const at = activeAt === 'now' ? now : activeAt;
@@ -242,8 +243,8 @@ export class RightsUseCases {
         ...(activeAt === 'now' ? { clocks: await this.clockTimesOf(query.userId) } : {}),
       },
     });
-    const nowOf = await this.nowFor.of(page);
-    return page.map((right) => asOf(right, nowOf(right)));
+    const nowOf = await this.nowFor.of(page.items);
+    return { items: page.items.map((right) => asOf(right, nowOf(right))), last: page.last };
   }
 
   /** The test clocks a user's rights live on, each with its time (docs/decisions/0048). */

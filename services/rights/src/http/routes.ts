@@ -75,7 +75,6 @@ export function rightsRoutes(
       const activeAt = activeFilter(req);
       await http.sendNewestFirst(req, res, publicBaseUrl, {
         read: (limit, after) => rights.list(res.locals.principal, { ...filter, activeAt, limit, after }),
-        idOf: (right) => right.rightId,
         body: async (found) => {
           const now = await rights.nowFor.of(found);
           return { right: found.map((right) => representation(right, publicBaseUrl, now(right))) };

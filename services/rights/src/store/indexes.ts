@@ -1,4 +1,4 @@
-import { historyIndexes, type CollectionIndexes } from '@rs/store';
+import { historyIndexes, listCounterIndexes, type CollectionIndexes } from '@rs/store';
 import { RIGHT_HISTORY } from './right-history';
 import { RIGHT_INDEXES } from './right-store';
 import { CONSUMPTION_INDEXES } from './consumption-store';
@@ -10,6 +10,7 @@ import { CONSUMPTION_INDEXES } from './consumption-store';
  */
 export const collectionIndexes = (historyRetentionDays?: number): CollectionIndexes[] => [
   RIGHT_INDEXES,
+  listCounterIndexes('rights'),
   CONSUMPTION_INDEXES,
   historyIndexes(RIGHT_HISTORY, historyRetentionDays),
 ];

@@ -1,6 +1,8 @@
 import pLimit from 'p-limit';
-import type { Keyset } from '@rs/http';
 import {
+  listName,
+  type ListPage,
+  type ListPosition,
   userOwnedIndexes,
   outboxDocumentFields,
   UserOwnedStore,
@@ -70,7 +72,6 @@ const rightSchema = documentSchema<RightDocument>('rights', {
 });
 /** The rights' queries and their indexes (docs/operations.md, "Queries and their indexes"). */
 export const RIGHT_INDEXES = userOwnedIndexes('rights', {
-  documents: 'rights',
   pagedFor: "the scheduler's rebuild; the gateway's entitlement projection",
   more: [
     {
@@ -169,8 +170,39 @@ export interface RightQuery {
    */
   active: { at: Date; endsAfter: Date; clocks?: ReadonlyArray<{ clockId: string; at: Date }> } | null;
   limit: number;
-  /** Cursor: the (createdAt, rightId) of the last right of the previous page. */
-  after: Keyset | null;
+  /** Where the previous page ended. */
+  after: ListPosition | null;
+}
+
+/**
+ * The lists of a user's rights (docs/decisions/0049), each read by what a query names: all of
+ * them (an admin's), those one grantor granted, those one party grants or provides (a
+ * non-admin's without a grantor filter), and those one grantor granted that another provides.
+ */
+const RIGHT_LISTS = {
+  all: listName('all'),
+  grantedBy: (grantorId: string) => listName('g', grantorId),
+  seenBy: (party: string) => listName('v', party),
+  providedBy: (grantorId: string, providerId: string) => listName('s', grantorId, providerId),
+};
+
+const listsOfRight = (right: Pick<RightDocument, 'grantorId' | 'serviceProviderId'>): string[] => {
+  const provider = right.serviceProviderId;
+  return [
+    RIGHT_LISTS.all,
+    RIGHT_LISTS.grantedBy(right.grantorId),
+    RIGHT_LISTS.seenBy(right.grantorId),
+    ...(provider !== null && provider !== right.grantorId
+      ? [RIGHT_LISTS.seenBy(provider), RIGHT_LISTS.providedBy(right.grantorId, provider)]
+      : []),
+  ];
+};
+
+/** The list a query reads: the one holding exactly the rights it may show (before its other conditions). */
+function listOfQuery({ grantorId, grantorOrProvider }: Pick<RightQuery, 'grantorId' | 'grantorOrProvider'>): string {
+  if (grantorId === null) return grantorOrProvider === null ? RIGHT_LISTS.all : RIGHT_LISTS.seenBy(grantorOrProvider);
+  if (grantorOrProvider === null || grantorOrProvider === grantorId) return RIGHT_LISTS.grantedBy(grantorId);
+  return RIGHT_LISTS.providedBy(grantorId, grantorOrProvider);
 }
 
 /**
@@ -183,6 +215,7 @@ export class RightStore extends UserOwnedStore<RightDocument, RightEntity> {
       tombstone: 'removed',
       toEntity,
       indexes: RIGHT_INDEXES,
+      listsOf: listsOfRight,
     });
   }
 
@@ -264,14 +297,9 @@ export class RightStore extends UserOwnedStore<RightDocument, RightEntity> {
     return docs.map(toEntity);
   }
 
-  list(query: RightQuery): Promise<RightEntity[]> {
+  /** A page of a user's rights (docs/api.md "Listing filters"), newest first. */
+  list(query: RightQuery): Promise<ListPage<RightEntity>> {
     const conditions: object[] = [];
-    if (query.grantorOrProvider !== null) {
-      conditions.push({
-        $or: [{ grantorId: query.grantorOrProvider }, { serviceProviderId: query.grantorOrProvider }],
-      });
-    }
-    if (query.grantorId !== null) conditions.push({ grantorId: query.grantorId });
     if (query.active) {
       const { at, endsAfter, clocks = [] } = query.active;
       const activeAt = (instant: Date, after: Date) => ({
@@ -290,12 +318,13 @@ export class RightStore extends UserOwnedStore<RightDocument, RightEntity> {
             },
       );
     }
-    return this.pageNewestFirst({ userId: query.userId }, conditions, query.after, query.limit);
+    return this.pageOfList(query.userId, listOfQuery(query), conditions, query.after, query.limit);
   }
 
   /** Stores a new right with its messages; false when the id exists (also as a tombstone). */
-  insert(right: RightEntity, outbox: OutboxEntry[]): Promise<boolean> {
-    return this.documents.insert(toDocument(right), outbox);
+  async insert(right: RightEntity, outbox: OutboxEntry[]): Promise<boolean> {
+    const [doc] = await this.placed([toDocument(right)]);
+    return this.documents.insert(doc!, outbox);
   }
 
   /**
@@ -303,8 +332,9 @@ export class RightStore extends UserOwnedStore<RightDocument, RightEntity> {
    * publishes them itself before it is acked (docs/decisions/0011). Those whose id exists
    * are left alone. Returns how many were new.
    */
-  insertManyWithoutEvents(rights: readonly RightEntity[]): Promise<number> {
-    return this.documents.insertMany(rights.map((right) => ({ doc: toDocument(right), outbox: [] })));
+  async insertManyWithoutEvents(rights: readonly RightEntity[]): Promise<number> {
+    const docs = await this.placed(rights.map(toDocument));
+    return this.documents.insertMany(docs.map((doc) => ({ doc, outbox: [] })));
   }
 
   /**

@@ -24,6 +24,7 @@ import {
   WriteFailed,
   type HistoryLog,
   type ItemFailure,
+  type ListPage,
   type OutboxEntry,
 } from '@rs/store';
 import { CLOCK_DELETION, NowFor, type ClockLookup } from '@rs/http';
@@ -228,7 +229,7 @@ export class SubscriptionUseCases {
     return this.store.ofBucket(bucket, page);
   }
 
-  list(principal: Principal, query: Omit<SubscriptionQuery, 'visibleTo'>): Promise<SubscriptionEntity[]> {
+  list(principal: Principal, query: Omit<SubscriptionQuery, 'visibleTo'>): Promise<ListPage<SubscriptionEntity>> {
     return this.store.list({ ...query, visibleTo: visibleGrantorOf(principal) });
   }
 

@@ -21,7 +21,6 @@ export function subscriptionRoutes(subscriptions: SubscriptionUseCases, publicBa
       const filter = { userId: http.connectIdOf(req), grantorId: http.queryParam(req, 'grantorid') ?? null };
       await http.sendNewestFirst(req, res, publicBaseUrl, {
         read: (limit, after) => subscriptions.list(res.locals.principal, { ...filter, limit, after }),
-        idOf: (subscription) => subscription.subscriptionId,
         body: (found) => ({ subscription: found.map((subscription) => representation(subscription, publicBaseUrl)) }),
       });
     },

@@ -1,4 +1,4 @@
-import { historyIndexes, type CollectionIndexes } from '@rs/store';
+import { historyIndexes, listCounterIndexes, type CollectionIndexes } from '@rs/store';
 import { SUBSCRIPTION_HISTORY } from './subscription-history';
 import { PROGRESS_INDEXES, SUBSCRIPTION_INDEXES } from './subscription-store';
 
@@ -9,6 +9,7 @@ import { PROGRESS_INDEXES, SUBSCRIPTION_INDEXES } from './subscription-store';
  */
 export const collectionIndexes = (historyRetentionDays?: number): CollectionIndexes[] => [
   SUBSCRIPTION_INDEXES,
+  listCounterIndexes('subscriptions'),
   PROGRESS_INDEXES,
   historyIndexes(SUBSCRIPTION_HISTORY, historyRetentionDays),
 ];

@@ -1,7 +1,9 @@
 import pLimit from 'p-limit';
-import type { Keyset } from '@rs/http';
 import {
   afterId,
+  listName,
+  type ListPage,
+  type ListPosition,
   BY_ID,
   bucketPages,
   declareIndexes,
@@ -58,7 +60,6 @@ const schema = documentSchema<SubscriptionDocument>('subscriptions', {
 
 /** The subscriptions' queries and their indexes (docs/operations.md, "Queries and their indexes"). */
 export const SUBSCRIPTION_INDEXES = userOwnedIndexes('subscriptions', {
-  documents: 'subscriptions',
   pagedFor: "the scheduler's rebuild",
   more: [
     {
@@ -85,8 +86,12 @@ export interface SubscriptionQuery {
   visibleTo: string | null;
   grantorId: string | null;
   limit: number;
-  after: Keyset | null;
+  /** Where the previous page ended. */
+  after: ListPosition | null;
 }
+
+/** The lists of a user's subscriptions (docs/decisions/0049): all of them, and those of one grantor. */
+const SUBSCRIPTION_LISTS = { all: listName('all'), ofGrantor: (grantorId: string) => listName('g', grantorId) };
 
 /** A renewal: the subscription as read, and as renewed. */
 export interface RenewalChange {
@@ -97,7 +102,7 @@ export interface RenewalChange {
 /** The subscriptions' changes after creation, one record per (subscription, generation) (docs/decisions/0026). */
 export const SUBSCRIPTION_PROGRESS = 'subscription_progress';
 
-/** The records' queries: each claimed by `_id`, read with its subscription, its user's or its bucket's, relayed. */
+/** The records' queries: each claimed by `_id`, read with its subscription or its bucket's, relayed. */
 export const PROGRESS_INDEXES: CollectionIndexes = {
   collection: SUBSCRIPTION_PROGRESS,
   queries: [
@@ -106,11 +111,6 @@ export const PROGRESS_INDEXES: CollectionIndexes = {
       query: "a subscription's records (every read of it)",
       mongodb: [{ key: { subscriptionId: 1 }, name: 'by_subscription' }],
       ferretdb: ['subscriptionId'],
-    },
-    {
-      query: "a user's records (lists)",
-      mongodb: [{ key: { userId: 1 }, name: 'by_user' }],
-      ferretdb: ['userId'],
     },
     bucketPages("the scheduler's rebuild"),
     PENDING_EVENTS,
@@ -165,6 +165,7 @@ export class SubscriptionStore extends UserOwnedStore<SubscriptionDocument, Subs
       tombstone: 'deleted',
       toEntity,
       indexes: SUBSCRIPTION_INDEXES,
+      listsOf: (doc) => [SUBSCRIPTION_LISTS.all, SUBSCRIPTION_LISTS.ofGrantor(doc.grantorId)],
     });
     this.progress = new OutboxCollection(db.db!, SUBSCRIPTION_PROGRESS);
   }
@@ -187,12 +188,9 @@ export class SubscriptionStore extends UserOwnedStore<SubscriptionDocument, Subs
     userId: string,
     id: string,
   ): Promise<{ entity: SubscriptionEntity; removed: boolean } | null> {
-    const [doc, records] = await Promise.all([
-      this.model.collection.findOne({ _id: id, userId } as never, { projection: this.hiddenFields }),
-      this.recordsWhere({ subscriptionId: id, userId }),
-    ]);
+    const [doc, records] = await Promise.all([this.findDocument(id, { userId }), this.recordsOf(id, userId)]);
     if (!doc) return null;
-    const { entity, deleted } = this.latest(doc as unknown as SubscriptionDocument, records);
+    const { entity, deleted } = this.latest(doc, records);
     return { entity, removed: deleted };
   }
 
@@ -229,23 +227,29 @@ export class SubscriptionStore extends UserOwnedStore<SubscriptionDocument, Subs
     return { items, lastId: docs.length === page.limit ? docs.at(-1)!._id : null };
   }
 
-  async list(query: SubscriptionQuery): Promise<SubscriptionEntity[]> {
-    const conditions: object[] = [];
-    if (query.visibleTo !== null) conditions.push({ grantorId: query.visibleTo });
-    if (query.grantorId !== null) conditions.push({ grantorId: query.grantorId });
-    const page = await this.pageNewestFirst({ userId: query.userId }, conditions, query.after, query.limit);
-    if (page.length === 0) return page;
-    const recordsOf = groupBySubscription(await this.recordsWhere({ userId: query.userId }));
-    return page.flatMap((stored) => {
-      const { entity, deleted } = latestOf(stored, false, recordsOf.get(stored.subscriptionId) ?? []);
+  /** A page of a user's subscriptions (docs/api.md "Listing filters"), newest first, each with its records. */
+  async list(query: SubscriptionQuery): Promise<ListPage<SubscriptionEntity>> {
+    const { visibleTo, grantorId } = query;
+    // A non-admin sees its own grantor's subscriptions only: another grantor's list shows it nothing.
+    if (visibleTo !== null && grantorId !== null && grantorId !== visibleTo) return { items: [], last: null };
+    const grantor = grantorId ?? visibleTo;
+    const list = grantor === null ? SUBSCRIPTION_LISTS.all : SUBSCRIPTION_LISTS.ofGrantor(grantor);
+    const page = await this.pageOfList(query.userId, list, [], query.after, query.limit);
+    const records = await pLimit(READ_CONCURRENCY).map(page.items, (stored) =>
+      this.recordsOf(stored.subscriptionId, query.userId),
+    );
+    // One deleted since its document was last compacted stays out: the page is then one short.
+    const items = page.items.flatMap((stored, index) => {
+      const { entity, deleted } = latestOf(stored, false, records[index]!);
       return deleted ? [] : [entity];
     });
+    return { items, last: page.last };
   }
 
   /** Stores a new subscription with its messages; false when its id is taken. */
-  insert(subscription: SubscriptionEntity, outbox: OutboxEntry[]): Promise<boolean> {
-    const doc = { _id: subscription.subscriptionId, ...toFields(subscription), deleted: false };
-    return this.documents.insert(doc, outbox);
+  async insert(subscription: SubscriptionEntity, outbox: OutboxEntry[]): Promise<boolean> {
+    const [doc] = await this.placed([{ _id: subscription.subscriptionId, ...toFields(subscription), deleted: false }]);
+    return this.documents.insert(doc!, outbox);
   }
 
   /**
@@ -286,10 +290,10 @@ export class SubscriptionStore extends UserOwnedStore<SubscriptionDocument, Subs
   lastRenewalsOf(keys: ReadonlyArray<{ userId: string; id: string }>): Promise<Array<LastRenewal | null>> {
     return pLimit(READ_CONCURRENCY).map(keys, async ({ userId, id }) => {
       const [doc, records] = await Promise.all([
-        this.model.collection.findOne({ _id: id, userId } as never, { projection: this.hiddenFields }),
-        this.progress.collection
-          .find({ subscriptionId: id, userId } as never, { projection: { outbox: 0, outboxPending: 0 } })
-          .toArray() as unknown as Promise<ProgressDocument[]>,
+        this.findDocument(id, { userId }),
+        this.recordsWhere({ subscriptionId: id }, { outbox: 0, outboxPending: 0 }).then((found) =>
+          found.filter((record) => record.userId === userId),
+        ),
       ]);
       const renewals = records.filter((record) => record.fromState !== undefined);
       const last = renewals.reduce<ProgressDocument | null>(
@@ -299,7 +303,7 @@ export class SubscriptionStore extends UserOwnedStore<SubscriptionDocument, Subs
       if (!last) return null;
       if (!doc || last.fromState === undefined) return null;
       const origin = { ...last, fromState: last.fromState, fromPeriod: last.fromPeriod ?? null };
-      const created = toEntity(doc as unknown as SubscriptionDocument);
+      const created = toEntity(doc);
       const plan = planAsOf(created, records, last.generation - 1);
       return { before: beforeRenewal(created, origin, plan), at: last.updatedAt };
     });
@@ -330,9 +334,20 @@ export class SubscriptionStore extends UserOwnedStore<SubscriptionDocument, Subs
       .catch(() => undefined);
   }
 
-  private async recordsWhere(filter: Record<string, unknown>): Promise<ProgressDocument[]> {
-    const records = await this.progress.collection.find(filter as never, { projection: PROGRESS_PROJECTION }).toArray();
+  private async recordsWhere(
+    filter: Record<string, unknown>,
+    projection: object = PROGRESS_PROJECTION,
+  ): Promise<ProgressDocument[]> {
+    const records = await this.progress.collection.find(filter as never, { projection }).toArray();
     return records as unknown as ProgressDocument[];
+  }
+
+  /**
+   * A subscription's records, if it is the user's: read by the subscription alone (a second
+   * equality would make FerretDB's PostgreSQL intersect it with every record of the user).
+   */
+  private async recordsOf(subscriptionId: string, userId: string): Promise<ProgressDocument[]> {
+    return (await this.recordsWhere({ subscriptionId })).filter((record) => record.userId === userId);
   }
 
   private latest(doc: SubscriptionDocument, records: readonly Progress[]) {

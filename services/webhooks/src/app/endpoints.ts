@@ -1,5 +1,5 @@
 import { DomainError, newId, type EndpointCreateBody, type Principal } from '@rs/contracts';
-import { untilStored, RACE_LOST } from '@rs/store';
+import { untilStored, RACE_LOST, type ListPage, type ListPosition } from '@rs/store';
 import { type Sealer } from '@rs/sealing';
 import { systemClock, type Clock } from '@rs/time';
 import { EVENT_TYPES, invalidPatterns } from '../domain/endpoint';
@@ -111,8 +111,8 @@ export class EndpointUseCases implements EndpointDirectory {
     principal: Principal,
     endpointId: string,
     limit: number,
-    after: { createdAt: Date; id: string } | null,
-  ): Promise<Delivery[]> {
+    after: ListPosition | null,
+  ): Promise<ListPage<Delivery>> {
     await this.get(principal, endpointId);
     return this.deliveries.page(endpointId, limit, after);
   }

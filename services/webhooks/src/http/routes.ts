@@ -57,7 +57,6 @@ export function webhookRoutes(endpoints: EndpointUseCases, publicBaseUrl: string
       const id = endpointId(req);
       await http.sendNewestFirst(req, res, publicBaseUrl, {
         read: (limit, after) => endpoints.deliveriesPage(res.locals.principal, id, limit, after),
-        idOf: (delivery) => delivery.deliveryId,
         body: (found) => ({ deliveries: found.map(deliveryView) }),
       });
     },

@@ -8,6 +8,8 @@ import {
   type CollectionIndexes,
   retentionOf,
   serverLimits,
+  type ListPage,
+  type ListPosition,
   type RetainedCollection,
 } from '@rs/store';
 import { chunks } from '@rs/batching';
@@ -199,29 +201,40 @@ export class DeliveryStore {
     return docs.filter((doc) => doc.status === 'pending').map(toDelivery);
   }
 
+  /**
+   * A delivery of the endpoint. Read by its id alone, the endpoint checked here: on FerretDB a
+   * second equality would make PostgreSQL intersect the id's entry with every delivery of the
+   * endpoint.
+   */
   async find(endpointId: string, deliveryId: string): Promise<Delivery | null> {
-    const doc = await this.deliveries.findOne({ _id: deliveryId, endpointId });
-    return doc ? toDelivery(doc) : null;
+    const doc = await this.deliveries.findOne({ _id: deliveryId });
+    return doc && doc.endpointId === endpointId ? toDelivery(doc) : null;
   }
 
-  /** One page of an endpoint's deliveries, newest first, after the keyset of the previous page. */
-  async page(endpointId: string, limit: number, after: { createdAt: Date; id: string } | null): Promise<Delivery[]> {
-    const keyset = after
-      ? [{ $or: [{ createdAt: { $lt: after.createdAt } }, { createdAt: after.createdAt, _id: { $lt: after.id } }] }]
-      : [];
+  /**
+   * One page of an endpoint's deliveries, newest first, after the previous page's last (its
+   * position is its creation time in milliseconds).
+   */
+  async page(endpointId: string, limit: number, after: ListPosition | null): Promise<ListPage<Delivery>> {
+    const createdAt = after && new Date(after.position);
+    const keyset =
+      after && createdAt ? [{ $or: [{ createdAt: { $lt: createdAt } }, { createdAt, _id: { $lt: after.id } }] }] : [];
     const docs = await this.deliveries
       .find({ endpointId, ...(keyset.length ? { $and: keyset } : {}) })
       .sort({ createdAt: -1, _id: -1 })
       .limit(limit)
       .batchSize(limit)
       .toArray();
-    return docs.map(toDelivery);
+    const last = docs.at(-1);
+    return { items: docs.map(toDelivery), last: last ? { position: last.createdAt.getTime(), id: last._id } : null };
   }
 
   /** Makes a delivery pending again, due now (a manual retry); null when it is not this endpoint's. */
   async retryNow(endpointId: string, deliveryId: string, now: Date): Promise<Delivery | null> {
+    // Found first by id alone (see `find`); an endpoint's deliveries stay its own.
+    if (!(await this.find(endpointId, deliveryId))) return null;
     const result = await this.deliveries.findOneAndUpdate(
-      { _id: deliveryId, endpointId },
+      { _id: deliveryId },
       { $set: { status: 'pending', nextAttemptAt: now, due: slotOf(now), leaseUntil: null } },
       { returnDocument: 'after' },
     );

@@ -1,0 +1,191 @@
+import pLimit from 'p-limit';
+import type { mongo } from 'mongoose';
+import { BY_ID, type CollectionIndexes, type IndexedQuery } from './indexes';
+
+/**
+ * Lists read a page through an index on every server (docs/decisions/0049). A document is
+ * placed in each list it appears in (a user's rights, those of one of the user's grantors…) as
+ * it is stored: it takes the next position of that list, kept by a counter per owner, and is
+ * found under the list's block of `LIST_BLOCK` positions. A page reads block after block,
+ * newest first, each by one equality (what FerretDB's index serves), until it is full.
+ */
+
+/** Positions per block: a page of `limit` items reads about `limit / LIST_BLOCK + 1` blocks. */
+export const LIST_BLOCK = 16;
+
+/** Blocks read at once while a page fills. */
+const BLOCKS_AT_ONCE = 8;
+
+/** Where an item stands in a list: its position (newest highest), and its id for ties. */
+export interface ListPosition {
+  position: number;
+  id: string;
+}
+
+/** What a listed document carries. */
+export interface ListedFields {
+  /** Its position in each list it appears in, by the list's name. */
+  listed: Record<string, number>;
+  /** The blocks it is found under (`blockKey`): the one field lists are read by. */
+  listBlocks: string[];
+}
+
+/** A page of a list, and where its last item stands (null when it is empty). */
+export interface ListPage<T> {
+  items: T[];
+  last: ListPosition | null;
+}
+
+/**
+ * The name of a list within its owner: its kind and the parties it is of, e.g. `g|acme`.
+ * Parties are tokens without `|` or `~`; a `.` is written `~`, so a name is a field name.
+ */
+export const listName = (kind: string, ...parties: string[]): string =>
+  [kind, ...parties].join('|').replaceAll('.', '~');
+
+const blockKey = (owner: string, name: string, block: number) => `${owner}|${name}|${block}`;
+
+/** Fields of a listed document that a read of one document leaves out. */
+export const LISTING_PROJECTION = { listed: 0, listBlocks: 0 } as const;
+
+/** The queries of a listed collection: a block of a list (`by_list_block`). */
+export const LIST_BLOCKS: IndexedQuery = {
+  query: `a block of ${LIST_BLOCK} positions of a list (a page of a list, newest first)`,
+  mongodb: [{ key: { listBlocks: 1 }, name: 'by_list_block' }],
+  ferretdb: ['listBlocks'],
+};
+
+/** The counters of a listed collection's lists: one document per owner, read and changed by `_id`. */
+export const listCounterIndexes = (collection: string): CollectionIndexes => ({
+  collection: listCountersOf(collection),
+  queries: [BY_ID],
+});
+
+/** The collection that keeps the counters of `collection`'s lists. */
+export const listCountersOf = (collection: string) => `${collection}_lists`;
+
+/**
+ * How counters are written: each owner's counter a document with a `generation`, changed
+ * only by compare-and-set on it (an `OutboxCollection`, without events). An increment would do
+ * on MongoDB; FerretDB 1.x reads and rewrites a document to update it, so two increments at
+ * once could both take the same positions and leave the counter below one of them.
+ */
+export interface CounterWrites {
+  readonly collection: mongo.Collection;
+  insert(doc: { _id: string }, outbox: []): Promise<boolean>;
+  compareAndSet(change: { id: string; generation: number; set: object; outbox: [] }): Promise<boolean>;
+}
+
+/** The lists of one collection: their counters, and pages read from the collection. */
+export class Lists {
+  constructor(private readonly counters: CounterWrites) {}
+
+  /**
+   * Places documents in their lists: each takes the next position of every list `listsOf`
+   * names, in the order given, with one counter write per owner. A position taken by a document
+   * that is then not stored (its id was taken) stays empty.
+   */
+  async place<D>(
+    docs: readonly D[],
+    listsOf: (doc: D) => { owner: string; names: readonly string[] },
+  ): Promise<Array<D & ListedFields>> {
+    const byOwner = new Map<string, Array<{ index: number; names: readonly string[] }>>();
+    docs.forEach((doc, index) => {
+      const { owner, names } = listsOf(doc);
+      byOwner.set(owner, [...(byOwner.get(owner) ?? []), { index, names }]);
+    });
+    const placed: Array<D & ListedFields> = [];
+    await pLimit(BLOCKS_AT_ONCE).map([...byOwner], async ([owner, members]) => {
+      const counts: Record<string, number> = {};
+      for (const { names } of members) for (const name of names) counts[name] = (counts[name] ?? 0) + 1;
+      const next = await this.take(owner, counts);
+      for (const { index, names } of members) {
+        const listed: Record<string, number> = {};
+        for (const name of names) listed[name] = next[name]!++;
+        placed[index] = {
+          ...docs[index]!,
+          listed,
+          listBlocks: names.map((name) => blockKey(owner, name, Math.floor(listed[name]! / LIST_BLOCK))),
+        };
+      }
+    });
+    return placed;
+  }
+
+  /**
+   * A page of `owner`'s list `name`, newest first, after `after`: the documents of
+   * `collection` matching `filter` (and `projection`), block after block from the list's
+   * newest, until `limit` are found or the list ends.
+   */
+  async page<Doc extends { _id: string; listed?: Record<string, number> }>(
+    collection: mongo.Collection,
+    list: { owner: string; name: string },
+    query: { filter: object; projection: object; after: ListPosition | null; limit: number },
+  ): Promise<ListPage<Doc>> {
+    const { after, limit } = query;
+    const top = after ? after.position : await this.top(list.owner, list.name);
+    const found: Array<{ doc: Doc; at: ListPosition }> = [];
+    for (let block = Math.floor(top / LIST_BLOCK), newest = top; block >= 0 && found.length < limit;) {
+      // As many blocks as the page still needs, the first of them holding positions up to `newest`.
+      const inFirst = newest - block * LIST_BLOCK + 1;
+      const needed = 1 + Math.ceil(Math.max(0, limit - found.length - inFirst) / LIST_BLOCK);
+      const count = Math.min(BLOCKS_AT_ONCE, block + 1, needed);
+      const blocks = Array.from({ length: count }, (_, i) => block - i);
+      const read = await Promise.all(
+        blocks.map(
+          (at) =>
+            collection
+              .find(
+                { listBlocks: blockKey(list.owner, list.name, at), ...query.filter },
+                { projection: query.projection },
+              )
+              .toArray() as unknown as Promise<Doc[]>,
+        ),
+      );
+      for (const doc of read.flat()) {
+        const position = doc.listed?.[list.name];
+        if (position === undefined) continue;
+        const at = { position, id: doc._id };
+        if (!after || isOlder(at, after)) found.push({ doc, at });
+      }
+      block -= count;
+      newest = block * LIST_BLOCK + LIST_BLOCK - 1;
+    }
+    // Blocks are read newest first, so what is left unread stands after every item found.
+    const page = found.sort((a, b) => (isOlder(a.at, b.at) ? 1 : -1)).slice(0, limit);
+    return { items: page.map(({ doc }) => doc), last: page.at(-1)?.at ?? null };
+  }
+
+  /** Takes `counts` positions in each named list of `owner`; the first position taken in each. */
+  private async take(owner: string, counts: Record<string, number>): Promise<Record<string, number>> {
+    for (;;) {
+      const counter = (await this.counters.collection.findOne({ _id: owner } as never)) as Counter | null;
+      const before = (name: string) => Number(counter?.[name] ?? 0);
+      const taken = Object.fromEntries(Object.keys(counts).map((name) => [name, before(name)]));
+      const set = Object.fromEntries(Object.entries(counts).map(([name, count]) => [name, before(name) + count]));
+      // Lost to another placement of the same owner: read its counter again.
+      const stored = counter
+        ? await this.counters.compareAndSet({
+            id: owner,
+            generation: counter.generation,
+            set: { ...set, generation: counter.generation + 1 },
+            outbox: [],
+          })
+        : await this.counters.insert({ _id: owner, generation: 1, ...set } as { _id: string }, []);
+      if (stored) return taken;
+    }
+  }
+
+  /** The newest position taken in a list (-1 when none). */
+  private async top(owner: string, name: string): Promise<number> {
+    const counter = (await this.counters.collection.findOne({ _id: owner } as never)) as Counter | null;
+    return Number(counter?.[name] ?? 0) - 1;
+  }
+}
+
+/** An owner's counter: the positions taken in each of its lists, and its generation. */
+type Counter = { _id: string; generation: number } & Record<string, unknown>;
+
+/** Whether the item at `a` comes after (is older than) the one at `b` in a newest-first list. */
+const isOlder = (a: ListPosition, b: ListPosition): boolean =>
+  a.position < b.position || (a.position === b.position && a.id < b.id);

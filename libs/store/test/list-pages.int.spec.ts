@@ -1,0 +1,138 @@
+import { testDatabase, type TestDatabase } from '@rs/testing';
+import mongoose, { type mongo } from 'mongoose';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LIST_BLOCK, listName, listsOf, type ListPosition } from '../src/index';
+
+// docs/decisions/0049: a page of a list reads that page (and at most a block or two beside it),
+// whatever the length of the list and of the owner's other lists. What a read costs is counted
+// as the documents the server sends back, seen by the driver's command monitoring.
+
+const LONG = 10_000;
+const ALL = listName('all');
+const OF_A = listName('g', 'grantor.a');
+const OF_B = listName('g', 'grantor.b');
+
+interface Item {
+  _id: string;
+  owner: string;
+  grantor: string;
+  n: number;
+}
+
+let database: TestDatabase;
+let monitored: mongoose.Connection;
+let returned = 0;
+
+/** `count` items of `owner`, numbered from `from`, every other one of grantor a, placed in their lists and stored. */
+async function store(db: mongo.Db, owner: string, from: number, count: number): Promise<void> {
+  const items: Item[] = Array.from({ length: count }, (_, i) => ({
+    _id: `${owner}-${String(from + i).padStart(6, '0')}`,
+    owner,
+    grantor: (from + i) % 2 === 0 ? 'grantor.a' : 'grantor.b',
+    n: from + i,
+  }));
+  const placed = await listsOf(db, 'items').place(items, (item) => ({
+    owner: item.owner,
+    names: [ALL, listName('g', item.grantor)],
+  }));
+  await db.collection('items').insertMany(placed as never[]);
+}
+
+beforeAll(async () => {
+  database = await testDatabase('list_pages');
+  const db = database.db.db!;
+  await db.collection('items').createIndex({ listBlocks: 1 });
+  for (let at = 0; at < LONG; at += 1_000) await store(db, 'long', at, 1_000);
+  await store(db, 'short', 0, 1);
+  // The same database through a connection that counts what the server returns.
+  monitored = mongoose.createConnection(process.env.MONGODB_URL!, {
+    dbName: db.databaseName,
+    monitorCommands: true,
+  });
+  await monitored.asPromise();
+  monitored.getClient().on('commandSucceeded', (event: mongo.CommandSucceededEvent) => {
+    const cursor = (event.reply as { cursor?: { firstBatch?: unknown[]; nextBatch?: unknown[] } }).cursor;
+    returned += (cursor?.firstBatch ?? cursor?.nextBatch ?? []).length;
+  });
+}, 180_000);
+afterAll(async () => {
+  await monitored?.close();
+  await database?.drop();
+});
+
+/** A page of `owner`'s list `name` (and of grantor a's items, when asked), and how many documents the server returned for it. */
+async function read(
+  owner: string,
+  name: string,
+  after: ListPosition | null,
+  limit: number,
+  filter: object = {},
+): Promise<{ ns: number[]; last: ListPosition | null; returned: number }> {
+  const lists = listsOf(monitored.db!, 'items');
+  returned = 0;
+  const page = await lists.page<Item>(
+    monitored.db!.collection('items'),
+    { owner, name },
+    { filter, projection: { listBlocks: 0 }, after, limit },
+  );
+  return { ns: page.items.map((item) => item.n), last: page.last, returned };
+}
+
+/** Every page of a list, `limit` at a time: each page's returned count, and the items in order. */
+async function walk(owner: string, name: string, limit: number) {
+  const ns: number[] = [];
+  const costs: number[] = [];
+  let after: ListPosition | null = null;
+  for (;;) {
+    const page = await read(owner, name, after, limit);
+    if (page.ns.length === 0) break;
+    costs.push(page.returned);
+    ns.push(...page.ns);
+    after = page.last;
+  }
+  return { ns, costs };
+}
+
+describe('a page of a list reads that page', () => {
+  it('when the newest item of a 10,000-item list is read, then about one block is read, as for a list of one', async () => {
+    const short = await read('short', ALL, null, 1);
+    expect(short.ns).toEqual([0]);
+    const first = await read('long', ALL, null, 1);
+    expect(first.ns).toEqual([LONG - 1]);
+    // A block, and the list's counter.
+    expect(first.returned).toBeLessThanOrEqual(LIST_BLOCK + 1);
+  });
+
+  it('when pages of 1,000 are read one after the other, then together they are the whole list once, newest first, each reading about its own size', async () => {
+    const { ns, costs } = await walk('long', ALL, 1_000);
+    expect(ns).toEqual(Array.from({ length: LONG }, (_, i) => LONG - 1 - i));
+    for (const cost of costs) expect(cost).toBeLessThanOrEqual(1_000 + 2 * LIST_BLOCK + 1);
+  });
+
+  it("when one grantor's list is read, then the owner's items of another grantor cost it nothing", async () => {
+    const first = await read('long', OF_A, null, 100);
+    expect(first.ns).toEqual(Array.from({ length: 100 }, (_, i) => LONG - 2 - 2 * i));
+    expect(first.returned).toBeLessThanOrEqual(100 + 2 * LIST_BLOCK + 1);
+    const { ns } = await walk('long', OF_B, 700);
+    expect(ns).toEqual(Array.from({ length: LONG / 2 }, (_, i) => LONG - 1 - 2 * i));
+  });
+
+  it('when a page starts deep in the list, then it reads from where the previous one ended', async () => {
+    const previous = await read('long', ALL, null, 8_000);
+    const deep = await read('long', ALL, previous.last, 3);
+    expect(deep.ns).toEqual([1_999, 1_998, 1_997]);
+    expect(deep.returned).toBeLessThanOrEqual(2 * LIST_BLOCK);
+  });
+
+  it('when conditions filter a page, then it holds the matching items only, newest first', async () => {
+    const page = await read('long', ALL, null, 5, { n: { $lt: 3 } });
+    expect(page.ns).toEqual([2, 1, 0]);
+  });
+
+  it('when items of one owner are placed concurrently, then each is listed once and the list reads whole', async () => {
+    const db = database.db.db!;
+    await Promise.all(Array.from({ length: 40 }, (_, batch) => store(db, 'racing', batch * 5, 5)));
+    const { ns } = await walk('racing', ALL, 30);
+    expect(ns.toSorted((a, b) => a - b)).toEqual(Array.from({ length: 200 }, (_, i) => i));
+  });
+});
