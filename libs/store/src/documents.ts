@@ -348,13 +348,6 @@ export abstract class OutboxStore<Doc extends { _id: string }, Entity> {
   }
 }
 
-/** The next (up to) 1,000 documents of a cursor. */
-async function nextPage<T>(cursor: mongo.FindCursor<T>): Promise<T[]> {
-  const page: T[] = [];
-  while (page.length < 1_000 && (await cursor.hasNext())) page.push((await cursor.next())!);
-  return page;
-}
-
 /** The lists of `collection` (docs/decisions/0049), their counters kept beside it. */
 export const listsOf = (db: mongo.Db, collection: string): Lists =>
   new Lists(new OutboxCollection(db, listCountersOf(collection)));
@@ -401,29 +394,6 @@ export abstract class UserOwnedStore<Doc extends { _id: string; userId: string }
   /** New documents, each placed in its user's lists: what is inserted. */
   protected placed<D extends Doc>(docs: readonly D[]): Promise<Array<D & ListedFields>> {
     return this.lists.place(docs, (doc) => ({ owner: doc.userId, names: this.listsOf(doc) }));
-  }
-
-  /**
-   * A migration step (docs/decisions/0049): places the documents stored before lists were kept
-   * in their users' lists, oldest first, so each list shows them in creation order before
-   * anything placed since. Idempotent; returns how many it placed.
-   */
-  async placeUnlisted(): Promise<number> {
-    const { updateConcurrency } = await serverLimits(this.model.db.db!);
-    const unlisted = this.model.collection
-      .find({ listBlocks: { $exists: false } } as never, { projection: this.hiddenFields })
-      .sort({ createdAt: 1, _id: 1 });
-    let placed = 0;
-    for (let page = await nextPage(unlisted); page.length > 0; page = await nextPage(unlisted)) {
-      const docs = await this.placed(page as unknown as Doc[]);
-      await pLimit(updateConcurrency).map(docs, ({ _id, listed, listBlocks }) =>
-        this.model.collection.updateOne({ _id, listBlocks: { $exists: false } } as never, {
-          $set: { listed, listBlocks },
-        }),
-      );
-      placed += docs.length;
-    }
-    return placed;
   }
 
   /**

@@ -11,7 +11,7 @@ import { BY_ID, type CollectionIndexes, type IndexedQuery } from './indexes';
  */
 
 /** Positions per block: a page of `limit` items reads about `limit / LIST_BLOCK + 1` blocks. */
-export const LIST_BLOCK = 16;
+export const LIST_BLOCK = 32;
 
 /** Blocks read at once while a page fills. */
 const BLOCKS_AT_ONCE = 8;
@@ -156,8 +156,46 @@ export class Lists {
     return { items: page.map(({ doc }) => doc), last: page.at(-1)?.at ?? null };
   }
 
-  /** Takes `counts` positions in each named list of `owner`; the first position taken in each. */
-  private async take(owner: string, counts: Record<string, number>): Promise<Record<string, number>> {
+  /**
+   * Takes `counts` positions in each named list of `owner`; the first position taken in each.
+   * Placements of one owner in this process wait for the one under way and then take their
+   * positions together, in one counter write: a grantor creating many rights of one user at
+   * once costs a few counter writes, not one each, and never races itself.
+   */
+  private take(owner: string, counts: Record<string, number>): Promise<Record<string, number>> {
+    return new Promise((resolve, reject) => {
+      this.waiting.set(owner, [...(this.waiting.get(owner) ?? []), { counts, resolve, reject }]);
+      if (!this.taking.has(owner)) void this.takeWaiting(owner);
+    });
+  }
+
+  private readonly waiting = new Map<string, WaitingPlacement[]>();
+  /** Owners whose placements are being written by this process. */
+  private readonly taking = new Set<string>();
+
+  private async takeWaiting(owner: string): Promise<void> {
+    this.taking.add(owner);
+    for (let waiting = this.waiting.get(owner); waiting; waiting = this.waiting.get(owner)) {
+      this.waiting.delete(owner);
+      const total: Record<string, number> = {};
+      for (const { counts } of waiting)
+        for (const [name, count] of Object.entries(counts)) total[name] = (total[name] ?? 0) + count;
+      try {
+        // Each waiting placement gets the next positions, in the order it asked.
+        const next = await this.takeTogether(owner, total);
+        for (const { counts, resolve } of waiting) {
+          resolve(Object.fromEntries(Object.keys(counts).map((name) => [name, next[name]!])));
+          for (const [name, count] of Object.entries(counts)) next[name]! += count;
+        }
+      } catch (error) {
+        for (const { reject } of waiting) reject(error);
+      }
+    }
+    this.taking.delete(owner);
+  }
+
+  /** One counter write: `counts` positions in each named list of `owner`, the first of each returned. */
+  private async takeTogether(owner: string, counts: Record<string, number>): Promise<Record<string, number>> {
     for (;;) {
       const counter = (await this.counters.collection.findOne({ _id: owner } as never)) as Counter | null;
       const before = (name: string) => Number(counter?.[name] ?? 0);
@@ -181,6 +219,13 @@ export class Lists {
     const counter = (await this.counters.collection.findOne({ _id: owner } as never)) as Counter | null;
     return Number(counter?.[name] ?? 0) - 1;
   }
+}
+
+/** A placement waiting for the counter write it will share. */
+interface WaitingPlacement {
+  counts: Record<string, number>;
+  resolve: (first: Record<string, number>) => void;
+  reject: (error: unknown) => void;
 }
 
 /** An owner's counter: the positions taken in each of its lists, and its generation. */
