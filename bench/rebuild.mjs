@@ -52,7 +52,7 @@ try {
   // every entry and finds each recorded. A first rebuild records them; the timed ones follow.
   await timed(all);
   const runs = [await timed(all), await timed(all.slice(0, PARTITIONS / 2)), await timed(all.slice(PARTITIONS / 2))];
-  const rights = system.processes.get('rights');
+  const rights = system.services.get('rights');
   const peak = Math.round(Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${rights.pid}/status`, 'utf8'))[1]) / 1024);
   console.log(`\n| replica | partitions | entries read | seconds | ÷ one replica's seconds |`);
   console.log('|---|---|---:|---:|---:|');

@@ -110,7 +110,7 @@ for (const signal of ['SIGINT', 'SIGTERM'])
 /** Peak resident memory (VmHWM) of each service process, in MB. */
 function peakMemory() {
   const peaks = {};
-  for (const [name, service] of system.processes) {
+  for (const [name, service] of system.services) {
     const status = readFileSync(`/proc/${service.pid}/status`, 'utf8');
     peaks[name] = Math.round(Number(/VmHWM:\s+(\d+)/.exec(status)[1]) / 1024);
   }
@@ -137,7 +137,7 @@ const SERVER_COMMANDS = {
 /** CPU seconds each service process, and each server (all its processes), has used so far. */
 function cpuSeconds() {
   const used = {};
-  for (const [name, service] of system.processes) used[name] = cpuOf(service.pid);
+  for (const [name, service] of system.services) used[name] = cpuOf(service.pid);
   used.bench = cpuOf(process.pid);
   for (const name of Object.keys(SERVER_COMMANDS)) used[name] = 0;
   for (const pid of readdirSync('/proc').filter((entry) => /^\d+$/.test(entry))) {

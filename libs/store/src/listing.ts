@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import pLimit from 'p-limit';
 import type { mongo } from 'mongoose';
 import { BY_ID, type CollectionIndexes, type IndexedQuery } from './indexes';
@@ -194,29 +195,44 @@ export class Lists {
     this.taking.delete(owner);
   }
 
-  /** One counter write: `counts` positions in each named list of `owner`, the first of each returned. */
+  /**
+   * One counter write: `counts` positions in each named list of `owner`, the first of each
+   * returned. It starts from the counter as this process last wrote it, when it did: with one
+   * writer per owner (the usual case), a placement costs the write alone.
+   */
   private async takeTogether(owner: string, counts: Record<string, number>): Promise<Record<string, number>> {
-    for (;;) {
-      const counter = (await this.counters.collection.findOne({ _id: owner } as never)) as Counter | null;
+    for (let counter = this.known.get(owner) ?? (await this.read(owner)); ; counter = await this.read(owner)) {
       const before = (name: string) => Number(counter?.[name] ?? 0);
       const taken = Object.fromEntries(Object.keys(counts).map((name) => [name, before(name)]));
       const set = Object.fromEntries(Object.entries(counts).map(([name, count]) => [name, before(name) + count]));
-      // Lost to another placement of the same owner: read its counter again.
+      const generation = (counter?.generation ?? 0) + 1;
       const stored = counter
         ? await this.counters.compareAndSet({
             id: owner,
             generation: counter.generation,
-            set: { ...set, generation: counter.generation + 1 },
+            set: { ...set, generation },
             outbox: [],
           })
-        : await this.counters.insert({ _id: owner, generation: 1, ...set } as { _id: string }, []);
-      if (stored) return taken;
+        : await this.counters.insert({ _id: owner, generation, ...set } as { _id: string }, []);
+      if (stored) {
+        this.known.set(owner, { ...counter, ...set, _id: owner, generation });
+        return taken;
+      }
+      // Another process placed documents of this owner since: read its counter again.
+      this.known.delete(owner);
     }
+  }
+
+  /** Counters as this process last wrote them (by owner). */
+  private readonly known = new LRUCache<string, Counter>({ max: 10_000 });
+
+  private async read(owner: string): Promise<Counter | null> {
+    return (await this.counters.collection.findOne({ _id: owner } as never)) as Counter | null;
   }
 
   /** The newest position taken in a list (-1 when none). */
   private async top(owner: string, name: string): Promise<number> {
-    const counter = (await this.counters.collection.findOne({ _id: owner } as never)) as Counter | null;
+    const counter = await this.read(owner);
     return Number(counter?.[name] ?? 0) - 1;
   }
 }
