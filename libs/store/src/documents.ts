@@ -329,7 +329,11 @@ export abstract class OutboxStore<Doc extends { _id: string }, Entity> {
    * user holds (docs/performance.md, "Measurements behind the code").
    */
   protected async findDocument(id: string, owner: Record<string, string> = {}): Promise<Doc | null> {
-    const doc = await this.model.findOne({ _id: id } as never, this.hiddenFields).lean<Doc>();
+    // The driver's own read: a point read needs none of mongoose's query building (the hot path
+    // of every retrieve; docs/performance.md).
+    const doc = (await this.model.collection.findOne({ _id: id } as never, {
+      projection: this.hiddenFields,
+    })) as Doc | null;
     if (!doc) return null;
     const fields = doc as unknown as Record<string, unknown>;
     return Object.entries(owner).every(([field, value]) => fields[field] === value) ? doc : null;
@@ -394,6 +398,11 @@ export abstract class UserOwnedStore<Doc extends { _id: string; userId: string }
   /** New documents, each placed in its user's lists: what is inserted. */
   protected placed<D extends Doc>(docs: readonly D[]): Promise<Array<D & ListedFields>> {
     return this.lists.place(docs, (doc) => ({ owner: doc.userId, names: this.listsOf(doc) }));
+  }
+
+  /** The names of the user's lists that hold a document (live or not). */
+  protected listNamesOf(userId: string): Promise<string[]> {
+    return this.lists.namesOf(userId);
   }
 
   /**

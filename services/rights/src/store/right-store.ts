@@ -184,11 +184,15 @@ const RIGHT_LISTS = {
   grantedBy: (grantorId: string) => listName('g', grantorId),
   seenBy: (party: string) => listName('v', party),
   providedBy: (grantorId: string, providerId: string) => listName('s', grantorId, providerId),
+  /** The user's rights on one test clock: which clocks a user has rights on is its lists' names. */
+  onClock: (clockId: string) => listName('c', clockId),
 };
+const CLOCK_LIST = /^c\|/;
 
-const listsOfRight = (right: Pick<RightDocument, 'grantorId' | 'serviceProviderId'>): string[] => {
+const listsOfRight = (right: Pick<RightDocument, 'grantorId' | 'serviceProviderId' | 'clockId'>): string[] => {
   const provider = right.serviceProviderId;
   return [
+    ...(right.clockId ? [RIGHT_LISTS.onClock(right.clockId)] : []),
     RIGHT_LISTS.all,
     RIGHT_LISTS.grantedBy(right.grantorId),
     RIGHT_LISTS.seenBy(right.grantorId),
@@ -283,10 +287,12 @@ export class RightStore extends UserOwnedStore<RightDocument, RightEntity> {
     return docs.map((doc) => ({ userId: doc.userId, rightId: doc._id }));
   }
 
-  /** The test clocks a user's rights live on (docs/decisions/0048): almost always none. */
+  /**
+   * The test clocks a user's rights live on (docs/decisions/0048), almost always none: the
+   * clocks the user's lists are kept for (one read, whatever the user holds).
+   */
   async clocksOfUser(userId: string): Promise<string[]> {
-    const ids: unknown[] = await this.model.distinct('clockId', { userId });
-    return ids.filter((id): id is string => typeof id === 'string');
+    return (await this.listNamesOf(userId)).filter((name) => CLOCK_LIST.test(name)).map((name) => name.slice(2));
   }
 
   /** A user's rights of one SKU (consumption by SKU: the caller's visibility and the burn order are the use case's). */
