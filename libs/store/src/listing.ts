@@ -93,7 +93,9 @@ export class Lists {
     const byOwner = new Map<string, Array<{ index: number; names: readonly string[] }>>();
     docs.forEach((doc, index) => {
       const { owner, names } = listsOf(doc);
-      byOwner.set(owner, [...(byOwner.get(owner) ?? []), { index, names }]);
+      const members = byOwner.get(owner) ?? [];
+      members.push({ index, names });
+      byOwner.set(owner, members);
     });
     const placed: Array<D & ListedFields> = [];
     await pLimit(BLOCKS_AT_ONCE).map([...byOwner], async ([owner, members]) => {
@@ -124,7 +126,9 @@ export class Lists {
     query: { filter: object; projection: object; after: ListPosition | null; limit: number },
   ): Promise<ListPage<Doc>> {
     const { after, limit } = query;
-    const top = after ? after.position : await this.top(list.owner, list.name);
+    // A cursor is the caller's text: it never starts a page above the list's newest position.
+    const newestTaken = await this.top(list.owner, list.name);
+    const top = after ? Math.min(after.position, newestTaken) : newestTaken;
     const found: Array<{ doc: Doc; at: ListPosition }> = [];
     for (let block = Math.floor(top / LIST_BLOCK), newest = top; block >= 0 && found.length < limit;) {
       // As many blocks as the page still needs, the first of them holding positions up to `newest`.

@@ -121,7 +121,13 @@ describe('a page of a list reads that page', () => {
     const previous = await read('long', ALL, null, 8_000);
     const deep = await read('long', ALL, previous.last, 3);
     expect(deep.ns).toEqual([1_999, 1_998, 1_997]);
-    expect(deep.returned).toBeLessThanOrEqual(2 * LIST_BLOCK);
+    expect(deep.returned).toBeLessThanOrEqual(2 * LIST_BLOCK + 1);
+  });
+
+  it('when a cursor names a position beyond the list, then the page starts at its newest, reading one block', async () => {
+    const beyond = await read('long', ALL, { position: 999_999_999_999_999, id: 'z' }, 3);
+    expect(beyond.ns).toEqual([LONG - 1, LONG - 2, LONG - 3]);
+    expect(beyond.returned).toBeLessThanOrEqual(LIST_BLOCK + 1);
   });
 
   it('when conditions filter a page, then it holds the matching items only, newest first', async () => {

@@ -81,7 +81,7 @@ export const PARAMETER_EXAMPLES: Record<string, unknown> = {
   clockId: '01JDXWE5G7J9L1N3Q5S7U9W1Y3',
   deliveryId: '9b2f4c6e8a0d1f3b5c7e9a1d3f5b7c9e',
   limit: 20,
-  cursor: '1767225600000.01JDXW5Q3D7V9Q6Y3B2N8K4M1R',
+  cursor: '41.01JDXW5Q3D7V9Q6Y3B2N8K4M1R',
   historyCursor: '3.0',
   skuCursor: 'news-daily',
   userCursor: 'alice',
