@@ -122,6 +122,28 @@ describe('progress records (docs/decisions/0026)', () => {
     expect((await store.ofBucket(bucketOf('S2'), WHOLE)).items.map((one) => one.subscriptionId)).not.toContain('S2');
   });
 
+  it('when the newest subscriptions were deleted but their documents not yet rewritten, then a page reads on and is still full', async () => {
+    const ofBob = (subscriptionId: string) => ({ ...created(subscriptionId), userId: 'bob' });
+    const pending = (subscriptionId: string) => [
+      outboxEntry(
+        Exchanges.subscriptionsEvents,
+        createCloudEvent({ source: '/test', type: 'subscription.created', subject: subscriptionId, data: {} }),
+      ),
+    ];
+    await store.insert(ofBob('B-kept'), NONE);
+    // Their creations' events still pending: a delete is recorded, the document left as it is.
+    for (const id of ['B-gone-1', 'B-gone-2']) {
+      const first = ofBob(id);
+      await store.insert(first, pending(id));
+      const deleted = { ...first, generation: 2, updatedAt: new Date() };
+      expect(await store.update({ current: first, next: deleted, outbox: NONE, removes: true })).toBe(true);
+    }
+    const page = await store.list({ userId: 'bob', visibleTo: null, grantorId: 'G', limit: 1, after: null });
+    expect(page.items.map((one) => one.subscriptionId)).toEqual(['B-kept']);
+    const next = await store.list({ userId: 'bob', visibleTo: null, grantorId: 'G', limit: 1, after: page.last });
+    expect(next.items).toEqual([]);
+  });
+
   it('when a batch of renewals is stored, then each gets its own outcome', async () => {
     const a = created('S3');
     const b = created('S4');

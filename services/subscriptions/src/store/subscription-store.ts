@@ -229,21 +229,28 @@ export class SubscriptionStore extends UserOwnedStore<SubscriptionDocument, Subs
 
   /** A page of a user's subscriptions (docs/api.md "Listing filters"), newest first, each with its records. */
   async list(query: SubscriptionQuery): Promise<ListPage<SubscriptionEntity>> {
-    const { visibleTo, grantorId } = query;
+    const { userId, visibleTo, grantorId, limit } = query;
     // A non-admin sees its own grantor's subscriptions only: another grantor's list shows it nothing.
     if (visibleTo !== null && grantorId !== null && grantorId !== visibleTo) return { items: [], last: null };
     const grantor = grantorId ?? visibleTo;
     const list = grantor === null ? SUBSCRIPTION_LISTS.all : SUBSCRIPTION_LISTS.ofGrantor(grantor);
-    const page = await this.pageOfList(query.userId, list, [], query.after, query.limit);
-    const records = await pLimit(READ_CONCURRENCY).map(page.items, (stored) =>
-      this.recordsOf(stored.subscriptionId, query.userId),
-    );
-    // One deleted since its document was last compacted stays out: the page is then one short.
-    const items = page.items.flatMap((stored, index) => {
-      const { entity, deleted } = latestOf(stored, false, records[index]!);
-      return deleted ? [] : [entity];
-    });
-    return { items, last: page.last };
+    const items: SubscriptionEntity[] = [];
+    let last = query.after;
+    // A subscription deleted since its document was last compacted is listed by the document
+    // but not shown: the page reads on, so that a short page still means the list's end.
+    for (;;) {
+      const wanted = limit - items.length;
+      const page = await this.pageOfList(userId, list, [], last, wanted);
+      const records = await pLimit(READ_CONCURRENCY).map(page.items, (stored) =>
+        this.recordsOf(stored.subscriptionId, userId),
+      );
+      page.items.forEach((stored, index) => {
+        const { entity, deleted } = latestOf(stored, false, records[index]!);
+        if (!deleted) items.push(entity);
+      });
+      last = page.last ?? last;
+      if (page.items.length < wanted || items.length === limit) return { items, last };
+    }
   }
 
   /** Stores a new subscription with its messages; false when its id is taken. */
