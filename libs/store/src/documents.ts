@@ -353,7 +353,7 @@ export abstract class OutboxStore<Doc extends { _id: string }, Entity> {
 }
 
 /** The lists of `collection` (docs/decisions/0049), their counters kept beside it. */
-export const listsOf = (db: mongo.Db, collection: string): Lists =>
+export const listsOfCollection = (db: mongo.Db, collection: string): Lists =>
   new Lists(new OutboxCollection(db, listCountersOf(collection)));
 
 /**
@@ -391,7 +391,7 @@ export abstract class UserOwnedStore<Doc extends { _id: string; userId: string }
     },
   ) {
     super(db, modelName, schema, options);
-    this.lists = listsOf(db.db!, this.model.collection.collectionName);
+    this.lists = listsOfCollection(db.db!, this.model.collection.collectionName);
     this.listsOf = options.listsOf;
   }
 

@@ -1,7 +1,7 @@
 import { testDatabase, type TestDatabase } from '@rs/testing';
 import mongoose, { type mongo } from 'mongoose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LIST_BLOCK, listName, listsOf, type ListPosition } from '../src/index';
+import { LIST_BLOCK, listName, listsOfCollection, type ListPosition } from '../src/index';
 
 // docs/decisions/0049: a page of a list reads that page (and at most a block or two beside it),
 // whatever the length of the list and of the owner's other lists. What a read costs is counted
@@ -31,7 +31,7 @@ async function store(db: mongo.Db, owner: string, from: number, count: number): 
     grantor: (from + i) % 2 === 0 ? 'grantor.a' : 'grantor.b',
     n: from + i,
   }));
-  const placed = await listsOf(db, 'items').place(items, (item) => ({
+  const placed = await listsOfCollection(db, 'items').place(items, (item) => ({
     owner: item.owner,
     names: [ALL, listName('g', item.grantor)],
   }));
@@ -68,7 +68,7 @@ async function read(
   limit: number,
   filter: object = {},
 ): Promise<{ ns: number[]; last: ListPosition | null; returned: number }> {
-  const lists = listsOf(monitored.db!, 'items');
+  const lists = listsOfCollection(monitored.db!, 'items');
   returned = 0;
   const page = await lists.page<Item>(
     monitored.db!.collection('items'),
