@@ -326,7 +326,7 @@ export abstract class OutboxStore<Doc extends { _id: string }, Entity> {
    * The document `id`, live or a tombstone, if it has the `owner` fields. Read by its id alone,
    * the owner checked here: on FerretDB a second equality (the user's) makes PostgreSQL
    * intersect the id's index entry with every entry of that user, so a read would cost what the
-   * user holds (docs/performance.md, "Measurements behind the code").
+   * user holds (docs/decisions/0049).
    */
   protected async findDocument(id: string, owner: Record<string, string> = {}): Promise<Doc | null> {
     // The driver's own read: a point read needs none of mongoose's query building (the hot path

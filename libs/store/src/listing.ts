@@ -17,6 +17,9 @@ export const LIST_BLOCK = 32;
 /** Blocks read at once while a page fills. */
 const BLOCKS_AT_ONCE = 8;
 
+/** Owners whose counters one placement writes at once (FerretDB's updates run on a bounded pool). */
+const OWNERS_AT_ONCE = 16;
+
 /** Where an item stands in a list: its position (newest highest), and its id for ties. */
 export interface ListPosition {
   position: number;
@@ -79,6 +82,13 @@ export interface CounterWrites {
 
 /** The lists of one collection: their counters, and pages read from the collection. */
 export class Lists {
+  /** Placements waiting for the counter write of their owner under way, by owner. */
+  private readonly waiting = new Map<string, WaitingPlacement[]>();
+  /** Owners whose placements are being written by this process. */
+  private readonly taking = new Set<string>();
+  /** Counters as this process last wrote them, by owner. */
+  private readonly known = new LRUCache<string, Counter>({ max: 10_000 });
+
   constructor(private readonly counters: CounterWrites) {}
 
   /**
@@ -98,7 +108,7 @@ export class Lists {
       byOwner.set(owner, members);
     });
     const placed: Array<D & ListedFields> = [];
-    await pLimit(BLOCKS_AT_ONCE).map([...byOwner], async ([owner, members]) => {
+    await pLimit(OWNERS_AT_ONCE).map([...byOwner], async ([owner, members]) => {
       const counts: Record<string, number> = {};
       for (const { names } of members) for (const name of names) counts[name] = (counts[name] ?? 0) + 1;
       const next = await this.take(owner, counts);
@@ -169,14 +179,12 @@ export class Lists {
    */
   private take(owner: string, counts: Record<string, number>): Promise<Record<string, number>> {
     return new Promise((resolve, reject) => {
-      this.waiting.set(owner, [...(this.waiting.get(owner) ?? []), { counts, resolve, reject }]);
+      const waiting = this.waiting.get(owner) ?? [];
+      waiting.push({ counts, resolve, reject });
+      this.waiting.set(owner, waiting);
       if (!this.taking.has(owner)) void this.takeWaiting(owner);
     });
   }
-
-  private readonly waiting = new Map<string, WaitingPlacement[]>();
-  /** Owners whose placements are being written by this process. */
-  private readonly taking = new Set<string>();
 
   private async takeWaiting(owner: string): Promise<void> {
     this.taking.add(owner);
@@ -226,9 +234,6 @@ export class Lists {
       this.known.delete(owner);
     }
   }
-
-  /** Counters as this process last wrote them (by owner). */
-  private readonly known = new LRUCache<string, Counter>({ max: 10_000 });
 
   private async read(owner: string): Promise<Counter | null> {
     return (await this.counters.collection.findOne({ _id: owner } as never)) as Counter | null;

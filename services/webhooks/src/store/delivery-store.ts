@@ -216,9 +216,8 @@ export class DeliveryStore {
    * position is its creation time in milliseconds).
    */
   async page(endpointId: string, limit: number, after: ListPosition | null): Promise<ListPage<Delivery>> {
-    const createdAt = after && new Date(after.position);
-    const keyset =
-      after && createdAt ? [{ $or: [{ createdAt: { $lt: createdAt } }, { createdAt, _id: { $lt: after.id } }] }] : [];
+    const createdAt = new Date(after?.position ?? 0);
+    const keyset = after ? [{ $or: [{ createdAt: { $lt: createdAt } }, { createdAt, _id: { $lt: after.id } }] }] : [];
     const docs = await this.deliveries
       .find({ endpointId, ...(keyset.length ? { $and: keyset } : {}) })
       .sort({ createdAt: -1, _id: -1 })
