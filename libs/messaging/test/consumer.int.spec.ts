@@ -1,12 +1,11 @@
-import { randomBytes } from 'node:crypto';
 import { createLogger } from '@rs/logging';
-import { RabbitAdmin } from '@rs/testing';
+import { RabbitAdmin, testName } from '@rs/testing';
 import amqp from 'amqplib';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { AmqpClient, BrokerUnavailable, consume, deadLetterQueueOf } from '../src/index';
 
-const vhost = `t_consumer_${randomBytes(3).toString('hex')}`;
+const vhost = testName('consumer');
 const rabbit = new RabbitAdmin(process.env.RABBITMQ_MANAGEMENT_URL!);
 let amqpUrl: string;
 let client: AmqpClient;

@@ -1,6 +1,5 @@
-import { randomBytes } from 'node:crypto';
 import { createLogger } from '@rs/logging';
-import { RabbitAdmin } from '@rs/testing';
+import { RabbitAdmin, testName } from '@rs/testing';
 import amqp from 'amqplib';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
@@ -16,7 +15,7 @@ import {
 // docs/operations.md "On a RabbitMQ cluster", on a real RabbitMQ: the broker never drops a message, and retries of
 // different delays never wait behind one another.
 
-const vhost = `t_topology_${randomBytes(3).toString('hex')}`;
+const vhost = testName('topology');
 const rabbit = new RabbitAdmin(process.env.RABBITMQ_MANAGEMENT_URL!);
 const logger = createLogger('topology-test', 'silent');
 let amqpUrl: string;

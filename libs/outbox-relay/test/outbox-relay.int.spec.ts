@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { createCloudEvent } from '@rs/contracts';
 import { createLogger } from '@rs/logging';
 import { AmqpClient } from '@rs/messaging';
-import { EventCollector, RabbitAdmin, testDatabase, type TestDatabase } from '@rs/testing';
+import { EventCollector, RabbitAdmin, testDatabase, type TestDatabase, testName } from '@rs/testing';
 import type { mongo } from 'mongoose';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { HistoryLog, newOutbox, outboxEntry, PENDING_KEYS, pendingKeyAt, setWithOutbox } from '@rs/store';
@@ -12,7 +12,7 @@ import { OutboxRelay } from '../src/index';
 // (docs/decisions/0021): pending documents are read a key at a time.
 
 const EXCHANGE = 'rights.events';
-const vhost = `t_relay_${randomBytes(3).toString('hex')}`;
+const vhost = testName('relay');
 const rabbit = new RabbitAdmin(process.env.RABBITMQ_MANAGEMENT_URL!);
 const logger = createLogger('relay-test', 'silent');
 let database: TestDatabase;

@@ -1,5 +1,5 @@
-import { randomBytes } from 'node:crypto';
 import mongoose, { type Connection } from 'mongoose';
+import { testName } from './test-databases';
 
 /**
  * A database of its own on the test server (MONGODB_URL, from the global setup), for tests
@@ -15,7 +15,7 @@ export async function testDatabase(name: string): Promise<TestDatabase> {
   const url = process.env.MONGODB_URL;
   if (!url) throw new Error('MONGODB_URL is not set: run the tests with vitest (its globalSetup provides the servers)');
   const db = mongoose.createConnection(url, {
-    dbName: `t_${name}_${randomBytes(3).toString('hex')}`,
+    dbName: testName(name),
     autoIndex: false,
   });
   await db.asPromise();

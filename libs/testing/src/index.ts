@@ -11,6 +11,7 @@ export * from './principals';
 export * from './commands';
 export * from './fixture';
 export * from './database';
+export * from './test-databases';
 export * from './webhook-receiver';
 export * from './zipkin';
 export * from './ferretdb';

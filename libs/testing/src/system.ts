@@ -1,5 +1,4 @@
 import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import path from 'node:path';
 import mongoose from 'mongoose';
@@ -8,6 +7,7 @@ import type { TestService } from './test-service';
 import { freePort, ServiceProcess } from './processes';
 import { RabbitAdmin } from './rabbit-admin';
 import { REPO_ROOT } from './servers';
+import { databasesNamed, dropDatabases, testName } from './test-databases';
 
 export type BackendName = 'catalog' | 'rights' | 'subscriptions' | 'scheduler' | 'webhooks';
 
@@ -60,7 +60,7 @@ export class TestSystem {
   private constructor(private readonly options: TestSystemOptions) {
     if (!options.processes && (options.otlpEndpoint || Object.keys(options.replicas ?? {}).length > 0))
       throw new Error('replicas and exported traces need a test system with processes');
-    this.prefix = `t_${options.name.replace(/[^A-Za-z0-9]/g, '_')}_${randomBytes(3).toString('hex')}`;
+    this.prefix = testName(options.name);
     this.vhost = this.prefix;
     this.rabbit = new RabbitAdmin(options.broker?.managementUrl ?? required('RABBITMQ_MANAGEMENT_URL'));
     this.amqpUrl = (options.broker?.amqpUrl ?? required('AMQP_URL'))
@@ -231,14 +231,11 @@ export class TestSystem {
   async stop(): Promise<void> {
     await Promise.all([...this.services.values()].map((process) => process.stop()));
     await this.rabbit.deleteVhost(this.vhost).catch(() => undefined);
-    for (const name of new Set([...this.services.values()].map((process) => process.service))) {
-      const connection = mongoose.createConnection(this.mongoUrlFor(name));
-      await connection
-        .asPromise()
-        .then(() => connection.dropDatabase())
-        .catch(() => undefined);
-      await connection.close().catch(() => undefined);
-    }
+    // Every database of the system, those only migrated or written by a test included.
+    const mongoUrl = required('MONGODB_URL');
+    await databasesNamed(mongoUrl, `${this.prefix}_`)
+      .then((names) => dropDatabases(mongoUrl, names))
+      .catch(() => undefined);
   }
 
   private serviceOf(label: string, port: number, env: Record<string, string>, service: string): TestService {

@@ -1,6 +1,5 @@
-import { randomBytes } from 'node:crypto';
 import { InternalTokenSigner } from '@rs/http';
-import { basicCaller, freePort, RabbitAdmin, TEST_INTERNAL_SECRET } from '@rs/testing';
+import { basicCaller, freePort, RabbitAdmin, TEST_INTERNAL_SECRET, testName } from '@rs/testing';
 import { manualClock } from '@rs/time';
 import mongoose from 'mongoose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -10,7 +9,7 @@ import { start } from '../src/service';
 // the clock reaches the use cases through the runtime, and stop() releases everything.
 
 const clock = manualClock('2030-01-02T03:04:05Z');
-const vhost = `t_catalog_in_process_${randomBytes(3).toString('hex')}`;
+const vhost = testName('catalog_in_process');
 const rabbit = new RabbitAdmin(process.env.RABBITMQ_MANAGEMENT_URL!);
 let service: Awaited<ReturnType<typeof start>>;
 let mongoUrl: string;
