@@ -94,11 +94,19 @@ export function createHttpApp(options: HttpAppOptions): Express {
     const incoming = req.get('x-request-id');
     res.locals.requestId = incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID();
     res.set('X-Request-Id', res.locals.requestId);
-    res.locals.log = options.logger.child({ request_id: res.locals.requestId });
+    // The request's logger is made when something logs (most requests log their line alone):
+    // a child logger per request was a measurable part of the request path (docs/performance.md).
+    const requestId = res.locals.requestId;
+    let log: Logger | undefined;
+    Object.defineProperty(res.locals, 'log', {
+      get: () => (log ??= options.logger.child({ request_id: requestId })),
+      enumerable: true,
+    });
     const started = process.hrtime.bigint();
     res.on('finish', () => {
       const client = (res.locals.principal as { clientId?: string } | undefined)?.clientId;
       const record = {
+        request_id: requestId,
         method: req.method,
         path: req.path,
         status: res.statusCode,
@@ -108,8 +116,8 @@ export function createHttpApp(options: HttpAppOptions): Express {
       };
       // Probes, scrapes and the services' reads of each other (rebuilds, projections) are routine.
       const routine = QUIET_PATHS.has(req.path) || (req.path.startsWith('/internal/') && res.statusCode < 400);
-      if (routine) res.locals.log.debug(record, 'request');
-      else res.locals.log.info(record, 'request');
+      if (routine) options.logger.debug(record, 'request');
+      else options.logger.info(record, 'request');
     });
     next();
   });

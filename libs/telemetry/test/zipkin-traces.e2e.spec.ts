@@ -37,7 +37,7 @@ describe('a request traced in Zipkin', () => {
     expect(response.status).toBe(201);
 
     // As an operator would: the trace id of the gateway's log line for the request, looked up in Zipkin.
-    type LogLine = { msg?: string; method?: string; path?: string; trace_id?: string };
+    type LogLine = { msg?: string; method?: string; path?: string; trace_id?: string; request_id?: string };
     const parsed = (line: string): LogLine => {
       try {
         return JSON.parse(line) as LogLine;
@@ -45,15 +45,26 @@ describe('a request traced in Zipkin', () => {
         return {}; // a line the pipe cut in two
       }
     };
-    const logged = await vi.waitFor(() => {
-      const line = system
-        .service('gateway')
-        .logs.map(parsed)
-        .find((entry) => entry.msg === 'request' && entry.method === 'POST' && entry.path === '/id/users/erin/rights');
-      if (!line) throw new Error('the request is not logged yet');
-      return line;
-    });
+    const requestLine = (service: string) =>
+      vi.waitFor(() => {
+        const line = system
+          .service(service)
+          .logs.map(parsed)
+          .find(
+            (entry) => entry.msg === 'request' && entry.method === 'POST' && entry.path === '/id/users/erin/rights',
+          );
+        if (!line) throw new Error(`the request is not logged by ${service} yet`);
+        return line;
+      });
+    const logged = await requestLine('gateway');
     expect(logged?.trace_id).toMatch(/^[0-9a-f]{32}$/);
+    // Its request id is the answer's, and the rights service's line for it carries both ids too.
+    expect(logged?.request_id).toBe(response.headers.get('x-request-id'));
+    const served = await requestLine('rights');
+    expect({ request_id: served.request_id, trace_id: served.trace_id }).toEqual({
+      request_id: logged.request_id,
+      trace_id: logged.trace_id,
+    });
     let trace: ZipkinSpan[] = [];
     const complete = (spans: ZipkinSpan[]) =>
       ['scheduler', 'webhooks'].every((service) =>
