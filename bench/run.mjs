@@ -10,17 +10,14 @@
 // - the entitlement check of a user holding 50 rights (docs/api.md) against the gateway's own
 //   GET /id/users/{connectId} and against the list of those 50 rights a provider makes without it.
 // Rounds alternate between targets so all see the same machine conditions.
-import { spawn } from 'node:child_process';
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { once } from 'node:events';
-import readline from 'node:readline';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
-import { startBenchSystem } from './system.mjs';
+import { startBare, startBenchSystem } from './system.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(import.meta.url);
@@ -67,15 +64,6 @@ async function fineLatencies(url, headers, seconds) {
 
 function run(title, url, headers, duration = DURATION_S, request = {}) {
   return autocannon({ title, url, headers, connections: CONNECTIONS, duration, pipelining: 1, ...request });
-}
-
-/** Starts the bare baseline in its own process; resolves its URL and a stop function. */
-async function startBare(mongoUrl) {
-  const child = spawn(process.execPath, [path.join(root, 'bench/bare-findone.mjs'), mongoUrl, 'rights'], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  const [line] = await once(readline.createInterface({ input: child.stdout }), 'line');
-  return { url: `http://127.0.0.1:${JSON.parse(line).port}`, stop: () => child.kill('SIGTERM') };
 }
 
 function summarize(results) {

@@ -1,7 +1,10 @@
 // What a benchmark of the running system starts with: the test servers, and the services as
 // real processes with every rate limit off (a benchmark measures the work, not the limiter)
 // and quiet logs; stopped on SIGINT or SIGTERM too.
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { createRequire } from 'node:module';
+import readline from 'node:readline';
 import { performance } from 'node:perf_hooks';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -29,6 +32,19 @@ export async function startBenchSystem(options) {
   const stop = () => system.stop().finally(() => servers.stop());
   for (const signal of ['SIGINT', 'SIGTERM']) process.once(signal, () => void stop().finally(() => process.exit(1)));
   return { system, stop };
+}
+
+/**
+ * Starts the bare baseline of the request path (bench/bare-findone.mjs: `node:http` and one
+ * driver `findOne`) in its own process on `collection` of `mongoUrl`; resolves its URL, its
+ * process id and a stop function.
+ */
+export async function startBare(mongoUrl, collection = 'rights') {
+  const child = spawn(process.execPath, [path.join(root, 'bench/bare-findone.mjs'), mongoUrl, collection], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const [line] = await once(readline.createInterface({ input: child.stdout }), 'line');
+  return { url: `http://127.0.0.1:${JSON.parse(line).port}`, pid: child.pid, stop: () => child.kill('SIGTERM') };
 }
 
 /**

@@ -1,0 +1,147 @@
+// `npm run bench:request-path`: the request path alone, and where its CPU goes. Retrieving a
+// right through the gateway against the bare baseline (bench/bare-findone.mjs) on the same
+// document, alternating, after the gateway path is warm; for each, the CPU each process spent
+// per request (from /proc: the gateway, the rights service, FerretDB, PostgreSQL, the baseline,
+// this load generator). Quicker than `npm run bench` for trying a change to the path; its
+// ratio is the same figure (docs/performance.md).
+// BENCH_SERVICE_ENV: more settings for every service, e.g. '{"OTEL_SDK_DISABLED":"true"}'.
+import { readFileSync, readdirSync } from 'node:fs';
+import path from 'node:path';
+import autocannon from 'autocannon';
+import { startBare, startBenchSystem } from './system.mjs';
+
+const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 6);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
+/** Clock ticks a second, as /proc counts CPU time (USER_HZ, 100 on Linux). */
+const TICKS_PER_S = 100;
+
+/** CPU seconds of a process so far (user and system), or 0 when it is gone. */
+function cpuSeconds(pid) {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_S;
+  } catch {
+    return 0;
+  }
+}
+
+/** The processes whose program is named `name`: each PostgreSQL backend names itself `postgres: …`. */
+function pidsOf(name) {
+  return readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((pid) => {
+      try {
+        return path.basename(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0]).startsWith(name);
+      } catch {
+        return false;
+      }
+    });
+}
+
+const { system, stop } = await startBenchSystem({
+  name: 'request-path',
+  backends: ['catalog', 'rights'],
+  env: JSON.parse(process.env.BENCH_SERVICE_ENV ?? '{}'),
+});
+const stops = [stop];
+try {
+  const admin = (method, url, body) =>
+    fetch(`${system.gatewayUrl}${url}`, {
+      method,
+      headers: system.adminHeaders({ 'content-type': 'application/json' }),
+      ...(body ? { body: JSON.stringify(body) } : {}),
+    });
+  await admin('PUT', '/catalog/skus/bench-sku', { name: 'Benchmark SKU' });
+  await admin('PUT', '/admin/clients/bench-app', { secret: 'bench-app-secret', grantorId: 'bench' });
+  await admin('PUT', '/id/users/bench-user');
+  const authorization = `Basic ${Buffer.from('bench-app:bench-app-secret').toString('base64')}`;
+  const created = await fetch(`${system.gatewayUrl}/id/users/bench-user/rights`, {
+    method: 'POST',
+    headers: { authorization, 'content-type': 'application/json' },
+    body: JSON.stringify({
+      sku: 'bench-sku',
+      grantorId: 'bench',
+      timeInterval: `${new Date(Date.now() - 60_000).toISOString()}/P30D`,
+      state: 'ACTIVE',
+    }),
+  });
+  if (created.status !== 201) throw new Error(`cannot create the benchmark right: ${created.status}`);
+  const { rightId } = await created.json();
+  const bare = await startBare(system.mongoUrlFor('rights'));
+  stops.unshift(bare.stop);
+
+  const targets = {
+    gateway: { url: `${system.gatewayUrl}/id/users/bench-user/rights/${rightId}`, headers: { authorization } },
+    bare: { url: `${bare.url}/${rightId}`, headers: {} },
+  };
+  const processes = () => ({
+    gateway: [system.service('gateway').pid],
+    rights: [system.service('rights').pid],
+    ferretdb: pidsOf('ferretdb'),
+    postgres: pidsOf('postgres'),
+    bare: [bare.pid],
+  });
+  /** CPU seconds so far, by process name and pid (FerretDB opens PostgreSQL backends as it goes). */
+  const cpuNow = () =>
+    Object.fromEntries(
+      Object.entries(processes()).map(([name, pids]) => [name, new Map(pids.map((pid) => [pid, cpuSeconds(pid)]))]),
+    );
+  /** What each process spent between two `cpuNow`s; a process started in between, all of it. */
+  const spent = (before, after) =>
+    Object.fromEntries(
+      Object.entries(after).map(([name, pids]) => [
+        name,
+        [...pids].reduce((sum, [pid, seconds]) => sum + seconds - (before[name]?.get(pid) ?? 0), 0),
+      ]),
+    );
+  const run = (target, duration) =>
+    autocannon({ ...targets[target], connections: CONNECTIONS, duration, pipelining: 1 });
+
+  // Warm: the gateway path long enough for both processes' code to be optimized.
+  await run('gateway', 8);
+  await run('bare', 2);
+  const totals = Object.fromEntries(
+    Object.keys(targets).map((target) => [target, { requests: 0, seconds: 0, p50: [], p99: [], cpu: {} }]),
+  );
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const target of Object.keys(targets)) {
+      const before = cpuNow();
+      const load = process.cpuUsage();
+      const result = await run(target, DURATION_S);
+      const after = cpuNow();
+      const used = process.cpuUsage(load);
+      const total = totals[target];
+      total.requests += result.requests.total;
+      total.seconds += result.duration;
+      total.p50.push(result.latency.p50);
+      total.p99.push(result.latency.p99);
+      for (const [name, seconds] of Object.entries(spent(before, after)))
+        total.cpu[name] = (total.cpu[name] ?? 0) + seconds;
+      total.cpu['load generator'] = (total.cpu['load generator'] ?? 0) + (used.user + used.system) / 1e6;
+    }
+  }
+
+  const mean = (values) => values.reduce((sum, value) => sum + value, 0) / values.length;
+  console.log(`\n${CONNECTIONS} connections, ${ROUNDS} rounds of ${DURATION_S} s, node ${process.version}\n`);
+  console.log('| target | requests/s | p50 ms | p99 ms | CPU ms per request, by process |');
+  console.log('|---|---:|---:|---:|---|');
+  for (const [target, total] of Object.entries(totals)) {
+    const perRequest = Object.entries(total.cpu)
+      .filter(([, seconds]) => seconds > 0.05)
+      .sort((a, b) => b[1] - a[1])
+      .map(([name, seconds]) => `${name} ${((seconds * 1000) / total.requests).toFixed(3)}`)
+      .join(', ');
+    console.log(
+      `| ${target} | ${(total.requests / total.seconds).toFixed(0)} | ${mean(total.p50).toFixed(1)} | ${mean(total.p99).toFixed(1)} | ${perRequest} |`,
+    );
+  }
+  const rate = (target) => totals[target].requests / totals[target].seconds;
+  const gateway = totals.gateway;
+  console.log(
+    `\nretrieve right, gateway/bare findOne: ${(rate('gateway') / rate('bare')).toFixed(2)} (target >= 0.6); ` +
+      `gateway p99 ÷ p50: ${(mean(gateway.p99) / mean(gateway.p50)).toFixed(1)} (target <= 3)`,
+  );
+} finally {
+  for (const stopOne of stops) await stopOne();
+}
