@@ -1,4 +1,4 @@
-import { clientsOf, TestSystem, ZipkinServer, type ZipkinSpan } from '@rs/testing';
+import { clientsOf, EVENTUALLY, TestSystem, ZipkinServer, type ZipkinSpan } from '@rs/testing';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
 /**
@@ -55,7 +55,7 @@ describe('a request traced in Zipkin', () => {
           );
         if (!line) throw new Error(`the request is not logged by ${service} yet`);
         return line;
-      });
+      }, EVENTUALLY);
     const logged = await requestLine('gateway');
     expect(logged?.trace_id).toMatch(/^[0-9a-f]{32}$/);
     // Its request id is the answer's, and the rights service's line for it carries both ids too.

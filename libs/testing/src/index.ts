@@ -18,3 +18,4 @@ export * from './ferretdb';
 export * from './rabbit-cluster';
 export * from './periodic-subscriptions';
 export * from './markers';
+export * from './waiting';

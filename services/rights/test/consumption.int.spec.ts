@@ -1,4 +1,4 @@
-import { clientsOf, systemFixture, TestSystem } from '@rs/testing';
+import { clientsOf, EVENTUALLY, systemFixture, TestSystem } from '@rs/testing';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
 const basic = TestSystem.clientAuthorization;
@@ -71,13 +71,13 @@ describe('consumption by SKU (docs/api.md "Consumption by SKU")', () => {
       remaining: 4,
     });
     expect([await remainingOf('ann', sooner), await remainingOf('ann', later)]).toEqual([0, 4]);
-    await vi.waitFor(() => expect([consumedEvents(sooner), consumedEvents(later)]).toEqual([[3], [1]]));
+    await vi.waitFor(() => expect([consumedEvents(sooner), consumedEvents(later)]).toEqual([[3], [1]]), EVENTUALLY);
     await vi.waitFor(async () => {
       const history = (await (await call('GET', `/id/users/ann/rights/${later}/history`, A)).json()) as {
         history: Array<{ type: string; changes: Record<string, unknown> }>;
       };
       expect(history.history.at(-1)).toMatchObject({ type: 'right.consumed', changes: { remaining: [5, 4] } });
-    });
+    }, EVENTUALLY);
     // The check on this gateway knows at once.
     expect(await balanceOf('ann')).toBe(4);
 
@@ -148,7 +148,10 @@ describe('consumption by SKU (docs/api.md "Consumption by SKU")', () => {
     expect(statuses.filter((status) => status === 200)).toHaveLength(10);
     expect(statuses.filter((status) => status === 409)).toHaveLength(14);
     expect(await Promise.all(rights.map((rightId) => remainingOf('dan', rightId)))).toEqual([0, 0, 0]);
-    await vi.waitFor(() => expect(rights.flatMap(consumedEvents).reduce((sum, amount) => sum + amount, 0)).toBe(10));
+    await vi.waitFor(
+      () => expect(rights.flatMap(consumedEvents).reduce((sum, amount) => sum + amount, 0)).toBe(10),
+      EVENTUALLY,
+    );
   });
 });
 
@@ -185,7 +188,7 @@ describe('reservations (docs/api.md "Reservations")', () => {
     expect((await call('POST', `${reservations('eve')}/${reservation.reservationId}/commit`, B)).status).toBe(404);
     expect((await call('POST', reservations('eve'), SP, { amount: 1, ttl: 'PT25H' })).status).toBe(400);
     expect((await call('POST', reservations('eve'), SP, { amount: 5 })).status).toBe(409);
-    await vi.waitFor(() => expect(consumedEvents(sooner)).toEqual([2]));
+    await vi.waitFor(() => expect(consumedEvents(sooner)).toEqual([2]), EVENTUALLY);
   });
 
   it('when a reservation is released, then its units are free at once; one not settled lapses by itself within seconds', async () => {

@@ -1,4 +1,4 @@
-import { clientsOf, systemFixture, TestSystem } from '@rs/testing';
+import { clientsOf, EVENTUALLY, systemFixture, TestSystem } from '@rs/testing';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
 // docs/api.md "Plan changes", through the gateway, with the rights service and the scheduler:
@@ -75,7 +75,7 @@ async function createdOnce(rightIds: readonly string[]) {
     );
   await vi.waitFor(() => {
     for (const rightId of rightIds) expect(idsOf(rightId).size, rightId).toBe(1);
-  });
+  }, EVENTUALLY);
 }
 
 describe('plan changes (docs/api.md "Plan changes")', () => {
