@@ -1,4 +1,4 @@
-import { Clock as ClockView, DomainError, type Principal } from '@rs/contracts';
+import { Clock as ClockView, DomainError, type ClockCreation, type Principal } from '@rs/contracts';
 import type { InternalTokenSigner } from './internal-token';
 import { getResource, servicePrincipal, ServiceUnreachable } from './service-client';
 
@@ -45,10 +45,25 @@ export class ClockTimes {
   }
 
   /** The clock now, or null when there is none (never was, or deleted). The scheduler unreachable: 503. */
-  async find(clockId: string): Promise<ClockTime | null> {
-    const url = new URL(`${this.options.schedulerUrl}/internal/clocks/${encodeURIComponent(clockId)}`);
+  find(clockId: string): Promise<ClockTime | null> {
+    return this.ask(`/internal/clocks/${encodeURIComponent(clockId)}`);
+  }
+
+  /**
+   * The clock a creation for `creation.grantorId` names (404 unless that grantor's), announced
+   * to the scheduler: while the clock is ready, the object is expected on it, so that an advance
+   * asked right after the creation waits for it (docs/decisions/0050).
+   */
+  async forCreation(clockId: string, creation: ClockCreation): Promise<ClockTime> {
+    const clock = await this.ask(`/internal/clocks/${encodeURIComponent(clockId)}/creations`, creation);
+    if (!clock) throw DomainError.notFound(`no clock ${clockId}`);
+    return clock;
+  }
+
+  private async ask(path: string, body?: ClockCreation): Promise<ClockTime | null> {
+    const url = new URL(`${this.options.schedulerUrl}${path}`);
     const { signer, requestTimeoutMs } = this.options;
-    const read = { signer, caller: this.principal, service: 'scheduler', schema: ClockView };
+    const read = { signer, caller: this.principal, service: 'scheduler', schema: ClockView, body };
     try {
       const clock = await getResource(url, { ...read, ...(requestTimeoutMs ? { timeoutMs: requestTimeoutMs } : {}) });
       return (
@@ -63,16 +78,6 @@ export class ClockTimes {
       if (error instanceof ServiceUnreachable) throw DomainError.unavailable('the test clocks cannot be read now', 5);
       throw error;
     }
-  }
-
-  /**
-   * The clock a creation for `grantorId` names: that grantor's live clock, else 404 (a clock is
-   * visible to its grantor only: which others exist is not for it to learn).
-   */
-  async ofGrantor(clockId: string, grantorId: string): Promise<ClockTime> {
-    const clock = await this.find(clockId);
-    if (!clock || clock.grantorId !== grantorId) throw DomainError.notFound(`no clock ${clockId}`);
-    return clock;
   }
 
   /**
@@ -97,7 +102,7 @@ export class ClockTimes {
 }
 
 /** What a use case asks of the test clocks (ClockTimes answers it). */
-export type ClockLookup = Pick<ClockTimes, 'ofGrantor' | 'nowFor'>;
+export type ClockLookup = Pick<ClockTimes, 'forCreation' | 'nowFor'>;
 
 /**
  * "Now" for what lives on a test clock or not (docs/decisions/0048): every use case asks it of
@@ -132,13 +137,17 @@ export class NowFor {
   }
 
   /**
-   * The time of the clock a creation for `grantorId` names (404 unless it is that grantor's;
-   * 409 while it is advancing), or real time.
+   * The time of the clock a creation names (404 unless it is the creating grantor's; 409 while
+   * it is advancing), or real time. The scheduler is told of the creation on the clock before it
+   * is made (docs/decisions/0050).
    */
-  async forCreation(clockId: string | undefined, grantorId: string): Promise<Date> {
+  async forCreation(
+    { clockId, grantorId }: { clockId?: string | undefined; grantorId: string },
+    object: Omit<ClockCreation, 'grantorId'>,
+  ): Promise<Date> {
     if (clockId === undefined) return this.clock();
     if (!this.clocks) throw DomainError.notFound(`no clock ${clockId}`);
-    const clock = await this.clocks.ofGrantor(clockId, grantorId);
+    const clock = await this.clocks.forCreation(clockId, { grantorId, ...object });
     if (clock.advancing) throw advancingConflict(clockId);
     return clock.time;
   }

@@ -4,15 +4,23 @@ import { INTERNAL_TOKEN_HEADER, type InternalTokenSigner } from './internal-toke
 import { startClientSpan } from './tracing';
 
 /**
- * The one way a service reads from another (docs/api.md): a GET with the caller's internal
- * token, a timeout, and the trace context, so the called service's span joins the caller's
- * trace.
+ * The one way a service asks another (docs/api.md): a GET with the caller's internal token, a
+ * timeout, and the trace context, so the called service's span joins the caller's trace; with
+ * `body`, a POST of it as JSON (the one announcement a service makes this way: a creation on a
+ * test clock, docs/decisions/0050).
  */
-export async function getFromService(url: URL, token: string, timeoutMs: number): Promise<Response> {
+export async function getFromService(url: URL, token: string, timeoutMs: number, body?: unknown): Promise<Response> {
   const headers: Record<string, string> = { [INTERNAL_TOKEN_HEADER]: token, accept: 'application/json' };
-  const span = startClientSpan('GET', url, headers);
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  const method = body === undefined ? 'GET' : 'POST';
+  const span = startClientSpan(method, url, headers);
   try {
-    const response = await fetch(url, { headers, signal: AbortSignal.timeout(timeoutMs) });
+    const response = await fetch(url, {
+      method,
+      headers,
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      signal: AbortSignal.timeout(timeoutMs),
+    });
     span.end(response.status);
     return response;
   } catch (error) {
@@ -39,12 +47,14 @@ export async function getResource<T>(
     service: string;
     schema: z.ZodType<T>;
     timeoutMs?: number;
+    /** Sent as a POST (see `getFromService`). */
+    body?: unknown;
   },
 ): Promise<T | null> {
   let response: Response;
   try {
     const token = await options.signer.tokenFor(options.caller, options.service);
-    response = await getFromService(url, token, options.timeoutMs ?? 2_000);
+    response = await getFromService(url, token, options.timeoutMs ?? 2_000, options.body);
   } catch (error) {
     throw new ServiceUnreachable(`${options.service} unreachable: ${(error as Error).message}`);
   }

@@ -66,6 +66,15 @@ export const start = defineService('scheduler', Config, async (runtime) => {
         for (const store of [stores.subscriptionSchedules, stores.rightExpiries, stores.holdExpiries])
           await store.removeClock(clockId);
       },
+      // Kept as a renewal's issued rights are (followEvents): expected, under the clock's time.
+      expect: async (onClock, { kind, id, connectId }) => {
+        const [work, store] =
+          kind === 'subscription'
+            ? (['renewal', stores.subscriptionSchedules] as const)
+            : (['expiry', stores.rightExpiries] as const);
+        const expected = { id, sequence: 0, connectId, clockId: onClock.clockId, dueAt: null, expected: true };
+        recordings.recorded(work, await store.recordOnClocks([{ ...expected, instant: onClock.time }], clock));
+      },
     }),
     config.PUBLIC_BASE_URL,
   );

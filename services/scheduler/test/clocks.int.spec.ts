@@ -1,4 +1,5 @@
-import { clientsOf, systemFixture, TestSystem, type CollectedMessage } from '@rs/testing';
+import { INTERNAL_TOKEN_HEADER, InternalTokenSigner, servicePrincipal } from '@rs/http';
+import { clientsOf, systemFixture, TEST_INTERNAL_SECRET, TestSystem, type CollectedMessage } from '@rs/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 // docs/decisions/0048: test clocks, owned by the scheduler, through the gateway: a grantor's
@@ -99,6 +100,36 @@ describe('test clocks (docs/decisions/0048)', () => {
     expect(events[2]!.body.data).toMatchObject({ time: '2027-04-30T23:00:00Z', status: 'advancing', grantorId: 'A' });
     expect(events[3]!.body.data).toMatchObject({ time: '2027-04-30T23:00:00Z', status: 'ready' });
     expect((await fx.call('GET', path, A)).status).toBe(404);
+  });
+
+  it('when a creation on a ready clock is announced and the clock advanced before the object is recorded, then the advance waits for it (docs/decisions/0050)', async () => {
+    const clock = await createClock(A, { grantorId: 'A', time: '2027-01-01T00:00:00Z' });
+    const path = `/clocks/${clock.clockId}`;
+    // As the subscriptions service announces a subscription it is about to make on the clock.
+    const signer = new InternalTokenSigner(TEST_INTERNAL_SECRET, 'subscriptions');
+    const announce = async (grantorId: string) =>
+      fetch(`${fx.system.service('scheduler').url}/internal/clocks/${clock.clockId}/creations`, {
+        method: 'POST',
+        headers: {
+          [INTERNAL_TOKEN_HEADER]: await signer.tokenFor(servicePrincipal('subscriptions'), 'scheduler'),
+          'content-type': 'application/json',
+        },
+        body: JSON.stringify({ grantorId, kind: 'subscription', id: 'announced', connectId: 'alice' }),
+      });
+    expect((await announce('B')).status).toBe(404); // another grantor's clock is not there for it
+    const announced = await announce('A');
+    expect(announced.status).toBe(200);
+    expect(await announced.json()).toMatchObject({ status: 'ready', time: '2027-01-01T00:00:00Z' });
+
+    expect((await fx.call('POST', `${path}/advance`, A, { to: '2027-06-01T00:00:00Z' })).status).toBe(202);
+    // With nothing on it, its driver makes it ready at its next steps (the test above); the
+    // subscription announced, whose event never comes, holds it where it was.
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    expect(await (await fx.call('GET', path, A)).json()).toMatchObject({
+      status: 'advancing',
+      time: '2027-01-01T00:00:00Z',
+    });
+    expect((await fx.call('DELETE', path, A)).status).toBe(204);
   });
 
   it('when a grantor has TEST_CLOCKS_MAX clocks, then one more is 409 until one is deleted; an admin creates one for any grantor', async () => {

@@ -42,6 +42,19 @@ export type Clock = z.infer<typeof Clock>;
 export const ClockList = z.object({ clocks: z.array(Clock) });
 
 /**
+ * Internal (docs/decisions/0050): a creation on a test clock, announced to the scheduler by the
+ * service about to make it, so that an advance asked right after it waits for the object.
+ */
+export const ClockCreation = z.object({
+  /** The grantor creating: another grantor's clock is not found. */
+  grantorId: z.string().min(1),
+  kind: z.enum(['subscription', 'right']),
+  id: z.string().min(1).max(128),
+  connectId: z.string().min(1),
+});
+export type ClockCreation = z.infer<typeof ClockCreation>;
+
+/**
  * docs/decisions/0048: every change of a clock, for the services that judge by its time; `data`
  * is the clock as the API returns it, and its generation.
  */

@@ -158,9 +158,10 @@ export class RightsUseCases {
     // Service providers agree to what they serve (docs/security.md "Who may grant what").
     const grant = grantOf(entry, body.grantorId, body.serviceProviderId);
     if (!grant.ok) throw refusedGrant(grant.refusal);
-    const now = await this.nowFor.forCreation(body.clockId, body.grantorId);
+    const rightId = id ?? newId(this.clock().getTime());
+    const now = await this.nowFor.forCreation(body, { kind: 'right', id: rightId, connectId: userId });
     const right: RightEntity = {
-      rightId: id ?? newId(this.clock().getTime()),
+      rightId,
       userId,
       state: body.state ?? 'CREATED',
       grantorId: body.grantorId,

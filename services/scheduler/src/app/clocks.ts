@@ -4,6 +4,7 @@ import {
   newId,
   type ClockAdvanceBody,
   type ClockCreateBody,
+  type ClockCreation,
   type Principal,
 } from '@rs/contracts';
 import { changeOne, UNCHANGED } from '@rs/store';
@@ -30,7 +31,13 @@ export class ClockUseCases {
   constructor(
     private readonly store: ClockStore,
     private readonly messages: ClockMessages,
-    private readonly options: { maxPerGrantor: number; clock: Clock; forget?: (clockId: string) => Promise<void> },
+    private readonly options: {
+      maxPerGrantor: number;
+      clock: Clock;
+      forget?: (clockId: string) => Promise<void>;
+      /** Keeps the object a creation announces as expected on the clock (see `expectCreation`). */
+      expect?: (clock: ClockEntity, creation: ClockCreation) => Promise<void>;
+    },
   ) {}
 
   async create(principal: Principal, body: ClockCreateBody): Promise<ClockEntity> {
@@ -67,6 +74,20 @@ export class ClockUseCases {
   async get(principal: Principal, clockId: string): Promise<ClockEntity> {
     const clock = await this.store.find(clockId);
     if (!clock || !canUseClock(principal, clock)) throw DomainError.notFound(`no clock ${clockId}`);
+    return clock;
+  }
+
+  /**
+   * A creation on a clock, announced by the service about to make it (docs/decisions/0050): the
+   * clock as it is now (404 unless the creating grantor's). While the clock is ready the object
+   * is expected on it, as a right a renewal issued is: an advance asked right after the creation
+   * waits until the object's own event is recorded (or `ADVANCE_PATIENCE.expectForMs`, if the
+   * creation failed), instead of passing it by before its event arrives.
+   */
+  async expectCreation(clockId: string, creation: ClockCreation): Promise<ClockEntity> {
+    const clock = await this.store.find(clockId);
+    if (!clock || clock.grantorId !== creation.grantorId) throw DomainError.notFound(`no clock ${clockId}`);
+    if (clock.status === 'ready') await this.options.expect?.(clock, creation);
     return clock;
   }
 

@@ -1,4 +1,4 @@
-import { ClockAdvanceBody, ClockCreateBody, ClockId } from '@rs/contracts';
+import { ClockAdvanceBody, ClockCreateBody, ClockCreation, ClockId } from '@rs/contracts';
 import * as http from '@rs/http';
 import type { Request, Router } from 'express';
 import type { ClockUseCases } from '../app/clocks';
@@ -38,6 +38,14 @@ export function clockRoutes(clocks: ClockUseCases, publicBaseUrl: string): Route
     get: async (req, res) => {
       http.requireServiceCaller(res.locals.principal);
       res.json(view(await clocks.current(clockId(req))));
+    },
+  });
+  // A creation on a clock, announced by the service about to make it (docs/decisions/0050).
+  http.route(router, '/internal/clocks/:clockId/creations', {
+    post: async (req, res) => {
+      http.requireServiceCaller(res.locals.principal);
+      const creation = http.parseBody(ClockCreation, req.body);
+      res.json(view(await clocks.expectCreation(clockId(req), creation)));
     },
   });
   return router;

@@ -126,10 +126,11 @@ export class SubscriptionUseCases {
     const spec = parseTimeSpec(body.timeSpec);
     if (!spec.ok) throw DomainError.invalid(`timeSpec: ${spec.reason}`);
     await this.validateTemplates(body.grantorId, spec.value, body.rightsSpec);
-    const now = await this.nowFor.forCreation(body.clockId, body.grantorId);
+    const subscriptionId = id ?? newId(this.clock().getTime());
+    const now = await this.nowFor.forCreation(body, { kind: 'subscription', id: subscriptionId, connectId: userId });
     const nextPeriod = firstPeriodToIssue(spec.value, now);
     const subscription: SubscriptionEntity = {
-      subscriptionId: id ?? newId(this.clock().getTime()),
+      subscriptionId,
       userId,
       grantorId: body.grantorId,
       grantorContext: body.grantorContext ?? null,
