@@ -102,6 +102,57 @@ beforeAll(async () => {
 }, 180_000);
 afterAll(fx.stop);
 
+/**
+ * Reservations of units of grantor A's metered right of `victim` (docs/api.md "Reservations"),
+ * one made by each kind of principal: only its maker, the right's grantor and an admin settle
+ * it; to every other caller who passes the gateway it does not exist (404).
+ */
+interface Reserved {
+  id: string;
+  maker: string;
+}
+const reservations: Reserved[] = [];
+const RESERVATION_MAKERS = ['provider SP', 'grantor A', "victim's app of A", 'admin'];
+const reservationPath = (id: string) => `/id/users/victim/entitlements/news/reservations/${id}`;
+let meteredRight = '';
+
+beforeAll(async () => {
+  const made = await fx.call('POST', '/id/users/victim/rights', TestSystem.clientAuthorization('client-a'), {
+    sku: 'news',
+    grantorId: 'A',
+    timeInterval: `${new Date(Date.now() - 60_000).toISOString().replace(/\.\d{3}Z$/, 'Z')}/P1D`,
+    state: 'ACTIVE',
+    quantity: 100,
+  });
+  meteredRight = ((await made.json()) as { rightId: string }).rightId;
+  for (const maker of RESERVATION_MAKERS) {
+    const { authorization } = principals.find((principal) => principal.name === maker)!;
+    const reserved = await fx.call('POST', '/id/users/victim/entitlements/news/reservations', authorization, {
+      amount: 1,
+      ttl: 'PT1H',
+    });
+    expect(reserved.status, `${maker}: ${await reserved.clone().text()}`).toBe(201);
+    reservations.push({ id: ((await reserved.json()) as { reservationId: string }).reservationId, maker });
+  }
+}, 60_000);
+
+/** Who settles a reservation (commit or release): its maker, the right's grantor (Basic), an admin. */
+function settles(principal: Principal, reservation: Reserved): 'allowed' | 401 | 404 {
+  if (principal.bearer && principal.user !== 'victim') return 401;
+  const mayUse = principal.grantor === null || principal.grantor === 'A' || principal.grantor === 'SP';
+  if (!mayUse) return 404;
+  const grantorOfRight = !principal.bearer && principal.grantor === 'A';
+  return principal.name === reservation.maker || principal.grantor === null || grantorOfRight ? 'allowed' : 404;
+}
+
+/** The metered right's balances as an admin reads them: must not change. */
+async function meteredState(): Promise<string> {
+  const admin = fx.system.adminHeaders().authorization!;
+  const right = (await (await fx.call('GET', `/id/users/victim/rights/${meteredRight}`, admin)).json()) as object;
+  const check = (await (await fx.call('GET', '/id/users/victim/entitlements/news', admin)).json()) as object;
+  return JSON.stringify([right, 'balance' in check ? check.balance : null]);
+}
+
 /** The changes docs/api.md "Principals and authorization" keep to the object's grantor (and admins): 401 for anyone else. */
 const MANAGE = new Set([
   'removeRight',
@@ -198,5 +249,38 @@ describe('object access: every route × every principal × every owner', () => {
     expect(wrong).toEqual([]);
     expect(sent).toBeGreaterThan(150);
     expect(await state()).toBe(before);
+  });
+});
+
+describe('reservations: commit and release × every principal × every maker', () => {
+  it('when each principal settles each principal’s reservation, then only its maker, the grantor and an admin may; to anyone else it does not exist, and nothing changes', async () => {
+    const before = await meteredState();
+    const wrong: string[] = [];
+    for (const reservation of reservations)
+      for (const principal of principals) {
+        const want = settles(principal, reservation);
+        if (want === 'allowed') continue; // the walk changes nothing
+        for (const [method, path] of [
+          ['POST', `${reservationPath(reservation.id)}/commit`],
+          ['DELETE', reservationPath(reservation.id)],
+        ] as const) {
+          const status = (await fx.call(method, path, principal.authorization)).status;
+          if (status !== want)
+            wrong.push(`${principal.name} ${method} of ${reservation.maker}'s reservation: ${status}, wanted ${want}`);
+        }
+      }
+    expect(wrong).toEqual([]);
+    expect(await meteredState()).toBe(before);
+    // Then every principal allowed releases it (a release is done once, and 204 again after).
+    for (const reservation of reservations)
+      for (const principal of principals.filter((one) => settles(one, reservation) === 'allowed')) {
+        const status = (await fx.call('DELETE', reservationPath(reservation.id), principal.authorization)).status;
+        if (status !== 204)
+          wrong.push(`${principal.name} release of ${reservation.maker}'s reservation: ${status}, wanted 204`);
+      }
+    expect(wrong).toEqual([]);
+    expect(
+      reservations.map((reservation) => principals.filter((one) => settles(one, reservation) === 'allowed').length),
+    ).toEqual([3, 2, 3, 2]);
   });
 });

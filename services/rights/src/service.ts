@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { RightsUseCases } from './app/rights';
 import { ConsumptionUseCases } from './app/consumptions';
 import { ConsumptionStore } from './store/consumption-store';
+import { DEFAULT_MAX_HOLDS } from './domain/metering';
 import { RightTokens } from './app/right-tokens';
 import { ExpiryWrites } from './app/expiry-writes';
 import { SigningKeyStore } from './store/signing-key-store';
@@ -25,6 +26,8 @@ export const Config = z.object({
   RIGHT_TOKEN_TTL_S: z.coerce.number().int().min(1).max(86_400).default(300),
   RIGHT_TOKEN_KEY_SECRET: env.secret.optional(),
   RIGHT_TOKEN_KEY_SECRET_PREVIOUS: env.secret.optional(),
+  /** docs/api.md "Reservations": the open reservations (and consumptions under way) one right may hold. */
+  RIGHT_MAX_HOLDS: z.coerce.number().int().min(1).max(10_000).default(DEFAULT_MAX_HOLDS),
 });
 
 /**
@@ -45,7 +48,15 @@ export const start = defineService('rights', Config, async (runtime) => {
   const messages = new RightMessages(config.PUBLIC_BASE_URL);
   const clocks = new ClockTimes({ schedulerUrl: config.SCHEDULER_URL, signer: runtime.signer, service: 'rights' });
   const rights = new RightsUseCases({ store, history, skus, messages, clock, clocks });
-  const consumptions = new ConsumptionUseCases({ rights: store, records, skus, messages, clock, clocks });
+  const consumptions = new ConsumptionUseCases({
+    rights: store,
+    records,
+    skus,
+    messages,
+    clock,
+    clocks,
+    maxHolds: config.RIGHT_MAX_HOLDS,
+  });
   const keys = new SigningKeyStore(runtime.db, secretRing(config, 'RIGHT_TOKEN_KEY_SECRET'));
   const tokens = new RightTokens(rights, keys, {
     issuer: config.PUBLIC_BASE_URL,

@@ -1,7 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
-  APPLIED_KEPT,
   available,
   consume,
   lapsedHolds,
@@ -14,55 +13,44 @@ import {
 
 // The rules of metered rights (docs/decisions/0045), pure.
 
-const meter = (remaining: number, holds: Meter['holds'] = [], applied: string[] = []): Meter => ({
-  quantity: 10,
-  remaining,
-  holds,
-  applied,
-});
+const meter = (remaining: number, holds: Meter['holds'] = []): Meter => ({ quantity: 10, remaining, holds });
 const at = (iso: string) => new Date(iso);
 const hold = (id: string, amount: number, until = '2026-12-01T00:05:00Z') => ({ id, amount, until: at(until) });
 
 describe('consuming from one right', () => {
-  it('when units are available, then they are taken and the consumption remembered; applied again, it is already done', () => {
-    const first = consume(meter(10), 'c1', 3);
-    expect(first).toEqual({ kind: 'changed', next: meter(7, [], ['c1']) });
-    expect(consume(meter(7, [], ['c1']), 'c1', 3)).toEqual({ kind: 'already' });
+  it('when units are available, then they are taken, and the right keeps nothing of the consumption but its balance', () => {
+    expect(consume(meter(10), 3)).toEqual({ kind: 'changed', next: meter(7) });
   });
 
   it('when held units leave too few, then nothing is taken and the available units are said', () => {
-    expect(consume(meter(5, [hold('r1', 4)]), 'c1', 2)).toEqual({ kind: 'short', available: 1 });
-    expect(consume(meter(0), 'c1', 1)).toEqual({ kind: 'short', available: 0 });
-  });
-
-  it('when many consumptions are applied, then the right remembers the latest ones only', () => {
-    let current = meter(1_000);
-    for (let i = 0; i < APPLIED_KEPT + 5; i++) {
-      const change = consume(current, `c${i}`, 1);
-      if (change.kind !== 'changed') throw new Error(change.kind);
-      current = change.next;
-    }
-    expect(current.applied).toHaveLength(APPLIED_KEPT);
-    expect(current.applied.at(-1)).toBe(`c${APPLIED_KEPT + 4}`);
-    expect(current.remaining).toBe(1_000 - APPLIED_KEPT - 5);
+    expect(consume(meter(5, [hold('r1', 4)]), 2)).toEqual({ kind: 'short', available: 1 });
+    expect(consume(meter(0), 1)).toEqual({ kind: 'short', available: 0 });
   });
 });
 
 describe('holds: reservations and consumptions across rights', () => {
   it('when a hold is placed, then others see fewer units; placed again, it is already there', () => {
-    const placed = placeHold(meter(5), hold('r1', 3));
+    const placed = placeHold(meter(5), hold('r1', 3), 100);
     expect(placed.kind).toBe('changed');
     const next = (placed as { next: Meter }).next;
     expect(available(next)).toBe(2);
     expect(next.remaining).toBe(5);
-    expect(placeHold(next, hold('r1', 3))).toEqual({ kind: 'already' });
-    expect(placeHold(next, hold('r2', 3))).toEqual({ kind: 'short', available: 2 });
+    expect(placeHold(next, hold('r1', 3), 100)).toEqual({ kind: 'already' });
+    expect(placeHold(next, hold('r2', 3), 100)).toEqual({ kind: 'short', available: 2 });
+  });
+
+  it('when a right holds its most holds, then another is refused however many units are free; settling one makes room', () => {
+    const full = meter(100, [hold('r1', 1), hold('r2', 1)]);
+    expect(placeHold(full, hold('r3', 1), 2)).toEqual({ kind: 'full', max: 2 });
+    expect(placeHold(full, hold('r2', 1), 2)).toEqual({ kind: 'already' });
+    const settled = settleHold(full, 'r1', 0);
+    expect(placeHold((settled as { next: Meter }).next, hold('r3', 1), 2).kind).toBe('changed');
   });
 
   it('when a hold is settled for part of it, then that part is consumed and the rest freed; settled again, nothing changes', () => {
     const settled = settleHold(meter(5, [hold('r1', 3), hold('r2', 1)]), 'r1', 2);
-    expect(settled).toEqual({ kind: 'changed', next: meter(3, [hold('r2', 1)], ['r1']) });
-    expect(settleHold(meter(3, [hold('r2', 1)], ['r1']), 'r1', 2)).toEqual({ kind: 'already' });
+    expect(settled).toEqual({ kind: 'changed', next: meter(3, [hold('r2', 1)]) });
+    expect(settleHold(meter(3, [hold('r2', 1)]), 'r1', 2)).toEqual({ kind: 'already' });
   });
 
   it('when a hold is settled for nothing (released, or aborted), then all its units are freed and nothing is consumed', () => {
@@ -70,7 +58,7 @@ describe('holds: reservations and consumptions across rights', () => {
   });
 
   it('when a settlement names more than was held, then only what was held is consumed', () => {
-    expect(settleHold(meter(5, [hold('r1', 3)]), 'r1', 9)).toEqual({ kind: 'changed', next: meter(2, [], ['r1']) });
+    expect(settleHold(meter(5, [hold('r1', 3)]), 'r1', 9)).toEqual({ kind: 'changed', next: meter(2) });
   });
 
   it('when time passes, then the holds whose time is up are the lapsed ones', () => {
@@ -93,14 +81,15 @@ describe('holds: reservations and consumptions across rights', () => {
           const before = current.remaining;
           const change =
             kind === 'consume'
-              ? consume(current, `c${id}`, Math.max(1, amount))
+              ? consume(current, Math.max(1, amount))
               : kind === 'hold'
-                ? placeHold(current, hold(`h${id}`, Math.max(1, amount)))
+                ? placeHold(current, hold(`h${id}`, Math.max(1, amount)), 4)
                 : settleHold(current, `h${id}`, amount);
           if (change.kind === 'changed') current = change.next;
           consumed += before - current.remaining;
           expect(available(current)).toBeGreaterThanOrEqual(0);
           expect(current.remaining).toBeGreaterThanOrEqual(0);
+          expect(current.holds.length).toBeLessThanOrEqual(4);
         }
         expect(current.remaining).toBe(start - consumed);
       }),

@@ -18,7 +18,6 @@ export const aRight = (fields: Partial<RightEntity> = {}): RightEntity => ({
   used: false,
   quantity: null,
   remaining: null,
-  applied: [],
   holds: [],
   grace: null,
   start: new Date('2026-03-01T00:00:00Z'),

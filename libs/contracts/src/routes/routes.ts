@@ -627,15 +627,17 @@ export const ROUTES = [
     operationId: 'commitReservation',
     method: 'POST',
     path: `${RESERVATION}/commit`,
-    summary: 'Consume `amount` of the held units (default all, at most those held) and free the rest',
+    summary:
+      "Consume `amount` of the held units (default all, at most those held) and free the rest; a commit of 0 is a release. Only the principal that made the reservation, the rights' grantor or an admin settles it",
     body: { schema: 'CommitBody', required: false },
-    responses: CONSUMED,
+    responses: { ...CONSUMED, '204': { description: 'A commit of 0: released, nothing consumed' } },
   }),
   entitlementChange({
     operationId: 'releaseReservation',
     method: 'DELETE',
     path: RESERVATION,
-    summary: 'Free every held unit of a reservation',
+    summary:
+      "Free every held unit of a reservation (its maker, the rights' grantor or an admin; to anyone else it does not exist)",
     responses: { '204': { description: 'Released (or released before)' } },
   }),
   // docs/api.md: signed right tokens.

@@ -123,6 +123,25 @@ export class Forwarder {
     const span = startClientSpan(req.method, upstream, headers);
     let answered: ForwardedResponse | null = null;
     return new Promise<ForwardedResponse | null | void>((resolve) => {
+      // Once: when the client's response is done, or the client went away and nothing it sent
+      // is left under way at the service.
+      let settled = false;
+      const settle = () => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(deadline);
+        span.end();
+        const left = (this.inFlight.get(share) ?? 1) - 1;
+        if (left > 0) this.inFlight.set(share, left);
+        else this.inFlight.delete(share);
+        resolve(answered);
+      };
+      /**
+       * An idempotent request whose client left after it reached the service: its answer is
+       * still awaited and kept (docs/decisions/0051), so a retry is answered as it was instead of
+       * running again while the first attempt may still be applied.
+       */
+      let awaitedForRetry = false;
       const request = http.request({
         protocol: upstream.protocol,
         hostname: upstream.hostname,
@@ -140,6 +159,7 @@ export class Forwarder {
         failed = true;
         span.end();
         request.destroy();
+        if (awaitedForRetry) return settle();
         if (!res.headersSent) sendError(req, res, error);
         else res.destroy();
       };
@@ -184,13 +204,26 @@ export class Forwarder {
           return fail(serviceUnavailable('the service is unavailable; try again shortly'));
         }
         this.options.onAnswer?.(incoming.headers);
+        if (awaitedForRetry && tap) {
+          const chunks: Buffer[] = [];
+          incoming.on('data', (chunk: Buffer) => chunks.push(chunk));
+          incoming.on('error', () => settle());
+          incoming.on('end', () => {
+            answered = { status: incoming.statusCode ?? 502, headers: incoming.headers, body: Buffer.concat(chunks) };
+            void tap
+              .keep(answered)
+              .catch(() => undefined)
+              .then(settle);
+          });
+          return;
+        }
         res.status(incoming.statusCode ?? 502);
         for (const [name, value] of Object.entries(filterHeaders(incoming.headers, NEVER_ANSWERED))) {
           if (value !== undefined) res.setHeader(name, value);
         }
         // pipe, not stream.pipeline: pipeline builds a DOMException for its AbortSignal on
         // every call, a cost on the hot path for nothing the forwarder needs.
-        incoming.on('error', () => res.destroy());
+        incoming.on('error', () => (awaitedForRetry ? settle() : res.destroy()));
         if (!tap) {
           incoming.pipe(res);
           return;
@@ -205,19 +238,19 @@ export class Forwarder {
           void tap
             .keep(answer)
             .catch(() => undefined) // not kept: a retry waits for the lease, then runs again
-            .then(() => res.end(answer.body));
+            .then(() => (awaitedForRetry ? settle() : res.end(answer.body)));
         });
       });
       // Settled when the client's response is done, or the client went away: either way the
       // connection to the service is free again (an answer not wholly read is cut off).
       res.on('close', () => {
-        clearTimeout(deadline);
-        span.end();
+        const sent = request.writableEnded; // it may have reached the service
+        if (tap && sent && !answered && !failed && !res.writableFinished) {
+          awaitedForRetry = true; // the deadline still bounds the wait
+          return;
+        }
         if (!res.writableFinished || !request.writableFinished) request.destroy();
-        const left = (this.inFlight.get(share) ?? 1) - 1;
-        if (left > 0) this.inFlight.set(share, left);
-        else this.inFlight.delete(share);
-        resolve(answered);
+        settle();
       });
     });
   }

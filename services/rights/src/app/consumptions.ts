@@ -13,7 +13,7 @@ import {
 import { changeOne, documentLock, RACE_LOST, untilStored, type ItemFailure, isTransient } from '@rs/store';
 import { NowFor, type ClockLookup, type OnClock } from '@rs/http';
 import { systemClock, type Clock } from '@rs/time';
-import { canUse } from '../domain/access';
+import { canSettle, canUse } from '../domain/access';
 import {
   abort,
   commit,
@@ -26,7 +26,7 @@ import {
   type ConsumptionRecord,
   type RecordDecision,
 } from '../domain/consumption';
-import { planConsumption, type Portion } from '../domain/metering';
+import { DEFAULT_MAX_HOLDS, planConsumption, type Portion } from '../domain/metering';
 import {
   asOf,
   availableOf,
@@ -38,7 +38,7 @@ import {
   type RightEntity,
 } from '../domain/right';
 import type { RightMessages } from '../messaging/events';
-import { holdMessage } from '../messaging/holds';
+import { appliedMessage, holdMessage } from '../messaging/holds';
 import type { ConsumptionStore } from '../store/consumption-store';
 import type { RightStore } from '../store/right-store';
 import { consumptions, reservations, unitsConsumed } from './metering-metrics';
@@ -63,6 +63,8 @@ export interface ConsumptionUseCasesOptions {
   clock?: Clock;
   /** The times of test clocks (docs/decisions/0048); without it, everything lives on real time. */
   clocks?: ClockLookup;
+  /** RIGHT_MAX_HOLDS: the open reservations and consumptions under way one right may hold. */
+  maxHolds?: number;
 }
 
 /** Each right's now: its test clock's time, or real time (docs/decisions/0048). */
@@ -76,10 +78,12 @@ interface Visible {
 
 /**
  * Consumption of a user's metered rights of a SKU, and reservations (docs/api.md "Consumption by
- * SKU", "Reservations"; docs/decisions/0045). A consumption that one right covers is one
- * compare-and-set of that right, as usage is; one across rights, and every reservation, holds
- * units on each right and lets its record's one compare-and-set decide. Consumptions of one
- * user's SKU queue on this replica, so that they do not race each other for the same rights.
+ * SKU", "Reservations"; docs/decisions/0045). A consumption without a key that one right covers
+ * is one compare-and-set of that right, as usage is; one across rights, one sent under an
+ * Idempotency-Key (whose record alone then says whether it was applied, however many came
+ * between it and its retry: docs/decisions/0051), and every reservation, holds units on each
+ * right and lets its record's one compare-and-set decide. Consumptions of one user's SKU queue
+ * on this replica, so that they do not race each other for the same rights.
  */
 export class ConsumptionUseCases {
   private readonly clock: Clock;
@@ -89,8 +93,11 @@ export class ConsumptionUseCases {
    */
   private readonly nowFor: NowFor;
 
+  private readonly maxHolds: number;
+
   constructor(private readonly options: ConsumptionUseCasesOptions) {
     this.clock = options.clock ?? systemClock;
+    this.maxHolds = options.maxHolds ?? DEFAULT_MAX_HOLDS;
     this.nowFor = new NowFor(this.clock, options.clocks);
   }
 
@@ -113,24 +120,62 @@ export class ConsumptionUseCases {
     request: { amount: number; consumptionId?: string },
   ): Promise<Consumed<Consumption>> {
     return this.attempts(principal, target, request.consumptionId, async ({ id, fresh, visible }) => {
-      if (!fresh) {
-        const earlier = await this.earlier(principal, target, id, request.amount, visible);
-        if (earlier) return earlier;
-      }
+      const earlier = fresh ? null : await this.earlier(principal, target, id);
+      if (earlier) return earlier;
       const plan = this.plan(target, visible, request.amount);
       const announce = await this.announces(target.sku);
-      if (plan.length === 1) {
-        const consumed = await this.consumeOne(principal, visible, plan[0]!, id, announce);
+      // Nobody can send a consumption without a key again: one right is one compare-and-set.
+      if (fresh && plan.length === 1) {
+        const consumed = await this.consumeOne(principal, visible, plan[0]!, announce);
         if (consumed === RACE_LOST) return RACE_LOST;
         consumptions.inc({ outcome: 'consumed' });
         return consumed;
       }
-      const record = this.newRecord(target, id, 'consumption', plan, CONSUMPTION_HOLD_MS, visible);
-      if ((await this.holdAll(principal, record, fresh)) === RACE_LOST) return RACE_LOST;
-      const committed = await this.decide(record, (current, now) => commit(current, request.amount, now));
-      const done = await this.settled(principal, committed, announce);
-      consumptions.inc({ outcome: 'consumed' });
-      return done;
+      return this.consumeRecorded(principal, this.newRecord(principal, target, id, 'consumption', plan, visible), {
+        fresh,
+        announce,
+      });
+    });
+  }
+
+  /**
+   * Usage of one metered right sent under an Idempotency-Key (docs/api.md "Usage"): a
+   * consumption of that right alone, decided by its record as every keyed consumption is
+   * (docs/decisions/0051). Null for a plain right, whose usage is the rights use cases' (a
+   * repeat of it changes nothing anyway). Returns the right after it.
+   */
+  async useRight(
+    principal: Principal,
+    target: { userId: string; rightId: string; expectedGeneration?: number },
+    request: { amount: number; consumptionId: string },
+  ): Promise<RightEntity | null> {
+    const { userId, rightId } = target;
+    const missing = () => DomainError.notFound(`no right ${rightId} for user ${userId}`);
+    const stored = await this.rights.find(userId, rightId);
+    if (!stored || !canUse(principal, stored)) throw missing();
+    if (stored.quantity === null) return null;
+    const sku = { userId, sku: stored.sku };
+    return this.attempts(principal, sku, request.consumptionId, async ({ id, visible }) => {
+      const earlier = await this.earlier(principal, sku, id);
+      if (earlier) return earlier.touched.find((right) => right.rightId === rightId) ?? stored;
+      const right = visible.rights.find((candidate) => candidate.rightId === rightId);
+      if (!right) throw missing();
+      if (target.expectedGeneration !== undefined && target.expectedGeneration !== right.generation)
+        throw DomainError.preconditionFailed(`If-Match does not match the generation of right ${rightId}`);
+      if (!isUsable(right, visible.nowOf(right))) throw DomainError.conflict(`right ${rightId} is not active`);
+      const has = availableOf(right) ?? 0;
+      if (has < request.amount) {
+        consumptions.inc({ outcome: 'short' });
+        throw DomainError.conflict(`remaining: right ${rightId} has ${has} units, ${request.amount} asked`);
+      }
+      const portion = { rightId, amount: request.amount };
+      const record = this.newRecord(principal, sku, id, 'consumption', [portion], visible);
+      const done = await this.consumeRecorded(principal, record, {
+        fresh: false,
+        announce: await this.announces(stored.sku),
+      });
+      if (done === RACE_LOST) return RACE_LOST;
+      return done.touched.find((candidate) => candidate.rightId === rightId) ?? right;
     });
   }
 
@@ -151,19 +196,25 @@ export class ConsumptionUseCases {
         if (earlier) return this.reserved(principal, earlier);
       }
       const plan = this.plan(target, visible, request.amount);
-      const record = this.newRecord(target, id, 'reservation', plan, ttlMs, visible);
+      const record = this.newRecord(principal, target, id, 'reservation', plan, visible, ttlMs);
       if ((await this.holdAll(principal, record, fresh)) === RACE_LOST) return RACE_LOST;
       reservations.inc({ outcome: 'held' });
       return this.reserved(principal, record);
     });
   }
 
-  /** Consumes `amount` of a reservation's units (default all) and frees the rest. */
+  /**
+   * Consumes `amount` of a reservation's units (default all) and frees the rest; a commit of 0
+   * is a release (`released`: answered as one). Committed, its holds are applied by this request
+   * or, should it fail on the way, by the `rights.settle` the commit stored with it; a retry
+   * (same key) finds it committed and answers what it took (docs/decisions/0051).
+   */
   async commit(
     principal: Principal,
     target: SkuOfUser & { reservationId: string },
     amount?: number,
-  ): Promise<Consumed<Consumption>> {
+  ): Promise<Consumed<Consumption> | { released: RightEntity[] }> {
+    if (amount === 0) return { released: await this.release(principal, target) };
     const record = await this.reservation(principal, target);
     if (record.clock) await this.nowFor.forChange(record.clock);
     const committed = await this.decide(record, (current, now) => commit(current, amount ?? heldTotal(current), now));
@@ -276,39 +327,41 @@ export class ConsumptionUseCases {
   }
 
   /**
-   * A consumption seen before under `id`: by its record (one across rights), or by the right
-   * that remembers it (one right gave it all). Null when it is new.
+   * A consumption sent before under `id`, by its record: the id alone decides (docs/decisions/0051).
+   * Null when it is new; 503 while its first attempt is under way.
    */
-  private async earlier(
-    principal: Principal,
-    target: SkuOfUser,
-    id: string,
-    amount: number,
-    visible: Visible,
-  ): Promise<Consumed<Consumption> | null> {
+  private async earlier(principal: Principal, target: SkuOfUser, id: string): Promise<Consumed<Consumption> | null> {
     const record = await this.records.find(target.userId, id);
-    if (record) {
-      if (record.state === 'holding') {
-        const seconds = Math.max(1, Math.ceil((record.until.getTime() - this.clock().getTime()) / 1000));
-        throw DomainError.unavailable(`consumption ${id} is under way; ask again in ${seconds} s`, seconds);
-      }
-      return this.settled(principal, record, await this.announces(target.sku));
+    if (!record) return null;
+    if (record.state === 'holding') {
+      const seconds = Math.max(1, Math.ceil((record.until.getTime() - this.clock().getTime()) / 1000));
+      throw DomainError.unavailable(`consumption ${id} is under way; ask again in ${seconds} s`, seconds);
     }
-    const right = visible.rights.find((candidate) => candidate.applied.includes(id));
-    if (!right) return null;
-    return { body: this.answer(target, amount, [{ rightId: right.rightId, amount }], visible), touched: [right] };
+    return this.settled(principal, record, await this.announces(target.sku));
   }
 
-  /** The one-right path: one compare-and-set, as usage by right id. */
+  /** A consumption through its record: its units held, the record committed, then applied. */
+  private async consumeRecorded(
+    principal: Principal,
+    record: ConsumptionRecord,
+    { fresh, announce }: { fresh: boolean; announce: boolean },
+  ): Promise<Consumed<Consumption> | typeof RACE_LOST> {
+    if ((await this.holdAll(principal, record, fresh)) === RACE_LOST) return RACE_LOST;
+    const committed = await this.decide(record, (current, now) => commit(current, heldTotal(current), now));
+    const done = await this.settled(principal, committed, announce);
+    consumptions.inc({ outcome: 'consumed' });
+    return done;
+  }
+
+  /** The one-right path of a consumption without a key: one compare-and-set, as usage by right id. */
   private async consumeOne(
     principal: Principal,
     { rights, nowOf }: Visible,
     portion: Portion,
-    id: string,
     announce: boolean,
   ): Promise<Consumed<Consumption> | typeof RACE_LOST> {
     const right = rights.find((candidate) => candidate.rightId === portion.rightId)!;
-    const decision = recordUsage(right, nowOf(right), announce, { id, amount: portion.amount });
+    const decision = recordUsage(right, nowOf(right), announce, portion.amount);
     if (decision.kind !== 'change') return RACE_LOST;
     if (!(await this.write(right, decision, actorOf(principal)))) return RACE_LOST;
     const after = rights.map((candidate) => (candidate.rightId === right.rightId ? decision.next : candidate));
@@ -319,12 +372,13 @@ export class ConsumptionUseCases {
   }
 
   private newRecord(
+    principal: Principal,
     target: SkuOfUser,
     id: string,
     kind: ConsumptionRecord['kind'],
     plan: Portion[],
-    holdMs: number,
     { rights, nowOf }: Visible,
+    holdMs = CONSUMPTION_HOLD_MS,
   ): ConsumptionRecord {
     const now = this.clock();
     // A reservation of rights on one test clock lapses on that clock's time; a consumption's
@@ -338,6 +392,7 @@ export class ConsumptionUseCases {
       userId: target.userId,
       sku: target.sku,
       kind,
+      madeBy: { clientId: principal.clientId, subject: principal.scheme === 'bearer' ? principal.subject : null },
       held: plan,
       taken: [],
       state: 'holding',
@@ -368,17 +423,23 @@ export class ConsumptionUseCases {
     for (const portion of record.held) {
       const held = await this.changeRight(record.userId, portion.rightId, (right, now) =>
         canUse(principal, right)
-          ? holdUnits(right, { ...hold, amount: portion.amount }, now, record.kind === 'reservation')
+          ? holdUnits(right, { ...hold, amount: portion.amount }, now, {
+              announce: record.kind === 'reservation',
+              maxHolds: this.maxHolds,
+            })
           : { kind: 'conflict', reason: 'not visible' },
       ).catch((error: unknown) => {
-        if (error instanceof DomainError && error.code === 'conflict') return null;
+        if (error instanceof DomainError && error.code === 'conflict') return error.message;
         throw error;
       });
-      if (held === null) {
+      if (typeof held === 'string') {
         await this.apply(await this.decide(record, (current, now) => abort(current, now)), actorOf(principal), false);
-        if (fresh) return RACE_LOST;
+        // A right at its most holds does not free one by planning again.
+        if (fresh && !held.startsWith('holds:')) return RACE_LOST;
         throw DomainError.conflict(
-          `remaining: the ${record.sku} rights of ${record.userId} changed while consuming; nothing was consumed`,
+          held.startsWith('holds:')
+            ? `${held}; nothing was consumed`
+            : `remaining: the ${record.sku} rights of ${record.userId} changed while consuming; nothing was consumed`,
         );
       }
     }
@@ -404,8 +465,11 @@ export class ConsumptionUseCases {
       const now = current.clock ? await this.nowFor.one(current.clock) : this.clock();
       const decision = decideOn(current, now);
       switch (decision.kind) {
-        case 'change':
-          return (await this.records.update(current, decision.next)) ? decision.next : RACE_LOST;
+        case 'change': {
+          // A commit stores the command that applies it, should this request not get that far.
+          const outbox = decision.next.state === 'committed' ? [appliedMessage(decision.next)] : [];
+          return (await this.records.update(current, decision.next, outbox)) ? decision.next : RACE_LOST;
+        }
         case 'unchanged':
           return current;
         case 'lapsed': {
@@ -475,15 +539,14 @@ export class ConsumptionUseCases {
     const record = await this.records.find(target.userId, target.reservationId);
     const rights =
       record && (await Promise.all(record.held.map((portion) => this.rights.find(record.userId, portion.rightId))));
-    // Whoever may use its rights may settle it (as usage); to anyone else it does not exist,
-    // nor once none of its rights does.
+    // Its maker, the rights' grantor and admins settle it (docs/api.md "Reservations"); to
+    // anyone else it does not exist, nor once none of its rights does.
     const existing = rights?.filter((right) => right !== null) ?? [];
     if (
       !record ||
       record.kind !== 'reservation' ||
       record.sku !== target.sku ||
-      existing.length === 0 ||
-      !existing.every((right) => canUse(principal, right))
+      !canSettle(principal, record.madeBy, existing)
     )
       throw DomainError.notFound(`no reservation ${target.reservationId} of ${target.sku} for user ${target.userId}`);
     return record;

@@ -69,7 +69,6 @@ function issuedRight(
     used: false,
     quantity: template.quantity,
     remaining: template.quantity,
-    applied: [],
     holds: [],
     start: interval.value.start,
     end: interval.value.end,
@@ -172,7 +171,6 @@ export class RightsUseCases {
       used: false,
       quantity: body.quantity ?? null,
       remaining: body.quantity ?? null,
-      applied: [],
       holds: [],
       start: interval.value.start,
       end: interval.value.end,
@@ -294,16 +292,15 @@ export class RightsUseCases {
   }
 
   /**
-   * Usage of a right (docs/api.md "Usage"); of a metered one, `amount` units (default 1) under
-   * the consumption id `consumptionId` (the one of a retry's first attempt, when the gateway
-   * derived it from an Idempotency-Key: applied once however often it comes).
+   * Usage of a right (docs/api.md "Usage"); of a metered one, `amount` units (default 1). One
+   * sent under an Idempotency-Key is the consumption use cases' (`useRight`): its record
+   * decides whether it was applied (docs/decisions/0051).
    */
   async use(
     principal: Principal,
     target: { userId: string; rightId: string; expectedGeneration?: number },
-    usage: { consumptionId?: string; amount?: number } = {},
+    amount = 1,
   ): Promise<Changed> {
-    const consumption = { id: usage.consumptionId ?? newId(this.clock().getTime()), amount: usage.amount ?? 1 };
     // The decision the write went with (a compare-and-set that lost decides again): what to count.
     let decided: Decision | undefined;
     try {
@@ -316,7 +313,7 @@ export class RightsUseCases {
             right,
             await this.nowFor.forChange(right),
             (await this.sku(right.sku))?.announceOnUsage ?? false,
-            consumption,
+            amount,
           );
           return decided;
         },

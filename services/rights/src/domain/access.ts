@@ -30,6 +30,26 @@ export function canUse(
 }
 
 /**
+ * Settling a reservation (docs/api.md "Reservations"): the principal that made it (the same API
+ * client, for the same user when it acted with a Bearer token), the grantor of every right it
+ * holds units of (Basic), or an admin; and only while it may still use those rights. Any other
+ * caller who may use the rights (the provider, when a user's app reserved) may not.
+ */
+export function canSettle(
+  principal: Principal,
+  madeBy: { clientId: string; subject: string | null },
+  rights: ReadonlyArray<Pick<RightEntity, 'grantorId' | 'serviceProviderId' | 'userId'>>,
+): boolean {
+  if (rights.length === 0 || !rights.every((right) => canUse(principal, right))) return false;
+  if (principal.admin) return true;
+  const isMaker =
+    principal.clientId === madeBy.clientId &&
+    (principal.scheme === 'bearer' ? principal.subject : null) === madeBy.subject;
+  const isGrantor = principal.scheme === 'basic' && rights.every((right) => right.grantorId === principal.grantorId);
+  return isMaker || isGrantor;
+}
+
+/**
  * History (docs/api.md): whoever may read the right; once it is removed, its grantor and admins.
  * (A Bearer token reaches this only for its own user with the read scope, checked by the gateway.)
  */

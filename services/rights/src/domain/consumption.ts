@@ -14,6 +14,11 @@ export interface ConsumptionRecord {
   userId: string;
   sku: string;
   kind: 'consumption' | 'reservation';
+  /**
+   * Who made it: the API client, and the user its Bearer token acts for (null with Basic). Only
+   * they, the rights' grantor or an admin settle a reservation (docs/api.md "Reservations").
+   */
+  madeBy: { clientId: string; subject: string | null };
   /** The units held on each right (the plan, in burn order). */
   held: readonly Portion[];
   /** The units consumed from each right, once committed (at most those held). */
@@ -75,7 +80,10 @@ const moved = (record: ConsumptionRecord, patch: Partial<ConsumptionRecord>, now
   next: { ...record, ...patch, generation: record.generation + 1, updatedAt: now },
 });
 
-/** Commits `amount` of the held units (all, for a consumption across rights), unless it lapsed or was released. */
+/**
+ * Commits `amount` of the held units (all, for a consumption across rights), unless it lapsed or
+ * was released. A commit of 0 consumes nothing: the caller releases instead (`abort`).
+ */
 export function commit(record: ConsumptionRecord, amount: number, now: Date): RecordDecision {
   if (record.state === 'committed') return { kind: 'unchanged' };
   if (record.state === 'aborted')

@@ -11,45 +11,48 @@ export interface Hold {
   until: Date;
 }
 
-/** A metered right's balance: what it granted, what is left, what is held, what was applied lately. */
+/** A metered right's balance: what it granted, what is left, what is held. */
 export interface Meter {
   quantity: number;
   remaining: number;
   holds: readonly Hold[];
-  /** Ids of the consumptions applied to it lately: applying one again is seen, and skipped. */
-  applied: readonly string[];
 }
 
-/** How many consumption ids a right remembers (a retry comes within the Idempotency-Key's life). */
-export const APPLIED_KEPT = 64;
+/** RIGHT_MAX_HOLDS by default: the open reservations (and consumptions under way) one right may hold. */
+export const DEFAULT_MAX_HOLDS = 100;
 
-/** Units anyone may take now: what is left, less what is held. */
 /** The units held for consumptions and reservations under way: not consumed, not available to others. */
 export const heldUnits = (holds: readonly Hold[]): number => holds.reduce((sum, hold) => sum + hold.amount, 0);
 
+/** Units anyone may take now: what is left, less what is held. */
 export const available = (meter: Meter): number => meter.remaining - heldUnits(meter.holds);
 
 export type MeterChange =
   | { kind: 'changed'; next: Meter }
   /** Done before (a retry): nothing to write, answer as the first time. */
   | { kind: 'already' }
-  | { kind: 'short'; available: number };
+  | { kind: 'short'; available: number }
+  /** The right holds as many holds as it may (RIGHT_MAX_HOLDS). */
+  | { kind: 'full'; max: number };
 
-const remembered = (applied: readonly string[], id: string) => [...applied, id].slice(-APPLIED_KEPT);
-
-/** Takes `amount` units at once (one right, one write), unless consumption `id` was applied already. */
-export function consume(meter: Meter, id: string, amount: number): MeterChange {
-  if (meter.applied.includes(id)) return { kind: 'already' };
+/**
+ * Takes `amount` units at once (one right, one write). A consumption that names itself (an
+ * Idempotency-Key) never comes here: its record decides whether it was applied, however many
+ * consumptions came between it and its retry (docs/decisions/0051).
+ */
+export function consume(meter: Meter, amount: number): MeterChange {
   if (available(meter) < amount) return { kind: 'short', available: available(meter) };
-  return {
-    kind: 'changed',
-    next: { ...meter, remaining: meter.remaining - amount, applied: remembered(meter.applied, id) },
-  };
+  return { kind: 'changed', next: { ...meter, remaining: meter.remaining - amount } };
 }
 
-/** Holds `hold.amount` units for a consumption or reservation under way, unless it holds them already. */
-export function placeHold(meter: Meter, hold: Hold): MeterChange {
-  if (meter.holds.some((held) => held.id === hold.id) || meter.applied.includes(hold.id)) return { kind: 'already' };
+/**
+ * Holds `hold.amount` units for a consumption or reservation under way, unless it holds them
+ * already; at most `maxHolds` at once, so that no right's document (and each write of it)
+ * grows with the reservations open on it.
+ */
+export function placeHold(meter: Meter, hold: Hold, maxHolds: number): MeterChange {
+  if (meter.holds.some((held) => held.id === hold.id)) return { kind: 'already' };
+  if (meter.holds.length >= maxHolds) return { kind: 'full', max: maxHolds };
   if (available(meter) < hold.amount) return { kind: 'short', available: available(meter) };
   return { kind: 'changed', next: { ...meter, holds: [...meter.holds, hold] } };
 }
@@ -68,7 +71,6 @@ export function settleHold(meter: Meter, id: string, amount: number): MeterChang
       ...meter,
       remaining: meter.remaining - taken,
       holds: meter.holds.filter((held) => held.id !== id),
-      applied: taken > 0 ? remembered(meter.applied, id) : meter.applied,
     },
   };
 }

@@ -24,8 +24,6 @@ export interface RightEntity {
   /** A metered right's units and those not yet consumed (docs/decisions/0045); null on a plain right. */
   quantity: number | null;
   remaining: number | null;
-  /** Ids of the consumptions applied lately (docs/decisions/0045); not part of its representation. */
-  applied: readonly string[];
   /** Units held for consumptions and reservations under way (docs/decisions/0045). */
   holds: readonly Hold[];
   start: Date;
@@ -154,7 +152,7 @@ export function removal(right: RightEntity, now: Date): Decision {
 /** A metered right's balance, or null for a plain right. */
 export function meterOf(right: RightEntity): Meter | null {
   if (right.quantity === null || right.remaining === null) return null;
-  return { quantity: right.quantity, remaining: right.remaining, holds: right.holds, applied: right.applied };
+  return { quantity: right.quantity, remaining: right.remaining, holds: right.holds };
 }
 
 /** The units anyone may take from a right now (what is left less what is held); null for a plain right. */
@@ -176,8 +174,8 @@ function metered(
   /** The units held changed in a way others must see at once: a reservation's (right.held). */
   heldEvent = false,
 ): Decision {
-  const { remaining, holds, applied } = meter;
-  const next = { ...right, remaining, holds, applied, generation: right.generation + 1, updatedAt: now };
+  const { remaining, holds } = meter;
+  const next = { ...right, remaining, holds, generation: right.generation + 1, updatedAt: now };
   if (!consumed || consumed.amount === 0)
     return { kind: 'change', next, events: heldEvent ? [RightEventTypes.held] : [] };
   return {
@@ -194,15 +192,11 @@ const shortOf = (right: RightEntity, has: number, asked: number) =>
 /**
  * docs/api.md "Usage": allowed only while active; the first use sets `used` (never
  * cleared) and emits right.used, plus service.announce when the catalog asks for it. A
- * metered right gives `consumption.amount` of its units (or refuses, taking none), each time
- * with right.consumed; a consumption applied before (its id remembered) changes nothing.
+ * metered right gives `amount` of its units (or refuses, taking none), each time with
+ * right.consumed. (A consumption retried under its Idempotency-Key is decided by its record
+ * instead: docs/decisions/0051.)
  */
-export function recordUsage(
-  right: RightEntity,
-  now: Date,
-  announce: boolean,
-  consumption: { id: string; amount: number },
-): Decision {
+export function recordUsage(right: RightEntity, now: Date, announce: boolean, amount: number): Decision {
   if (!isUsable(right, now)) return conflict(`right ${right.rightId} is not active`);
   const meter = meterOf(right);
   if (!meter) {
@@ -210,10 +204,9 @@ export function recordUsage(
     const firstUse = firstUseOf(right, announce);
     return firstUse.length === 0 ? { kind: 'unchanged' } : changed(right, { used: true }, firstUse, now);
   }
-  const taken = consume(meter, consumption.id, consumption.amount);
-  if (taken.kind === 'already') return { kind: 'unchanged' };
-  if (taken.kind === 'short') return shortOf(right, taken.available, consumption.amount);
-  return metered(right, taken.next, now, { amount: consumption.amount, announce });
+  const taken = consume(meter, amount);
+  if (taken.kind !== 'changed') return shortOf(right, taken.kind === 'short' ? taken.available : 0, amount);
+  return metered(right, taken.next, now, { amount, announce });
 }
 
 /**
@@ -222,13 +215,22 @@ export function recordUsage(
  * (`right.held`), so that every replica's checks count it at once; a consumption's lasts
  * only until its `right.consumed`. A hold placed before is unchanged.
  */
-export function holdUnits(right: RightEntity, hold: Hold, now: Date, announce: boolean): Decision {
+export function holdUnits(
+  right: RightEntity,
+  hold: Hold,
+  now: Date,
+  options: { announce: boolean; maxHolds: number },
+): Decision {
   const meter = meterOf(right);
   if (!meter || !isUsable(right, now)) return conflict(`right ${right.rightId} is not active`);
-  const held = placeHold(meter, hold);
+  const held = placeHold(meter, hold, options.maxHolds);
   if (held.kind === 'already') return { kind: 'unchanged' };
   if (held.kind === 'short') return shortOf(right, held.available, hold.amount);
-  return metered(right, held.next, now, null, announce);
+  if (held.kind === 'full')
+    return conflict(
+      `holds: right ${right.rightId} holds ${held.max} open reservations and consumptions, the most it may (RIGHT_MAX_HOLDS); settle one first`,
+    );
+  return metered(right, held.next, now, null, options.announce);
 }
 
 /**

@@ -94,14 +94,16 @@ export function rightsRoutes(
     removeRight: change((principal, user, id, ifMatch) => rights.remove(principal, user, id, ifMatch)),
     activateRight: transition('activate'),
     suspendRight: transition('suspend'),
-    // A metered right gives the body's `amount`; the gateway's id for a request with an
-    // Idempotency-Key is the consumption's, so a retry after a crash is applied once.
+    // A metered right gives the body's `amount`. Sent under an Idempotency-Key (the gateway's id
+    // is then the consumption's), its record decides whether it was applied (docs/decisions/0051).
     usageRight: (req, res, next) => {
-      const { amount } = http.parseBody(UsageBody, req.body);
+      const { amount = 1 } = http.parseBody(UsageBody, req.body);
       const consumptionId = http.resourceIdOf(req);
-      return change((principal, userId, rightId, expectedGeneration) =>
-        rights.use(principal, { userId, rightId, expectedGeneration }, { consumptionId, amount }),
-      )(req, res, next);
+      return change(async (principal, userId, rightId, expectedGeneration) => {
+        const target = { userId, rightId, expectedGeneration };
+        const keyed = consumptionId && (await consumptions.useRight(principal, target, { amount, consumptionId }));
+        return keyed ? { right: keyed, removed: false } : rights.use(principal, target, amount);
+      })(req, res, next);
     },
     // docs/api.md "Consumption by SKU" and "Reservations": the gateway's id for a request with an
     // Idempotency-Key is the consumption's (the reservation's), so a retry is applied once.
@@ -129,6 +131,12 @@ export function rightsRoutes(
     commitReservation: async (req, res) => {
       const { amount } = http.parseBody(CommitBody, req.body ?? {});
       const done = await consumptions.commit(res.locals.principal, reservationOf(req), amount);
+      // A commit of 0 is a release, and answered as one (docs/api.md "Reservations").
+      if ('released' in done) {
+        tellProjectionOf(res, done.released);
+        res.status(204).end();
+        return;
+      }
       tellProjectionOf(res, done.touched);
       res.json(done.body);
     },

@@ -29,6 +29,7 @@ const consumptionSchema = documentSchema<ConsumptionDocument>(CONSUMPTIONS, {
   userId: 'string',
   sku: 'string',
   kind: 'string',
+  madeBy: 'json',
   held: 'json[]',
   taken: 'json[]',
   state: 'string',
@@ -71,10 +72,10 @@ export class ConsumptionStore extends OutboxStore<ConsumptionDocument, Consumpti
     return this.documents.insert({ _id: consumptionId, ...fields }, outbox);
   }
 
-  /** Compare-and-set: stores `next` only if the record is still at `current`'s generation. */
-  update(current: ConsumptionRecord, next: ConsumptionRecord): Promise<boolean> {
+  /** Compare-and-set: stores `next` (and its messages) only if the record is still at `current`'s generation. */
+  update(current: ConsumptionRecord, next: ConsumptionRecord, outbox: OutboxEntry[] = []): Promise<boolean> {
     const { consumptionId: _id, ...set } = next;
-    return this.documents.compareAndSet({ id: current.consumptionId, generation: current.generation, set, outbox: [] });
+    return this.documents.compareAndSet({ id: current.consumptionId, generation: current.generation, set, outbox });
   }
 
   /** A page of the records of one bucket still holding units (for the scheduler's rebuild). */
