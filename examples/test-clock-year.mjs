@@ -62,11 +62,13 @@ report({
   active: rights.filter((r) => r.state === 'ACTIVE').map((r) => r.from),
 });
 
-// The check judges the rights on the clock at its time.
-const check = ok(
-  await grantor.GET('/id/users/{connectId}/entitlements/{sku}', { params: { path: { connectId, sku } } }),
-);
-report({ entitled: check.entitled, until: check.until });
+// The check counts the rights on the clock only when the clock is named, at its time: a
+// rehearsal never entitles the user in real time.
+const checkOn = async (query) =>
+  ok(await grantor.GET('/id/users/{connectId}/entitlements/{sku}', { params: { path: { connectId, sku }, query } }));
+const onClock = await checkOn({ clockId });
+const onRealTime = await checkOn({});
+report({ entitled: onClock.entitled, until: onClock.until, entitledInRealTime: onRealTime.entitled });
 
 // Deleting the clock takes what lives on it along.
 ok(await grantor.DELETE('/clocks/{clockId}', { params: { path: { clockId } } }));

@@ -134,7 +134,7 @@ describe('examples/', () => {
     const [started, year, checked, deleted] = example.lines;
     expect(started).toMatchObject({ time: '2026-01-01T00:00:00Z' });
     expect(year).toEqual({ time: '2027-01-01T00:00:00Z', rights: 13, expired: 12, active: ['2027-01-01T00:00:00Z'] });
-    expect(checked).toEqual({ entitled: true, until: '2027-02-01T00:00:00Z' });
+    expect(checked).toEqual({ entitled: true, until: '2027-02-01T00:00:00Z', entitledInRealTime: false });
     expect(deleted).toEqual({ deleted: started!.clock });
   });
 

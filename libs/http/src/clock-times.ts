@@ -102,7 +102,7 @@ export class ClockTimes {
 }
 
 /** What a use case asks of the test clocks (ClockTimes answers it). */
-export type ClockLookup = Pick<ClockTimes, 'forCreation' | 'nowFor'>;
+export type ClockLookup = Pick<ClockTimes, 'find' | 'forCreation' | 'nowFor'>;
 
 /**
  * "Now" for what lives on a test clock or not (docs/decisions/0048): every use case asks it of
@@ -123,6 +123,16 @@ export class NowFor {
 
   async one(entity: OnClock): Promise<Date> {
     return (await this.of([entity]))(entity);
+  }
+
+  /**
+   * The time of the test clock a caller names to read on it (docs/api.md "Test clocks": a
+   * rehearsal counts only where its clock is named); 404 when there is no such clock.
+   */
+  async ofNamedClock(clockId: string): Promise<Date> {
+    const clock = this.clocks && (await this.clocks.find(clockId));
+    if (!clock) throw DomainError.notFound(`no clock ${clockId}`);
+    return clock.time;
   }
 
   /** `of`, for a change a caller asks of these entities: 409 while a clock of theirs is advancing. */

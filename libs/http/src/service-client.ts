@@ -1,4 +1,4 @@
-import type { Principal } from '@rs/contracts';
+import { DomainError, type Principal } from '@rs/contracts';
 import type { z } from 'zod';
 import { INTERNAL_TOKEN_HEADER, type InternalTokenSigner } from './internal-token';
 import { startClientSpan } from './tracing';
@@ -59,6 +59,8 @@ export async function getResource<T>(
     throw new ServiceUnreachable(`${options.service} unreachable: ${(error as Error).message}`);
   }
   if (response.status === 200) return options.schema.parse(await response.json());
+  // A refusal the other service states (a limit it keeps: docs/api.md "Test clocks") is the caller's to hear.
+  if (response.status === 409) throw DomainError.conflict(await response.text());
   await response.body?.cancel();
   if (response.status === 404) return null;
   throw new ServiceUnreachable(`${options.service} answered ${response.status}`);

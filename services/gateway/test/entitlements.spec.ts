@@ -21,8 +21,9 @@ const right = (sequence: number, patch: Partial<ProjectedRight> = {}): Projected
   removed: false,
   ...patch,
 });
+const REAL = { clockId: null, now: NOW };
 const entitled = (projection: EntitlementProjection, at = NOW) =>
-  projection.check(ADMIN, 'alice', 'video', () => at).entitled;
+  projection.check(ADMIN, 'alice', 'video', { clockId: null, now: at }).entitled;
 
 describe('the entitlement projection (docs/api.md "Entitlement checks")', () => {
   it('when an event of an older generation comes after a newer one, then it changes nothing', () => {
@@ -36,18 +37,24 @@ describe('the entitlement projection (docs/api.md "Entitlement checks")', () => 
     expect(entitled(projection)).toBe(true);
   });
 
-  it('when a right lives on a test clock, then it is judged at its clock’s time, and leaves by its events, not by real time (docs/decisions/0048)', () => {
+  it('when a right lives on a test clock, then it counts only where that clock is named, at its time, and leaves by its events, not by real time (docs/api.md "Test clocks")', () => {
     const projection = new EntitlementProjection();
     const january = { clockId: 'c1', timeInterval: '2026-01-01T00:00:00Z/2026-02-01T00:00:00Z' };
     expect(projection.apply(right(1, january), NOW)).toBe(true);
+    expect(projection.apply(right(1, { rightId: 'real' }), NOW)).toBe(true);
     projection.sweep(NOW);
-    expect(projection.clocksOf('alice', 'video')).toEqual(['c1']);
-    const onClock = (clockTime: string) => (one: { clockId: string | null }) =>
-      one.clockId === 'c1' ? Date.parse(clockTime) : NOW;
-    expect(projection.check(ADMIN, 'alice', 'video', onClock('2026-01-15T00:00:00Z')).entitled).toBe(true);
-    expect(projection.check(ADMIN, 'alice', 'video', onClock('2026-02-01T00:00:00Z')).entitled).toBe(false);
+    const on = (clockId: string, time: string) => ({ clockId, now: Date.parse(time) });
+    const listed = (where: { clockId: string | null; now: number }) =>
+      projection.check(ADMIN, 'alice', 'video', where).rights.map((one) => one.rightId);
+    expect(listed(on('c1', '2026-01-15T00:00:00Z'))).toEqual(['r1']);
+    expect(listed(on('c1', '2026-02-01T00:00:00Z'))).toEqual([]);
+    expect(listed(on('c2', '2026-01-15T00:00:00Z'))).toEqual([]);
+    // On real time, the rehearsal entitles no one, even at an instant inside its interval.
+    expect(listed(REAL)).toEqual(['real']);
+    expect(listed({ clockId: null, now: Date.parse('2026-01-15T00:00:00Z') })).toEqual([]);
+    expect(projection.check(ADMIN, 'alice', 'video', on('c1', '2026-01-15T00:00:00Z')).clockId).toBe('c1');
     projection.apply(right(2, { ...january, state: 'EXPIRED' }), NOW);
-    expect(projection.size).toBe(0);
+    expect(projection.size).toBe(1);
   });
 
   it('when a right is removed, then no event of it brings it back, whatever its generation', () => {
@@ -70,14 +77,14 @@ describe('the entitlement projection (docs/api.md "Entitlement checks")', () => 
       true,
       false,
     ]);
-    expect(projection.check(ADMIN, 'alice', 'video', () => NOW).until).toBe('2026-06-02T00:00:00+02:00');
+    expect(projection.check(ADMIN, 'alice', 'video', REAL).until).toBe('2026-06-02T00:00:00+02:00');
   });
 
   it('when a user holds several rights of a SKU, then until is the latest end and each right is listed', () => {
     const projection = new EntitlementProjection();
     projection.apply(right(1), NOW);
     projection.apply(right(1, { rightId: 'r2', timeInterval: '2026-06-01T00:00:00Z/2026-06-03T00:00:00Z' }), NOW);
-    const answer = projection.check(ADMIN, 'alice', 'video', () => NOW);
+    const answer = projection.check(ADMIN, 'alice', 'video', REAL);
     expect(answer.until).toBe('2026-06-03T00:00:00Z');
     expect(answer.rights.map((r) => r.rightId).sort()).toEqual(['r1', 'r2']);
   });
@@ -88,7 +95,7 @@ describe('the entitlement projection (docs/api.md "Entitlement checks")', () => 
     projection.apply(right(1, { rightId: 'r2', grantorId: 'B' }), NOW);
     const as = (grantorId: string): Principal => ({ ...ADMIN, admin: false, grantorId });
     const ids = (grantorId: string) =>
-      projection.check(as(grantorId), 'alice', 'video', () => NOW).rights.map((r) => r.rightId);
+      projection.check(as(grantorId), 'alice', 'video', REAL).rights.map((r) => r.rightId);
     expect([ids('A'), ids('P'), ids('B'), ids('O')]).toEqual([['r1'], ['r1'], ['r2'], []]);
   });
 
@@ -122,7 +129,7 @@ describe('the entitlement projection (docs/api.md "Entitlement checks")', () => 
     const expected = Array.from({ length: 1_000 }, (_, i) => i).filter(
       (i) => ![0, 999, 500, 3, 998, 1, 250].includes(i) && !(i >= 10 && (i - 10) % 3 === 0),
     );
-    const listed = projection.check(ADMIN, 'alice', 'video', () => NOW).rights.map((r) => Number(r.rightId.slice(1)));
+    const listed = projection.check(ADMIN, 'alice', 'video', REAL).rights.map((r) => Number(r.rightId.slice(1)));
     expect(listed.sort((a, b) => a - b)).toEqual(expected);
     expect(projection.size).toBe(expected.length);
   });
@@ -133,24 +140,24 @@ describe('the balance of metered rights (docs/api.md "Entitlement checks")', () 
     const projection = new EntitlementProjection();
     projection.apply(right(1, { rightId: 'm1', quantity: 10, remaining: 4 }), NOW);
     projection.apply(right(1, { rightId: 'm2', quantity: 5, remaining: 0 }), NOW);
-    const checked = projection.check(ADMIN, 'alice', 'video', () => NOW);
+    const checked = projection.check(ADMIN, 'alice', 'video', REAL);
     expect(checked).toMatchObject({ entitled: true, balance: 4 });
     expect(checked.rights.map(({ rightId, quantity, remaining }) => [rightId, quantity, remaining]).sort()).toEqual([
       ['m1', 10, 4],
       ['m2', 5, 0],
     ]);
-    expect(projection.check(ADMIN, 'alice', 'video', () => NOW, 4).entitled).toBe(true);
-    expect(projection.check(ADMIN, 'alice', 'video', () => NOW, 5).entitled).toBe(false);
+    expect(projection.check(ADMIN, 'alice', 'video', REAL, 4).entitled).toBe(true);
+    expect(projection.check(ADMIN, 'alice', 'video', REAL, 5).entitled).toBe(false);
     // A consumption's event (a newer generation) moves the balance.
     projection.apply(right(2, { rightId: 'm1', quantity: 10, remaining: 0 }), NOW);
-    expect(projection.check(ADMIN, 'alice', 'video', () => NOW)).toMatchObject({ entitled: false, balance: 0 });
+    expect(projection.check(ADMIN, 'alice', 'video', REAL)).toMatchObject({ entitled: false, balance: 0 });
   });
 
   it('when a plain right is listed beside metered ones, then the user is entitled whatever the amount; with none metered the balance is null', () => {
     const projection = new EntitlementProjection();
     projection.apply(right(1, { rightId: 'plain' }), NOW);
-    expect(projection.check(ADMIN, 'alice', 'video', () => NOW)).toMatchObject({ entitled: true, balance: null });
+    expect(projection.check(ADMIN, 'alice', 'video', REAL)).toMatchObject({ entitled: true, balance: null });
     projection.apply(right(1, { rightId: 'm1', quantity: 3, remaining: 1 }), NOW);
-    expect(projection.check(ADMIN, 'alice', 'video', () => NOW, 100)).toMatchObject({ entitled: true, balance: 1 });
+    expect(projection.check(ADMIN, 'alice', 'video', REAL, 100)).toMatchObject({ entitled: true, balance: 1 });
   });
 });

@@ -190,7 +190,7 @@ describe('the end of a right a plan change replaced (docs/api.md "Plan changes")
     });
   });
 
-  it('when its interval does not hold the change, then it keeps its interval: in grace it expires now; starting then, it expires; expired, nothing changes', () => {
+  it('when its interval does not hold the change, then it keeps its interval: in grace it expires now; starting then, it is removed; expired, nothing changes', () => {
     const inGrace = aRight({
       grace: 'PT8H',
       end: new Date(T0 + 2 * HOUR),
@@ -199,9 +199,12 @@ describe('the end of a right a plan change replaced (docs/api.md "Plan changes")
     expect(endAt(inGrace, at, new Date(T0 + 4 * HOUR))).toMatchObject({
       next: { state: 'EXPIRED', expiresAt: at.instant, timeInterval: inGrace.timeInterval },
     });
+    // Starting only then (an earlier change's rest of the period): it never held anything, and goes.
     const starting = aRight({ start: at.instant, timeInterval: '2026-03-01T04:00:00Z/2026-03-01T10:00:00Z' });
     expect(endAt(starting, at, new Date(T0 + 4 * HOUR))).toMatchObject({
-      next: { state: 'EXPIRED', timeInterval: starting.timeInterval },
+      kind: 'change',
+      removes: true,
+      events: ['right.removed'],
     });
     expect(
       endAt(

@@ -1,5 +1,6 @@
 import { publicApiShape, serviceEnvShape, serviceUrl } from '@rs/config';
 import { defineService, serveHttp, startRelay } from '@rs/runtime';
+import { parseDuration } from '@rs/time';
 import { z } from 'zod';
 import { ClockUseCases } from './app/clocks';
 import { ClockRecordings } from './app/clock-view';
@@ -15,6 +16,15 @@ export const Config = z.object({
   ...publicApiShape,
   /** Test clocks a grantor may have (docs/decisions/0048); 0 turns them off. */
   TEST_CLOCKS_MAX: z.coerce.number().int().min(0).max(1000).default(10),
+  /** docs/api.md "Test clocks": the subscriptions and rights created on one clock, and how far past real time a clock goes. */
+  TEST_CLOCK_MAX_OBJECTS: z.coerce.number().int().min(1).max(1_000_000).default(1000),
+  TEST_CLOCK_MAX_ADVANCE: z
+    .string()
+    .default('P10Y')
+    .refine((text) => {
+      const parsed = parseDuration(text);
+      return parsed.ok && parsed.value.toMillis() > 0;
+    }, 'must be an ISO 8601 duration above zero, such as P10Y'),
   SCHEDULER_TICK_MS: z.coerce.number().int().positive().default(1000),
   SUBSCRIPTIONS_URL: serviceUrl('subscriptions'),
   RIGHTS_URL: serviceUrl('rights'),
@@ -60,6 +70,8 @@ export const start = defineService('scheduler', Config, async (runtime) => {
   const routes = clockRoutes(
     new ClockUseCases(clocks, clockMessages, {
       maxPerGrantor: config.TEST_CLOCKS_MAX,
+      maxObjects: config.TEST_CLOCK_MAX_OBJECTS,
+      maxAdvance: config.TEST_CLOCK_MAX_ADVANCE,
       clock,
       // What the scheduler keeps of a deleted clock's objects goes with it (docs/decisions/0048).
       forget: async (clockId) => {

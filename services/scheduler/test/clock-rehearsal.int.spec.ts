@@ -1,14 +1,16 @@
 import { Exchanges } from '@rs/contracts';
-import { clientsOf, systemFixture, TestSystem, type CollectedMessage } from '@rs/testing';
+import { clientsOf, systemFixture, TestSystem, WebhookReceiver, type CollectedMessage } from '@rs/testing';
 import mongoose from 'mongoose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 // docs/decisions/0048: a subscription on a test clock lives on the clock's time: an advance of
 // three months issues and expires exactly the rights of those months, one step per due instant,
-// while a real-time subscription of the same user is untouched; nobody else uses the clock.
+// while a real-time subscription of the same user is untouched; nobody else uses the clock. A
+// rehearsal stays a rehearsal (docs/api.md "Test clocks"): its rights count for a check, a
+// consumption by SKU and an active list only where the caller names its clock.
 const fx = systemFixture({
   name: 'clock_rehearsal',
-  backends: ['catalog', 'rights', 'subscriptions', 'scheduler'],
+  backends: ['catalog', 'rights', 'subscriptions', 'scheduler', 'webhooks'],
   env: { TEST_CLOCKS_MAX: '5', SCHEDULER_TICK_MS: '200' },
   collect: { [Exchanges.rightsEvents]: 'right.*', [Exchanges.clocksEvents]: '#' },
   seed: {
@@ -116,11 +118,16 @@ describe('a rehearsal on a test clock (docs/decisions/0048)', () => {
       [`${months[3]}T00:00:00Z/${months[4]}T00:00:00Z`, 'ACTIVE', true],
     ]);
     expect(issued.every((right) => right.clockId === clockId)).toBe(true);
-    // Active now on its clock: listed by active=now, and at an instant of its own timeline.
-    const activeNow = await fx.call('GET', '/id/users/alice/rights?active=now&limit=100', A);
-    const activeIds = ((await activeNow.json()) as { right: RightView[] }).right.map((right) => right.rightId);
-    expect(activeIds).toContain(issued[3]!.rightId);
-    expect(activeIds).not.toContain(issued[2]!.rightId);
+    // Active now on its clock: listed by active=now on that clock, never on real time.
+    const activeIds = async (query: string) =>
+      (
+        (await (await fx.call('GET', `/id/users/alice/rights?active=now&limit=100${query}`, A)).json()) as {
+          right: RightView[];
+        }
+      ).right.map((right) => right.rightId);
+    expect(await activeIds(`&clockId=${clockId}`)).toEqual([issued[3]!.rightId]);
+    expect(await activeIds('')).not.toContain(issued[3]!.rightId);
+    expect((await fx.call('GET', '/id/users/alice/rights?active=now&clockId=nosuchclock', A)).status).toBe(404);
 
     // Each right created once and the three past months expired once.
     const events = fx.events(Exchanges.rightsEvents);
@@ -164,16 +171,19 @@ describe('a rehearsal on a test clock (docs/decisions/0048)', () => {
       .toEqual([expect.objectContaining({ state: 'ACTIVE', active: true, clockId: null })]);
     const [realRight] = await rightsOf(real);
 
-    // The entitlement check judges each right at its own time: April's on the clock, and the real one.
-    const checked = async () =>
-      (
-        (await (await fx.call('GET', '/id/users/alice/entitlements/news', A)).json()) as {
-          rights: Array<{ rightId: string; until: string }>;
-        }
-      ).rights
-        .map((right) => right.rightId)
-        .sort();
-    await expect.poll(checked).toEqual([issued[3]!.rightId, realRight!.rightId].sort());
+    // The entitlement check: on real time the real right alone; on the clock, April's, at its time.
+    const checked = async (query = '') =>
+      (await (await fx.call('GET', `/id/users/alice/entitlements/news${query}`, A)).json()) as {
+        clockId: string | null;
+        checkedAt: string;
+        rights: Array<{ rightId: string; until: string }>;
+      };
+    await expect.poll(async () => (await checked()).rights.map((right) => right.rightId)).toEqual([realRight!.rightId]);
+    await expect
+      .poll(async () => (await checked(`?clockId=${clockId}`)).rights.map((right) => right.rightId))
+      .toEqual([issued[3]!.rightId]);
+    expect(await checked(`?clockId=${clockId}`)).toMatchObject({ clockId, checkedAt: '2026-04-01T00:00:00Z' });
+    expect(await checked()).toMatchObject({ clockId: null });
   });
 
   it('when a clock is advancing, then what lives on it answers reads but refuses changes (409, nothing changed) until it is ready', async () => {
@@ -190,7 +200,7 @@ describe('a rehearsal on a test clock (docs/decisions/0048)', () => {
     const changes = [
       ['POST', `/id/users/carol/rights/${rightId}/suspend`, undefined],
       ['POST', `/id/users/carol/rights/${rightId}/usage`, { amount: 1 }],
-      ['POST', '/id/users/carol/entitlements/calls/consumption', { amount: 1 }],
+      ['POST', '/id/users/carol/entitlements/calls/consumption', { amount: 1, clockId }],
       ['POST', `/id/users/carol/subs/${subscriptionId}/suspend`, undefined],
       [
         'POST',
@@ -249,7 +259,14 @@ describe('a rehearsal on a test clock (docs/decisions/0048)', () => {
     const rightId = await grant('bob', 'calls', '2026-01-01T00:00:00Z/2026-02-01T00:00:00Z', { quantity: 5, clockId });
     expect(await (await fx.call('GET', `/id/users/bob/rights/${rightId}`, A)).json()).toMatchObject({ active: true });
 
-    const consumed = await fx.call('POST', '/id/users/bob/entitlements/calls/consumption', A, { amount: 2 });
+    // On real time, the rehearsal's units are not there: not entitled, nothing to consume or hold.
+    const check = async (query = '') =>
+      (await (await fx.call('GET', `/id/users/bob/entitlements/calls${query}`, A)).json()) as object;
+    await expect.poll(() => check()).toMatchObject({ entitled: false, balance: null, rights: [], clockId: null });
+    await expect.poll(() => check(`?clockId=${clockId}`)).toMatchObject({ entitled: true, balance: 5, clockId });
+    expect((await fx.call('POST', '/id/users/bob/entitlements/calls/consumption', A, { amount: 1 })).status).toBe(409);
+    expect((await fx.call('POST', '/id/users/bob/entitlements/calls/reservations', A, { amount: 1 })).status).toBe(409);
+    const consumed = await fx.call('POST', '/id/users/bob/entitlements/calls/consumption', A, { amount: 2, clockId });
     expect(consumed.status, await consumed.clone().text()).toBe(200);
     expect(await consumed.json()).toMatchObject({ consumed: [{ rightId, amount: 2, remaining: 3 }], remaining: 3 });
     expect((await fx.call('POST', `/id/users/bob/rights/${rightId}/usage`, A, { amount: 1 })).status).toBe(204);
@@ -260,6 +277,7 @@ describe('a rehearsal on a test clock (docs/decisions/0048)', () => {
     const reserved = await fx.call('POST', '/id/users/bob/entitlements/calls/reservations', A, {
       amount: 2,
       ttl: 'PT1H',
+      clockId,
     });
     expect(reserved.status, await reserved.clone().text()).toBe(201);
     const { reservationId, expiresAt } = (await reserved.json()) as { reservationId: string; expiresAt: string };
@@ -273,7 +291,9 @@ describe('a rehearsal on a test clock (docs/decisions/0048)', () => {
     } finally {
       await db.close();
     }
-    expect((await fx.call('POST', '/id/users/bob/entitlements/calls/consumption', A, { amount: 1 })).status).toBe(409);
+    expect(
+      (await fx.call('POST', '/id/users/bob/entitlements/calls/consumption', A, { amount: 1, clockId })).status,
+    ).toBe(409);
     await advanceTo(clockId, '2026-01-10T02:00:00Z');
     const commit = await fx.call('POST', `/id/users/bob/entitlements/calls/reservations/${reservationId}/commit`, A, {
       amount: 1,
@@ -281,14 +301,17 @@ describe('a rehearsal on a test clock (docs/decisions/0048)', () => {
     expect(commit.status).toBe(409);
     await expect
       .poll(
-        async () => (await fx.call('POST', '/id/users/bob/entitlements/calls/consumption', A, { amount: 1 })).status,
+        async () =>
+          (await fx.call('POST', '/id/users/bob/entitlements/calls/consumption', A, { amount: 1, clockId })).status,
       )
       .toBe(200);
 
     await advanceTo(clockId, '2026-02-01T00:00:00Z');
     const read = (await (await fx.call('GET', `/id/users/bob/rights/${rightId}`, A)).json()) as object;
     expect(read).toMatchObject({ state: 'EXPIRED', active: false, remaining: 1 });
-    expect((await fx.call('POST', '/id/users/bob/entitlements/calls/consumption', A, { amount: 1 })).status).toBe(409);
+    expect(
+      (await fx.call('POST', '/id/users/bob/entitlements/calls/consumption', A, { amount: 1, clockId })).status,
+    ).toBe(409);
   });
 
   it('when a clock is deleted, then everything on it goes: its subscriptions, their rights and its own rights, out of every list, check and schedule, and nothing else', async () => {
@@ -304,16 +327,19 @@ describe('a rehearsal on a test clock (docs/decisions/0048)', () => {
     await grant('carol', 'news', '2026-01-01T00:00:00Z/2026-06-01T00:00:00Z', { clockId });
     const listed = async () =>
       ((await (await fx.call('GET', '/id/users/carol/rights?limit=100', A)).json()) as { right: RightView[] }).right;
+    const check = async (query = '') =>
+      ((await (await fx.call('GET', `/id/users/carol/entitlements/news${query}`, A)).json()) as { rights: RightView[] })
+        .rights;
     await expect.poll(async () => (await listed()).length).toBe(3);
+    await expect.poll(async () => (await check(`?clockId=${clockId}`)).length).toBe(2);
 
     expect((await fx.call('DELETE', `/clocks/${clockId}`, A)).status).toBe(204);
     await expect.poll(async () => (await listed()).map((right) => right.rightId)).toEqual([realRightId]);
     expect((await fx.call('GET', `/id/users/carol/subs/${subscriptionId}`, A)).status).toBe(404);
     const subs = (await (await fx.call('GET', '/id/users/carol/subs', A)).json()) as { subscription: unknown[] };
     expect(subs.subscription).toEqual([]);
-    const check = async () =>
-      ((await (await fx.call('GET', '/id/users/carol/entitlements/news', A)).json()) as { rights: RightView[] }).rights;
     await expect.poll(async () => (await check()).map((right) => right.rightId)).toEqual([realRightId]);
+    expect((await fx.call('GET', `/id/users/carol/entitlements/news?clockId=${clockId}`, A)).status).toBe(404);
     // Creations naming it are 404; the scheduler keeps nothing of it.
     const again = await fx.call('POST', '/id/users/carol/subs', A, {
       grantorId: 'A',
@@ -328,6 +354,36 @@ describe('a rehearsal on a test clock (docs/decisions/0048)', () => {
         expect(await db.collection(collection).countDocuments({ clockId }), collection).toBe(0);
     } finally {
       await db.close();
+    }
+  });
+
+  it('when a grantor has an endpoint with "clocks": true and one without, then only the first receives the events of what lives on a clock; both receive real time’s', async () => {
+    const receivers = [new WebhookReceiver(), new WebhookReceiver()];
+    try {
+      const [plain, rehearsals] = await Promise.all(
+        receivers.map(async (receiver, index) => {
+          await receiver.start();
+          const registered = await fx.call('POST', '/webhooks/endpoints', A, {
+            url: receiver.url,
+            events: ['right.created'],
+            ...(index === 1 ? { clocks: true } : {}),
+          });
+          expect(registered.status, await registered.clone().text()).toBe(201);
+          expect(await registered.json()).toMatchObject({ clocks: index === 1 });
+          return receiver;
+        }),
+      );
+      const clockId = await clockAt('2026-01-01T00:00:00Z');
+      const onClock = await grant('alice', 'news', '2026-01-01T00:00:00Z/2026-02-01T00:00:00Z', { clockId });
+      const real = await grant('alice', 'news', '2026-01-01T00:00:00Z/2099-01-01T00:00:00Z');
+      const subjects = (receiver: WebhookReceiver) =>
+        receiver.received.map((request) => (JSON.parse(request.body) as { subject: string }).subject);
+      await expect.poll(() => subjects(rehearsals!)).toEqual(expect.arrayContaining([onClock, real]));
+      await expect.poll(() => subjects(plain!)).toContain(real);
+      // Both came through the same dispatch: had the rehearsal's gone to the plain one, it would be there by now.
+      expect(subjects(plain!)).not.toContain(onClock);
+    } finally {
+      for (const receiver of receivers) await receiver.stop();
     }
   });
 });

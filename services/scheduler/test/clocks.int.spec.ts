@@ -3,14 +3,15 @@ import { clientsOf, systemFixture, TEST_INTERNAL_SECRET, TestSystem, type Collec
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 // docs/decisions/0048: test clocks, owned by the scheduler, through the gateway: a grantor's
-// own, forward only, at most TEST_CLOCKS_MAX of them; nobody else's to see or touch.
+// own, forward only, at most TEST_CLOCKS_MAX of them, each holding at most TEST_CLOCK_MAX_OBJECTS
+// and going at most TEST_CLOCK_MAX_ADVANCE past real time; nobody else's to see or touch.
 const fx = systemFixture({
   name: 'clocks',
   backends: ['catalog', 'rights', 'subscriptions', 'scheduler'],
-  env: { TEST_CLOCKS_MAX: '2' },
+  env: { TEST_CLOCKS_MAX: '2', TEST_CLOCK_MAX_OBJECTS: '3', TEST_CLOCK_MAX_ADVANCE: 'P5Y' },
   collect: { 'clocks.events': '#' },
   bearer: true,
-  seed: { clients: clientsOf({ 'grantor-a': 'A', 'grantor-b': 'B' }), users: ['alice'] },
+  seed: { clients: clientsOf({ 'grantor-a': 'A', 'grantor-b': 'B' }), users: ['alice'], skus: { news: {} } },
 });
 beforeAll(fx.start);
 afterAll(fx.stop);
@@ -165,5 +166,64 @@ describe('test clocks (docs/decisions/0048)', () => {
       before,
     );
     expect((await fx.call('GET', '/clocks/not-an-id!', A)).status).toBe(400);
+  });
+
+  it('when a clock would go past TEST_CLOCK_MAX_ADVANCE ahead of real time, or hold more than TEST_CLOCK_MAX_OBJECTS, then 400 or 409 naming the limit, and nothing changes', async () => {
+    const latest = new Date(Date.now() + 5 * 365 * 86_400_000); // P5Y, give or take a leap day
+    const beyond = new Date(latest.getTime() + 3 * 86_400_000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+    for (const time of [beyond, '9999-12-31T23:59:59Z']) {
+      const refused = await fx.call('POST', '/clocks', A, { grantorId: 'A', time });
+      expect([refused.status, await refused.text()]).toEqual([400, expect.stringContaining('TEST_CLOCK_MAX_ADVANCE')]);
+    }
+    const clock = await createClock(A, { grantorId: 'A', time: '2027-01-01T00:00:00Z' });
+    const path = `/clocks/${clock.clockId}`;
+    for (const to of [beyond, '9999-12-31T23:59:59Z']) {
+      const refused = await fx.call('POST', `${path}/advance`, A, { to });
+      expect([refused.status, await refused.text()]).toEqual([400, expect.stringContaining('TEST_CLOCK_MAX_ADVANCE')]);
+    }
+    expect(await (await fx.call('GET', path, A)).json()).toMatchObject({ generation: '1', status: 'ready' });
+
+    const right = (clockId?: string) =>
+      fx.call('POST', '/id/users/alice/rights', A, {
+        sku: 'news',
+        grantorId: 'A',
+        timeInterval: '2027-01-01T00:00:00Z/P1M',
+        ...(clockId ? { clockId } : {}),
+      });
+    expect((await right(clock.clockId)).status).toBe(201);
+    expect((await right(clock.clockId)).status).toBe(201);
+    const subscription = await fx.call('POST', '/id/users/alice/subs', A, {
+      grantorId: 'A',
+      timeSpec: 'R/2027-01-01T00:00:00Z/P1M',
+      rightsSpec: [{ sku: 'news' }],
+      clockId: clock.clockId,
+    });
+    expect(subscription.status).toBe(201);
+    for (const over of [
+      await right(clock.clockId),
+      await fx.call('POST', '/id/users/alice/subs', A, {
+        grantorId: 'A',
+        timeSpec: 'R/2027-01-01T00:00:00Z/P1M',
+        rightsSpec: [{ sku: 'news' }],
+        clockId: clock.clockId,
+      }),
+    ])
+      expect([over.status, await over.text()]).toEqual([409, expect.stringContaining('TEST_CLOCK_MAX_OBJECTS')]);
+    const listed = await fx.call('GET', `/id/users/alice/rights?clockId=${clock.clockId}&limit=100`, A);
+    // Two of its own and the subscription's first period's.
+    await expect
+      .poll(
+        async () =>
+          (
+            (await (await fx.call('GET', `/id/users/alice/rights?clockId=${clock.clockId}`, A)).json()) as {
+              right: unknown[];
+            }
+          ).right.length,
+      )
+      .toBe(3);
+    expect(listed.status).toBe(200);
+    // Real time is not bounded by it.
+    expect((await right()).status).toBe(201);
+    expect((await fx.call('DELETE', path, A)).status).toBe(204);
   });
 });

@@ -5,6 +5,8 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 // `now` ends the current period's old rights and issues the new templates for its rest;
 // `next-period` waits (withdrawable) and is taken up at the next period's start.
 const A = TestSystem.clientAuthorization('grantor-a');
+/** Users of the race of two changes, one subscription each. */
+const RACERS = Array.from({ length: 48 }, (_, index) => `racer-${index}`);
 const B = TestSystem.clientAuthorization('grantor-b');
 const fx = systemFixture({
   name: 'plan_change',
@@ -13,7 +15,7 @@ const fx = systemFixture({
   bearer: true,
   seed: {
     clients: clientsOf({ 'grantor-a': 'A', 'grantor-b': 'B' }),
-    users: ['paula', 'quentin', 'rosa'],
+    users: ['paula', 'quentin', 'rosa', ...RACERS],
     skus: { basic: {}, premium: {}, 'sp-only': { serviceProviderId: 'SP', grantorIds: ['B'] } },
   },
 });
@@ -26,6 +28,7 @@ interface RightView {
   rightId: string;
   sku: string;
   state: string;
+  quantity: number | null;
   timeInterval: string;
   link: Array<{ rel: string; href: string }>;
 }
@@ -215,4 +218,59 @@ describe('plan changes (docs/api.md "Plan changes")', () => {
       pendingChange: { effectiveAt: expect.any(String) },
     });
   });
+
+  it('when two changes now follow each other within 150 ms on many subscriptions, then the later supersedes the earlier: one right holds each instant, of the plan that took effect last', async () => {
+    const start = Date.now() - 3_600_000;
+    const subscriptions = await Promise.all(
+      RACERS.map(async (user) => ({ user, subscriptionId: (await subscribe(user, start, 'P1M')).subscriptionId })),
+    );
+    // Their first period's right is issued before the changes (the usual case).
+    await vi.waitFor(async () => {
+      for (const { user, subscriptionId } of subscriptions)
+        expect(await rightsOf(user, subscriptionId)).toHaveLength(1);
+    }, EVENTUALLY);
+    // Twelve subscriptions at a time: the client's requests under way stay within its fair share.
+    for (let from = 0; from < subscriptions.length; from += 12)
+      await Promise.all(
+        subscriptions.slice(from, from + 12).map(async ({ user, subscriptionId }, index) => {
+          const first = change(user, subscriptionId, { rightsSpec: [{ sku: 'basic', quantity: 100 }], at: 'now' });
+          await new Promise((resolve) => setTimeout(resolve, ((from + index) * 7) % 150));
+          const second = change(user, subscriptionId, { rightsSpec: [{ sku: 'basic', quantity: 1000 }], at: 'now' });
+          const answers = [await first, await second];
+          expect(
+            answers.map((answer) => answer.status),
+            await answers[1]!.clone().text(),
+          ).toEqual([200, 200]);
+        }),
+      );
+    const instant = (text: string) => Date.parse(text);
+    await vi.waitFor(
+      async () => {
+        const wrong: string[] = [];
+        for (const { user, subscriptionId } of subscriptions) {
+          const rights = await rightsOf(user, subscriptionId);
+          const now = Date.now();
+          const holding = rights.filter((right) => {
+            const [from, to] = right.timeInterval.split('/') as [string, string];
+            return instant(from) <= now && now < instant(to);
+          });
+          const overlapping = rights.some((a, i) =>
+            rights.slice(i + 1).some((b) => {
+              const [aFrom, aTo] = a.timeInterval.split('/').map(instant) as [number, number];
+              const [bFrom, bTo] = b.timeInterval.split('/').map(instant) as [number, number];
+              return aFrom < bTo && bFrom < aTo;
+            }),
+          );
+          // The change that took effect last (sent 0 ms apart, the second may overtake the first).
+          const read = await fx.call('GET', `/id/users/${user}/subs/${subscriptionId}`, A);
+          const plan = ((await read.json()) as SubscriptionView).rightsSpec[0]!.quantity;
+          if (overlapping || holding.length !== 1 || holding[0]!.quantity !== plan || holding[0]!.state !== 'ACTIVE')
+            wrong.push(`${user}: ${rights.map((r) => `${r.state} ${r.quantity} ${r.timeInterval}`).join(', ')}`);
+        }
+        expect(wrong).toEqual([]);
+        // Ninety-six reads a look: once a second, within the client's rate limit.
+      },
+      { ...EVENTUALLY, interval: 1_000 },
+    );
+  }, 120_000);
 });

@@ -33,6 +33,7 @@ const endpoint: Endpoint = {
   url: '',
   events: ['*'],
   description: null,
+  clocks: false,
   secrets: [],
   createdAt: clock(),
   generation: 1,

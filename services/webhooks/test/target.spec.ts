@@ -66,10 +66,19 @@ describe('patterns and visibility', () => {
     expect(matchesPatterns(['subscription.renewed'], 'subscription.renewed')).toBe(true);
   });
   it('lets a grantor see what it grants or provides, an admin everything', () => {
-    expect(mayReceive({ grantorId: 'A' }, { grantorId: 'A', serviceProviderId: null })).toBe(true);
-    expect(mayReceive({ grantorId: 'SP' }, { grantorId: 'A', serviceProviderId: 'SP' })).toBe(true);
-    expect(mayReceive({ grantorId: 'B' }, { grantorId: 'A', serviceProviderId: 'SP' })).toBe(false);
-    expect(mayReceive({ grantorId: null }, { grantorId: 'A' })).toBe(true);
+    const endpoint = (grantorId: string | null) => ({ grantorId, clocks: false });
+    expect(mayReceive(endpoint('A'), { grantorId: 'A', serviceProviderId: null })).toBe(true);
+    expect(mayReceive(endpoint('SP'), { grantorId: 'A', serviceProviderId: 'SP' })).toBe(true);
+    expect(mayReceive(endpoint('B'), { grantorId: 'A', serviceProviderId: 'SP' })).toBe(false);
+    expect(mayReceive(endpoint(null), { grantorId: 'A' })).toBe(true);
+  });
+  it('lets an endpoint hear a rehearsal on a test clock only when it asked for clocks, an admin’s too', () => {
+    const onClock = { grantorId: 'A', serviceProviderId: null, clockId: 'c1' };
+    expect(mayReceive({ grantorId: 'A', clocks: false }, onClock)).toBe(false);
+    expect(mayReceive({ grantorId: null, clocks: false }, onClock)).toBe(false);
+    expect(mayReceive({ grantorId: 'A', clocks: true }, onClock)).toBe(true);
+    expect(mayReceive({ grantorId: 'B', clocks: true }, onClock)).toBe(false);
+    expect(mayReceive({ grantorId: 'A', clocks: false }, { ...onClock, clockId: null })).toBe(true);
   });
 });
 

@@ -93,6 +93,7 @@ describe('endpoints and signed deliveries', () => {
       url: endpoint.url,
       events: ['right.*'],
       description: 'test receiver',
+      clocks: false,
       createdAt: endpoint.createdAt,
     });
 

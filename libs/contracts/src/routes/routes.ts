@@ -207,6 +207,17 @@ const ENTITLEMENT = '/id/users/{connectId}/entitlements/{sku}';
 const CONSUMED = { '200': { description: 'What was taken from which right', content: json('Consumption') } };
 const RESERVATION = `${ENTITLEMENT}/reservations/{reservationId}`;
 /**
+ * `?clockId=`: a read on a test clock (docs/api.md "Test clocks"). Without it only real-time
+ * rights count where a read judges "now": a rehearsal never entitles anyone in real time.
+ */
+const clockQuery = (description: string) => ({
+  name: 'clockId',
+  in: 'query',
+  description: `A test clock: ${description}`,
+  schema: { type: 'string', pattern: '^[0-9A-Za-z]{1,64}$' },
+  example: '0d4c2e8a1f3b5c7d9e0f1a2b3c4d5e6f',
+});
+/**
  * A consumption of a user's metered rights of a SKU (docs/api.md "Consumption by SKU"): the
  * rights service answers; who may is as for usage (a Bearer token with id.user.right.use).
  */
@@ -461,10 +472,12 @@ export const ROUTES = [
       {
         name: 'active',
         in: 'query',
-        description: 'A date-time with offset, `true` or `now`: rights ACTIVE at that instant',
+        description:
+          'A date-time with offset, `true` or `now`: rights ACTIVE at that instant, on real time unless `clockId` names a test clock',
         schema: { type: 'string', pattern: ACTIVE_FILTER_PATTERN },
         example: 'now',
       },
+      clockQuery('only the rights living on this test clock; with `active=now`, those active at its time'),
       param('limit'),
       param('cursor'),
     ],
@@ -552,6 +565,7 @@ export const ROUTES = [
         schema: { type: 'integer', minimum: 1, maximum: 1_000_000_000 },
         example: 1,
       },
+      clockQuery('ask on this test clock, at its time: only the rights living on it count (404 when there is none)'),
     ],
     responses: {
       '200': {

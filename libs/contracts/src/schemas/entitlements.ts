@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { SkuName } from './catalog';
+import { ClockId } from './clocks';
 import { ConnectId } from './identity';
 import { Quantity, RightEventData, RightId } from './rights';
 
@@ -33,6 +34,8 @@ export const EntitlementRight = z.object({
 export const Entitlement = z.object({
   connectId: ConnectId,
   sku: SkuName,
+  /** The test clock the check was asked on (`?clockId=`), at its time; null on real time (docs/api.md "Test clocks"). */
+  clockId: ClockId.nullable(),
   entitled: z.boolean(),
   until: z.string().nullable(),
   /** The units left over the listed metered rights; null when none of them is metered. */
@@ -97,7 +100,13 @@ export function decodeProjectedRights(header: string | undefined): ProjectedRigh
 export const ReservationId = RightId;
 
 /** Body of `POST …/entitlements/{sku}/consumption` (docs/api.md "Consumption by SKU"): the units to consume, default 1. */
-export const ConsumptionBody = z.strictObject({ amount: Quantity.optional() });
+/**
+ * Where a consumption or reservation by SKU takes its units: the rights on real time, or with
+ * `clockId` those living on that test clock alone (docs/api.md "Test clocks").
+ */
+const OnClock = { clockId: ClockId.optional() };
+
+export const ConsumptionBody = z.strictObject({ amount: Quantity.optional(), ...OnClock });
 export type ConsumptionBody = z.infer<typeof ConsumptionBody>;
 
 /** The longest a reservation holds units without being settled. */
@@ -119,6 +128,7 @@ export const ReservationTtl = z
 export const ReservationBody = z.strictObject({
   amount: Quantity.optional(),
   ttl: ReservationTtl.optional(),
+  ...OnClock,
 });
 export type ReservationBody = z.infer<typeof ReservationBody>;
 

@@ -12,6 +12,8 @@ export const EndpointCreateBody = z.strictObject({
   /** Patterns of event types: `right.*`, `subscription.renewed`, `*`; default all. */
   events: z.array(z.string().min(1).max(100)).min(1).max(50).optional(),
   description: storableText(500).optional(),
+  /** Whether it receives the events of objects on test clocks (docs/api.md "Test clocks"); default false. */
+  clocks: z.boolean().optional(),
 });
 export type EndpointCreateBody = z.infer<typeof EndpointCreateBody>;
 
@@ -20,6 +22,7 @@ export const WebhookEndpoint = z.object({
   url: z.string(),
   events: z.array(z.string()),
   description: z.string().nullable(),
+  clocks: z.boolean(),
   createdAt: z.iso.datetime({ offset: true }),
 });
 export type WebhookEndpoint = z.infer<typeof WebhookEndpoint>;

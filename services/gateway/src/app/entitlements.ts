@@ -2,7 +2,7 @@ import { DomainError, type Entitlement, type Principal, type ProjectedRight } fr
 import type { Logger } from '@rs/logging';
 import { systemClock, type Clock } from '@rs/time';
 import type { ClockTimes } from '@rs/http';
-import { EntitlementProjection, type NowOf } from '../domain/entitlements';
+import { EntitlementProjection } from '../domain/entitlements';
 import type { UserDirectory } from '../store/user-store';
 
 /** Every right that may entitle now, a page at a time (the rights service's `/internal/entitlements`). */
@@ -13,8 +13,8 @@ export interface EntitlementsOptions {
   users: UserDirectory;
   logger: Logger;
   clock?: Clock;
-  /** The times of test clocks (docs/decisions/0048); without it, every right is judged by real time. */
-  clocks?: Pick<ClockTimes, 'nowFor'>;
+  /** The times of test clocks (docs/decisions/0048); without it, a check naming a clock is 404. */
+  clocks?: Pick<ClockTimes, 'find'>;
 }
 
 /** Why the projection is not following `rights.events`: never did, or since when it stopped. */
@@ -66,29 +66,34 @@ export class Entitlements {
     return (this.clock().getTime() - this.following.stoppedAt) / 1000;
   }
 
-  /** docs/api.md: the check; 404 for an unknown user, 503 until the projection is loaded. */
-  async check(principal: Principal, connectId: string, sku: string, amount?: number): Promise<Entitlement> {
+  /**
+   * docs/api.md: the check; 404 for an unknown user, 503 until the projection is loaded. On
+   * real time, unless the caller names a test clock (`clockId`): then on that clock, at its
+   * time (docs/api.md "Test clocks"), 404 when there is no such clock.
+   */
+  async check(
+    principal: Principal,
+    connectId: string,
+    sku: string,
+    asked: { amount?: number; clockId?: string } = {},
+  ): Promise<Entitlement> {
     if (!(await this.options.users.find(connectId))) throw DomainError.notFound(`no user ${connectId}`);
     if (!this.loadedOnce) throw DomainError.unavailable('entitlements are loading; try again shortly', 1);
+    const clock = asked.clockId === undefined ? null : await this.clockNamed(asked.clockId);
     // Whole seconds, like every date-time of the platform; a right's instants are whole seconds
     // too, so the answer is the same at the instant shown as at the instant checked.
-    const now = Math.floor(this.clock().getTime() / 1000) * 1000;
-    // Rights on test clocks are judged at their clock's time (docs/decisions/0048), asked only when the user has some.
-    const clocks = this.projection.clocksOf(connectId, sku);
-    const nowOf = clocks.length === 0 ? () => now : await this.clockNowOf(clocks, now);
+    const now = Math.floor((clock?.time ?? this.clock()).getTime() / 1000) * 1000;
+    const on = { clockId: clock?.clockId ?? null, now };
     return {
-      ...this.projection.check(principal, connectId, sku, nowOf, amount),
+      ...this.projection.check(principal, connectId, sku, on, asked.amount),
       checkedAt: new Date(now).toISOString().replace('.000Z', 'Z'),
     };
   }
 
-  private async clockNowOf(clocks: readonly string[], now: number): Promise<NowOf> {
-    if (!this.options.clocks) return () => now;
-    const nowFor = await this.options.clocks.nowFor(
-      clocks.map((clockId) => ({ clockId })),
-      () => new Date(now),
-    );
-    return (right) => nowFor(right).getTime();
+  private async clockNamed(clockId: string) {
+    const clock = this.options.clocks && (await this.options.clocks.find(clockId));
+    if (!clock) throw DomainError.notFound(`no clock ${clockId}`);
+    return clock;
   }
 
   /** A right event (docs/architecture.md): `time` is when the change was made. */

@@ -25,11 +25,16 @@ interface HeldRight {
 }
 
 /**
- * The instant a right is judged at: its test clock's time, or real time (docs/decisions/0048).
- * The projection does not know clocks' times; what lives on one leaves it by its events
- * (expired, removed), never by the passing of real time.
+ * Where a check is asked (docs/api.md "Test clocks"): on real time (`clockId` null), or on the
+ * test clock the caller names, at its time. Only the rights living there count: a rehearsal
+ * never entitles anyone in real time, nor real rights a rehearsal. The projection does not know
+ * clocks' times; what lives on one leaves it by its events (expired, removed), never by the
+ * passing of real time.
  */
-export type NowOf = (right: { clockId: string | null }) => number;
+export interface CheckedOn {
+  clockId: string | null;
+  now: number;
+}
 
 /** What the projection remembers of a right it does not hold: how far it has seen it, and since when. */
 interface Passed {
@@ -110,33 +115,27 @@ export class EntitlementProjection {
     return true;
   }
 
-  /** The test clocks the rights of a user and SKU live on: the check needs their times. */
-  clocksOf(connectId: string, sku: string): string[] {
-    const clocks = new Set<string>();
-    for (const right of this.byUserSku.get(keyOf(connectId, sku)) ?? []) if (right.clockId) clocks.add(right.clockId);
-    return [...clocks];
-  }
-
   /**
    * The check (docs/api.md): the rights of the user and SKU the caller may read (docs/api.md)
-   * that are ACTIVE and whose interval contains their now (`nowOf`: real time, or their test
-   * clock's); their `balance`, the units left over the metered ones; entitled when a plain
-   * right is among them or the balance covers `amount`.
+   * that live where the check is asked (`on`) and are ACTIVE with their interval holding its
+   * now; their `balance`, the units left over the metered ones; entitled when a plain right is
+   * among them or the balance covers `amount`.
    */
   check(
     principal: Principal,
     connectId: string,
     sku: string,
-    nowOf: NowOf,
+    on: CheckedOn,
     amount = 1,
   ): Omit<Entitlement, 'checkedAt'> {
+    const { now, clockId } = on;
     const found: HeldRight[] = [];
     for (const right of this.byUserSku.get(keyOf(connectId, sku)) ?? []) {
-      const now = nowOf(right);
-      if (right.start <= now && now < right.expires && mayReadRight(principal, right)) found.push(right);
+      if (right.clockId === clockId && right.start <= now && now < right.expires && mayReadRight(principal, right))
+        found.push(right);
     }
     // A right in its grace (docs/api.md "Grace") is listed until the grace's end.
-    const inGrace = (right: HeldRight) => nowOf(right) >= right.end;
+    const inGrace = (right: HeldRight) => now >= right.end;
     const shownEnd = (right: HeldRight) => (inGrace(right) ? right.expires : right.end);
     const latest = found.reduce<HeldRight | null>(
       (last, right) => (!last || shownEnd(right) > shownEnd(last) ? right : last),
@@ -149,6 +148,7 @@ export class EntitlementProjection {
     return {
       connectId,
       sku,
+      clockId,
       entitled: plain || (balance !== null && balance >= amount),
       until: latest && shown(latest),
       balance,

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import {
   AmountParam,
   ClientBody,
+  ClockId,
   ClientId,
   ConnectId,
   Jti,
@@ -239,7 +240,12 @@ export function gatewayRoutes(options: GatewayRoutesOptions): Router {
       const sku = parseParam(SkuName, 'sku', req.params.sku);
       const raw = queryParam(req, 'amount');
       const amount = raw === undefined ? undefined : parseParam(AmountParam, 'amount', raw);
-      const answer = await options.entitlements.check(principalOf(res)!, connectIdParam(req), sku, amount);
+      const named = queryParam(req, 'clockId');
+      const clockId = named === undefined ? undefined : parseParam(ClockId, 'clockId', named);
+      const answer = await options.entitlements.check(principalOf(res)!, connectIdParam(req), sku, {
+        ...(amount === undefined ? {} : { amount }),
+        ...(clockId === undefined ? {} : { clockId }),
+      });
       res.set('Cache-Control', 'no-store').json(answer);
     },
     listUsers: async (req, res) => {

@@ -49,11 +49,19 @@ export interface Consumed<Body> {
   touched: RightEntity[];
 }
 
-/** A user's SKU, as consumption by SKU names it. */
+/** A user's SKU, as consumption by SKU names it, and where: on real time, or on the test clock named. */
 export interface SkuOfUser {
   userId: string;
   sku: string;
+  /**
+   * A rehearsal stays a rehearsal (docs/api.md "Test clocks"): only the rights on this clock
+   * count, at its time; null: only the rights on real time.
+   */
+  clockId: string | null;
 }
+
+/** A reservation, as its path names it (its record knows where it was made). */
+export type ReservationOfUser = Pick<SkuOfUser, 'userId' | 'sku'> & { reservationId: string };
 
 export interface ConsumptionUseCasesOptions {
   rights: RightStore;
@@ -154,7 +162,7 @@ export class ConsumptionUseCases {
     const stored = await this.rights.find(userId, rightId);
     if (!stored || !canUse(principal, stored)) throw missing();
     if (stored.quantity === null) return null;
-    const sku = { userId, sku: stored.sku };
+    const sku = { userId, sku: stored.sku, clockId: stored.clockId };
     return this.attempts(principal, sku, request.consumptionId, async ({ id, visible }) => {
       const earlier = await this.earlier(principal, sku, id);
       if (earlier) return earlier.touched.find((right) => right.rightId === rightId) ?? stored;
@@ -211,7 +219,7 @@ export class ConsumptionUseCases {
    */
   async commit(
     principal: Principal,
-    target: SkuOfUser & { reservationId: string },
+    target: ReservationOfUser,
     amount?: number,
   ): Promise<Consumed<Consumption> | { released: RightEntity[] }> {
     if (amount === 0) return { released: await this.release(principal, target) };
@@ -224,7 +232,7 @@ export class ConsumptionUseCases {
   }
 
   /** Frees a reservation's units; released before, it is done already. */
-  async release(principal: Principal, target: SkuOfUser & { reservationId: string }): Promise<RightEntity[]> {
+  async release(principal: Principal, target: ReservationOfUser): Promise<RightEntity[]> {
     const record = await this.reservation(principal, target);
     if (record.clock) await this.nowFor.forChange(record.clock);
     const released = await this.decide(record, (current, now) => abort(current, now));
@@ -297,11 +305,15 @@ export class ConsumptionUseCases {
   }
 
   /**
-   * The user's rights of the SKU that the caller may use, each as of its now; `forChange`: to
-   * consume or hold them (409 while a clock of theirs is advancing).
+   * The user's rights of the SKU that the caller may use where it asks (real time, or the clock
+   * it names: 404 when there is none), each as of its now; `forChange`: to consume or hold them
+   * (409 while their clock is advancing).
    */
   private async visible(principal: Principal, target: SkuOfUser, forChange = false): Promise<Visible> {
-    const stored = await this.rights.ofUserAndSku(target.userId, target.sku);
+    if (target.clockId !== null) await this.nowFor.ofNamedClock(target.clockId);
+    const stored = (await this.rights.ofUserAndSku(target.userId, target.sku)).filter(
+      (right) => right.clockId === target.clockId,
+    );
     const nowOf = await (forChange ? this.nowFor.forChangeOf(stored) : this.nowFor.of(stored));
     return {
       rights: stored.map((right) => asOf(right, nowOf(right))).filter((right) => canUse(principal, right)),
@@ -377,27 +389,28 @@ export class ConsumptionUseCases {
     id: string,
     kind: ConsumptionRecord['kind'],
     plan: Portion[],
-    { rights, nowOf }: Visible,
+    { nowOf }: Visible,
     holdMs = CONSUMPTION_HOLD_MS,
   ): ConsumptionRecord {
     const now = this.clock();
-    // A reservation of rights on one test clock lapses on that clock's time; a consumption's
-    // holds, which only guard a crash mid-way, after a real time (docs/decisions/0048).
-    const clocks = new Set(
-      plan.map(({ rightId }) => rights.find((right) => right.rightId === rightId)?.clockId ?? null),
-    );
-    const clockId = kind === 'reservation' && clocks.size === 1 ? [...clocks][0]! : null;
+    const { clockId } = target;
     return {
       consumptionId: id,
       userId: target.userId,
       sku: target.sku,
+      clockId,
       kind,
       madeBy: { clientId: principal.clientId, subject: principal.scheme === 'bearer' ? principal.subject : null },
       held: plan,
       taken: [],
       state: 'holding',
       until: new Date(now.getTime() + holdMs),
-      clock: clockId ? { clockId, until: new Date(nowOf({ clockId }).getTime() + holdMs) } : null,
+      // A reservation on a test clock lapses on that clock's time; a consumption's holds, which
+      // only guard a crash mid-way, after a real time (docs/decisions/0048).
+      clock:
+        kind === 'reservation' && clockId !== null
+          ? { clockId, until: new Date(nowOf({ clockId }).getTime() + holdMs) }
+          : null,
       generation: 1,
       createdAt: now,
       updatedAt: now,
@@ -532,10 +545,7 @@ export class ConsumptionUseCases {
     return { body: this.answer(record, amount, record.taken, visible), touched };
   }
 
-  private async reservation(
-    principal: Principal,
-    target: SkuOfUser & { reservationId: string },
-  ): Promise<ConsumptionRecord> {
+  private async reservation(principal: Principal, target: ReservationOfUser): Promise<ConsumptionRecord> {
     const record = await this.records.find(target.userId, target.reservationId);
     const rights =
       record && (await Promise.all(record.held.map((portion) => this.rights.find(record.userId, portion.rightId))));
@@ -574,7 +584,12 @@ export class ConsumptionUseCases {
     return rights.reduce((sum, right) => sum + (isUsable(right, nowOf(right)) ? (availableOf(right) ?? 0) : 0), 0);
   }
 
-  private answer(target: SkuOfUser, amount: number, taken: readonly Portion[], visible: Visible): Consumption {
+  private answer(
+    target: Pick<SkuOfUser, 'userId' | 'sku'>,
+    amount: number,
+    taken: readonly Portion[],
+    visible: Visible,
+  ): Consumption {
     const { rights } = visible;
     return {
       connectId: target.userId,

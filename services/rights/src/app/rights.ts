@@ -25,6 +25,7 @@ import {
   hasEnded,
   recordUsage,
   removal,
+  supersededBeforeIssue,
   type Decision,
   type RightCommand,
   type RightEntity,
@@ -96,9 +97,11 @@ export interface Withheld {
 }
 
 /** What a list asks for; who may see what comes from the caller. */
-export type RightListQuery = Omit<RightQuery, 'grantorOrProvider' | 'active'> & {
-  /** Only rights ACTIVE with this instant inside their interval; `now`: each right's now (its test clock's time). */
+export type RightListQuery = Omit<RightQuery, 'grantorOrProvider' | 'active' | 'on'> & {
+  /** Only rights ACTIVE with this instant inside their interval; `now`: real time's, or the named clock's. */
   activeAt: Date | 'now' | null;
+  /** A test clock the caller names: only the rights living on it, and `now` is its time. */
+  clockId?: string;
 };
 
 /** A right as a change left it (what the gateway's entitlement projection is told: docs/api.md). */
@@ -228,29 +231,21 @@ export class RightsUseCases {
   /**
    * A page of a user's rights the caller may see, each as of now; with `activeAt`, only those
    * ACTIVE at that instant, which excludes every right ended by now, its expiry written or not.
+   * A rehearsal stays a rehearsal (docs/api.md "Test clocks"): an `active` list counts the rights
+   * on real time, unless the caller names a clock, whose rights alone it then lists, at its time.
    */
   async list(principal: Principal, query: RightListQuery): Promise<ListPage<RightEntity>> {
-    const now = this.clock();
-    const { activeAt, ...rest } = query;
+    const { activeAt, clockId, ...rest } = query;
+    const now = clockId === undefined ? this.clock() : await this.nowFor.ofNamedClock(clockId);
     const at = activeAt === 'now' ? now : activeAt;
     const page = await this.store.list({
       ...rest,
       grantorOrProvider: visibilityOf(principal)?.grantorOrProvider ?? null,
-      active: at && {
-        at,
-        endsAfter: at > now ? at : now,
-        ...(activeAt === 'now' ? { clocks: await this.clockTimesOf(query.userId) } : {}),
-      },
+      on: clockId !== undefined ? { clockId } : at ? { clockId: null } : null,
+      active: at && { at, endsAfter: at > now ? at : now },
     });
     const nowOf = await this.nowFor.of(page.items);
     return { items: page.items.map((right) => asOf(right, nowOf(right))), last: page.last };
-  }
-
-  /** The test clocks a user's rights live on, each with its time (docs/decisions/0048). */
-  private async clockTimesOf(userId: string): Promise<Array<{ clockId: string; at: Date }>> {
-    const clocks = (await this.store.clocksOfUser(userId)).map((clockId) => ({ clockId }));
-    const nowOf = await this.nowFor.of(clocks);
-    return clocks.map((clock) => ({ clockId: clock.clockId, at: nowOf(clock) }));
   }
 
   /**
@@ -421,7 +416,7 @@ export class RightsUseCases {
     );
     // docs/api.md: a period whose rights cannot be made fails alone.
     const failed: ItemFailure[] = [];
-    const built = eachItem(
+    const periods = eachItem(
       commands,
       (command, index) =>
         grants[index]!.flatMap((granted) =>
@@ -429,8 +424,13 @@ export class RightsUseCases {
         ),
       failed,
     );
-    const rights = built.flatMap(({ value }) => value);
-    await this.store.insertManyWithoutEvents(rights);
+    const made = periods.flatMap(({ value }) => value);
+    const inserted = await this.store.insertManyWithoutEvents(made);
+    // Some existed: a command again (its events go out again, as the first time), or rights a
+    // later plan change or their grantor removed meanwhile, which nothing brings back
+    // (docs/decisions/0052). Read only then: a renewal's rights are all new.
+    const gone = inserted < made.length ? await this.store.tombstonesAmong(made.map((r) => r.rightId)) : null;
+    const rights = gone ? made.filter((right) => !gone.has(right.rightId)) : made;
     const outbox = rights.flatMap((right) =>
       this.messages.of(right, [RightEventTypes.created], systemActor('subscriptions')),
     );
@@ -459,13 +459,29 @@ export class RightsUseCases {
       return orUnchanged(decide(current, command.action, now));
     };
     for (const rightId of rightIds) {
-      await changeOne({
+      const done = await changeOne({
         what: `right ${rightId}`,
         load: () => this.find(connectId, rightId),
         decide: async (current): Promise<Decision> => decideFor(current, await this.nowFor.one(current)),
-        write: (current, { next, events }) =>
-          this.store.update({ current, next, outbox: this.messages.of(next, events, systemActor('subscriptions')) }),
+        write: (current, { next, events, removes }) =>
+          this.store.update({
+            current,
+            next,
+            outbox: this.messages.of(next, events, systemActor('subscriptions')),
+            ...(removes ? { removes } : {}),
+          }),
       });
+      // docs/api.md "Plan changes": a later change supersedes an earlier one whose rights are
+      // still on their way. Ended before it is issued, a right's id is kept so that its issue
+      // creates nothing (docs/decisions/0052); issued meanwhile, it is ended as it is.
+      if (done.outcome === 'missing' && command.action === 'end') {
+        const at = new Date(command.at);
+        const superseded = supersededBeforeIssue({ rightId, userId: connectId, subscriptionId }, at, this.clock());
+        if (await this.store.supersede(superseded)) continue;
+        // Its id exists: a tombstone (this end again, or a removal), or the right, issued meanwhile.
+        if (!(await this.store.tombstonesAmong([rightId])).has(rightId))
+          await this.cascade({ ...command, rightIds: [rightId] });
+      }
     }
   }
 

@@ -13,6 +13,8 @@ export interface ConsumptionRecord {
   consumptionId: string;
   userId: string;
   sku: string;
+  /** Where its units are taken: the test clock its caller named (its rights alone), or null for real time. */
+  clockId: string | null;
   kind: 'consumption' | 'reservation';
   /**
    * Who made it: the API client, and the user its Bearer token acts for (null with Basic). Only

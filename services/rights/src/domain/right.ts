@@ -128,11 +128,13 @@ export function decide(right: RightEntity, command: RightCommand, now: Date): De
  * new plan's rights), and it is EXPIRED with `right.expired`. The change is the record of when
  * the old plan ended, so an end that arrives late (its command delayed past the right's own
  * end, as after a crash before the change's outbox was relayed) still cuts the interval, and
- * its `right.expired` comes again with the cut interval. A right whose interval does not hold
- * `at` (it starts only then, or is in its grace) keeps it and expires if it has not; a right
- * cut already is left as it is. Pure.
+ * its `right.expired` comes again with the cut interval. A right that starts only at `at` or
+ * later (an earlier change's rest of the period, replaced within its first second) never held
+ * anything: it is removed (`right.removed`), so that it overlaps nothing. A right in its grace
+ * keeps its interval and expires if it has not; a right cut already is left as it is. Pure.
  */
 export function endAt(right: RightEntity, at: { instant: Date; text: string }, now: Date): Decision {
+  if (at.instant <= right.start) return removal(right, now);
   const ending = { state: 'EXPIRED' as const, grace: null, expiresAt: at.instant };
   if (right.start < at.instant && at.instant < right.end) {
     const startText = right.timeInterval.slice(0, right.timeInterval.indexOf('/'));
@@ -141,6 +143,40 @@ export function endAt(right: RightEntity, at: { instant: Date; text: string }, n
   }
   if (right.state === 'EXPIRED' || hasEnded(right, at.instant)) return { kind: 'unchanged' };
   return changed(right, ending, [RightEventTypes.expired], now);
+}
+
+/**
+ * A right a plan change ended before it was issued (docs/decisions/0052): what its id is kept
+ * as, so that its issue creates nothing. It never held anything: EXPIRED, an instant long.
+ */
+export function supersededBeforeIssue(
+  target: { rightId: string; userId: string; subscriptionId: string },
+  at: Date,
+  now: Date,
+): RightEntity {
+  const instant = at.toISOString().replace('.000Z', 'Z');
+  return {
+    ...target,
+    state: 'EXPIRED',
+    grantorId: '',
+    grantorContext: null,
+    serviceProviderId: null,
+    sku: '',
+    payload: null,
+    used: false,
+    quantity: null,
+    remaining: null,
+    holds: [],
+    start: at,
+    end: at,
+    grace: null,
+    expiresAt: at,
+    timeInterval: `${instant}/${instant}`,
+    clockId: null,
+    generation: 1,
+    createdAt: now,
+    updatedAt: now,
+  };
 }
 
 /** docs/api.md "Rights": its grantor removes it whatever its state; right.removed. */

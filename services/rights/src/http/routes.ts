@@ -1,5 +1,6 @@
 import { BUCKETS } from '@rs/hashing';
 import {
+  ClockId,
   CommitBody,
   ConsumptionBody,
   encodeProjectedRights,
@@ -71,7 +72,12 @@ export function rightsRoutes(
 
   http.serveRoutes(router, 'rights', {
     listRights: async (req, res) => {
-      const filter = { userId: http.connectIdOf(req), grantorId: http.queryParam(req, 'grantorId') ?? null };
+      const named = http.queryParam(req, 'clockId');
+      const filter = {
+        userId: http.connectIdOf(req),
+        grantorId: http.queryParam(req, 'grantorId') ?? null,
+        ...(named === undefined ? {} : { clockId: http.parseParam(ClockId, 'clockId', named) }),
+      };
       const activeAt = activeFilter(req);
       await http.sendNewestFirst(req, res, publicBaseUrl, {
         read: (limit, after) => rights.list(res.locals.principal, { ...filter, activeAt, limit, after }),
@@ -108,23 +114,31 @@ export function rightsRoutes(
     // docs/api.md "Consumption by SKU" and "Reservations": the gateway's id for a request with an
     // Idempotency-Key is the consumption's (the reservation's), so a retry is applied once.
     consumeEntitlement: async (req, res) => {
-      const { amount } = http.parseBody(ConsumptionBody, req.body ?? {});
+      const { amount, clockId } = http.parseBody(ConsumptionBody, req.body ?? {});
       const consumptionId = http.resourceIdOf(req);
-      const done = await consumptions.consume(res.locals.principal, skuOfUser(req), {
-        amount: amount ?? 1,
-        ...(consumptionId ? { consumptionId } : {}),
-      });
+      const done = await consumptions.consume(
+        res.locals.principal,
+        { ...skuOfUser(req), clockId: clockId ?? null },
+        {
+          amount: amount ?? 1,
+          ...(consumptionId ? { consumptionId } : {}),
+        },
+      );
       tellProjectionOf(res, done.touched);
       res.json(done.body);
     },
     createReservation: async (req, res) => {
-      const { amount, ttl } = http.parseBody(ReservationBody, req.body ?? {});
+      const { amount, ttl, clockId } = http.parseBody(ReservationBody, req.body ?? {});
       const reservationId = http.resourceIdOf(req);
-      const done = await consumptions.reserve(res.locals.principal, skuOfUser(req), {
-        amount: amount ?? 1,
-        ...(ttl ? { ttl } : {}),
-        ...(reservationId ? { reservationId } : {}),
-      });
+      const done = await consumptions.reserve(
+        res.locals.principal,
+        { ...skuOfUser(req), clockId: clockId ?? null },
+        {
+          amount: amount ?? 1,
+          ...(ttl ? { ttl } : {}),
+          ...(reservationId ? { reservationId } : {}),
+        },
+      );
       tellProjectionOf(res, done.touched);
       res.status(201).json(done.body);
     },

@@ -28,6 +28,7 @@ interface ConsumptionDocument extends Omit<ConsumptionRecord, 'consumptionId'> {
 const consumptionSchema = documentSchema<ConsumptionDocument>(CONSUMPTIONS, {
   userId: 'string',
   sku: 'string',
+  clockId: 'string?',
   kind: 'string',
   madeBy: 'json',
   held: 'json[]',
@@ -47,6 +48,7 @@ export const CONSUMPTION_INDEXES: CollectionIndexes = {
 const toRecord = ({ _id, clock, ...fields }: ConsumptionDocument): ConsumptionRecord => ({
   consumptionId: _id,
   ...fields,
+  clockId: fields.clockId ?? null,
   // Stored as JSON, its instant as text (records stored before test clocks have none).
   clock: clock ? { clockId: clock.clockId, until: new Date(clock.until) } : null,
 });

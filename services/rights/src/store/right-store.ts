@@ -161,12 +161,10 @@ export interface RightQuery {
   /** Non-admins see rights they granted or provide (docs/api.md). */
   grantorOrProvider: string | null;
   grantorId: string | null;
-  /**
-   * Only rights stored ACTIVE whose interval holds `at` and ends after `endsAfter`; those on the
-   * test `clocks` named, at their clock's `at` (docs/decisions/0048), and with `clocks`, only
-   * those and the rights on real time.
-   */
-  active: { at: Date; endsAfter: Date; clocks?: ReadonlyArray<{ clockId: string; at: Date }> } | null;
+  /** Only rights living on this test clock, or on real time (`clockId` null); null: wherever they live. */
+  on: { clockId: string | null } | null;
+  /** Only rights stored ACTIVE whose interval holds `at` and ends after `endsAfter`. */
+  active: { at: Date; endsAfter: Date } | null;
   limit: number;
   /** Where the previous page ended. */
   after: ListPosition | null;
@@ -185,8 +183,6 @@ const RIGHT_LISTS = {
   /** The user's rights on one test clock: which clocks a user has rights on is its lists' names. */
   onClock: (clockId: string) => listName('c', clockId),
 };
-const CLOCK_LIST = /^c\|/;
-
 const listsOfRight = (right: Pick<RightDocument, 'grantorId' | 'serviceProviderId' | 'clockId'>): string[] => {
   const provider = right.serviceProviderId;
   return [
@@ -285,14 +281,6 @@ export class RightStore extends UserOwnedStore<RightDocument, RightEntity> {
     return docs.map((doc) => ({ userId: doc.userId, rightId: doc._id }));
   }
 
-  /**
-   * The test clocks a user's rights live on (docs/decisions/0048), almost always none: the
-   * clocks the user's lists are kept for (one read, whatever the user holds).
-   */
-  async clocksOfUser(userId: string): Promise<string[]> {
-    return (await this.listNamesOf(userId)).filter((name) => CLOCK_LIST.test(name)).map((name) => name.slice(2));
-  }
-
   /** A user's rights of one SKU (consumption by SKU: the caller's visibility and the burn order are the use case's). */
   async ofUserAndSku(userId: string, sku: string): Promise<RightEntity[]> {
     const docs = await this.model
@@ -304,23 +292,10 @@ export class RightStore extends UserOwnedStore<RightDocument, RightEntity> {
   /** A page of a user's rights (docs/api.md "Listing filters"), newest first. */
   list(query: RightQuery): Promise<ListPage<RightEntity>> {
     const conditions: object[] = [];
+    if (query.on) conditions.push({ clockId: query.on.clockId });
     if (query.active) {
-      const { at, endsAfter, clocks = [] } = query.active;
-      const activeAt = (instant: Date, after: Date) => ({
-        state: 'ACTIVE',
-        start: { $lte: instant },
-        end: { $gt: after },
-      });
-      conditions.push(
-        clocks.length === 0
-          ? activeAt(at, endsAfter)
-          : {
-              $or: [
-                { clockId: null, ...activeAt(at, endsAfter) },
-                ...clocks.map((clock) => ({ clockId: clock.clockId, ...activeAt(clock.at, clock.at) })),
-              ],
-            },
-      );
+      const { at, endsAfter } = query.active;
+      conditions.push({ state: 'ACTIVE', start: { $lte: at }, end: { $gt: endsAfter } });
     }
     return this.pageOfList(query.userId, listOfQuery(query), conditions, query.after, query.limit);
   }
@@ -339,6 +314,24 @@ export class RightStore extends UserOwnedStore<RightDocument, RightEntity> {
   async insertManyWithoutEvents(rights: readonly RightEntity[]): Promise<number> {
     const docs = await this.placed(rights.map(toDocument));
     return this.documents.insertMany(docs.map((doc) => ({ doc, outbox: [] })));
+  }
+
+  /**
+   * Keeps the id of a right that a plan change ended before it was issued (docs/decisions/0052):
+   * a tombstone, so that its `rights.issue`, whenever it comes, creates nothing. False when the
+   * id exists (the right was issued meanwhile: the caller ends it as it is).
+   */
+  supersede(right: RightEntity): Promise<boolean> {
+    const tombstone = { ...toDocument(right), removed: true };
+    return this.documents.insert(tombstone, []);
+  }
+
+  /** Which of these ids are tombstones: removed, or superseded before they were issued. */
+  async tombstonesAmong(ids: readonly string[]): Promise<Set<string>> {
+    const docs = await this.model
+      .find({ _id: { $in: ids }, removed: true }, { _id: 1 })
+      .lean<Array<Pick<RightDocument, '_id'>>>();
+    return new Set(docs.map((doc) => doc._id));
   }
 
   /**

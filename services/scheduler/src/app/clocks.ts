@@ -8,8 +8,8 @@ import {
   type Principal,
 } from '@rs/contracts';
 import { changeOne, UNCHANGED } from '@rs/store';
-import { isRepresentable, parseDateTime, RANGE_REASON, type Clock } from '@rs/time';
-import { advance, canCreateClockFor, canUseClock, type ClockEntity } from '../domain/clock';
+import { instantAfter, isRepresentable, LATEST_INSTANT, parseDateTime, RANGE_REASON, type Clock } from '@rs/time';
+import { admitObject, advance, beyondLatest, canCreateClockFor, canUseClock, type ClockEntity } from '../domain/clock';
 import { CLOCK_EVENTS, type ClockMessages } from '../messaging/clock-events';
 import type { ClockStore } from '../store/clock-store';
 
@@ -25,7 +25,9 @@ function instantOf(field: string, text: string): Date {
 /**
  * Test clocks (docs/decisions/0048): a client works with its own grantor's clocks, an admin
  * with any; another grantor's clock does not exist for it (404). At most `maxPerGrantor` per
- * grantor (TEST_CLOCKS_MAX; 0 turns test clocks off).
+ * grantor (TEST_CLOCKS_MAX; 0 turns test clocks off), `maxObjects` created on each
+ * (TEST_CLOCK_MAX_OBJECTS), and no clock's time beyond `maxAdvance` past real time
+ * (TEST_CLOCK_MAX_ADVANCE): a rehearsal's work is bounded (docs/api.md "Test clocks").
  */
 export class ClockUseCases {
   constructor(
@@ -33,6 +35,9 @@ export class ClockUseCases {
     private readonly messages: ClockMessages,
     private readonly options: {
       maxPerGrantor: number;
+      maxObjects: number;
+      /** An ISO 8601 duration above zero. */
+      maxAdvance: string;
       clock: Clock;
       forget?: (clockId: string) => Promise<void>;
       /** Keeps the object a creation announces as expected on the clock (see `expectCreation`). */
@@ -46,6 +51,8 @@ export class ClockUseCases {
       throw DomainError.notPermitted('you may create clocks only for your own grantor');
     const owner = { grantorId: body.grantorId };
     const time = instantOf('time', body.time);
+    const latest = this.latest();
+    if (time > latest) throw DomainError.invalid(`time: ${beyondLatest(latest)}`);
     // Two creates at once may both pass the count: one over the limit, never more.
     if ((await this.store.countOfGrantor(owner.grantorId)) >= this.options.maxPerGrantor)
       throw DomainError.conflict(
@@ -58,6 +65,7 @@ export class ClockUseCases {
       time,
       advancingTo: time,
       status: 'ready',
+      objects: 0,
       generation: 1,
       createdAt: now,
       updatedAt: now,
@@ -85,8 +93,19 @@ export class ClockUseCases {
    * creation failed), instead of passing it by before its event arrives.
    */
   async expectCreation(clockId: string, creation: ClockCreation): Promise<ClockEntity> {
-    const clock = await this.store.find(clockId);
-    if (!clock || clock.grantorId !== creation.grantorId) throw DomainError.notFound(`no clock ${clockId}`);
+    const done = await changeOne<ClockEntity, { next: ClockEntity }>({
+      what: `clock ${clockId}`,
+      load: () => this.store.find(clockId),
+      authorize: (clock) => {
+        if (clock.grantorId !== creation.grantorId) throw DomainError.notFound(`no clock ${clockId}`);
+      },
+      // While advancing, the service refuses the creation (409): it takes no place.
+      decide: (clock) =>
+        clock.status === 'ready' ? admitObject(clock, this.options.maxObjects, this.options.clock()) : UNCHANGED,
+      write: (current, { next }) => this.store.update(current, next, []),
+    });
+    if (done.outcome === 'missing') throw DomainError.notFound(`no clock ${clockId}`);
+    const clock = done.outcome === 'changed' ? done.change.next : done.current;
     if (clock.status === 'ready') await this.options.expect?.(clock, creation);
     return clock;
   }
@@ -100,14 +119,15 @@ export class ClockUseCases {
 
   async advance(principal: Principal, clockId: string, body: ClockAdvanceBody): Promise<ClockEntity> {
     const to = instantOf('to', body.to);
-    const done = await changeOne({
+    const done = await changeOne<ClockEntity, { next: ClockEntity }>({
       what: `clock ${clockId}`,
       load: () => this.store.find(clockId),
       authorize: (clock) => {
         if (!canUseClock(principal, clock)) throw DomainError.notFound(`no clock ${clockId}`);
       },
       decide: (clock) => {
-        const decision = advance(clock, to, this.options.clock());
+        const decision = advance(clock, to, this.options.clock(), this.latest());
+        if (decision.kind === 'invalid') throw DomainError.invalid(`to: ${decision.reason}`);
         return decision.kind === 'unchanged' ? UNCHANGED : decision;
       },
       write: (current, { next }) =>
@@ -115,6 +135,11 @@ export class ClockUseCases {
     });
     if (done.outcome === 'missing') throw DomainError.notFound(`no clock ${clockId}`);
     return done.outcome === 'changed' ? done.change.next : done.current;
+  }
+
+  /** The furthest a clock's time may be now: TEST_CLOCK_MAX_ADVANCE past real time. */
+  private latest(): Date {
+    return instantAfter(this.options.clock(), this.options.maxAdvance) ?? new Date(LATEST_INSTANT);
   }
 
   /** An unknown clock is 404, as another grantor's is: which clocks exist is nobody else's to learn. */

@@ -21,6 +21,7 @@ const schema = documentSchema<ClockDocument>('clocks', {
   time: 'date',
   advancingTo: 'date',
   status: 'string',
+  objects: 'number?',
   deleted: 'flag',
   ...outboxDocumentFields,
 });
@@ -36,6 +37,8 @@ const toEntity = ({ _id, deleted: _deleted, ...fields }: ClockDocument): ClockEn
   ...fields,
   // Clocks stored before advances stepped were where their advance went.
   status: fields.status ?? 'ready',
+  // Clocks stored before their objects were counted start from none.
+  objects: fields.objects ?? 0,
 });
 
 /** The scheduler's test clocks (docs/decisions/0048): each change a compare-and-set on its generation. */

@@ -61,6 +61,7 @@ export class EndpointUseCases implements EndpointDirectory {
       url: target.url.toString(),
       events,
       description: body.description ?? null,
+      clocks: body.clocks ?? false,
       secrets: [{ sealed: this.sealer.seal(secret), createdAt: now, retiresAt: null }],
       createdAt: now,
       generation: 1,

@@ -27,17 +27,21 @@ export function matchesPatterns(patterns: readonly string[], type: string): bool
   );
 }
 
-/** An endpoint's owner: a grantor, or null for an admin's endpoint, which sees everything. */
+/** An endpoint's owner (a grantor, or null for an admin's endpoint, which sees everything), and whether it hears rehearsals. */
 export interface EndpointScope {
   grantorId: string | null;
+  clocks: boolean;
 }
 
 /**
  * docs/api.md: an endpoint receives the events of what its grantor may read: rights it
- * grants or provides, subscriptions it grants. Decided on the event's data (the resource).
+ * grants or provides, subscriptions it grants; of an object on a test clock only when it was
+ * registered with `"clocks": true` (a rehearsal's events never reach a receiver acting for real
+ * time). Decided on the event's data (the resource).
  */
 export function mayReceive(endpoint: EndpointScope, data: unknown): boolean {
+  const resource = (data ?? {}) as { grantorId?: unknown; serviceProviderId?: unknown; clockId?: unknown };
+  if (typeof resource.clockId === 'string' && !endpoint.clocks) return false;
   if (endpoint.grantorId === null) return true;
-  const resource = (data ?? {}) as { grantorId?: unknown; serviceProviderId?: unknown };
   return resource.grantorId === endpoint.grantorId || resource.serviceProviderId === endpoint.grantorId;
 }

@@ -11,6 +11,7 @@ const representation = (endpoint: Endpoint) => ({
   url: endpoint.url,
   events: endpoint.events,
   description: endpoint.description,
+  clocks: endpoint.clocks,
   createdAt: endpoint.createdAt.toISOString(),
 });
 

@@ -16,6 +16,8 @@ export interface Endpoint {
   url: string;
   events: string[];
   description: string | null;
+  /** Whether it receives the events of objects on test clocks (docs/api.md "Test clocks"). */
+  clocks: boolean;
   secrets: StoredSecret[];
   createdAt: Date;
   /** Bumped by each change: the compare-and-set of a rotation. */
@@ -30,6 +32,8 @@ interface EndpointDocument extends Omit<Endpoint, 'endpointId'> {
 const toEndpoint = ({ _id, deleted: _deleted, ...fields }: EndpointDocument): Endpoint => ({
   endpointId: _id,
   ...fields,
+  // Endpoints registered before the option receive no clock events, as its default says.
+  clocks: fields.clocks ?? false,
 });
 
 /**
