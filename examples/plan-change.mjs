@@ -34,8 +34,10 @@ async function settled(subscriptionId, matches) {
   }
 }
 
-// A monthly subscription from now: this month's basic right is issued within seconds.
-const start = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+// A monthly subscription from a minute ago: this month's basic right is issued within seconds.
+// (An upgrade in the very second a right starts removes that right instead: it never held an
+// instant, docs/api.md "Plan changes".)
+const start = new Date(Date.now() - 60_000).toISOString().replace(/\.\d{3}Z$/, 'Z');
 const subscription = ok(
   await grantor.POST('/id/users/{connectId}/subs', {
     params: { path: user },

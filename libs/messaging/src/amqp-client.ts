@@ -2,7 +2,7 @@ import { redactUrl } from '@rs/config';
 import { EventEmitter } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { context, propagation, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
-import { CLOUD_EVENT_CONTENT_TYPE, type CloudEvent } from '@rs/contracts';
+import { CLOUD_EVENT_CONTENT_TYPE, routingKeyOf, type CloudEvent } from '@rs/contracts';
 import type { Logger } from '@rs/logging';
 import amqp, { type ChannelModel, type ConfirmChannel, type Options } from 'amqplib';
 import { brokerConnected, messagesPublished } from './metrics';
@@ -121,6 +121,7 @@ export class AmqpClient extends EventEmitter<{ connected: []; disconnected: [] }
    * the W3C trace context of `traceCarrier` (the trace of the change that caused it).
    */
   async publishEvent(exchange: string, event: CloudEvent, traceCarrier?: TraceCarrier): Promise<void> {
+    const routingKey = routingKeyOf(exchange, event);
     const parent = traceCarrier ? contextFrom(traceCarrier) : context.active();
     const span = tracer.startSpan(
       `${exchange} publish`,
@@ -129,7 +130,7 @@ export class AmqpClient extends EventEmitter<{ connected: []; disconnected: [] }
         attributes: {
           'messaging.system': 'rabbitmq',
           'messaging.destination.name': exchange,
-          'messaging.rabbitmq.destination.routing_key': event.type,
+          'messaging.rabbitmq.destination.routing_key': routingKey,
           'messaging.message.id': event.id,
         },
       },
@@ -140,7 +141,7 @@ export class AmqpClient extends EventEmitter<{ connected: []; disconnected: [] }
     propagation.inject(spanContext, headers);
     try {
       await context.with(spanContext, () =>
-        this.publish(exchange, event.type, Buffer.from(JSON.stringify(event)), {
+        this.publish(exchange, routingKey, Buffer.from(JSON.stringify(event)), {
           persistent: true,
           messageId: event.id,
           type: event.type,

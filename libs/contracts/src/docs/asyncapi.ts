@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { CloudEvent } from '../schemas/cloud-event';
-import { COMMAND_QUEUES, EXCHANGE_TYPES, Exchanges } from '../schemas/topology';
+import { CLOCK_LANE, COMMAND_QUEUES, EXCHANGE_TYPES, Exchanges } from '../schemas/topology';
 import { EVENT_FAMILIES } from './event-families';
 
 /** The exchanges whose events the webhooks service delivers outside the cluster (docs/api.md). */
@@ -80,12 +80,17 @@ export function buildAsyncApiDocument() {
         };
     }
   }
-  for (const [queue, types] of Object.entries(COMMAND_QUEUES)) {
+  for (const [queue, routingKeys] of Object.entries(COMMAND_QUEUES)) {
     const channelId = `queue__${idOf(queue)}`;
+    // A clock lane's routing keys are its commands' types with the lane's suffix (docs/decisions/0054).
+    const lane = queue.endsWith(CLOCK_LANE);
+    const types = routingKeys.map((key) => (lane ? key.slice(0, -CLOCK_LANE.length) : key));
     channels[channelId] = {
       address: queue,
       title: `the ${queue} queue`,
-      description: `The durable quorum queue of ${queue.split('.')[0]}: every ${types.join(', ')} command (retries in ${queue}.retry.<delay>ms, failures in ${queue}.dlq).`,
+      description: lane
+        ? `The clock lane of ${queue.split('.')[0]}: every ${types.join(', ')} command about what lives on a test clock, routed as ${routingKeys.join(', ')} and consumed a few at a time beside the real-time queue (retries in ${queue}.retry.<delay>ms, failures in ${queue}.dlq).`
+        : `The durable quorum queue of ${queue.split('.')[0]}: every ${types.join(', ')} command (retries in ${queue}.retry.<delay>ms, failures in ${queue}.dlq).`,
       servers: [ref('servers/rabbitmq')],
       messages: Object.fromEntries(types.map((type) => [idOf(type), ref(`components/messages/${idOf(type)}`)])),
       bindings: {

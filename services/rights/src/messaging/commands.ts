@@ -1,6 +1,6 @@
-import { commandBindings, CommandTypes, itemsOf, parseEvent, RightsCommands, type ParsedEvent } from '@rs/contracts';
+import { CommandTypes, itemsOf, parseEvent, RightsCommands, type ParsedEvent } from '@rs/contracts';
 import type { Logger } from '@rs/logging';
-import { batchItemsFailed, consume, type AmqpClient, type FailedItem } from '@rs/messaging';
+import { batchItemsFailed, consumeCommands, type AmqpClient, type FailedItem } from '@rs/messaging';
 import { recordAndPublish } from '@rs/outbox-relay';
 import { isTransient, type HistoryLog } from '@rs/store';
 import type { Clock } from '@rs/time';
@@ -156,11 +156,11 @@ export async function consumeRightsCommands(options: RightsCommandsOptions): Pro
     await settle(commands, failedItems);
     return failedItems;
   };
-  await consume(
+  // With its clock lane, a few at a time: a rehearsal's commands never queue ahead of real time's.
+  await consumeCommands(
     broker,
     {
       queue: RIGHTS_COMMAND_QUEUE,
-      bindings: commandBindings(RIGHTS_COMMAND_QUEUE),
       // A period whose intervals do not parse fails alone when its rights are built: dead-lettered
       // at once as a one-item command, the other periods of its batch issued.
       parse: (body) => parseEvent(RightsCommands, body),

@@ -1,6 +1,6 @@
-import { commandBindings, CommandTypes, itemsOf, parseEvent, SubscriptionsCommands } from '@rs/contracts';
+import { CommandTypes, itemsOf, parseEvent, SubscriptionsCommands } from '@rs/contracts';
 import type { Logger } from '@rs/logging';
-import { consume, type AmqpClient } from '@rs/messaging';
+import { consumeCommands, type AmqpClient } from '@rs/messaging';
 import { recordAndPublish } from '@rs/outbox-relay';
 import type { HistoryLog } from '@rs/store';
 import type { SubscriptionUseCases } from '../app/subscriptions';
@@ -24,11 +24,11 @@ export async function consumeSubscriptionCommands(options: {
 }): Promise<void> {
   const { broker, subscriptions, history, logger } = options;
   const log = logger.child({ component: 'commands' });
-  await consume(
+  // With its clock lane, a few at a time: a rehearsal's renewals never queue ahead of real time's.
+  await consumeCommands(
     broker,
     {
       queue: SUBSCRIPTIONS_COMMAND_QUEUE,
-      bindings: commandBindings(SUBSCRIPTIONS_COMMAND_QUEUE),
       prefetch: 4,
       parse: (body) => parseEvent(SubscriptionsCommands, body),
       handle: async (command, delivery) => {
