@@ -77,11 +77,12 @@ describe('the clock lane of the rights commands', () => {
       .toBe(200);
     const tookMs = Date.now() - sent;
 
-    // The rehearsal was still being worked through: the real command did not wait for it.
+    // Most of the rehearsal was still to come: the real command did not wait for it (in one
+    // queue, it came after all but the last few the consumer held).
     const db = await mongoose.createConnection(fx.system.mongoUrlFor('rights')).asPromise();
     try {
       const rehearsed = await db.collection('rights').countDocuments({ clockId: 'rehearsalclock' });
-      expect(rehearsed, `the real right came after ${tookMs} ms`).toBeLessThan(CLOCK_COMMANDS * PER_COMMAND);
+      expect(rehearsed, `the real right came after ${tookMs} ms`).toBeLessThan((CLOCK_COMMANDS * PER_COMMAND) / 2);
       // And the rehearsal goes on to its end: every one of its rights, once.
       await expect
         .poll(() => db.collection('rights').countDocuments({ clockId: 'rehearsalclock' }), {
