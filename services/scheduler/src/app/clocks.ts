@@ -9,7 +9,7 @@ import {
 } from '@rs/contracts';
 import { changeOne, UNCHANGED } from '@rs/store';
 import { instantAfter, isRepresentable, LATEST_INSTANT, parseDateTime, RANGE_REASON, type Clock } from '@rs/time';
-import { admitObject, advance, beyondLatest, canCreateClockFor, canUseClock, type ClockEntity } from '../domain/clock';
+import { advance, beyondLatest, canCreateClockFor, canUseClock, type ClockEntity } from '../domain/clock';
 import { CLOCK_EVENTS, type ClockMessages } from '../messaging/clock-events';
 import type { ClockStore } from '../store/clock-store';
 
@@ -65,7 +65,6 @@ export class ClockUseCases {
       time,
       advancingTo: time,
       status: 'ready',
-      objects: 0,
       generation: 1,
       createdAt: now,
       updatedAt: now,
@@ -93,20 +92,16 @@ export class ClockUseCases {
    * creation failed), instead of passing it by before its event arrives.
    */
   async expectCreation(clockId: string, creation: ClockCreation): Promise<ClockEntity> {
-    const done = await changeOne<ClockEntity, { next: ClockEntity }>({
-      what: `clock ${clockId}`,
-      load: () => this.store.find(clockId),
-      authorize: (clock) => {
-        if (clock.grantorId !== creation.grantorId) throw DomainError.notFound(`no clock ${clockId}`);
-      },
-      // While advancing, the service refuses the creation (409): it takes no place.
-      decide: (clock) =>
-        clock.status === 'ready' ? admitObject(clock, this.options.maxObjects, this.options.clock()) : UNCHANGED,
-      write: (current, { next }) => this.store.update(current, next, []),
-    });
-    if (done.outcome === 'missing') throw DomainError.notFound(`no clock ${clockId}`);
-    const clock = done.outcome === 'changed' ? done.change.next : done.current;
-    if (clock.status === 'ready') await this.options.expect?.(clock, creation);
+    const clock = await this.store.find(clockId);
+    if (!clock || clock.grantorId !== creation.grantorId) throw DomainError.notFound(`no clock ${clockId}`);
+    // While advancing, the service refuses the creation (409): it takes no place.
+    if (clock.status !== 'ready') return clock;
+    const { maxObjects } = this.options;
+    if (!(await this.store.takePlace(clockId, maxObjects)))
+      throw DomainError.conflict(
+        `clock ${clockId} holds ${maxObjects} subscriptions and rights, the most one may (TEST_CLOCK_MAX_OBJECTS)`,
+      );
+    await this.options.expect?.(clock, creation);
     return clock;
   }
 

@@ -11,11 +11,6 @@ export interface ClockEntity {
   advancingTo: Date;
   /** `advancing` from an advance until everything due up to `advancingTo` has happened. */
   status: Clock['status'];
-  /**
-   * The subscriptions and rights created on it through the API (what their renewals issue is
-   * not counted: it is bounded by them): at most TEST_CLOCK_MAX_OBJECTS (docs/api.md "Test clocks").
-   */
-  objects: number;
   generation: number;
   createdAt: Date;
   updatedAt: Date;
@@ -61,26 +56,6 @@ export function advance(
 /** Why an instant past `latest` is refused, for the clock's creation and its advances. */
 export const beyondLatest = (latest: Date): string =>
   `a test clock goes at most TEST_CLOCK_MAX_ADVANCE past real time: ${latest.toISOString()} now`;
-
-/**
- * A creation on a ready clock takes one of its places (TEST_CLOCK_MAX_OBJECTS): refused once
- * it has `max` objects, so that a rehearsal's work stays bounded. Pure.
- */
-export function admitObject(
-  clock: ClockEntity,
-  max: number,
-  now: Date,
-): { kind: 'change'; next: ClockEntity } | { kind: 'conflict'; reason: string } {
-  if (clock.objects >= max)
-    return {
-      kind: 'conflict',
-      reason: `clock ${clock.clockId} holds ${max} subscriptions and rights, the most one may (TEST_CLOCK_MAX_OBJECTS)`,
-    };
-  return {
-    kind: 'change',
-    next: { ...clock, objects: clock.objects + 1, generation: clock.generation + 1, updatedAt: now },
-  };
-}
 
 /** A version of something on a clock, as an advance weighs it (the scheduler keeps every version). */
 export interface ClockWork {

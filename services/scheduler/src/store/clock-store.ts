@@ -14,6 +14,11 @@ import type { ClockEntity } from '../domain/clock';
 interface ClockDocument extends Omit<ClockEntity, 'clockId'> {
   _id: string;
   deleted: boolean;
+  /**
+   * The subscriptions and rights created on it through the API: a counter beside the entity,
+   * which no compare-and-set of the clock writes (`takePlace`).
+   */
+  objects?: number;
 }
 
 const schema = documentSchema<ClockDocument>('clocks', {
@@ -32,13 +37,11 @@ export const CLOCK_INDEXES: CollectionIndexes = {
   queries: [BY_ID, byGrantor('its clocks: their list, its limit'), PENDING_EVENTS],
 };
 
-const toEntity = ({ _id, deleted: _deleted, ...fields }: ClockDocument): ClockEntity => ({
+const toEntity = ({ _id, deleted: _deleted, objects: _objects, ...fields }: ClockDocument): ClockEntity => ({
   clockId: _id,
   ...fields,
   // Clocks stored before advances stepped were where their advance went.
   status: fields.status ?? 'ready',
-  // Clocks stored before their objects were counted start from none.
-  objects: fields.objects ?? 0,
 });
 
 /** The scheduler's test clocks (docs/decisions/0048): each change a compare-and-set on its generation. */
@@ -67,6 +70,24 @@ export class ClockStore extends OutboxStore<ClockDocument, ClockEntity> {
 
   countOfGrantor(grantorId: string): Promise<number> {
     return this.model.countDocuments({ grantorId, ...this.liveCondition });
+  }
+
+  /**
+   * Takes one of a live clock's places for an object created on it: false once it holds `max`
+   * (TEST_CLOCK_MAX_OBJECTS). One conditional increment, whatever changes the clock meanwhile
+   * (an advance's steps do not contend with it). FerretDB applies it by reading and writing
+   * (docs/decisions/0010): creations racing on one clock may take a few places more than `max`.
+   */
+  async takePlace(clockId: string, max: number): Promise<boolean> {
+    const taken = await this.model.collection.updateOne(
+      {
+        _id: clockId as never,
+        ...this.liveCondition,
+        $or: [{ objects: { $lt: max } }, { objects: { $exists: false } }],
+      },
+      { $inc: { objects: 1 } },
+    );
+    return taken.modifiedCount === 1;
   }
 
   /** Stores a new clock with its events (through the outbox). */
