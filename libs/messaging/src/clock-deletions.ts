@@ -21,7 +21,8 @@ export async function followClockDeletions(
       queue: `${service}.clock-deletions`,
       bindings: [{ exchange: Exchanges.clocksEvents, routingKey: ClockEventTypes.deleted }],
       parse: (body) => parseEvent(ClockEvents, body),
-      prefetch: 1,
+      // A few clocks at once: one grantor's large deletion does not hold another's back.
+      prefetch: 4,
       handle: async (event) => {
         const removed = await removeClock(event.data.clockId);
         log.info({ clock_id: event.data.clockId, removed }, 'removed what lived on a deleted test clock');

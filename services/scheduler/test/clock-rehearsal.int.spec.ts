@@ -386,4 +386,38 @@ describe('a rehearsal on a test clock (docs/decisions/0048)', () => {
       for (const receiver of receivers) await receiver.stop();
     }
   });
+
+  it('when a clock holding a thousand rights is deleted, then they are gone from lists and the schedule within a minute', async () => {
+    const clockId = await clockAt('2026-01-01T00:00:00Z');
+    const users = Array.from({ length: 20 }, (_, index) => `deleted-${index}`);
+    for (const user of users)
+      expect((await fx.call('PUT', `/id/users/${user}`, fx.system.adminHeaders().authorization!)).status).toBe(201);
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        while (next < 1_000) {
+          const user = users[next++ % users.length]!;
+          await grant(user, 'news', '2026-01-01T00:00:00Z/2027-01-01T00:00:00Z', { clockId });
+        }
+      }),
+    );
+    const rights = await mongoose.createConnection(fx.system.mongoUrlFor('rights')).asPromise();
+    const scheduler = await mongoose.createConnection(fx.system.mongoUrlFor('scheduler')).asPromise();
+    try {
+      const live = () => rights.collection('rights').countDocuments({ clockId, removed: { $ne: true } });
+      const scheduled = () => scheduler.collection('right_expiries').countDocuments({ clockId });
+      await expect.poll(scheduled).toBeGreaterThan(0);
+      expect(await live()).toBe(1_000);
+      expect((await fx.call('DELETE', `/clocks/${clockId}`, A)).status).toBe(204);
+      await expect.poll(live, { timeout: 60_000, interval: 1_000 }).toBe(0);
+      expect(await scheduled()).toBe(0);
+      for (const user of users.slice(0, 3)) {
+        const listed = await fx.call('GET', `/id/users/${user}/rights`, A);
+        expect(((await listed.json()) as { right: unknown[] }).right).toEqual([]);
+      }
+    } finally {
+      await rights.close();
+      await scheduler.close();
+    }
+  }, 180_000);
 });

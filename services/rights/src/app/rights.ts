@@ -1,3 +1,4 @@
+import pLimit from 'p-limit';
 import { periodRightId } from '@rs/hashing';
 import { skuForUseCase, type SkuLookup } from '@rs/catalog-client';
 import {
@@ -40,7 +41,7 @@ import {
   type ListPage,
   type OutboxEntry,
 } from '@rs/store';
-import { CLOCK_DELETION, NowFor, type ClockLookup } from '@rs/http';
+import { CLOCK_DELETION, CLOCK_REMOVALS_AT_ONCE, NowFor, type ClockLookup } from '@rs/http';
 import { judgedInstant, parseTimeInterval, systemClock, type Clock } from '@rs/time';
 import type { RightMessages } from '../messaging/events';
 import { UnreadableRight, type RightQuery, type RightStore } from '../store/right-store';
@@ -270,7 +271,9 @@ export class RightsUseCases {
    */
   async removeClock(clockId: string): Promise<number> {
     const onClock = await this.store.onClock(clockId);
-    for (const { userId, rightId } of onClock) await this.remove(CLOCK_DELETION, userId, rightId).catch(unlessGone);
+    await pLimit(CLOCK_REMOVALS_AT_ONCE).map(onClock, ({ userId, rightId }) =>
+      this.remove(CLOCK_DELETION, userId, rightId).catch(unlessGone),
+    );
     return onClock.length;
   }
 

@@ -32,8 +32,14 @@ export async function rebuildSchedules(options: {
   clock?: Clock;
   /** Told what is recorded on test clocks, for this replica's clock driver. */
   recordings?: ClockRecordings;
+  /**
+   * Which of these test clocks are live: what the services still list of a deleted clock (its
+   * removal under way) is not kept (docs/decisions/0048 keeps nothing of a deleted clock).
+   */
+  liveClocks?: (clockIds: readonly string[]) => Promise<ReadonlyMap<string, unknown>>;
 }): Promise<number> {
   const { urls, signer, stores, partitions, clock = systemClock, recordings = new ClockRecordings() } = options;
+  const liveClocks = options.liveClocks ?? (async (ids: readonly string[]) => new Map(ids.map((id) => [id, true])));
   /**
    * Every entry of the owned buckets of one listing recorded in one store: its version, as a
    * due item where something is due (nothing else is kept on real time), and every version of
@@ -55,10 +61,14 @@ export async function rebuildSchedules(options: {
         { signer, caller: SCHEDULER, service, pageSize: PAGE, schema },
         async (entries) => {
           const versions = entries.map((entry) => ({ ...versionOf(entry), clockId: clockOf(entry) }));
+          const clocks = [...new Set(versions.flatMap(({ clockId }) => (clockId ? [clockId] : [])))];
+          const live = clocks.length === 0 ? new Map() : await liveClocks(clocks);
           recordings.recorded(
             kind,
             await store.recordOnClocks(
-              versions.flatMap(({ clockId, ...version }) => (clockId ? [{ ...version, clockId }] : [])),
+              versions.flatMap(({ clockId, ...version }) =>
+                clockId && live.has(clockId) ? [{ ...version, clockId }] : [],
+              ),
               clock,
             ),
           );

@@ -58,7 +58,8 @@ export async function startScheduling(options: SchedulingOptions): Promise<{ sto
       if (!replicas.members.includes(me)) throw new Error('not a scheduler member yet');
       const partitions = owned();
       const { recordings } = options.clocks;
-      const read = await rebuildSchedules({ ...options, stores, partitions, clock, recordings });
+      const liveClocks = (clockIds: readonly string[]) => options.clocks.store.live(clockIds);
+      const read = await rebuildSchedules({ ...options, stores, partitions, clock, recordings, liveClocks });
       logger.info({ entries: read, partitions }, 'schedules rebuilt');
     },
     {

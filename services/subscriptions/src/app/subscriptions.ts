@@ -1,3 +1,4 @@
+import pLimit from 'p-limit';
 import { skuForUseCase, type SkuLookup } from '@rs/catalog-client';
 import {
   actorOf,
@@ -27,7 +28,7 @@ import {
   type ListPage,
   type OutboxEntry,
 } from '@rs/store';
-import { CLOCK_DELETION, NowFor, type ClockLookup } from '@rs/http';
+import { CLOCK_DELETION, CLOCK_REMOVALS_AT_ONCE, NowFor, type ClockLookup } from '@rs/http';
 import { judgedInstant, parseTimeSpec, systemClock, type Clock, type TimeSpec } from '@rs/time';
 import { changePlan, withdrawChange } from '../domain/plan-change';
 import type { Duration } from 'luxon';
@@ -253,7 +254,7 @@ export class SubscriptionUseCases {
    */
   async removeClock(clockId: string): Promise<number> {
     const onClock = await this.store.onClock(clockId);
-    for (const { userId, id } of onClock) await this.remove(CLOCK_DELETION, userId, id);
+    await pLimit(CLOCK_REMOVALS_AT_ONCE).map(onClock, ({ userId, id }) => this.remove(CLOCK_DELETION, userId, id));
     return onClock.length;
   }
 
