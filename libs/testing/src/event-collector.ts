@@ -5,6 +5,8 @@ export interface CollectedMessage {
   routingKey: string;
   body: Record<string, unknown> & { id?: string; type?: string; subject?: string; data?: Record<string, unknown> };
   properties: MessageProperties;
+  /** When this consumer got it (ms since the epoch): what a benchmark measures lateness by. */
+  receivedAt: number;
 }
 
 /**
@@ -39,6 +41,7 @@ export class EventCollector {
           routingKey: message.fields.routingKey,
           body: JSON.parse(message.content.toString('utf8')),
           properties: message.properties,
+          receivedAt: Date.now(),
         });
       },
       { noAck: true },
