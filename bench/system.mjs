@@ -95,6 +95,9 @@ export function projectedRights(count, { metered = false } = {}) {
     used: false,
     quantity: metered ? 10 + (i % 1000) : null,
     remaining: metered ? i % 1000 : null,
+    // Without these the projection read the rights as ended (an expiry of NaN) and held none.
+    graceEnds: null,
+    clockId: null,
     removed: false,
   }));
 }
