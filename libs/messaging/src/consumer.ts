@@ -1,4 +1,5 @@
 import { context, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span } from '@opentelemetry/api';
+import { clockLaneOf } from '@rs/contracts';
 import type { Logger } from '@rs/logging';
 import type { Channel, ChannelModel, ConfirmChannel, ConsumeMessage } from 'amqplib';
 import type { AmqpClient } from './amqp-client';
@@ -63,7 +64,19 @@ export interface ConsumerSpec<T> {
     lingerMs: number;
     handle: (messages: Array<{ message: T; delivery: Delivery }>) => Promise<Handled>;
   };
+  /**
+   * The durable queue's clock lane (docs/decisions/0054): `<queue>.clock`, consumed beside it
+   * with the same handlers at a quarter of its prefetch and batch, so that a rehearsal's work
+   * never queues ahead of real time's and takes a bounded share of the consumer. Messages
+   * routed there (`bindings`: commands) wait there; one for the lane (`holds`) that reaches the
+   * queue itself (an event: its routing key is its type for every consumer) is moved there as
+   * soon as it is read.
+   */
+  lane?: { holds: (message: T) => boolean; bindings?: Binding[] };
 }
+
+/** A lane's share of its queue's consumer: a quarter of its prefetch and of its batches. */
+const laneShare = (n: number) => Math.max(2, Math.ceil(n / 4));
 
 interface Parsed<T> {
   raw: ConsumeMessage;
@@ -86,6 +99,9 @@ export async function consume<T>(client: AmqpClient, spec: ConsumerSpec<T>, logg
   const maxAttempts = spec.maxAttempts ?? 5;
   const delays = spec.retryDelaysMs ?? DEFAULT_RETRY_DELAYS_MS;
   if (spec.queue !== null) watchQueue(client, spec.queue);
+  const lane = spec.lane && spec.queue !== null ? clockLaneOf(spec.queue) : undefined;
+  // Declared and consumed first: nothing is moved into a queue that does not exist yet.
+  if (lane) await consume(client, laneSpecOf(spec, lane), logger.child({ lane: 'clock' }));
   await client.addSetup(async (connection) => {
     const channel = await connection.createConfirmChannel();
     channel.on('error', (error: Error) => logger.warn({ err: error }, 'consumer channel error'));
@@ -105,6 +121,7 @@ export async function consume<T>(client: AmqpClient, spec: ConsumerSpec<T>, logg
       if (!raw) return;
       void parseDelivery(channel, queue, raw, log).then((parsed) => {
         if (!parsed) return;
+        if (lane && spec.lane!.holds(parsed.message)) return moveToLane(channel, queue, lane, parsed.raw);
         if (!spec.batch) return handleOne(channel, queue, parsed, log);
         pending.push(parsed);
         if (pending.length >= spec.batch.max) flush();
@@ -137,6 +154,12 @@ export async function consume<T>(client: AmqpClient, spec: ConsumerSpec<T>, logg
       messagesHandled.inc({ queue, outcome: durable ? 'dead_lettered' : 'dropped' });
       return undefined;
     }
+  }
+
+  /** Moves a message into the lane (a confirmed copy, then the ack): it is handled there. */
+  async function moveToLane(channel: ConfirmChannel, queue: string, lane: string, raw: ConsumeMessage) {
+    await settle(channel, raw, () => republish(channel, lane, raw, {}));
+    messagesHandled.inc({ queue, outcome: 'moved_to_lane' });
   }
 
   /** One span for the batch, a child of the first message's trace and linked to the others'. */
@@ -250,6 +273,17 @@ function processSpan(queue: string, parent: Context, attributes: Attributes, lin
     },
     parent,
   );
+}
+
+function laneSpecOf<T>(spec: ConsumerSpec<T>, lane: string): ConsumerSpec<T> {
+  return {
+    ...spec,
+    queue: lane,
+    bindings: spec.lane?.bindings ?? [],
+    lane: undefined,
+    prefetch: laneShare(spec.prefetch ?? 16),
+    ...(spec.batch ? { batch: { ...spec.batch, max: laneShare(spec.batch.max) } } : {}),
+  };
 }
 
 async function declareQueues(

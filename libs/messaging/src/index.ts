@@ -4,4 +4,4 @@ export * from '@rs/telemetry/trace-context';
 export * from './topology';
 export { batchItemsFailed } from './metrics';
 export { followClockDeletions } from './clock-deletions';
-export { consumeCommands, CLOCK_LANE_PREFETCH } from './command-lanes';
+export { consumeCommands } from './command-lanes';

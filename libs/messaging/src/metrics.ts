@@ -3,7 +3,7 @@ import { deadLetterQueueOf } from './topology';
 
 export const messagesHandled = counter(
   'amqp_messages_handled_total',
-  'Messages consumed, by queue and outcome (ok, retried, dead_lettered, dropped)',
+  'Messages consumed, by queue and outcome (ok, retried, dead_lettered, dropped, moved_to_lane)',
   ['queue', 'outcome'],
 );
 export const messagesPublished = counter(

@@ -41,10 +41,10 @@ export const COMMAND_QUEUES: Record<string, string[]> = {
 };
 
 /**
- * Whether a command is about what lives on a test clock: its data (a batch's items, or the
- * command itself) names one. A batch names one clock or none (docs/decisions/0048).
+ * Whether a message is about what lives on a test clock: its data (an event's entity, a batch's
+ * items, or the command itself) names one. A batch names one clock or none (docs/decisions/0048).
  */
-function isOnClock(data: unknown): boolean {
+export function namesAClock(data: unknown): boolean {
   const named = (value: unknown) => typeof (value as { clockId?: unknown } | null)?.clockId === 'string';
   const items = (data as { items?: unknown } | null)?.items;
   return named(data) || (Array.isArray(items) && items.some(named));
@@ -52,7 +52,7 @@ function isOnClock(data: unknown): boolean {
 
 /** The routing key of a message on `exchange`: its type; a command of a clock's, in the clock lane. */
 export function routingKeyOf(exchange: string, message: { type: string; data?: unknown }): string {
-  const lane = exchange === Exchanges.commands && isOnClock(message.data);
+  const lane = exchange === Exchanges.commands && namesAClock(message.data);
   return lane && COMMAND_QUEUES[clockLaneOf(queueOfCommand(message.type))] ? clockLaneOf(message.type) : message.type;
 }
 

@@ -33,11 +33,11 @@ export interface SchedulingOptions {
 }
 
 /**
- * The scheduler's three loops (docs/architecture.md, docs/decisions/0011): the membership this
+ * The scheduler's four loops (docs/architecture.md, docs/decisions/0011): the membership this
  * replica renews to own its share of the partitions; every tick, the sweep of its partitions
- * that commands what fell due, and a step of each test clock of those partitions
- * (docs/decisions/0048); and the rebuild of its partitions' schedules from the services
- * that own the data, at start and then every `rebuildMs`.
+ * that commands what fell due; beside it, on a ticker of its own, a step of each test clock of
+ * those partitions (docs/decisions/0048, 0054); and the rebuild of its partitions' schedules
+ * from the services that own the data, at start and then every `rebuildMs`.
  */
 export async function startScheduling(options: SchedulingOptions): Promise<{ stop(): Promise<void> }> {
   const { stores, logger, clock } = options;
@@ -86,12 +86,12 @@ export async function startScheduling(options: SchedulingOptions): Promise<{ sto
     logger,
     clock,
   });
-  const ticker = repeat(
+  const sweeping = repeat(
     async () => {
       const now = clock();
       const partitions = owned();
       ownedPartitionsGauge.set(partitions.length);
-      await Promise.all([...sweepers.map((sweeper) => sweeper.sweep(partitions, now)), clockDriver.drive(partitions)]);
+      await Promise.all(sweepers.map((sweeper) => sweeper.sweep(partitions, now)));
     },
     {
       everyMs: options.tickMs,
@@ -99,11 +99,17 @@ export async function startScheduling(options: SchedulingOptions): Promise<{ sto
       onError: (error) => logger.warn({ err: error }, 'scheduler tick failed'),
     },
   );
+  // A long step of a large rehearsal never holds back real time's next sweep.
+  const driving = repeat(() => clockDriver.drive(owned()), {
+    everyMs: options.tickMs,
+    immediately: false,
+    onError: (error) => logger.warn({ err: error }, 'test clock step failed'),
+  });
   return {
     async stop() {
       // A sweep under way (hours of catching up after downtime) ends after its current second.
       for (const sweeper of sweepers) sweeper.stop();
-      await Promise.all([rebuilding.stop(), ticker.stop()]);
+      await Promise.all([rebuilding.stop(), sweeping.stop(), driving.stop()]);
       await replicas.stop();
     },
   };

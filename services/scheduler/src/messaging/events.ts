@@ -2,6 +2,7 @@ import type { Clock } from '@rs/time';
 import {
   commandBindings,
   Exchanges,
+  namesAClock,
   parseEvent,
   SchedulerCommands,
   RightEvents,
@@ -134,6 +135,8 @@ export async function followEvents(
       {
         ...spec,
         prefetch: BATCH.max * 2,
+        // A rehearsal's events wait in the clock lane, behind none of real time's (docs/decisions/0054).
+        lane: { holds: (event) => namesAClock(event.data) },
         handle: (event) => record([event]),
         batch: { ...BATCH, handle: (messages) => record(messages.map(({ message }) => message)) },
       },

@@ -1,4 +1,4 @@
-import { CloudEvent, Exchanges, InvalidMessage } from '@rs/contracts';
+import { CloudEvent, Exchanges, InvalidMessage, namesAClock } from '@rs/contracts';
 import type { Logger } from '@rs/logging';
 import { consume, type AmqpClient } from '@rs/messaging';
 import { z } from 'zod';
@@ -69,6 +69,8 @@ export async function consumeEventsForWebhooks(
         return event.data as CloudEvent;
       },
       handle: (event) => handleBatch([event]),
+      // A rehearsal's events wait in the clock lane, behind none of real time's (docs/decisions/0054).
+      lane: { holds: (event) => namesAClock(event.data) },
       prefetch: 200,
       batch: { max: 100, lingerMs: 20, handle: (messages) => handleBatch(messages.map(({ message }) => message)) },
     },
