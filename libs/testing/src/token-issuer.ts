@@ -7,61 +7,102 @@ export const TEST_ISSUER = 'https://issuer.test';
 export const TEST_AUDIENCE = 'rights-api';
 
 /**
- * A test identity provider: signs RFC 9068 access tokens with a real key and serves its
- * JWKS over HTTP. `mode` makes the key set endpoint fail or hang, as a broken provider would.
+ * A test identity provider: signs access tokens with a real key and serves its JWKS, and its
+ * OpenID Connect discovery document under any path (`<issuer>/.well-known/openid-configuration`),
+ * over HTTP. `issuer`: the `iss` it signs with; `'self'` makes it its own URL (with `path`), so
+ * that the gateway finds its keys by discovery. `mode` makes it fail or hang, as a broken
+ * provider would; `rotate()` publishes a new key and signs with it, the old one still listed.
  */
 export class TokenIssuer {
   mode: 'up' | 'down' | 'slow' = 'up';
   private server: http.Server | undefined;
   private privateKey: CryptoKey | undefined;
-  private jwk: JWK | undefined;
-  readonly kid = 'test-key-1';
+  private readonly jwks: JWK[] = [];
+  kid = 'test-key-1';
   jwksRequests = 0;
+  discoveryRequests = 0;
+
+  constructor(private readonly options: { issuer?: string; audience?: string; path?: string } = {}) {}
 
   async start(): Promise<void> {
-    const { privateKey, publicKey } = await generateKeyPair('RS256', { extractable: true });
-    this.privateKey = privateKey;
-    this.jwk = { ...(await exportJWK(publicKey)), kid: this.kid, alg: 'RS256', use: 'sig' };
-    this.server = http.createServer((_req, res) => {
-      this.jwksRequests += 1;
+    await this.addKey(this.kid);
+    this.server = http.createServer((req, res) => {
       if (this.mode === 'down') return res.writeHead(503).end();
       if (this.mode === 'slow') return; // never answers
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: [this.jwk] }));
+      if (req.url?.endsWith('/.well-known/openid-configuration')) {
+        this.discoveryRequests += 1;
+        return res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ issuer: this.issuer, jwks_uri: this.jwksUrl, token_endpoint: `${this.issuer}/token` }));
+      }
+      this.jwksRequests += 1;
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: this.jwks }));
     });
     this.server.listen(0, '127.0.0.1');
     await once(this.server, 'listening');
   }
 
+  /** A new signing key, published beside the old ones; tokens are signed with it from now on. */
+  async rotate(): Promise<void> {
+    await this.addKey(`test-key-${this.jwks.length + 1}`);
+  }
+
+  private async addKey(kid: string): Promise<void> {
+    const { privateKey, publicKey } = await generateKeyPair('RS256', { extractable: true });
+    this.privateKey = privateKey;
+    this.kid = kid;
+    this.jwks.push({ ...(await exportJWK(publicKey)), kid, alg: 'RS256', use: 'sig' });
+  }
+
+  private get url(): string {
+    return `http://127.0.0.1:${(this.server!.address() as AddressInfo).port}`;
+  }
+
+  get issuer(): string {
+    const { issuer = TEST_ISSUER, path = '' } = this.options;
+    return issuer === 'self' ? `${this.url}${path}` : issuer;
+  }
+
+  get audience(): string {
+    return this.options.audience ?? TEST_AUDIENCE;
+  }
+
   get jwksUrl(): string {
-    return `http://127.0.0.1:${(this.server!.address() as AddressInfo).port}/.well-known/jwks.json`;
+    return `${this.url}/.well-known/jwks.json`;
   }
 
   /** Gateway settings for this issuer. */
   get env(): Record<string, string> {
-    return { JWT_JWKS_URL: this.jwksUrl, JWT_ISSUER: TEST_ISSUER, JWT_AUDIENCE: TEST_AUDIENCE };
+    return { JWT_JWKS_URL: this.jwksUrl, JWT_ISSUER: this.issuer, JWT_AUDIENCE: this.audience };
   }
 
-  /** A valid token for `clientId` acting for `subject`; `claims` and `header` override. */
-  async token(
-    clientId: string,
-    subject: string,
-    claims: JWTPayload = {},
-    header: Record<string, unknown> = {},
-  ): Promise<string> {
+  /**
+   * A token of exactly these claims (an identity provider's own shape) with the registered ones
+   * (`iss`, `aud`, `iat`, `exp`, `jti`) unless given; `header` overrides the protected header.
+   */
+  async sign(claims: JWTPayload, header: Record<string, unknown> = {}): Promise<string> {
     const now = Math.floor(Date.now() / 1000);
     const payload: JWTPayload = {
-      iss: TEST_ISSUER,
-      aud: TEST_AUDIENCE,
-      sub: subject,
+      iss: this.issuer,
+      aud: this.audience,
       iat: now,
       exp: now + 300,
-      client_id: clientId,
       jti: `jti-${Math.random().toString(36).slice(2)}`,
       ...claims,
     };
     return new SignJWT(payload)
       .setProtectedHeader({ alg: 'RS256', typ: 'at+jwt', kid: this.kid, ...header })
       .sign(this.privateKey!);
+  }
+
+  /** A valid RFC 9068 token for `clientId` acting for `subject`; `claims` and `header` override. */
+  async token(
+    clientId: string,
+    subject: string,
+    claims: JWTPayload = {},
+    header: Record<string, unknown> = {},
+  ): Promise<string> {
+    return this.sign({ sub: subject, client_id: clientId, ...claims }, header);
   }
 
   async close(): Promise<void> {

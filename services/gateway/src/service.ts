@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { Authenticator } from './auth/authenticator';
 import { TrustedProxies } from './domain/source-address';
 import { BearerVerifier, DEFAULT_CLOCK_TOLERANCE_S } from './auth/bearer';
+import { IssuerConfigError, issuersFrom } from './auth/issuers';
 import { FailureThrottle } from './auth/failure-throttle';
 import { hashSecret, verifySecret } from './auth/secrets';
 import { Forwarder } from './http/forward';
@@ -44,6 +45,9 @@ export const Config = z
     JWT_PUBLIC_KEY: z.string().includes('BEGIN PUBLIC KEY', { message: 'must be a PEM public key' }).optional(),
     JWT_ISSUER: z.string().min(1).optional(),
     JWT_AUDIENCE: z.string().min(1).optional(),
+    /** The trusted identity providers (docs/identity-providers.md): a JSON array, or a JSON or YAML file of one. */
+    AUTH_ISSUERS: z.string().min(1).optional(),
+    AUTH_ISSUERS_FILE: z.string().min(1).optional(),
     /** The longest lifetime of an access token accepted, and so of a revocation at least (docs/security.md). */
     JWT_MAX_TOKEN_LIFETIME_S: z.coerce.number().int().min(60).default(86_400),
     INTERNAL_TOKEN_SECRET: env.secret.optional(),
@@ -95,6 +99,15 @@ export const Config = z
   .refine((cfg) => !(cfg.JWT_JWKS_URL && cfg.JWT_PUBLIC_KEY), {
     message: 'set JWT_JWKS_URL or JWT_PUBLIC_KEY, not both',
     path: ['JWT_PUBLIC_KEY'],
+  })
+  .transform((cfg, ctx) => {
+    try {
+      return { ...cfg, issuers: issuersFrom(cfg) };
+    } catch (error) {
+      if (!(error instanceof IssuerConfigError)) throw error;
+      ctx.addIssue({ code: 'custom', path: [error.variable], message: error.message });
+      return z.NEVER;
+    }
   });
 
 /**
@@ -108,15 +121,17 @@ export const start = defineService(
   async (runtime) => {
     const { config, db, logger, clock } = runtime;
     const bearer =
-      config.JWT_JWKS_URL || config.JWT_PUBLIC_KEY
+      config.issuers.length > 0
         ? new BearerVerifier({
-            jwksUrl: config.JWT_JWKS_URL,
-            publicKeyPem: config.JWT_PUBLIC_KEY,
-            issuer: config.JWT_ISSUER!,
-            audience: config.JWT_AUDIENCE!,
+            issuers: config.issuers,
             maxLifetimeSeconds: config.JWT_MAX_TOKEN_LIFETIME_S,
+            logger,
+            clock,
           })
         : null;
+    // An issuer that cannot be reached yet does not hold the start: its tokens are 503 meanwhile.
+    await bearer?.start();
+    runtime.onStop(() => bearer?.stop());
     const clients = new ClientStore(db, clock);
     const users = new UserStore(db, config.AUTH_CACHE_TTL_MS, clock);
     const revocations = await runtime.migrated(

@@ -237,14 +237,14 @@ describe('Bearer tokens', () => {
     const cases: Array<[string, string, string]> = [
       ['expired', await issuer.token('app-a', 'alice', { exp: now - 3600 }), 'expired'],
       ['not yet valid', await issuer.token('app-a', 'alice', { nbf: now + 3600 }), 'not yet valid'],
-      ['wrong issuer', await issuer.token('app-a', 'alice', { iss: 'https://evil.test' }), 'wrong issuer'],
+      ['an issuer not trusted', await issuer.token('app-a', 'alice', { iss: 'https://evil.test' }), 'unknown issuer'],
       ['wrong audience', await issuer.token('app-a', 'alice', { aud: 'someone-else' }), 'wrong audience'],
       ['alg none', unsigned, 'malformed'],
       ['HMAC with a guessed key', hmac, 'algorithm not allowed'],
       ['tampered payload', tampered, 'invalid signature'],
       ['unknown kid', await issuer.token('app-a', 'alice', {}, { kid: 'no-such-key' }), 'unknown signing key'],
       ['unknown client', await issuer.token('nobody', 'alice'), 'unknown client'],
-      ['no client_id', await issuer.token('', 'alice'), 'client_id missing'],
+      ['no client_id', await issuer.token('', 'alice'), 'client missing (client_id, azp, cid)'],
       // RFC 9068: another kind of token, a lifetime past JWT_MAX_TOKEN_LIFETIME_S, no jti (never revocable).
       ['a right token', await issuer.token('app-a', 'alice', {}, { typ: 'right+jwt' }), 'not an access token'],
       ['an ID token', await issuer.token('app-a', 'alice', {}, { typ: 'id+jwt' }), 'not an access token'],

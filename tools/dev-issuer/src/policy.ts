@@ -7,6 +7,9 @@ export interface IssuerEnvironment {
   NODE_ENV?: string | undefined;
   JWT_JWKS_URL?: string | undefined;
   JWT_PUBLIC_KEY?: string | undefined;
+  JWT_ISSUER?: string | undefined;
+  AUTH_ISSUERS?: string | undefined;
+  AUTH_ISSUERS_FILE?: string | undefined;
 }
 
 /**
@@ -21,5 +24,7 @@ export function issuerRefusal(env: IssuerEnvironment): string | null {
 
 /** Whether `npm start` runs the issuer: allowed here, and the gateway trusts no other issuer. */
 export function devIssuerWanted(env: IssuerEnvironment): boolean {
-  return issuerRefusal(env) === null && !env.JWT_JWKS_URL && !env.JWT_PUBLIC_KEY;
+  const trustsAnother =
+    env.JWT_JWKS_URL || env.JWT_PUBLIC_KEY || env.JWT_ISSUER || env.AUTH_ISSUERS || env.AUTH_ISSUERS_FILE;
+  return issuerRefusal(env) === null && !trustsAnother;
 }

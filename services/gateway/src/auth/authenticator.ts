@@ -1,12 +1,12 @@
 import type { Clock } from '@rs/time';
 import { createHash } from 'node:crypto';
 import { availableParallelism } from 'node:os';
-import { AppError, basicChallenge, tooManyRequests, unauthorized, type Principal } from '@rs/http';
+import { AppError, basicChallenge, serviceUnavailable, tooManyRequests, unauthorized, type Principal } from '@rs/http';
 import { LRUCache } from 'lru-cache';
 import type { ApiClient, ClientStore } from '../store/client-store';
 import type { RevocationStore } from '../store/revocation-store';
 import { parseBasic } from './basic';
-import { BearerRejected, type BearerVerifier } from './bearer';
+import { BearerRejected, IssuerUnavailable, type BearerVerifier } from './bearer';
 import type { FailureThrottle } from './failure-throttle';
 import { directoryLookups, secretVerifications } from './metrics';
 import { HashLanes } from './hash-lanes';
@@ -158,6 +158,7 @@ export class Authenticator {
       access = await bearer.verify(token);
     } catch (error) {
       if (error instanceof BearerRejected) throw reject(error.message);
+      if (error instanceof IssuerUnavailable) throw serviceUnavailable(error.message, 5);
       throw error;
     }
     if (this.options.revocations.isRevoked(access.jti)) throw reject('revoked');

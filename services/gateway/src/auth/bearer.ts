@@ -1,5 +1,14 @@
-import { createPublicKey, type KeyObject } from 'node:crypto';
-import { createRemoteJWKSet, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import { createHash } from 'node:crypto';
+import { decodeJwt, errors, jwtVerify, type JWTPayload } from 'jose';
+import type { Logger } from '@rs/logging';
+import type { Clock } from '@rs/time';
+import { LRUCache } from 'lru-cache';
+import { mapClaims } from '../domain/claims';
+import { IssuerKeys, IssuerUnavailable } from './issuer-keys';
+import type { IssuerEntry } from './issuers';
+import { bearerVerifications } from './metrics';
+
+export { IssuerUnavailable } from './issuer-keys';
 
 /** A Bearer token that is refused; `description` goes into the challenge's error_description. */
 export class BearerRejected extends Error {
@@ -7,21 +16,26 @@ export class BearerRejected extends Error {
 }
 
 export interface AccessToken {
+  /** The issuer that signed it. */
+  issuer: string;
   clientId: string;
   subject: string;
   scopes: string[];
   jti: string;
+  /** When it expires, in seconds since the epoch. */
+  exp: number;
 }
 
 export interface BearerVerifierOptions {
-  jwksUrl?: string | undefined;
-  publicKeyPem?: string | undefined;
-  issuer: string;
-  audience: string;
-  clockToleranceSeconds?: number;
-  jwksTimeoutMs?: number;
+  issuers: IssuerEntry[];
   /** JWT_MAX_TOKEN_LIFETIME_S: the longest lifetime a token may have. */
   maxLifetimeSeconds: number;
+  logger: Logger;
+  clockToleranceSeconds?: number;
+  jwksTimeoutMs?: number;
+  /** How soon an issuer unreachable at start is tried again. */
+  retryMs?: number;
+  clock?: Clock;
 }
 
 /** The clock tolerance on `exp` and `nbf` unless another is given. */
@@ -32,92 +46,113 @@ export const DEFAULT_CLOCK_TOLERANCE_S = 30;
  * another kind of token (a right token, `right+jwt`; an ID token…), never an access token.
  */
 const ACCESS_TOKEN_TYPES = new Set(['jwt', 'at+jwt']);
-
-/** Asymmetric algorithms only: `none` and HMAC (a shared secret) are never accepted. */
-const ALGORITHMS_BY_KEY: Record<string, string[]> = {
-  rsa: ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512'],
-  'rsa-pss': ['PS256', 'PS384', 'PS512'],
-  ec: ['ES256', 'ES384', 'ES512'],
-  ed25519: ['EdDSA', 'Ed25519'],
-};
-const ALL_ALGORITHMS = [...new Set(Object.values(ALGORITHMS_BY_KEY).flat())];
 const COMPACT_JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 const MAX_TOKEN_LENGTH = 8192;
+/** Verified tokens remembered (by their hash) until they expire. */
+const VERIFIED_TOKENS = 10_000;
 
 /**
- * Verifies RFC 9068 access tokens with jose (docs/api.md): signature against the remote
- * JWKS (cached; refetched when a token names an unknown `kid`) or a static public key;
- * `iss`, `aud`, `exp`, `nbf` with a small clock tolerance; `sub`, `jti` (so that any token can
- * be revoked) and `client_id` required; the header `typ` of an access token; a lifetime
- * (`exp` − `iat`, or `exp` − now without `iat`) of at most `maxLifetimeSeconds`.
+ * Verifies access tokens of the trusted issuers with jose (docs/identity-providers.md): the
+ * token's `iss` picks its issuer's entry (exact match), whose keys alone may verify it, with
+ * that entry's audience; `exp`, `nbf` with a small clock tolerance; `jti` (so that any token can
+ * be revoked) required; the header `typ` of an access token; a lifetime (`exp` − `iat`, or
+ * `exp` − now without `iat`) of at most `maxLifetimeSeconds`. The client, user and scopes come
+ * from the claims the entry names. A token verified once is remembered by its hash until it
+ * expires, so a busy app pays the signature once (its revocation is checked on every use).
  */
 export class BearerVerifier {
-  private readonly key: KeyObject | JWTVerifyGetKey;
-  private readonly algorithms: string[];
+  private readonly issuers = new Map<string, { entry: IssuerEntry; keys: IssuerKeys }>();
+  private readonly verified = new LRUCache<string, AccessToken>({ max: VERIFIED_TOKENS });
 
   constructor(private readonly options: BearerVerifierOptions) {
-    if (options.jwksUrl) {
-      this.key = createRemoteJWKSet(new URL(options.jwksUrl), {
-        timeoutDuration: options.jwksTimeoutMs ?? 2_000,
-        cooldownDuration: 30_000,
-        cacheMaxAge: 10 * 60_000,
+    for (const entry of options.issuers)
+      this.issuers.set(entry.issuer, {
+        entry,
+        keys: new IssuerKeys({
+          issuer: entry.issuer,
+          jwksUri: entry.jwksUri,
+          publicKey: entry.publicKey,
+          logger: options.logger,
+          ...(options.jwksTimeoutMs ? { timeoutMs: options.jwksTimeoutMs } : {}),
+          ...(options.retryMs ? { retryMs: options.retryMs } : {}),
+        }),
       });
-      this.algorithms = ALL_ALGORITHMS;
-    } else if (options.publicKeyPem) {
-      const key = createPublicKey(options.publicKeyPem);
-      this.key = key;
-      this.algorithms = ALGORITHMS_BY_KEY[key.asymmetricKeyType ?? ''] ?? [];
-      if (this.algorithms.length === 0)
-        throw new Error(`JWT_PUBLIC_KEY: unsupported key type ${key.asymmetricKeyType}`);
-    } else {
-      throw new Error('BearerVerifier needs JWT_JWKS_URL or JWT_PUBLIC_KEY');
-    }
+  }
+
+  /** Fetches every issuer's keys at once; one that cannot be reached is retried in the background. */
+  async start(): Promise<void> {
+    await Promise.all([...this.issuers.values()].map(({ keys }) => keys.start()));
+  }
+
+  stop(): void {
+    for (const { keys } of this.issuers.values()) keys.stop();
   }
 
   async verify(token: string): Promise<AccessToken> {
     if (token.length > MAX_TOKEN_LENGTH || !COMPACT_JWS.test(token)) throw new BearerRejected('malformed');
+    const hash = createHash('sha256').update(token).digest('base64url');
+    const now = Math.floor((this.options.clock?.() ?? new Date()).getTime() / 1000);
+    const remembered = this.verified.get(hash);
+    if (remembered && remembered.exp + this.tolerance > now) {
+      bearerVerifications.inc({ outcome: 'remembered' });
+      return remembered;
+    }
+    const access = await this.check(token, now);
+    bearerVerifications.inc({ outcome: 'verified' });
+    this.verified.set(hash, access);
+    return access;
+  }
+
+  private async check(token: string, now: number): Promise<AccessToken> {
+    let issuer: unknown;
+    try {
+      issuer = decodeJwt(token).iss;
+    } catch {
+      throw new BearerRejected('malformed');
+    }
+    const trusted = typeof issuer === 'string' ? this.issuers.get(issuer) : undefined;
+    if (!trusted) throw new BearerRejected('unknown issuer');
+    const { entry, keys } = trusted;
     let payload: JWTPayload;
     let typ: string | undefined;
     try {
       const options = {
-        issuer: this.options.issuer,
-        audience: this.options.audience,
-        algorithms: this.algorithms,
-        clockTolerance: this.options.clockToleranceSeconds ?? DEFAULT_CLOCK_TOLERANCE_S,
-        requiredClaims: ['exp', 'sub', 'jti'],
+        issuer: entry.issuer,
+        audience: entry.audience,
+        algorithms: keys.algorithms,
+        clockTolerance: this.tolerance,
+        requiredClaims: ['exp', 'jti'],
+        ...(this.options.clock ? { currentDate: this.options.clock() } : {}),
       };
+      const key = keys.key;
       ({
         payload,
         protectedHeader: { typ },
-      } =
-        typeof this.key === 'function'
-          ? await jwtVerify(token, this.key, options)
-          : await jwtVerify(token, this.key, options));
+      } = typeof key === 'function' ? await jwtVerify(token, key, options) : await jwtVerify(token, key, options));
     } catch (error) {
+      if (error instanceof IssuerUnavailable) throw error;
       throw new BearerRejected(describe(error));
     }
     if (typ !== undefined && !ACCESS_TOKEN_TYPES.has(typ.toLowerCase().replace(/^application\//, '')))
       throw new BearerRejected('not an access token');
-    const lifetime = payload.exp! - (payload.iat ?? Math.floor(Date.now() / 1000));
+    const lifetime = payload.exp! - (payload.iat ?? now);
     if (lifetime > this.options.maxLifetimeSeconds) throw new BearerRejected('lifetime too long');
-    const clientId = payload.client_id;
-    if (typeof clientId !== 'string' || clientId === '') throw new BearerRejected('client_id missing');
-    if (typeof payload.sub !== 'string' || payload.sub === '') throw new BearerRejected('sub missing');
+    const mapped = mapClaims(payload as Record<string, unknown>, entry);
+    if (mapped.clientId === null) throw new BearerRejected(`client missing (${entry.claims.client.join(', ')})`);
+    if (mapped.subject === null) throw new BearerRejected(`${entry.claims.user} missing`);
     return {
-      clientId,
-      subject: payload.sub,
-      scopes: scopesOf(payload),
+      issuer: entry.issuer,
+      clientId: mapped.clientId,
+      subject: mapped.subject,
+      scopes: mapped.scopes,
       jti: payload.jti!,
+      exp: payload.exp!,
     };
   }
-}
 
-/** Scopes from `scope` (space separated, RFC 9068) or `scp` (a list or a string). */
-function scopesOf(payload: JWTPayload): string[] {
-  const raw = payload.scope ?? payload.scp;
-  if (typeof raw === 'string') return raw.split(' ').filter(Boolean);
-  if (Array.isArray(raw)) return raw.filter((scope): scope is string => typeof scope === 'string');
-  return [];
+  private get tolerance(): number {
+    return this.options.clockToleranceSeconds ?? DEFAULT_CLOCK_TOLERANCE_S;
+  }
 }
 
 function describe(error: unknown): string {

@@ -13,3 +13,17 @@ export const directoryLookups = counter(
   'Lookups of API clients and users in the gateway database, by directory',
   ['directory'],
 );
+
+/** Requests to identity providers for their discovery document and keys (at most one per unknown `kid` per 30 s). */
+export const issuerFetches = counter(
+  'gateway_issuer_fetches_total',
+  'Requests to a trusted issuer, by issuer and document (discovery, jwks) and outcome',
+  ['issuer', 'document', 'outcome'],
+);
+
+/** Bearer tokens answered from the verified-token memory, or verified. */
+export const bearerVerifications = counter(
+  'gateway_bearer_verifications_total',
+  'Bearer tokens presented, by whether their signature was checked or remembered',
+  ['outcome'],
+);

@@ -1,0 +1,53 @@
+/**
+ * What an access token's claims say, as its issuer's entry maps them
+ * (docs/identity-providers.md): which API client it was issued to, which user it acts for and
+ * with which scopes. Pure.
+ */
+export interface ClaimMapping {
+  claims: { client: string[]; user: string; scopes: string[]; roles?: string | undefined };
+  scopeMap: Record<string, string[]>;
+}
+
+export interface MappedClaims {
+  /** The registered API client (the first present of `claims.client`), or null. */
+  clientId: string | null;
+  /** The user (`claims.user`), or null when the claim is absent or not a string. */
+  subject: string | null;
+  /** From `scope`/`scp` (a space-separated string or a list), and from the roles through `scopeMap`. */
+  scopes: string[];
+}
+
+/** The value at a dotted path (`realm_access.roles`); a claim whose own name holds dots is found too. */
+export function claimAt(payload: Record<string, unknown>, path: string): unknown {
+  if (path in payload) return payload[path];
+  let value: unknown = payload;
+  for (const key of path.split('.')) {
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) return undefined;
+    value = (value as Record<string, unknown>)[key];
+  }
+  return value;
+}
+
+/** A claim read as a list of strings: a space-separated string or a list (other values skipped). */
+export function listAt(payload: Record<string, unknown>, path: string): string[] {
+  const value = claimAt(payload, path);
+  if (typeof value === 'string') return value.split(' ').filter(Boolean);
+  if (Array.isArray(value)) return value.filter((item): item is string => typeof item === 'string' && item !== '');
+  return [];
+}
+
+export function mapClaims(payload: Record<string, unknown>, mapping: ClaimMapping): MappedClaims {
+  const { claims, scopeMap } = mapping;
+  const client = claims.client
+    .map((name) => claimAt(payload, name))
+    .find((value) => typeof value === 'string' && value);
+  const subject = claimAt(payload, claims.user);
+  const scopes = new Set(claims.scopes.flatMap((name) => listAt(payload, name)));
+  for (const role of claims.roles ? listAt(payload, claims.roles) : [])
+    for (const scope of scopeMap[role] ?? []) scopes.add(scope);
+  return {
+    clientId: (client as string | undefined) ?? null,
+    subject: typeof subject === 'string' && subject !== '' ? subject : null,
+    scopes: [...scopes],
+  };
+}

@@ -1,0 +1,232 @@
+import { TestSystem, TokenIssuer } from '@rs/testing';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+
+// docs/identity-providers.md: the gateway trusts several issuers at once (AUTH_ISSUERS), each
+// token verified only with its own issuer's keys, found by discovery or at a given JWKS URL, and
+// its client, user and scopes read from the claims that issuer uses. Each issuer below signs
+// tokens of exactly the shape its namesake does.
+const providers = {
+  keycloak: new TokenIssuer({ issuer: 'self', path: '/realms/acme', audience: 'rights-api' }),
+  auth0: new TokenIssuer({ issuer: 'https://acme.eu.auth0.com/', audience: 'https://rights.acme.example' }),
+  okta: new TokenIssuer({ issuer: 'self', path: '/oauth2/default', audience: 'api://rights' }),
+  entra: new TokenIssuer({ issuer: 'https://login.microsoftonline.com/tenant-1/v2.0', audience: 'api://rights-app' }),
+  // Unreachable when the gateway starts.
+  late: new TokenIssuer({ issuer: 'self', audience: 'rights-api' }),
+};
+const CONNECT_ID_CLAIM = 'https://rights.acme.example/connect_id';
+let system: TestSystem;
+
+const basic = (id: string) => `Basic ${Buffer.from(`${id}:secret-of-${id}`).toString('base64')}`;
+const bearer = (token: string) => `Bearer ${token}`;
+const call = (path: string, authorization: string) =>
+  fetch(`${system.gatewayUrl}${path}`, { headers: { authorization }, redirect: 'manual' });
+const rightsOf = (user: string, authorization: string) => call(`/id/users/${user}/rights?grantorId=A`, authorization);
+const invalid = (description: string) =>
+  `Bearer realm="rights", error="invalid_token", error_description="${description}"`;
+/** A counter of the gateway's /metrics, summed over the series that carry all these labels. */
+const metric = async (name: string, labels: Record<string, string>) => {
+  const text = await (await fetch(system.service('gateway').metricsUrl)).text();
+  return text
+    .split('\n')
+    .filter((line) => line.startsWith(`${name}{`))
+    .filter((line) => Object.entries(labels).every(([key, value]) => line.includes(`${key}="${value}"`)))
+    .reduce((sum, line) => sum + Number(line.split(' ').pop()), 0);
+};
+
+/** The tokens of each provider for a user, with the roles or scopes that grant reading rights, or without them. */
+const shapes = {
+  keycloak: (roles: string[]) =>
+    providers.keycloak.sign({
+      sub: 'alice',
+      azp: 'kc-app',
+      typ: 'Bearer',
+      scope: 'openid profile',
+      realm_access: { roles: ['offline_access', ...roles] },
+      preferred_username: 'alice',
+    }),
+  auth0: (permissions: string[]) =>
+    providers.auth0.sign({
+      sub: 'auth0|6543210',
+      [CONNECT_ID_CLAIM]: 'bob',
+      azp: 'auth0-app',
+      aud: ['https://rights.acme.example', 'https://acme.eu.auth0.com/userinfo'],
+      scope: 'openid profile',
+      permissions,
+    }),
+  okta: (scp: string[]) =>
+    providers.okta.sign({ sub: 'carol@acme.example', uid: 'carol', cid: 'okta-app', scp: ['openid', ...scp] }),
+  entra: (scopes: string[]) =>
+    providers.entra.sign({
+      sub: 'AAAAAAAAAAAAAAAAAAAAAIkzqFVrSaSaFHy782bbtaQ',
+      oid: 'dave',
+      azp: 'entra-app',
+      scp: ['User.Read', ...scopes].join(' '),
+      ver: '2.0',
+    }),
+};
+
+beforeAll(async () => {
+  for (const provider of Object.values(providers)) await provider.start();
+  providers.late.mode = 'down';
+  const { keycloak, auth0, okta, entra, late } = providers;
+  const issuers = [
+    {
+      issuer: keycloak.issuer,
+      audience: 'rights-api',
+      claims: { client: ['azp'], roles: 'realm_access.roles' },
+      scopeMap: { 'rights-reader': ['id.user.right.read'] },
+    },
+    {
+      issuer: auth0.issuer,
+      audience: 'https://rights.acme.example',
+      jwksUri: auth0.jwksUrl,
+      claims: { client: ['azp'], user: CONNECT_ID_CLAIM, roles: 'permissions' },
+      scopeMap: { 'read:rights': ['id.user.right.read'] },
+    },
+    { issuer: okta.issuer, audience: 'api://rights', claims: { client: ['cid'], user: 'uid' } },
+    { issuer: entra.issuer, audience: ['api://rights-app'], jwksUri: entra.jwksUrl, claims: { user: 'oid' } },
+    { issuer: late.issuer, audience: 'rights-api' },
+  ];
+  system = await TestSystem.start({
+    name: 'identity_providers',
+    backends: ['catalog', 'rights'],
+    env: { AUTH_ISSUERS: JSON.stringify(issuers), RATE_LIMIT_PER_SECOND: '0' },
+  });
+  const admin = system.adminHeaders().authorization!;
+  const put = (path: string, body?: unknown) =>
+    fetch(`${system.gatewayUrl}${path}`, {
+      method: 'PUT',
+      headers: { authorization: admin, 'content-type': 'application/json' },
+      ...(body ? { body: JSON.stringify(body) } : {}),
+    });
+  for (const client of ['grantor-a', 'kc-app', 'auth0-app', 'okta-app', 'entra-app', 'late-app'])
+    expect((await put(`/admin/clients/${client}`, { secret: `secret-of-${client}`, grantorId: 'A' })).status).toBe(201);
+  for (const user of ['alice', 'bob', 'carol', 'dave', 'erin'])
+    expect((await put(`/id/users/${user}`)).status).toBe(201);
+});
+afterAll(async () => {
+  await system?.stop();
+  for (const provider of Object.values(providers)) await provider.close();
+});
+
+describe('tokens of the identity providers operators run (docs/identity-providers.md)', () => {
+  it.each([
+    ['Keycloak (azp, realm_access.roles)', 'keycloak', 'alice', ['rights-reader']],
+    ['Auth0 (azp, permissions, a user claim of its own)', 'auth0', 'bob', ['read:rights']],
+    ['Okta (cid, scp as a list)', 'okta', 'carol', ['id.user.right.read']],
+    ['Entra ID (azp, scp as a string)', 'entra', 'dave', ['id.user.right.read']],
+  ] as const)(
+    'when %s signs a user token, then it reaches its user’s rights with the mapped scopes, and no one else’s',
+    async (_name, provider, user, grants) => {
+      const granted = await shapes[provider]([...grants]);
+      const response = await rightsOf(user, bearer(granted));
+      expect(response.status, await response.clone().text()).toBe(200);
+      expect(await response.json()).toEqual({ right: [] });
+      expect((await rightsOf('erin', bearer(granted))).headers.get('www-authenticate')).toBe(
+        invalid('token not issued for this user'),
+      );
+      const without = await rightsOf(user, bearer(await shapes[provider]([])));
+      expect([without.status, without.headers.get('www-authenticate')]).toEqual([
+        401,
+        'Bearer realm="rights", error="insufficient_scope", scope="id.user.right.read"',
+      ]);
+    },
+  );
+
+  it('when a token names one issuer and is signed with another’s key, or names an issuer not trusted, then it is refused', async () => {
+    const forged = await providers.keycloak.sign({
+      iss: providers.okta.issuer,
+      aud: 'api://rights',
+      uid: 'carol',
+      cid: 'okta-app',
+      scp: ['id.user.right.read'],
+    });
+    const response = await rightsOf('carol', bearer(forged));
+    expect([response.status, response.headers.get('www-authenticate')]).toEqual([401, invalid('invalid signature')]);
+    const stranger = await providers.keycloak.sign({
+      iss: 'https://idp.elsewhere.example',
+      sub: 'alice',
+      azp: 'kc-app',
+    });
+    expect((await rightsOf('alice', bearer(stranger))).headers.get('www-authenticate')).toBe(invalid('unknown issuer'));
+    const wrongAudience = await providers.keycloak.sign({ aud: 'api://rights', sub: 'alice', azp: 'kc-app' });
+    expect((await rightsOf('alice', bearer(wrongAudience))).headers.get('www-authenticate')).toBe(
+      invalid('wrong audience'),
+    );
+  });
+
+  it('when a thousand tokens name unknown keys within seconds, then the provider is asked for its keys at most once', async () => {
+    const fetched = providers.entra.jwksRequests;
+    const jwksOfEntra = { issuer: providers.entra.issuer, document: 'jwks' };
+    const fetchesCounted = await metric('gateway_issuer_fetches_total', jwksOfEntra);
+    const flood = await Promise.all(
+      Array.from({ length: 1_000 }, (_, i) =>
+        providers.entra.sign(
+          { oid: 'dave', azp: 'entra-app', scp: 'id.user.right.read' },
+          { kid: `random-${i}-${Math.random()}` },
+        ),
+      ),
+    );
+    for (let i = 0; i < flood.length; i += 50) {
+      const answers = await Promise.all(flood.slice(i, i + 50).map((token) => rightsOf('dave', bearer(token))));
+      expect(answers.map((answer) => answer.status)).toEqual(answers.map(() => 401));
+    }
+    expect(providers.entra.jwksRequests - fetched).toBeLessThanOrEqual(1);
+    expect((await metric('gateway_issuer_fetches_total', jwksOfEntra)) - fetchesCounted).toBe(
+      providers.entra.jwksRequests - fetched,
+    );
+  });
+
+  it('when a token is presented again, then its signature is not checked again', async () => {
+    const token = await shapes.okta(['id.user.right.read']);
+    expect((await rightsOf('carol', bearer(token))).status).toBe(200);
+    const remembered = await metric('gateway_bearer_verifications_total', { outcome: 'remembered' });
+    const verified = await metric('gateway_bearer_verifications_total', { outcome: 'verified' });
+    for (let i = 0; i < 5; i++) expect((await rightsOf('carol', bearer(token))).status).toBe(200);
+    expect(await metric('gateway_bearer_verifications_total', { outcome: 'remembered' })).toBe(remembered + 5);
+    expect(await metric('gateway_bearer_verifications_total', { outcome: 'verified' })).toBe(verified);
+  });
+
+  it('when an issuer was unreachable at start, then its tokens are 503 with Retry-After until it is reached, while Basic and the other issuers work', async () => {
+    const token = await providers.late.sign({ sub: 'erin', client_id: 'late-app', scope: 'id.user.right.read' });
+    const early = await rightsOf('erin', bearer(token));
+    expect([early.status, early.headers.get('retry-after')]).toEqual([503, expect.stringMatching(/^\d+$/)]);
+    expect((await rightsOf('erin', basic('grantor-a'))).status).toBe(200);
+    expect((await rightsOf('alice', bearer(await shapes.keycloak(['rights-reader'])))).status).toBe(200);
+    providers.late.mode = 'up';
+    await vi.waitFor(async () => expect((await rightsOf('erin', bearer(token))).status).toBe(200), {
+      timeout: 30_000,
+      interval: 500,
+    });
+    expect(providers.late.discoveryRequests).toBeGreaterThan(0);
+  });
+  it('when a provider rotates its key, then new tokens verify after one fetch of its keys, and old ones until they expire', async () => {
+    const old = await shapes.keycloak(['rights-reader']);
+    expect((await rightsOf('alice', bearer(old))).status).toBe(200);
+    const fetched = providers.keycloak.jwksRequests;
+    await providers.keycloak.rotate();
+    const renewed = await shapes.keycloak(['rights-reader']);
+    // Keys fetched less than 30 s ago are not fetched again, whatever a token says: the new key
+    // is found once that has passed, by one fetch.
+    await vi.waitFor(async () => expect((await rightsOf('alice', bearer(renewed))).status).toBe(200), {
+      timeout: 45_000,
+      interval: 1_000,
+    });
+    expect((await rightsOf('alice', bearer(await shapes.keycloak(['rights-reader'])))).status).toBe(200);
+    expect(
+      (
+        await rightsOf(
+          'alice',
+          bearer(
+            await providers.keycloak.sign(
+              { sub: 'alice', azp: 'kc-app', realm_access: { roles: ['rights-reader'] } },
+              { kid: 'test-key-1' },
+            ),
+          ),
+        )
+      ).status,
+    ).toBe(401);
+    expect((await rightsOf('alice', bearer(old))).status).toBe(200);
+    expect(providers.keycloak.jwksRequests - fetched).toBe(1);
+  });
+});

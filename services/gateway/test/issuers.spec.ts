@@ -1,0 +1,91 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { mapClaims } from '../src/domain/claims';
+import { issuersFrom } from '../src/auth/issuers';
+
+// docs/identity-providers.md: the issuer list, read once at start, and what a token's claims say under it.
+describe('the trusted issuers (AUTH_ISSUERS)', () => {
+  it('when an entry is wrong, then the gateway stops naming the variable, the entry and the field', () => {
+    const wrong = (value: unknown) => () => issuersFrom({ AUTH_ISSUERS: JSON.stringify(value) });
+    expect(wrong([{ issuer: 'https://a.example' }])).toThrow(/^entry 0 \(https:\/\/a.example\) field audience /);
+    expect(
+      wrong([
+        { issuer: 'https://a.example', audience: 'x' },
+        { issuer: 'https://b.example', audience: 'x', scopeMap: { admin: ['everything'] } },
+      ]),
+    ).toThrow(/^entry 1 \(https:\/\/b.example\) field scopeMap.admin.0 /);
+    expect(wrong([{ issuer: 'https://a.example', audience: 'x', jwksUri: 'ftp://keys' }])).toThrow(/field jwksUri/);
+    expect(wrong([{ issuer: 'https://a.example', audience: 'x', staff: { grantor: 'g' } }])).toThrow(
+      /field staff names no role/,
+    );
+    expect(wrong([{ issuer: 'https://a.example', audience: 'x', clams: {} }])).toThrow(/Unrecognized key.*clams/);
+    expect(
+      wrong([
+        { issuer: 'https://a.example', audience: 'x' },
+        { issuer: 'https://a.example', audience: 'y' },
+      ]),
+    ).toThrow(/entry 1 \(https:\/\/a.example\) field issuer is listed twice/);
+    expect(() => issuersFrom({ AUTH_ISSUERS: '[{' })).toThrow(/cannot be read/);
+    expect(() => issuersFrom({ AUTH_ISSUERS: '[]', JWT_ISSUER: 'https://a.example' })).toThrow(/not several/);
+  });
+
+  it('when the list is a YAML file, or the JWT_* shorthand, then each entry gets the default claims', () => {
+    const file = path.join(mkdtempSync(path.join(tmpdir(), 'issuers-')), 'issuers.yaml');
+    writeFileSync(
+      file,
+      '- issuer: https://idp.example/realms/acme\n  audience: [rights-api]\n  claims: { roles: realm_access.roles }\n',
+    );
+    expect(issuersFrom({ AUTH_ISSUERS_FILE: file })).toEqual([
+      {
+        issuer: 'https://idp.example/realms/acme',
+        audience: ['rights-api'],
+        claims: {
+          client: ['client_id', 'azp', 'cid'],
+          user: 'sub',
+          scopes: ['scope', 'scp'],
+          roles: 'realm_access.roles',
+        },
+        scopeMap: {},
+      },
+    ]);
+    expect(issuersFrom({ JWT_ISSUER: 'https://a.example', JWT_AUDIENCE: 'api' })).toMatchObject([
+      { issuer: 'https://a.example', audience: 'api', claims: { client: ['client_id', 'azp', 'cid'] } },
+    ]);
+    expect(issuersFrom({})).toEqual([]);
+  });
+
+  it('when claims are mapped, then the client is the first present, the user a path, and scopes come from scope, scp and roles', () => {
+    const mapping = {
+      claims: {
+        client: ['client_id', 'azp', 'cid'],
+        user: 'ext.connect_id',
+        scopes: ['scope', 'scp'],
+        roles: 'realm_access.roles',
+      },
+      scopeMap: { reader: ['id.user.right.read'], user: ['id.user.right.use', 'id.user.right.read'] },
+    };
+    expect(
+      mapClaims(
+        {
+          azp: 'app',
+          cid: 'other',
+          ext: { connect_id: 'alice' },
+          scp: ['id.user.sub.read'],
+          realm_access: { roles: ['reader', 'user', 7] },
+        },
+        mapping,
+      ),
+    ).toEqual({
+      clientId: 'app',
+      subject: 'alice',
+      scopes: ['id.user.sub.read', 'id.user.right.read', 'id.user.right.use'],
+    });
+    expect(mapClaims({ client_id: '', cid: 'okta', scope: 'a  b', ext: { connect_id: 3 } }, mapping)).toEqual({
+      clientId: 'okta',
+      subject: null,
+      scopes: ['a', 'b'],
+    });
+  });
+});
