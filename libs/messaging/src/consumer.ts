@@ -66,7 +66,7 @@ export interface ConsumerSpec<T> {
   };
   /**
    * The durable queue's clock lane (docs/decisions/0054): `<queue>.clock`, consumed beside it
-   * with the same handlers at a quarter of its prefetch and batch, so that a rehearsal's work
+   * with the same handlers at half its prefetch and batch, so that a rehearsal's work
    * never queues ahead of real time's and takes a bounded share of the consumer. Messages
    * routed there (`bindings`: commands) wait there; one for the lane (`holds`) that reaches the
    * queue itself (an event: its routing key is its type for every consumer) is moved there as
@@ -75,8 +75,8 @@ export interface ConsumerSpec<T> {
   lane?: { holds: (message: T) => boolean; bindings?: Binding[] };
 }
 
-/** A lane's share of its queue's consumer: a quarter of its prefetch and of its batches. */
-const laneShare = (n: number) => Math.max(2, Math.ceil(n / 4));
+/** A lane's share of its queue's consumer: half its prefetch and of its batches. */
+const laneShare = (n: number) => Math.max(2, Math.ceil(n / 2));
 
 interface Parsed<T> {
   raw: ConsumeMessage;

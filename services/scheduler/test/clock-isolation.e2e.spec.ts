@@ -10,9 +10,9 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 // clocks, one before the rehearsal and one after it, so that other test files loading the machine
 // in one phase and not the other do not decide the outcome.
 const CLOCKS = 2;
-const PER_CLOCK = 30;
+const PER_CLOCK = 15;
 const YEARS = 5;
-const REAL = 40;
+const REAL = 30;
 /** How long the rehearsal and its deliveries may take on a loaded machine. */
 const LONG = { timeout: 300_000, interval: 1_000 };
 const users = Array.from({ length: 10 }, (_, i) => `isolated-${i}`);
