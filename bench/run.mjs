@@ -243,6 +243,15 @@ try {
     `${system.gatewayUrl}/id/users/bench-one/entitlements/bench-sku`,
     { authorization: appBasic },
   ];
+  // The same check by the user's app: its token verified once, then remembered (docs/identity-providers.md).
+  const oneBearer = await issuer.token('bench-app', 'bench-one', {
+    scope: 'id.user.right.read',
+    exp: Math.floor(Date.now() / 1000) + 3600,
+  });
+  targets['GET entitlement of a user holding 1 right (check, Bearer)'] = [
+    `${system.gatewayUrl}/id/users/bench-one/entitlements/bench-sku`,
+    { authorization: `Bearer ${oneBearer}` },
+  ];
   targets['GET entitlement of a user holding 50 rights (check)'] = [
     `${system.gatewayUrl}/id/users/bench-fifty/entitlements/bench-sku`,
     { authorization: appBasic },
@@ -310,6 +319,9 @@ try {
     tokenToRetrieve: row('GET right token (signed, through the gateway)').rps / retrieve.rps,
     replayToRetrieve: row('POST right again with its Idempotency-Key (replay)').rps / retrieve.rps,
     checkToUser: row('GET entitlement of a user holding 1 right (check)').rps / userBasic.rps,
+    bearerCheckToBasicCheck:
+      row('GET entitlement of a user holding 1 right (check, Bearer)').rps /
+      row('GET entitlement of a user holding 1 right (check)').rps,
     checkP99ToUserP99: fineMean('check', 'p99') / fineMean('user', 'p99'),
     check50ToUser: row('GET entitlement of a user holding 50 rights (check)').rps / userBasic.rps,
     checkToList:
@@ -323,6 +335,7 @@ try {
   console.log(`right token ÷ retrieve right: ${ratios.tokenToRetrieve.toFixed(2)} (target >= 0.8)`);
   console.log(`idempotent replay ÷ retrieve right: ${ratios.replayToRetrieve.toFixed(2)} (target >= 0.9)`);
   console.log(`entitlement check ÷ GET user: ${ratios.checkToUser.toFixed(2)} (target >= 0.8)`);
+  console.log(`entitlement check, Bearer ÷ Basic: ${ratios.bearerCheckToBasicCheck.toFixed(2)} (target >= 0.8)`);
   console.log(
     `entitlement check p99 ÷ GET user p99: ${ratios.checkP99ToUserP99.toFixed(2)} (target <= 1.5; ` +
       `µs resolution, node:http client: check p50/p99 ${fineMean('check', 'p50').toFixed(2)}/${fineMean('check', 'p99').toFixed(2)} ms, ` +

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { ROUTES, type OperationId, type PublicRoute, type RouteOwner } from '@rs/contracts';
+import { ROUTES, type OperationId, type Principal, type PublicRoute, type RouteOwner } from '@rs/contracts';
 import type { Logger } from '@rs/logging';
 import express, {
   type Express,
@@ -104,7 +104,10 @@ export function createHttpApp(options: HttpAppOptions): Express {
     });
     const started = process.hrtime.bigint();
     res.on('finish', () => {
-      const client = (res.locals.principal as { clientId?: string } | undefined)?.clientId;
+      const principal = res.locals.principal as Partial<Principal> | undefined;
+      const client = principal?.clientId;
+      // A person acting (a staff member) is named by their identity provider (docs/identity-providers.md).
+      const person = principal?.person;
       const record = {
         request_id: requestId,
         method: req.method,
@@ -112,6 +115,7 @@ export function createHttpApp(options: HttpAppOptions): Express {
         status: res.statusCode,
         duration_ms: Number(process.hrtime.bigint() - started) / 1e6,
         ...(client ? { client } : {}),
+        ...(person ? { actor: { issuer: person.issuer, subject: person.subject, name: person.name } } : {}),
         ...(res.locals.errorReason ? { reason: res.locals.errorReason } : {}),
       };
       // Probes, scrapes and the services' reads of each other (rebuilds, projections) are routine.

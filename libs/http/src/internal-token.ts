@@ -95,6 +95,8 @@ export class InternalTokenSigner {
       sch: principal.scheme,
       scp: principal.scopes,
       usr: principal.subject,
+      ...(principal.staff ? { stf: principal.staff } : {}),
+      ...(principal.person ? { prs: principal.person } : {}),
       svc: this.issuerService,
     })
       .setProtectedHeader({ alg: ALGORITHM, kid: this.keyId })
@@ -136,9 +138,30 @@ function principalOf(payload: Awaited<ReturnType<typeof verify>>): Principal {
     clientId: String(payload.cid),
     grantorId: typeof payload.gid === 'string' ? payload.gid : null,
     admin: payload.adm === true,
-    scheme: payload.sch === 'bearer' || payload.sch === 'service' ? payload.sch : 'basic',
+    scheme: payload.sch === 'bearer' || payload.sch === 'service' || payload.sch === 'staff' ? payload.sch : 'basic',
     scopes: Array.isArray(payload.scp) ? payload.scp.map(String) : [],
     subject: typeof payload.usr === 'string' ? payload.usr : null,
+    ...staffOf(payload),
+  };
+}
+
+/** A staff member's reach and person, as the gateway signed them (docs/identity-providers.md "Staff"). */
+function staffOf(payload: Awaited<ReturnType<typeof verify>>): Pick<Principal, 'staff' | 'person'> {
+  const staff = payload.stf as { grantors?: unknown; write?: unknown } | undefined;
+  const person = payload.prs as { issuer?: unknown; subject?: unknown; name?: unknown } | undefined;
+  return {
+    ...(staff && Array.isArray(staff.grantors)
+      ? { staff: { grantors: staff.grantors.map(String), write: staff.write === true } }
+      : {}),
+    ...(person && typeof person.issuer === 'string' && typeof person.subject === 'string'
+      ? {
+          person: {
+            issuer: person.issuer,
+            subject: person.subject,
+            name: typeof person.name === 'string' ? person.name : null,
+          },
+        }
+      : {}),
   };
 }
 

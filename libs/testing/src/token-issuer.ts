@@ -5,6 +5,8 @@ import { exportJWK, generateKeyPair, SignJWT, type JWK, type JWTPayload, type Cr
 
 export const TEST_ISSUER = 'https://issuer.test';
 export const TEST_AUDIENCE = 'rights-api';
+/** The roles of the test issuer's staff members. */
+export const STAFF_ROLES = { read: 'rights-support', write: 'rights-support-write', admin: 'rights-admin' } as const;
 
 /**
  * A test identity provider: signs access tokens with a real key and serves its JWKS, and its
@@ -71,9 +73,33 @@ export class TokenIssuer {
     return `${this.url}/.well-known/jwks.json`;
   }
 
-  /** Gateway settings for this issuer. */
+  /**
+   * Gateway settings for this issuer: its entry of `AUTH_ISSUERS`, with the staff roles of
+   * `STAFF_ROLES` in its `roles` claim and the grantors of a staff member in `grantor`.
+   */
   get env(): Record<string, string> {
-    return { JWT_JWKS_URL: this.jwksUrl, JWT_ISSUER: this.issuer, JWT_AUDIENCE: this.audience };
+    return {
+      AUTH_ISSUERS: JSON.stringify([
+        {
+          issuer: this.issuer,
+          audience: this.audience,
+          jwksUri: this.jwksUrl,
+          claims: { roles: 'roles' },
+          staff: { ...STAFF_ROLES, grantor: 'grantor' },
+        },
+      ]),
+    };
+  }
+
+  /** A staff member's token (docs/identity-providers.md "Staff"): `role` for `grantors`. */
+  staffToken(member: string, role: keyof typeof STAFF_ROLES, grantors: string[] = []): Promise<string> {
+    return this.sign({
+      sub: member,
+      azp: 'console',
+      roles: [STAFF_ROLES[role]],
+      grantor: grantors,
+      name: `Agent ${member}`,
+    });
   }
 
   /**

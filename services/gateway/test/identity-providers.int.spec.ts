@@ -75,6 +75,7 @@ beforeAll(async () => {
       audience: 'rights-api',
       claims: { client: ['azp'], roles: 'realm_access.roles' },
       scopeMap: { 'rights-reader': ['id.user.right.read'] },
+      staff: { read: 'rights-support', write: 'rights-support-write', admin: 'rights-admin', grantor: 'grantor' },
     },
     {
       issuer: auth0.issuer,
@@ -103,6 +104,7 @@ beforeAll(async () => {
     expect((await put(`/admin/clients/${client}`, { secret: `secret-of-${client}`, grantorId: 'A' })).status).toBe(201);
   for (const user of ['alice', 'bob', 'carol', 'dave', 'erin'])
     expect((await put(`/id/users/${user}`)).status).toBe(201);
+  expect((await put('/catalog/skus/news', { grantorIds: ['A'] })).status).toBe(201);
 });
 afterAll(async () => {
   await system?.stop();
@@ -132,6 +134,34 @@ describe('tokens of the identity providers operators run (docs/identity-provider
       ]);
     },
   );
+
+  it('when a client-credentials token comes (Auth0: sub <client>@clients, gty), then it acts as its client on any of its users, within its scopes only', async () => {
+    const machine = await providers.auth0.sign({
+      sub: 'auth0-app@clients',
+      azp: 'auth0-app',
+      gty: 'client-credentials',
+      permissions: ['read:rights'],
+    });
+    for (const user of ['alice', 'erin']) expect((await rightsOf(user, bearer(machine))).status).toBe(200);
+    const otherGrantor = await call('/id/users/erin/rights?grantorId=B', bearer(machine));
+    expect([otherGrantor.status, otherGrantor.headers.get('www-authenticate')]).toEqual([
+      401,
+      'Basic realm="rights", error="grantor_mismatch"',
+    ]);
+    const unscoped = await call('/id/users/erin/subs?grantorid=A', bearer(machine));
+    expect(unscoped.headers.get('www-authenticate')).toBe(
+      'Bearer realm="rights", error="insufficient_scope", scope="id.user.sub.read"',
+    );
+    const basicOnly = await fetch(`${system.gatewayUrl}/id/users/erin/rights`, {
+      method: 'POST',
+      headers: { authorization: bearer(machine), 'content-type': 'application/json' },
+      body: JSON.stringify({ sku: 'news', grantorId: 'A', timeInterval: '2026-01-01T00:00:00Z/P1D' }),
+    });
+    expect([basicOnly.status, basicOnly.headers.get('www-authenticate')]).toEqual([
+      401,
+      'Basic realm="rights", charset="UTF-8"',
+    ]);
+  });
 
   it('when a token names one issuer and is signed with another’s key, or names an issuer not trusted, then it is refused', async () => {
     const forged = await providers.keycloak.sign({
@@ -228,5 +258,50 @@ describe('tokens of the identity providers operators run (docs/identity-provider
     ).toBe(401);
     expect((await rightsOf('alice', bearer(old))).status).toBe(200);
     expect(providers.keycloak.jwksRequests - fetched).toBe(1);
+  });
+});
+
+describe('staff members (docs/identity-providers.md "Staff")', () => {
+  /** A support agent of Keycloak's realm: `sub` and `name`, its realm roles and the grantors it serves. */
+  const agent = (sub: string, roles: string[], grantor: string[] = []) =>
+    providers.keycloak.sign({ sub, azp: 'rights-console', name: `Agent ${sub}`, realm_access: { roles }, grantor });
+
+  it('when staff of a grantor read and change a right of any of its users, then reading needs a role and changing the write role; another grantor’s right is not there for them', async () => {
+    const created = await fetch(`${system.gatewayUrl}/id/users/erin/rights`, {
+      method: 'POST',
+      headers: { authorization: basic('grantor-a'), 'content-type': 'application/json' },
+      body: JSON.stringify({ sku: 'news', grantorId: 'A', timeInterval: '2026-01-01T00:00:00Z/2099-01-01T00:00:00Z' }),
+    });
+    expect(created.status, await created.clone().text()).toBe(201);
+    const { rightId } = (await created.json()) as { rightId: string };
+    const right = `/id/users/erin/rights/${rightId}`;
+    const suspend = (authorization: string) =>
+      fetch(`${system.gatewayUrl}${right}/suspend`, { method: 'POST', headers: { authorization } });
+
+    const reader = bearer(await agent('ann', ['rights-support'], ['A']));
+    expect((await call(right, reader)).status).toBe(200);
+    const refused = await suspend(reader);
+    expect([refused.status, refused.headers.get('www-authenticate')]).toEqual([
+      401,
+      'Bearer realm="rights", error="insufficient_scope", scope="write"',
+    ]);
+
+    const elsewhere = bearer(await agent('bea', ['rights-support-write'], ['B']));
+    expect((await call(right, elsewhere)).status).toBe(404);
+    expect((await suspend(elsewhere)).status).toBe(401);
+
+    const writer = bearer(await agent('cal', ['offline_access', 'rights-support-write'], ['B', 'A']));
+    const suspended = await suspend(writer);
+    expect(suspended.status, await suspended.clone().text()).toBe(204);
+    expect(await (await call(right, reader)).json()).toMatchObject({ rightId, state: 'SUSPENDED' });
+
+    // No grantor is no reach; an admin reaches everything, the admin API too.
+    expect(
+      (await call(right, bearer(await agent('dee', ['rights-support-write'])))).headers.get('www-authenticate'),
+    ).toBe(invalid('a staff token names no grantor (grantor)'));
+    const admin = bearer(await agent('eve', ['rights-admin']));
+    expect((await call(right, admin)).status).toBe(200);
+    expect((await call('/admin/clients', admin)).status).toBe(200);
+    expect((await call('/admin/clients', writer)).status).toBe(401);
   });
 });

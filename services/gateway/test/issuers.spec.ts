@@ -81,11 +81,28 @@ describe('the trusted issuers (AUTH_ISSUERS)', () => {
       clientId: 'app',
       subject: 'alice',
       scopes: ['id.user.sub.read', 'id.user.right.read', 'id.user.right.use'],
+      staff: null,
+      name: null,
+      clientCredentials: false,
     });
     expect(mapClaims({ client_id: '', cid: 'okta', scope: 'a  b', ext: { connect_id: 3 } }, mapping)).toEqual({
       clientId: 'okta',
       subject: null,
       scopes: ['a', 'b'],
+      staff: null,
+      name: null,
+      clientCredentials: false,
     });
+    // Client credentials: `sub` is the client, Auth0's `<client>@clients`, or `gty` says so.
+    for (const claims of [{ sub: 'okta' }, { sub: 'okta@clients' }, { gty: 'client-credentials' }])
+      expect(mapClaims({ cid: 'okta', ...claims }, mapping).clientCredentials).toBe(true);
+    // Staff: the highest role held, and the grantors claimed.
+    const staff = { read: 'support', write: 'support-write', grantor: 'tenants' };
+    expect(
+      mapClaims(
+        { sub: 'ann', name: 'Ann', realm_access: { roles: ['support', 'support-write'] }, tenants: 'acme' },
+        { ...mapping, staff },
+      ),
+    ).toMatchObject({ staff: { role: 'write', grantors: ['acme'] }, name: 'Ann' });
   });
 });

@@ -28,6 +28,8 @@ interface Principal {
   bearer: boolean;
   /** A Bearer token's user. */
   user?: string;
+  /** A staff member's role (docs/identity-providers.md "Staff"). */
+  staff?: 'read' | 'write' | 'admin';
   authorization: string;
 }
 interface Owned {
@@ -72,6 +74,16 @@ beforeAll(async () => {
   }
   const token = async (client: string, user: string) =>
     `Bearer ${await fx.issuer.token(client, user, { scope: SCOPES.join(' ') })}`;
+  // Staff members of a grantor, or admins (docs/identity-providers.md "Staff"), through the console's client.
+  const staff = await Promise.all(
+    (['read', 'write', 'admin'] as const)
+      .flatMap((role) => (role === 'admin' ? [null] : ['A', 'B']).map((grantor) => ({ role, grantor })))
+      .map(async ({ role, grantor }) => {
+        const name = `${role} staff${grantor ? ` of ${grantor}` : ''}`;
+        const token = await fx.issuer.staffToken(name.replace(/ /g, '-'), role, grantor ? [grantor] : []);
+        return { name, grantor, bearer: false, staff: role, authorization: `Bearer ${token}` };
+      }),
+  );
   principals = [
     { name: 'grantor A', grantor: 'A', bearer: false, authorization: TestSystem.clientAuthorization('client-a') },
     { name: 'grantor B', grantor: 'B', bearer: false, authorization: TestSystem.clientAuthorization('client-b') },
@@ -98,6 +110,7 @@ beforeAll(async () => {
       user: 'other',
       authorization: await token('client-a', 'other'),
     },
+    ...staff,
   ];
 }, 180_000);
 afterAll(fx.stop);
@@ -112,7 +125,7 @@ interface Reserved {
   maker: string;
 }
 const reservations: Reserved[] = [];
-const RESERVATION_MAKERS = ['provider SP', 'grantor A', "victim's app of A", 'admin'];
+const RESERVATION_MAKERS = ['provider SP', 'grantor A', "victim's app of A", 'admin', 'write staff of A'];
 const reservationPath = (id: string) => `/id/users/victim/entitlements/news/reservations/${id}`;
 let meteredRight = '';
 
@@ -139,6 +152,7 @@ beforeAll(async () => {
 /** Who settles a reservation (commit or release): its maker, the right's grantor (Basic), an admin. */
 function settles(principal: Principal, reservation: Reserved): 'allowed' | 401 | 404 {
   if (principal.bearer && principal.user !== 'victim') return 401;
+  if (principal.staff === 'read') return 401; // a change: the gateway asks for the write role
   const mayUse = principal.grantor === null || principal.grantor === 'A' || principal.grantor === 'SP';
   if (!mayUse) return 404;
   const grantorOfRight = !principal.bearer && principal.grantor === 'A';
@@ -178,6 +192,7 @@ const kindOf = (route: PublicRoute): Owned['kind'] | null =>
 /** What the rules say a principal gets for a route on an object: allowed, or the refusal. */
 function expected(route: PublicRoute, principal: Principal, object: Owned): 'allowed' | 401 | 404 {
   if (principal.bearer && (route.bearer === null || principal.user !== 'victim')) return 401;
+  if (principal.staff === 'read' && !READS.has(route.method)) return 401;
   const admin = principal.grantor === null;
   const visible =
     admin || object.grantor === principal.grantor || (object.kind === 'right' && object.provider === principal.grantor);
@@ -281,6 +296,6 @@ describe('reservations: commit and release × every principal × every maker', (
     expect(wrong).toEqual([]);
     expect(
       reservations.map((reservation) => principals.filter((one) => settles(one, reservation) === 'allowed').length),
-    ).toEqual([3, 2, 3, 2]);
+    ).toEqual([5, 4, 5, 4, 4]);
   });
 });

@@ -79,8 +79,12 @@ export class Administration {
   }
 }
 
-/** Who calls an admin operation: `undefined` when no caller was authenticated (never, behind the edge). */
+/**
+ * Who calls an admin operation: an admin client with its Basic credentials, or an `admin` staff
+ * member (docs/identity-providers.md "Staff"); `undefined` when no caller was authenticated
+ * (never, behind the edge).
+ */
 function requireAdmin(principal: Principal | undefined): void {
-  if (principal?.scheme !== 'basic' || !principal.admin)
+  if (!principal?.admin || (principal.scheme !== 'basic' && principal.scheme !== 'staff'))
     throw DomainError.notPermitted('this operation needs the Basic credentials of an admin client');
 }

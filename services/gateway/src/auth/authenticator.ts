@@ -6,7 +6,7 @@ import { LRUCache } from 'lru-cache';
 import type { ApiClient, ClientStore } from '../store/client-store';
 import type { RevocationStore } from '../store/revocation-store';
 import { parseBasic } from './basic';
-import { BearerRejected, IssuerUnavailable, type BearerVerifier } from './bearer';
+import { BearerRejected, IssuerUnavailable, type AccessToken, type BearerVerifier } from './bearer';
 import type { FailureThrottle } from './failure-throttle';
 import { directoryLookups, secretVerifications } from './metrics';
 import { HashLanes } from './hash-lanes';
@@ -46,6 +46,25 @@ const VERIFIED_SECRETS = 10_000;
 const HASH_CONCURRENCY = Math.max(1, Math.floor(availableParallelism() / 2));
 /** Attempts waiting for a hash, over all addresses; more are answered 429 at once. */
 const MAX_WAITING_HASHES = 256;
+
+/**
+ * A staff member (docs/identity-providers.md "Staff"): acts on any user of its grantors, reads
+ * with any role and changes with `write`; `admin` is an admin. No registered client is needed:
+ * the member is named by its issuer and `sub`, which is also whose budget it spends.
+ */
+function staffPrincipal(access: AccessToken, staff: NonNullable<AccessToken['staff']>): Principal {
+  const admin = staff.role === 'admin';
+  return {
+    clientId: access.clientId ?? 'staff',
+    grantorId: admin ? null : (staff.grantors[0] ?? null),
+    admin,
+    scheme: 'staff',
+    scopes: [],
+    subject: null,
+    staff: { grantors: admin ? [] : staff.grantors, write: staff.role !== 'read' },
+    person: { issuer: access.issuer, subject: access.subject, name: access.name },
+  };
+}
 
 const principalOf = (client: ApiClient): Principal => ({
   clientId: client.clientId,
@@ -162,8 +181,11 @@ export class Authenticator {
       throw error;
     }
     if (this.options.revocations.isRevoked(access.jti)) throw reject('revoked');
-    const client = await this.clients.get(access.clientId);
+    if (access.staff) return staffPrincipal(access, access.staff);
+    const client = access.clientId === null ? null : await this.clients.get(access.clientId);
     if (!client) throw reject('unknown client');
+    // Client credentials: the client itself, as its Basic credentials would be, within the token's scopes.
+    if (access.clientCredentials) return { ...principalOf(client), limitedTo: access.scopes };
     return {
       clientId: client.clientId,
       grantorId: client.grantorId,

@@ -3,7 +3,7 @@ import { decodeJwt, errors, jwtVerify, type JWTPayload } from 'jose';
 import type { Logger } from '@rs/logging';
 import type { Clock } from '@rs/time';
 import { LRUCache } from 'lru-cache';
-import { mapClaims } from '../domain/claims';
+import { mapClaims, type StaffRole } from '../domain/claims';
 import { IssuerKeys, IssuerUnavailable } from './issuer-keys';
 import type { IssuerEntry } from './issuers';
 import { bearerVerifications } from './metrics';
@@ -18,8 +18,16 @@ export class BearerRejected extends Error {
 export interface AccessToken {
   /** The issuer that signed it. */
   issuer: string;
-  clientId: string;
+  /** The API client it was issued to; a staff member's token may name none. */
+  clientId: string | null;
+  /** The user it acts for; a staff member's: the member (`sub`). */
   subject: string;
+  /** A staff member's role and grantors (docs/identity-providers.md "Staff"), or null. */
+  staff: { role: StaffRole; grantors: string[] } | null;
+  /** The person's `name` or `email`, when the token carries one. */
+  name: string | null;
+  /** Issued to its client for itself (client credentials): it acts as its client, within its scopes. */
+  clientCredentials: boolean;
   scopes: string[];
   jti: string;
   /** When it expires, in seconds since the epoch. */
@@ -138,12 +146,22 @@ export class BearerVerifier {
     const lifetime = payload.exp! - (payload.iat ?? now);
     if (lifetime > this.options.maxLifetimeSeconds) throw new BearerRejected('lifetime too long');
     const mapped = mapClaims(payload as Record<string, unknown>, entry);
-    if (mapped.clientId === null) throw new BearerRejected(`client missing (${entry.claims.client.join(', ')})`);
-    if (mapped.subject === null) throw new BearerRejected(`${entry.claims.user} missing`);
+    if (mapped.staff) {
+      if (typeof payload.sub !== 'string' || payload.sub === '') throw new BearerRejected('sub missing');
+      if (mapped.staff.role !== 'admin' && mapped.staff.grantors.length === 0)
+        throw new BearerRejected(`a staff token names no grantor (${entry.staff!.grantor})`);
+    } else {
+      if (mapped.clientId === null) throw new BearerRejected(`client missing (${entry.claims.client.join(', ')})`);
+      if (mapped.subject === null && !mapped.clientCredentials)
+        throw new BearerRejected(`${entry.claims.user} missing`);
+    }
     return {
       issuer: entry.issuer,
       clientId: mapped.clientId,
-      subject: mapped.subject,
+      subject: mapped.staff ? (payload.sub as string) : (mapped.subject ?? mapped.clientId!),
+      staff: mapped.staff,
+      name: mapped.name,
+      clientCredentials: !mapped.staff && mapped.clientCredentials,
       scopes: mapped.scopes,
       jti: payload.jti!,
       exp: payload.exp!,

@@ -102,11 +102,13 @@ function decodes(segment: string): boolean {
   }
 }
 
+const READ_METHODS = new Set(['GET', 'HEAD']);
+
 /** Why a caller may not call an operation, and so which challenge it gets (docs/api.md "Challenges"). */
 export type Refusal =
   | { challenge: 'basic'; reason: string }
   | { challenge: 'bearer'; reason: string }
-  | { challenge: 'insufficient_scope'; scope: Scope; reason: string }
+  | { challenge: 'insufficient_scope'; scope: Scope | 'write'; reason: string }
   | { challenge: 'grantor_mismatch'; reason: string };
 
 /**
@@ -114,8 +116,16 @@ export type Refusal =
  * what, for the gateway's own routes and those it forwards. null: allowed.
  */
 export function authorize(operation: Operation, principal: Principal): Refusal | null {
-  if (operation.caller === 'admin' && (principal.scheme !== 'basic' || !principal.admin))
+  const adminCaller =
+    principal.admin && ((principal.scheme === 'basic' && !principal.limitedTo) || principal.scheme === 'staff');
+  if (operation.caller === 'admin' && !adminCaller)
     return { challenge: 'basic', reason: 'this operation needs the Basic credentials of an admin client' };
+  // Staff act on any user of their grantors (the services decide which), changing with `write`.
+  if (principal.scheme === 'staff')
+    return READ_METHODS.has(operation.route.method) || principal.staff?.write
+      ? null
+      : { challenge: 'insufficient_scope', scope: 'write', reason: 'a staff member needs the write role to change' };
+  if (principal.limitedTo) return withinScopes(operation, principal.limitedTo);
   if (principal.scheme !== 'bearer') return null;
   if (operation.bearer === null) return { challenge: 'basic', reason: 'this operation needs Basic credentials' };
   // A Bearer token acts for its user only, unless its client is an admin (docs/api.md).
@@ -128,6 +138,17 @@ export function authorize(operation: Operation, principal: Principal): Refusal |
       reason: `the token lacks the scope ${operation.bearer}`,
     };
   return null;
+}
+
+/** A client-credentials token: what its client may do, on the routes whose scope it carries. */
+function withinScopes(operation: Operation, scopes: readonly string[]): Refusal | null {
+  if (operation.bearer === null) return { challenge: 'basic', reason: 'this operation needs Basic credentials' };
+  if (operation.bearer === 'any' || scopes.includes(operation.bearer)) return null;
+  return {
+    challenge: 'insufficient_scope',
+    scope: operation.bearer,
+    reason: `the token lacks the scope ${operation.bearer}`,
+  };
 }
 
 /**
@@ -162,6 +183,7 @@ export interface Budget {
  * collide with its keys. (A client id holds no space, so the pair's key is unambiguous.)
  */
 export function budgetOf(principal: Principal): Budget {
+  if (principal.person) return { kind: 'user', key: `staff ${principal.person.issuer} ${principal.person.subject}` };
   return principal.scheme === 'bearer'
     ? { kind: 'user', key: `${principal.clientId} ${principal.subject ?? ''}` }
     : { kind: 'client', key: principal.clientId };

@@ -6,7 +6,12 @@
 export interface ClaimMapping {
   claims: { client: string[]; user: string; scopes: string[]; roles?: string | undefined };
   scopeMap: Record<string, string[]>;
+  /** The roles that make a token a staff member's, and the claim naming its grantors. */
+  staff?:
+    { read?: string | undefined; write?: string | undefined; admin?: string | undefined; grantor: string } | undefined;
 }
+
+export type StaffRole = 'read' | 'write' | 'admin';
 
 export interface MappedClaims {
   /** The registered API client (the first present of `claims.client`), or null. */
@@ -15,6 +20,15 @@ export interface MappedClaims {
   subject: string | null;
   /** From `scope`/`scp` (a space-separated string or a list), and from the roles through `scopeMap`. */
   scopes: string[];
+  /** A staff member's highest role and grantors (docs/identity-providers.md "Staff"), or null. */
+  staff: { role: StaffRole; grantors: string[] } | null;
+  /** The person's `name`, else `email`, when the token carries one. */
+  name: string | null;
+  /**
+   * Issued to its client for itself (the client-credentials grant): `sub` is the client, or
+   * Auth0's `<client>@clients`, or `gty` says so.
+   */
+  clientCredentials: boolean;
 }
 
 /** The value at a dotted path (`realm_access.roles`); a claim whose own name holds dots is found too. */
@@ -43,11 +57,30 @@ export function mapClaims(payload: Record<string, unknown>, mapping: ClaimMappin
     .find((value) => typeof value === 'string' && value);
   const subject = claimAt(payload, claims.user);
   const scopes = new Set(claims.scopes.flatMap((name) => listAt(payload, name)));
-  for (const role of claims.roles ? listAt(payload, claims.roles) : [])
-    for (const scope of scopeMap[role] ?? []) scopes.add(scope);
+  const roles = claims.roles ? listAt(payload, claims.roles) : [];
+  for (const role of roles) for (const scope of scopeMap[role] ?? []) scopes.add(scope);
+  const name = [payload.name, payload.email].find((value) => typeof value === 'string' && value !== '');
   return {
     clientId: (client as string | undefined) ?? null,
     subject: typeof subject === 'string' && subject !== '' ? subject : null,
     scopes: [...scopes],
+    staff: staffOf(payload, roles, mapping.staff),
+    name: (name as string | undefined) ?? null,
+    clientCredentials:
+      payload.gty === 'client-credentials' ||
+      (typeof client === 'string' && (payload.sub === client || payload.sub === `${client}@clients`)),
   };
+}
+
+/** The highest staff role the roles hold (admin, then write, then read), and the grantors claimed. */
+function staffOf(
+  payload: Record<string, unknown>,
+  roles: readonly string[],
+  staff: ClaimMapping['staff'],
+): MappedClaims['staff'] {
+  if (!staff) return null;
+  const role = (['admin', 'write', 'read'] as const).find(
+    (one) => staff[one] !== undefined && roles.includes(staff[one]),
+  );
+  return role ? { role, grantors: listAt(payload, staff.grantor) } : null;
 }

@@ -115,10 +115,14 @@ export function gatewayRoutes(options: GatewayRoutesOptions): Router {
     const operation = res.locals.operation;
     if (operation.caller === 'none') return next();
     const authorization = req.get('authorization');
-    // docs/api.md "Challenges": a Bearer header on a Basic-only endpoint gets the Basic challenge.
-    if (isBearer(authorization) && operation.bearer === null)
-      throw unauthorized('this operation needs Basic credentials', basicChallenge(realm));
-    res.locals.principal = await authenticator.authenticate(authorization, sourceAddress(req));
+    const principal = authenticator.authenticate(authorization, sourceAddress(req));
+    // docs/api.md "Challenges": a Bearer header on a Basic-only endpoint gets the Basic challenge,
+    // unless it is a staff member's (docs/identity-providers.md "Staff"), who acts as its role allows.
+    if (isBearer(authorization) && operation.bearer === null) {
+      const staff = await principal.then((one) => (one.scheme === 'staff' ? one : null)).catch(() => null);
+      if (!staff) throw unauthorized('this operation needs Basic credentials', basicChallenge(realm));
+    }
+    res.locals.principal = await principal;
     next();
   };
   // Budgets belong to one principal (docs/security.md): an open route spends its source address's.

@@ -13,7 +13,7 @@ import {
 import { changeOne, documentLock, RACE_LOST, untilStored, type ItemFailure, isTransient } from '@rs/store';
 import { NowFor, type ClockLookup, type OnClock } from '@rs/http';
 import { systemClock, type Clock } from '@rs/time';
-import { canSettle, canUse } from '../domain/access';
+import { canSettle, canUse, makerOf } from '../domain/access';
 import {
   abort,
   commit,
@@ -400,7 +400,7 @@ export class ConsumptionUseCases {
       sku: target.sku,
       clockId,
       kind,
-      madeBy: { clientId: principal.clientId, subject: principal.scheme === 'bearer' ? principal.subject : null },
+      madeBy: makerOf(principal),
       held: plan,
       taken: [],
       state: 'holding',

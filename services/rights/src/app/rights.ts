@@ -241,7 +241,7 @@ export class RightsUseCases {
     const at = activeAt === 'now' ? now : activeAt;
     const page = await this.store.list({
       ...rest,
-      grantorOrProvider: visibilityOf(principal)?.grantorOrProvider ?? null,
+      grantorOrProvider: visibilityOf(principal, rest.grantorId ?? undefined)?.grantorOrProvider ?? null,
       on: clockId !== undefined ? { clockId } : at ? { clockId: null } : null,
       active: at && { at, endsAfter: at > now ? at : now },
     });

@@ -1,4 +1,4 @@
-import { mayReadRight, type Principal } from '@rs/contracts';
+import { actsFor, changesFor, mayReadRight, type Principal } from '@rs/contracts';
 import type { RightEntity } from './right';
 
 /**
@@ -8,9 +8,12 @@ import type { RightEntity } from './right';
  */
 export const canSee = mayReadRight;
 
-/** Remove, activate, suspend: the right's grantor or an admin (docs/api.md "Principals and authorization"). */
+/**
+ * Remove, activate, suspend: the right's grantor, its `write` staff or an admin (docs/api.md
+ * "Principals and authorization", docs/identity-providers.md "Staff").
+ */
 export function canManage(principal: Principal, right: Pick<RightEntity, 'grantorId'>): boolean {
-  return principal.admin || (principal.scheme === 'basic' && right.grantorId === principal.grantorId);
+  return changesFor(principal, right.grantorId);
 }
 
 /**
@@ -24,6 +27,8 @@ export function canUse(
   right: Pick<RightEntity, 'grantorId' | 'serviceProviderId' | 'userId'>,
 ): boolean {
   if (!canSee(principal, right)) return false;
+  // Staff record usage as a support action: the role to change, of the right's grantor or provider.
+  if (principal.scheme === 'staff') return principal.admin || principal.staff?.write === true;
   if (principal.scheme === 'bearer')
     return principal.scopes.includes('id.user.right.use') && (principal.admin || principal.subject === right.userId);
   return true;
@@ -42,11 +47,20 @@ export function canSettle(
 ): boolean {
   if (rights.length === 0 || !rights.every((right) => canUse(principal, right))) return false;
   if (principal.admin) return true;
-  const isMaker =
-    principal.clientId === madeBy.clientId &&
-    (principal.scheme === 'bearer' ? principal.subject : null) === madeBy.subject;
-  const isGrantor = principal.scheme === 'basic' && rights.every((right) => right.grantorId === principal.grantorId);
+  const maker = makerOf(principal);
+  const isMaker = maker.clientId === madeBy.clientId && maker.subject === madeBy.subject;
+  const isGrantor = principal.scheme !== 'bearer' && rights.every((right) => changesFor(principal, right.grantorId));
   return isMaker || isGrantor;
+}
+
+/**
+ * Who makes a reservation, as it records it: the API client, and the user its Bearer token acts
+ * for, or the staff member (issuer and `sub`) who made it through any client.
+ */
+export function makerOf(principal: Principal): { clientId: string; subject: string | null } {
+  if (principal.person)
+    return { clientId: principal.clientId, subject: `${principal.person.issuer} ${principal.person.subject}` };
+  return { clientId: principal.clientId, subject: principal.scheme === 'bearer' ? principal.subject : null };
 }
 
 /**
@@ -61,12 +75,19 @@ export function canReadHistory(
   return removed ? canManage(principal, right) : canSee(principal, right);
 }
 
-/** Create: for the caller's own grantor unless admin. */
+/** Create: for the caller's own grantor unless admin; staff with `write`, for one of theirs. */
 export function canGrantFor(principal: Principal, grantorId: string): boolean {
-  return principal.admin || principal.grantorId === grantorId;
+  return principal.scheme === 'staff'
+    ? changesFor(principal, grantorId)
+    : principal.admin || principal.grantorId === grantorId;
 }
 
-/** The visibility filter of a list, as a store query understands it. */
-export function visibilityOf(principal: Principal): { grantorOrProvider: string } | null {
-  return principal.admin ? null : { grantorOrProvider: principal.grantorId ?? '' };
+/**
+ * The visibility filter of a list, as a store query understands it: the caller's grantor (as
+ * grantor or provider); a staff member's, the grantor its list asks for when it is one of theirs.
+ */
+export function visibilityOf(principal: Principal, asked?: string): { grantorOrProvider: string } | null {
+  if (principal.admin) return null;
+  if (principal.scheme === 'staff') return { grantorOrProvider: asked && actsFor(principal, asked) ? asked : '' };
+  return { grantorOrProvider: principal.grantorId ?? '' };
 }

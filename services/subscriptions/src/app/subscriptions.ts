@@ -232,7 +232,7 @@ export class SubscriptionUseCases {
   }
 
   list(principal: Principal, query: Omit<SubscriptionQuery, 'visibleTo'>): Promise<ListPage<SubscriptionEntity>> {
-    return this.store.list({ ...query, visibleTo: visibleGrantorOf(principal) });
+    return this.store.list({ ...query, visibleTo: visibleGrantorOf(principal, query.grantorId ?? undefined) });
   }
 
   /** docs/api.md: 204 also for an unknown subscription; its rights stay (docs/api.md). */

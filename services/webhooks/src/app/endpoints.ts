@@ -1,4 +1,4 @@
-import { DomainError, newId, type EndpointCreateBody, type Principal } from '@rs/contracts';
+import { actsFor, changesFor, DomainError, newId, type EndpointCreateBody, type Principal } from '@rs/contracts';
 import { untilStored, RACE_LOST, type ListPage, type ListPosition } from '@rs/store';
 import { type Sealer } from '@rs/sealing';
 import { systemClock, type Clock } from '@rs/time';
@@ -48,6 +48,8 @@ export class EndpointUseCases implements EndpointDirectory {
       throw error;
     }
     const grantorId = principal.admin ? null : principal.grantorId;
+    if (grantorId !== null && !changesFor(principal, grantorId))
+      throw DomainError.notPermitted('registering an endpoint needs the role to change (write)');
     // docs/api.md "Per-grantor limits" (two creates at once may both pass: one over, never more).
     if ((await this.endpoints.countOfGrantor(grantorId)) >= this.options.maxPerGrantor)
       throw DomainError.conflict(
@@ -71,30 +73,41 @@ export class EndpointUseCases implements EndpointDirectory {
   }
 
   async list(principal: Principal): Promise<Endpoint[]> {
-    const mine = principal.admin ? await this.endpoints.live() : await this.endpoints.ofGrantor(principal.grantorId);
+    const grantors = principal.scheme === 'staff' ? (principal.staff?.grantors ?? []) : [principal.grantorId];
+    const mine = principal.admin
+      ? await this.endpoints.live()
+      : (await Promise.all(grantors.map((grantorId) => this.endpoints.ofGrantor(grantorId)))).flat();
     return mine
-      .filter((endpoint) => this.mayManage(principal, endpoint))
+      .filter((endpoint) => mayRead(principal, endpoint))
       .sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime());
   }
 
-  async get(principal: Principal, endpointId: string): Promise<Endpoint> {
+  get(principal: Principal, endpointId: string): Promise<Endpoint> {
+    return this.find(endpointId, (endpoint) => mayRead(principal, endpoint));
+  }
+
+  /** An endpoint the caller may change: its grantor's client, its `write` staff, an admin; to anyone else it does not exist. */
+  private changeable(principal: Principal, endpointId: string): Promise<Endpoint> {
+    return this.find(endpointId, (endpoint) => mayChange(principal, endpoint));
+  }
+
+  private async find(endpointId: string, may: (endpoint: Endpoint) => boolean): Promise<Endpoint> {
     const endpoint = await this.endpoints.find(endpointId);
-    if (!endpoint || !this.mayManage(principal, endpoint))
-      throw DomainError.notFound(`no webhook endpoint ${endpointId}`);
+    if (!endpoint || !may(endpoint)) throw DomainError.notFound(`no webhook endpoint ${endpointId}`);
     return endpoint;
   }
 
   async remove(principal: Principal, endpointId: string): Promise<void> {
-    await this.get(principal, endpointId);
+    await this.changeable(principal, endpointId);
     if (!(await this.endpoints.delete(endpointId))) throw DomainError.notFound(`no webhook endpoint ${endpointId}`);
   }
 
   /** A new secret; the ones in use keep signing for ROTATION_OVERLAP_MS, older ones are dropped. */
   async rotate(principal: Principal, endpointId: string): Promise<{ endpoint: Endpoint; secret: string }> {
-    await this.get(principal, endpointId);
+    await this.changeable(principal, endpointId);
     const secret = newSecret();
     return untilStored(`endpoint ${endpointId}`, async () => {
-      const endpoint = await this.get(principal, endpointId);
+      const endpoint = await this.changeable(principal, endpointId);
       const now = this.clock();
       const retiresAt = new Date(now.getTime() + ROTATION_OVERLAP_MS);
       const secrets = [
@@ -120,7 +133,7 @@ export class EndpointUseCases implements EndpointDirectory {
 
   /** Makes the delivery pending and attempts it at once. */
   async retry(principal: Principal, endpointId: string, deliveryId: string): Promise<void> {
-    await this.get(principal, endpointId);
+    await this.changeable(principal, endpointId);
     const delivery = await this.deliveries.retryNow(endpointId, deliveryId, this.clock());
     if (!delivery) throw DomainError.notFound(`no delivery ${deliveryId} of webhook endpoint ${endpointId}`);
     this.options.retryNow(delivery);
@@ -153,8 +166,9 @@ export class EndpointUseCases implements EndpointDirectory {
   async liveIds(): Promise<string[]> {
     return (await this.endpoints.live()).map((endpoint) => endpoint.endpointId);
   }
-
-  private mayManage(principal: Principal, endpoint: Endpoint): boolean {
-    return principal.admin || (endpoint.grantorId !== null && endpoint.grantorId === principal.grantorId);
-  }
 }
+
+/** An endpoint is its grantor's (its client's, and its staff's) and the admins'. */
+const mayRead = (principal: Principal, endpoint: Endpoint) => principal.admin || actsFor(principal, endpoint.grantorId);
+const mayChange = (principal: Principal, endpoint: Endpoint) =>
+  principal.admin || (endpoint.grantorId !== null && changesFor(principal, endpoint.grantorId));
