@@ -23,7 +23,7 @@ import { prettyFactory } from 'pino-pretty';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(import.meta.url);
-const { devIssuerWanted } = require(path.join(root, 'tools/dev-issuer/dist/policy.js'));
+const { DEV_STAFF, devIssuerWanted } = require(path.join(root, 'tools/dev-issuer/dist/policy.js'));
 const { DEFAULT_PORTS } = require(path.join(root, 'libs/config/dist/index.js'));
 /**
  * Started a tier at a time, each once the one before is ready: the rights and subscriptions
@@ -273,9 +273,18 @@ function childEnv(service) {
   else if (SERVICES.includes(service)) env.PORT = String(PORTS[service]);
   const issuer = { JWT_ISSUER: plan.devIssuer?.url, JWT_AUDIENCE: process.env.JWT_AUDIENCE ?? 'rights-api' };
   if (service === 'issuer') return { ...env, ...issuer, DEV_ISSUER_PORT: String(ISSUER_PORT) };
-  // The gateway trusts the development issuer, through its JWKS as it would a real provider's.
+  // The gateway trusts the development OpenID Provider as it would a real one: its keys, its
+  // staff roles and their grantors (docs/identity-providers.md).
   if (service === 'gateway' && plan.devIssuer)
-    Object.assign(env, issuer, { JWT_JWKS_URL: `http://127.0.0.1:${ISSUER_PORT}/.well-known/jwks.json` });
+    env.AUTH_ISSUERS = JSON.stringify([
+      {
+        issuer: issuer.JWT_ISSUER,
+        audience: issuer.JWT_AUDIENCE,
+        jwksUri: `http://127.0.0.1:${ISSUER_PORT}/jwks`,
+        claims: { roles: 'roles' },
+        staff: DEV_STAFF,
+      },
+    ]);
   if (plan.zipkin) {
     env.OTEL_TRACES_EXPORTER = 'zipkin';
     env.OTEL_EXPORTER_ZIPKIN_ENDPOINT = `http://127.0.0.1:${ZIPKIN_PORT}/api/v2/spans`;
@@ -399,7 +408,10 @@ if (!stopping) {
       `the API page ${gatewayUrl}/docs`,
       ...(defaultAdmin ? [`admin client ${admin} / admin-secret-change-me`] : []),
       ...(plan.devIssuer
-        ? [`a user's token: ${issuerUrl}npm run -s token -- --user alice --client acme --scope id.user.right.read`]
+        ? [
+            `a user's token: ${issuerUrl}npm run -s token -- --user alice --client acme --scope id.user.right.read`,
+            `staff sign in at ${plan.devIssuer.url} as acme-agent (write) or operator (admin)`,
+          ]
         : []),
       ...(plan.zipkin ? [`traces ${plan.zipkin.url}`] : []),
     ].join('; '),

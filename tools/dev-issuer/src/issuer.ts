@@ -33,6 +33,11 @@ export class DevTokenIssuer {
     return { keys: [this.publicJwk] };
   }
 
+  /** The signing key, private, for the OpenID Provider beside it: both sign with one key. */
+  async signingJwk(): Promise<JWK> {
+    return { ...(await exportJWK(this.privateKey)), kid: this.publicJwk.kid!, alg: 'ES256', use: 'sig' };
+  }
+
   async issue(request: TokenRequest, now: Date = new Date()): Promise<IssuedToken> {
     const iat = Math.floor(now.getTime() / 1000);
     const scope = request.scope.join(' ');

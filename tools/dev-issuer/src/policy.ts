@@ -12,6 +12,14 @@ export interface IssuerEnvironment {
   AUTH_ISSUERS_FILE?: string | undefined;
 }
 
+/** The staff roles of the development provider, as the gateway's `AUTH_ISSUERS` entry maps them. */
+export const DEV_STAFF = {
+  read: 'rights-support',
+  write: 'rights-support-write',
+  admin: 'rights-admin',
+  grantor: 'grantor',
+} as const;
+
 /**
  * Why the issuer may not run in this environment, or null when it may. NODE_ENV must say
  * development or test: unset means production, as it does for every service (libs/config).

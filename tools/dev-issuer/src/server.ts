@@ -1,4 +1,5 @@
 import http from 'node:http';
+import type Provider from 'oidc-provider';
 import type { DevTokenIssuer } from './issuer';
 import { parseTokenRequest } from './token-request';
 
@@ -8,13 +9,18 @@ type Answer = { status: number; body: unknown; headers?: Record<string, string> 
 
 /**
  * The development issuer over HTTP:
- * - `GET /.well-known/jwks.json`: its public key, which the gateway reads as `JWT_JWKS_URL`;
- * - `POST /token` (form or JSON: `user`, `client`, `scope`, `expires_in`): an access token,
- *   answered in the shape of an OAuth 2.0 token response (RFC 6749 5.1 and 5.2);
+ * - the OpenID Provider's endpoints (`/.well-known/openid-configuration` names them: `/auth`,
+ *   `/token`, `/jwks`, `/interaction/…`);
+ * - `GET /.well-known/jwks.json`: the same public key;
+ * - `POST /dev/token` (form or JSON: `user`, `client`, `scope`, `expires_in`): an access token
+ *   for any user without signing in (`npm run token`), answered in the shape of an OAuth 2.0
+ *   token response (RFC 6749 5.1 and 5.2);
  * - `GET /healthz`.
  */
-export function issuerServer(issuer: DevTokenIssuer): http.Server {
+export function issuerServer(issuer: DevTokenIssuer, provider: Provider): http.Server {
+  const openId = provider.callback();
   return http.createServer((req, res) => {
+    if (!ROUTES[new URL(req.url ?? '/', 'http://issuer').pathname]) return void openId(req, res);
     const failed = (): Answer => invalid(500, 'server_error', 'the token could not be issued');
     void answer(issuer, req)
       .catch(failed)
@@ -29,7 +35,7 @@ export function issuerServer(issuer: DevTokenIssuer): http.Server {
 async function answer(issuer: DevTokenIssuer, req: http.IncomingMessage): Promise<Answer> {
   const path = new URL(req.url ?? '/', 'http://issuer').pathname;
   const allowed = ROUTES[path];
-  if (!allowed) return invalid(404, 'not_found', `no ${path} here: POST /token, GET /.well-known/jwks.json`);
+  if (!allowed) return invalid(404, 'not_found', `no ${path} here`);
   if (req.method !== allowed)
     return { ...invalid(405, 'invalid_request', `use ${allowed}`), headers: { allow: allowed } };
   if (path === '/healthz') return { status: 200, body: { status: 'ok' } };
@@ -47,7 +53,7 @@ async function answer(issuer: DevTokenIssuer, req: http.IncomingMessage): Promis
   };
 }
 
-const ROUTES: Record<string, string> = { '/token': 'POST', '/.well-known/jwks.json': 'GET', '/healthz': 'GET' };
+const ROUTES: Record<string, string> = { '/dev/token': 'POST', '/.well-known/jwks.json': 'GET', '/healthz': 'GET' };
 
 const invalid = (status: number, error: string, description: string): Answer => ({
   status,

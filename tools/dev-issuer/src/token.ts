@@ -32,7 +32,7 @@ async function main(): Promise<number> {
   if (values.ttl) form.set('expires_in', values.ttl);
   let response: Response;
   try {
-    response = await fetch(new URL('/token', issuer), { method: 'POST', body: form });
+    response = await fetch(new URL('/dev/token', issuer), { method: 'POST', body: form });
   } catch (error) {
     process.stderr.write(
       `cannot reach the development token issuer at ${issuer} (is \`npm start\` running?): ${(error as Error).message}\n`,

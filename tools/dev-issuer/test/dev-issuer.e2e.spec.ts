@@ -77,14 +77,14 @@ describe('Bearer tried with the development issuer', () => {
   let issuerUrl: string;
   let system: TestSystem;
   const token = async (fields: Record<string, string>) =>
-    fetch(`${issuerUrl}/token`, { method: 'POST', body: new URLSearchParams(fields) });
+    fetch(`${issuerUrl}/dev/token`, { method: 'POST', body: new URLSearchParams(fields) });
   const bearerGet = (path: string, accessToken: string) =>
     fetch(`${system.gatewayUrl}${path}`, { headers: { authorization: `Bearer ${accessToken}` } });
 
   beforeAll(async () => {
     issuer = await startIssuer({
       NODE_ENV: 'development',
-      JWT_ISSUER: 'http://localhost:dev',
+      JWT_ISSUER: 'http://issuer.localhost',
       JWT_AUDIENCE: 'rights-api',
     });
     issuerUrl = `http://127.0.0.1:${issuer.port}`;
@@ -100,7 +100,7 @@ describe('Bearer tried with the development issuer', () => {
       backends: ['catalog', 'rights'],
       env: {
         JWT_JWKS_URL: `${issuerUrl}/.well-known/jwks.json`,
-        JWT_ISSUER: 'http://localhost:dev',
+        JWT_ISSUER: 'http://issuer.localhost',
         JWT_AUDIENCE: 'rights-api',
       },
     });
@@ -131,7 +131,7 @@ describe('Bearer tried with the development issuer', () => {
       body.access_token,
       createRemoteJWKSet(new URL(`${issuerUrl}/.well-known/jwks.json`)),
       {
-        issuer: 'http://localhost:dev',
+        issuer: 'http://issuer.localhost',
         audience: 'rights-api',
         typ: 'at+jwt',
       },
@@ -178,12 +178,12 @@ describe('Bearer tried with the development issuer', () => {
       error: 'invalid_request',
       error_description: expect.stringMatching(/^user: /),
     });
-    const text = await fetch(`${issuerUrl}/token`, {
+    const text = await fetch(`${issuerUrl}/dev/token`, {
       method: 'POST',
       headers: { 'content-type': 'text/plain' },
       body: 'x',
     });
     expect(text.status).toBe(415);
-    expect((await fetch(`${issuerUrl}/token`)).status).toBe(405);
+    expect((await fetch(`${issuerUrl}/dev/token`)).status).toBe(405);
   });
 });
