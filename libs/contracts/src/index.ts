@@ -3,6 +3,7 @@
 // - routes/: the route table, the one description of every public route;
 // - docs/: the generators of the OpenAPI document, the AsyncAPI document and the events page, from the two above.
 export * from './errors';
+export * from './schemas/audit';
 export * from './schemas/catalog';
 export * from './schemas/cloud-event';
 export * from './schemas/commands';

@@ -4,6 +4,7 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import { Parser } from '@asyncapi/parser';
 import { describe, expect, it } from 'vitest';
 import {
+  AdjustmentBody,
   ClientBody,
   EndpointCreateBody,
   RevocationBody,
@@ -14,6 +15,7 @@ import {
   buildAsyncApiDocument,
   buildEventsDocument,
   buildOpenApiDocument,
+  AuditEvents,
   CatalogEvents,
   RightEvents,
   RightsCommands,
@@ -31,6 +33,7 @@ import {
 
 /** Every event and command type the contracts define, from their schemas (not from the document's generator). */
 const CONTRACT_TYPES = [
+  ...Object.keys(AuditEvents),
   ...Object.keys(CatalogEvents),
   ...Object.keys(ClockEvents),
   ...Object.keys(RightEvents),
@@ -88,6 +91,7 @@ describe('documents generated from the contracts (npm run docs)', () => {
       ConsumptionBody,
       ReservationBody,
       CommitBody,
+      AdjustmentBody,
       PlanChangeBody,
       ClockCreateBody,
       ClockAdvanceBody,

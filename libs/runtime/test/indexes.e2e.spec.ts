@@ -28,7 +28,7 @@ import { collectionIndexes as webhooks } from '../../../services/webhooks/src/st
 const RETENTION_DAYS = 365;
 /** In the order `npm run docs` lists them (scripts/docs.mjs). */
 const DECLARED: ServiceIndexes[] = [
-  { service: 'gateway', collections: gateway() },
+  { service: 'gateway', collections: gateway(RETENTION_DAYS) },
   { service: 'catalog', collections: catalog() },
   { service: 'rights', collections: rights(RETENTION_DAYS) },
   { service: 'subscriptions', collections: subscriptions(RETENTION_DAYS) },

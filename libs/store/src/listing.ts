@@ -133,7 +133,19 @@ export class Lists {
   async page<Doc extends { _id: string; listed?: Record<string, number> }>(
     collection: mongo.Collection,
     list: { owner: string; name: string },
-    query: { filter: object; projection: object; after: ListPosition | null; limit: number },
+    query: {
+      filter: object;
+      projection: object;
+      after: ListPosition | null;
+      limit: number;
+      /**
+       * Where a list kept in about time order may stop being read: once a block holds a
+       * document for which it is true, no older block is read (a page "since" an instant).
+       */
+      until?: (doc: Doc) => boolean;
+      /** A condition checked on each document read, beside `filter` (one the server cannot answer with the page). */
+      keep?: (doc: Doc) => boolean;
+    },
   ): Promise<ListPage<Doc>> {
     const { after, limit } = query;
     // A cursor is the caller's text: it never starts a page above the list's newest position.
@@ -157,12 +169,16 @@ export class Lists {
               .toArray() as unknown as Promise<Doc[]>,
         ),
       );
+      let reachedEnd = false;
       for (const doc of read.flat()) {
+        if (query.until?.(doc)) reachedEnd = true;
+        if (query.keep && !query.keep(doc)) continue;
         const position = doc.listed?.[list.name];
         if (position === undefined) continue;
         const at = { position, id: doc._id };
         if (!after || isOlder(at, after)) found.push({ doc, at });
       }
+      if (reachedEnd) break;
       block -= count;
       newest = block * LIST_BLOCK + LIST_BLOCK - 1;
     }

@@ -1,4 +1,4 @@
-import { context, propagation, ROOT_CONTEXT, type Context } from '@opentelemetry/api';
+import { context, propagation, ROOT_CONTEXT, trace, type Context } from '@opentelemetry/api';
 
 export type TraceCarrier = Record<string, string>;
 
@@ -16,4 +16,9 @@ export function contextFrom(carrier: Record<string, unknown> | undefined): Conte
     else if (Buffer.isBuffer(value)) strings[key] = value.toString('utf8');
   }
   return propagation.extract(ROOT_CONTEXT, strings);
+}
+
+/** The id of the active trace, or null outside one (tracing off). */
+export function currentTraceId(): string | null {
+  return trace.getSpan(context.active())?.spanContext().traceId ?? null;
 }

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { DEFAULT_PORTS, env, serviceUrl } from '@rs/config';
-import { defineService, serveHttp } from '@rs/runtime';
+import { defineService, serveHttp, startPurge, startRelay } from '@rs/runtime';
 import { ClockTimes, servicePrincipal } from '@rs/http';
 import { z } from 'zod';
 import { Authenticator } from './auth/authenticator';
@@ -21,6 +21,10 @@ import { repeat } from '@rs/time';
 import { ReplicaRegistry } from '@rs/replicas';
 import { decodeProjectedRights, PROJECTED_RIGHT_HEADER } from '@rs/contracts';
 import { Entitlements } from './app/entitlements';
+import { AuditLog } from './app/audit';
+import { AuditRetention, openLeaseMs } from './domain/audit';
+import { AuditStore } from './store/audit-store';
+import { AuditedRequests } from './http/audited';
 import { keepEntitlements, rightsSnapshot } from './messaging/entitlements';
 
 export const Config = z
@@ -86,6 +90,8 @@ export const Config = z
           return z.NEVER;
         }
       }),
+    /** How long the audit log keeps an entry (docs/audit.md): an ISO 8601 duration. */
+    AUDIT_RETENTION: AuditRetention,
     OPENAPI_PATH: z.string().default(path.resolve(__dirname, '../../../docs/openapi.json')),
   })
   .refine((cfg) => (cfg.ADMIN_CLIENT_ID === undefined) === (cfg.ADMIN_CLIENT_SECRET === undefined), {
@@ -189,6 +195,24 @@ export const start = defineService(
     await replicas.start();
     runtime.onStop(() => replicas.stop());
     const publicBaseUrl = config.PUBLIC_BASE_URL ?? `http://localhost:${config.GATEWAY_PORT}`;
+    // docs/audit.md: every change of an admin client or a staff member, published as audit.recorded.
+    const auditStore = await runtime.migrated(new AuditStore(db.db!, config.AUDIT_RETENTION));
+    startRelay(runtime, 'audit');
+    startPurge(runtime, auditStore.retained);
+    const auditLog = new AuditLog({
+      store: auditStore,
+      publicBaseUrl,
+      clock,
+      logger,
+      leaseMs: openLeaseMs(config.UPSTREAM_TIMEOUT_MS),
+    });
+    const closing = repeat(() => auditLog.closeAbandoned(), {
+      // At least once a minute, and as often as an entry may be left open.
+      everyMs: Math.min(60_000, openLeaseMs(config.UPSTREAM_TIMEOUT_MS)),
+      immediately: true,
+      onError: (error) => logger.warn({ err: error }, 'cannot close the audit entries a stopped gateway left yet'),
+    });
+    runtime.onStop(() => closing.stop());
     logger.info({ public_base_url: publicBaseUrl, bearer: bearer !== null }, 'gateway configured');
     return serveHttp(runtime, config.GATEWAY_PORT, {
       public: true,
@@ -205,6 +229,8 @@ export const start = defineService(
             administration: new Administration({ clients, users, revocations, authenticator, clock }),
             forwarding: new Forwarding({ users, publicBaseUrl, gateway: servicePrincipal('gateway') }),
             entitlements,
+            auditLog,
+            audit: new AuditedRequests(auditLog),
             upstreams: {
               catalog: new URL(config.CATALOG_URL),
               rights: new URL(config.RIGHTS_URL),

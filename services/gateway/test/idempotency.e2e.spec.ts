@@ -13,10 +13,10 @@ const fx = systemFixture({
   backends: ['catalog', 'rights', 'subscriptions'],
   replicas: { gateway: 2 },
   env: { UPSTREAM_TIMEOUT_MS: String(UPSTREAM_TIMEOUT_MS) },
-  collect: { 'rights.events': 'right.created' },
+  collect: { 'rights.events': 'right.created', 'platform.events': 'audit.recorded' },
   seed: {
     clients: clientsOf({ 'grantor-a': 'A', 'app-a': 'A' }),
-    users: ['ivy', 'ida', 'crash', 'ursa'],
+    users: ['ivy', 'ida', 'crash', 'ursa', 'audited'],
     skus: { news: {} },
   },
 });
@@ -39,6 +39,15 @@ function create(user: string, key: string | null, body: object = {}, options: { 
 async function rightsOf(user: string): Promise<string[]> {
   const response = await fetch(`${gateway(1)}/id/users/${user}/rights?grantorId=A`, { headers: { authorization: A } });
   return ((await response.json()) as { right: Array<{ rightId: string }> }).right.map((right) => right.rightId);
+}
+/** The audit entries of the gateway's database still waiting for their answer (docs/audit.md). */
+async function openAuditEntries(): Promise<number> {
+  const db = await mongoose.createConnection(fx.system.mongoUrlFor('gateway')).asPromise();
+  try {
+    return await db.collection('audit').countDocuments({ open: true });
+  } finally {
+    await db.close();
+  }
 }
 /** The state of an Idempotency-Key's record in the gateway's database, or null before it is claimed. */
 async function keyState(clientId: string, key: string): Promise<string | null> {
@@ -186,5 +195,45 @@ describe('Idempotency-Key (docs/api.md)', () => {
     expect([...createdFor('ursa')]).toEqual([rightId]);
     expect(await rightsOf('ursa')).toEqual([rightId]);
     expect((await create('ursa', 'late-1')).headers.get('idempotent-replayed')).toBe('true');
+  });
+});
+
+describe('the audit log through a crash (docs/audit.md)', () => {
+  it('when the gateway is killed between the record of an admin’s change and its answer, then the entry stays, with status null, and is listed and published by the other replica', async () => {
+    const rights = fx.system.service('rights');
+    const admin = fx.system.adminHeaders().authorization!;
+    process.kill(rights.pid!, 'SIGSTOP');
+    const lost = create('audited', null, {}, { auth: admin }).catch(() => null);
+    try {
+      // Recorded before it is forwarded.
+      await expect.poll(openAuditEntries, { timeout: 10_000 }).toBe(1);
+      await fx.system.service('gateway').kill();
+    } finally {
+      process.kill(rights.pid!, 'SIGCONT');
+    }
+    expect(await lost).toBeNull();
+    await fx.system.service('gateway').start();
+    const entry = await vi.waitFor(
+      async () => {
+        const page = await fetch(`${gateway(2)}/admin/audit?subject=/id/users/audited/rights`, {
+          headers: { authorization: admin },
+        });
+        const [found] = ((await page.json()) as { entries: Array<Record<string, unknown>> }).entries;
+        if (!found) throw new Error('not listed yet');
+        return found;
+      },
+      { timeout: 60_000, interval: 1_000 },
+    );
+    expect(entry).toMatchObject({
+      action: 'POST /id/users/{connectId}/rights',
+      subject: `${fx.system.gatewayUrl}/id/users/audited/rights`,
+      grantorId: 'A',
+      status: null,
+    });
+    expect(await openAuditEntries()).toBe(0);
+    const published = await fx
+      .events('platform.events')
+      .waitFor((messages) => messages.some((message) => message.body.subject === entry.auditId));
+    expect(published.find((message) => message.body.subject === entry.auditId)!.body.data).toEqual(entry);
   });
 });

@@ -276,7 +276,10 @@ describe('staff members (docs/identity-providers.md "Staff")', () => {
     const { rightId } = (await created.json()) as { rightId: string };
     const right = `/id/users/erin/rights/${rightId}`;
     const suspend = (authorization: string) =>
-      fetch(`${system.gatewayUrl}${right}/suspend`, { method: 'POST', headers: { authorization } });
+      fetch(`${system.gatewayUrl}${right}/suspend`, {
+        method: 'POST',
+        headers: { authorization, 'x-audit-reason': 'the customer asked' },
+      });
 
     const reader = bearer(await agent('ann', ['rights-support'], ['A']));
     expect((await call(right, reader)).status).toBe(200);

@@ -41,6 +41,8 @@ interface Owned {
 
 let principals: Principal[];
 const objects: Owned[] = [];
+/** Staff members say why they change anything (docs/audit.md); the walk says it on every call, so answers are about access. */
+const REASON = { 'x-audit-reason': 'object access walk' };
 
 beforeAll(async () => {
   await fx.start();
@@ -140,10 +142,13 @@ beforeAll(async () => {
   meteredRight = ((await made.json()) as { rightId: string }).rightId;
   for (const maker of RESERVATION_MAKERS) {
     const { authorization } = principals.find((principal) => principal.name === maker)!;
-    const reserved = await fx.call('POST', '/id/users/victim/entitlements/news/reservations', authorization, {
-      amount: 1,
-      ttl: 'PT1H',
-    });
+    const reserved = await fx.call(
+      'POST',
+      '/id/users/victim/entitlements/news/reservations',
+      authorization,
+      { amount: 1, ttl: 'PT1H' },
+      REASON,
+    );
     expect(reserved.status, `${maker}: ${await reserved.clone().text()}`).toBe(201);
     reservations.push({ id: ((await reserved.json()) as { reservationId: string }).reservationId, maker });
   }
@@ -170,6 +175,7 @@ async function meteredState(): Promise<string> {
 /** The changes docs/api.md "Principals and authorization" keep to the object's grantor (and admins): 401 for anyone else. */
 const MANAGE = new Set([
   'removeRight',
+  'adjustRight',
   'activateRight',
   'suspendRight',
   'deleteSubscription',
@@ -210,7 +216,7 @@ async function send(route: PublicRoute, authorization: string, object: Owned): P
   const body = route.body?.required ? JSON.stringify(BODY_EXAMPLES[route.body.schema]) : undefined;
   const response = await fetch(`${fx.system.gatewayUrl}${path}`, {
     method: route.method,
-    headers: { authorization, ...(body ? { 'content-type': 'application/json' } : {}) },
+    headers: { authorization, ...REASON, ...(body ? { 'content-type': 'application/json' } : {}) },
     ...(body ? { body } : {}),
   });
   await response.body?.cancel();
@@ -279,7 +285,7 @@ describe('reservations: commit and release × every principal × every maker', (
           ['POST', `${reservationPath(reservation.id)}/commit`],
           ['DELETE', reservationPath(reservation.id)],
         ] as const) {
-          const status = (await fx.call(method, path, principal.authorization)).status;
+          const status = (await fx.call(method, path, principal.authorization, undefined, REASON)).status;
           if (status !== want)
             wrong.push(`${principal.name} ${method} of ${reservation.maker}'s reservation: ${status}, wanted ${want}`);
         }
@@ -289,7 +295,9 @@ describe('reservations: commit and release × every principal × every maker', (
     // Then every principal allowed releases it (a release is done once, and 204 again after).
     for (const reservation of reservations)
       for (const principal of principals.filter((one) => settles(one, reservation) === 'allowed')) {
-        const status = (await fx.call('DELETE', reservationPath(reservation.id), principal.authorization)).status;
+        const status = (
+          await fx.call('DELETE', reservationPath(reservation.id), principal.authorization, undefined, REASON)
+        ).status;
         if (status !== 204)
           wrong.push(`${principal.name} release of ${reservation.maker}'s reservation: ${status}, wanted 204`);
       }
@@ -297,5 +305,38 @@ describe('reservations: commit and release × every principal × every maker', (
     expect(
       reservations.map((reservation) => principals.filter((one) => settles(one, reservation) === 'allowed').length),
     ).toEqual([5, 4, 5, 4, 4]);
+  });
+});
+
+describe('the audit log × every principal', () => {
+  it('when each principal reads the audit log, then admins and admin staff read every entry, other staff only their grantor’s, and anyone else is refused', async () => {
+    // Entries of A exist (the reservations of the admin and of A's write staff), and others.
+    const admin = fx.system.adminHeaders().authorization!;
+    const all = async (authorization: string, query = '') => {
+      const response = await fx.call('GET', `/admin/audit?limit=1000${query}`, authorization);
+      const body = response.ok ? ((await response.json()) as { entries: Array<{ grantorId: string | null }> }) : null;
+      return { status: response.status, grantors: new Set(body?.entries.map((entry) => entry.grantorId)) };
+    };
+    const everything = await all(admin);
+    expect(everything.status).toBe(200);
+    expect(everything.grantors.has('A')).toBe(true);
+    const wrong: string[] = [];
+    for (const principal of principals) {
+      const read = await all(principal.authorization);
+      const reader = principal.staff !== undefined || (principal.grantor === null && !principal.bearer);
+      const wanted = !reader ? 401 : 200;
+      if (read.status !== wanted) wrong.push(`${principal.name}: ${read.status}, wanted ${wanted}`);
+      if (read.status !== 200) continue;
+      const sees = principal.grantor === null ? everything.grantors : new Set([principal.grantor]);
+      if ([...read.grantors].some((grantor) => !sees.has(grantor)))
+        wrong.push(`${principal.name} read entries of ${[...read.grantors].join(', ')}`);
+      // Asking for another grantor's entries finds none.
+      if (principal.grantor !== null) {
+        const other = await all(principal.authorization, `&grantorId=${principal.grantor === 'A' ? 'B' : 'A'}`);
+        if (other.status !== 200 || other.grantors.size !== 0)
+          wrong.push(`${principal.name} asked for another grantor: ${other.status}, ${[...other.grantors].join(', ')}`);
+      }
+    }
+    expect(wrong).toEqual([]);
   });
 });

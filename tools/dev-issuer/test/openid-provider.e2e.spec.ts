@@ -141,8 +141,12 @@ async function consoleTokens(login: string) {
   });
 }
 
+/** A call of the gateway; a staff member says why they change anything (docs/audit.md). */
 const gateway = (pathname: string, token: string, method = 'GET') =>
-  fetch(`${system.gatewayUrl}${pathname}`, { method, headers: { authorization: `Bearer ${token}` } });
+  fetch(`${system.gatewayUrl}${pathname}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(method === 'GET' ? {} : { 'x-audit-reason': 'a test' }) },
+  });
 
 describe('the development OpenID Provider', () => {
   it('when it is asked for its configuration, then discovery names its endpoints, PKCE by S256 and its keys', async () => {

@@ -1,3 +1,4 @@
+import { AuditEvents } from '../schemas/audit';
 import { ClockEvents } from '../schemas/clocks';
 import { CatalogEvents } from '../schemas/catalog';
 import { RightsCommands, SchedulerCommands, SubscriptionsCommands } from '../schemas/commands';
@@ -31,6 +32,8 @@ export const EVENT_FAMILIES: EventFamily[] = [
       'right.used': 'The right was used for the first time.',
       'right.consumed':
         'Units of a metered right were consumed: `amount` is how many, `remaining` what is left (docs/api.md "Usage").',
+      'right.adjusted':
+        'Units were added to a metered right by hand (`amount`, negative when taken away; docs/api.md "Adjustments"): `remaining` is the new balance, `quantity` raised when it went above it.',
       'right.held':
         'Units of a metered right were reserved, or a reservation was released or lapsed: `held` is how many are held now, not consumed and not available to anyone else (docs/api.md "Reservations").',
       'right.removed': 'The right was removed.',
@@ -97,6 +100,17 @@ export const EVENT_FAMILIES: EventFamily[] = [
       'clock.advanced': 'A test clock moved forward to its `time`.',
       'clock.ready': 'A test clock reached where its advance went: everything due up to its `time` has happened.',
       'clock.deleted': 'A test clock was deleted, with everything on it.',
+    },
+  },
+  {
+    exchange: Exchanges.platformEvents,
+    producer: 'gateway',
+    summary:
+      'The audit log (docs/audit.md): every change an admin client or a staff member made, with who, why and its answer. `data` is the entry as `GET /admin/audit` shows it.',
+    schemas: AuditEvents,
+    descriptions: {
+      'audit.recorded':
+        'A change by an admin client or a staff member was answered (`status`), or the gateway stopped before its answer (`status` null).',
     },
   },
 ];

@@ -27,7 +27,7 @@ export function buildEventsDocument(): string {
     '`id` and order by `data.sequence` (the generation of the entity).',
     '',
     'Every change event of `rights.events` and `subscriptions.events` also carries who made the change,',
-    'as the extension attributes `actorkind` (`client`, `user` or `system`) and `actorid` (the API',
+    'as the extension attributes `actorkind` (`client`, `user`, `staff` or `system`) and `actorid` (the API',
     "client's id, the Bearer token's user, or the service whose command made it: `scheduler` for",
     'renewal and expiry, `subscriptions` for rights issued for a period and the suspend/activate',
     'cascade). They are the `actor` of the same change in `…/history` (docs/api.md).',

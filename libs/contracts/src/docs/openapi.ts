@@ -24,12 +24,14 @@ import {
   WebhookEndpointList,
   WebhookEndpointWithSecret,
 } from '../schemas/webhooks';
-import { Right, RightCreateBody, RightId, RightList, UsageBody } from '../schemas/rights';
+import { AdjustmentBody, Right, RightCreateBody, RightId, RightList, UsageBody } from '../schemas/rights';
+import { AuditPage } from '../schemas/audit';
 import {
   CommitBody,
   Consumption,
   ConsumptionBody,
   Entitlement,
+  EntitlementList,
   Reservation,
   ReservationBody,
   ReservationId,
@@ -87,6 +89,7 @@ export const PARAMETER_EXAMPLES: Record<string, unknown> = {
   userCursor: 'alice',
   idempotencyKey: 'create-news-daily-for-alice-2026-11',
   ifMatch: '"1"',
+  auditReason: 'Paid by bank transfer (ticket 4711)',
 };
 
 /** A body of every request schema a user can send as it is (see `PARAMETER_EXAMPLES`). */
@@ -110,6 +113,7 @@ export const BODY_EXAMPLES: Record<string, unknown> = {
   RevocationBody: { expiresAt: '2026-12-31T00:00:00Z' },
   EndpointCreateBody: { url: 'https://hooks.example.com/rights', events: ['right.*'] },
   UsageBody: { amount: 1 },
+  AdjustmentBody: { amount: 10 },
   ConsumptionBody: { amount: 1 },
   ReservationBody: { amount: 3, ttl: 'PT5M' },
   CommitBody: { amount: 2 },
@@ -220,6 +224,14 @@ export function buildOpenApiDocument(): Record<string, unknown> {
             'kept answer with `Idempotent-Replayed: true`; keys belong to the API client and are kept IDEMPOTENCY_TTL_S',
           schema: schemaOf(IdempotencyKey),
         },
+        auditReason: {
+          name: 'X-Audit-Reason',
+          in: 'header',
+          description:
+            'Why the change is made, recorded in the audit log (docs/audit.md): required of staff members, optional ' +
+            'for admin clients; UTF-8 text may be percent-encoded',
+          schema: { type: 'string', minLength: 1, maxLength: 1500 },
+        },
         ifMatch: {
           name: 'If-Match',
           in: 'header',
@@ -241,7 +253,10 @@ export function buildOpenApiDocument(): Record<string, unknown> {
         Right: schemaOf(Right),
         RightList: schemaOf(RightList),
         UsageBody: schemaOf(UsageBody),
+        AdjustmentBody: schemaOf(AdjustmentBody),
         Entitlement: schemaOf(Entitlement),
+        EntitlementList: schemaOf(EntitlementList),
+        AuditPage: schemaOf(AuditPage),
         ConsumptionBody: schemaOf(ConsumptionBody),
         Consumption: schemaOf(Consumption),
         ReservationBody: schemaOf(ReservationBody),
@@ -357,6 +372,7 @@ function pathsOf(routes: readonly PublicRoute[]) {
       ...(route.query ?? []),
       ...(route.ifMatch ? [param('ifMatch')] : []),
       ...(acceptsIdempotencyKey(route) ? [param('idempotencyKey')] : []),
+      ...(isAudited(route) ? [param('auditReason')] : []),
     ];
     const responses: Record<string, unknown> = { ...route.responses };
     const add = (status: string, response: string) => {
@@ -407,6 +423,9 @@ function pathsOf(routes: readonly PublicRoute[]) {
   }
   return paths;
 }
+
+/** A change an admin client or a staff member may make, and so one the audit log records (docs/audit.md). */
+const isAudited = (route: PublicRoute) => route.method !== 'GET' && route.caller !== 'none';
 
 const acceptsIdempotencyKey = (route: PublicRoute) =>
   route.owner !== 'gateway' && takesIdempotencyKey(route.method, route.path);

@@ -5,7 +5,7 @@
  * from it, so they cannot disagree. What a route says about who may call it, and its statuses,
  * are docs/api.md's ("Principals and authorization", "Error bodies").
  */
-import { ACTIVE_FILTER_PATTERN } from '../schemas/formats';
+import { ACTIVE_FILTER_PATTERN, DATE_TIME_PATTERN } from '../schemas/formats';
 
 /** The scopes of docs/api.md. */
 export const SCOPES = ['id.user.sub.read', 'id.user.right.read', 'id.user.right.use'] as const;
@@ -233,6 +233,14 @@ const entitlementChange = <const O extends string>(
     tag: 'entitlements',
     responses: { ...route.responses, '409': ref('Conflict') },
   }) as const;
+/** A filter of the audit log (docs/audit.md). */
+const auditQuery = (name: string, description: string, example: string, dateTime = false) => ({
+  name,
+  in: 'query',
+  description,
+  schema: { type: 'string', minLength: 1, maxLength: 512, ...(dateTime ? { pattern: DATE_TIME_PATTERN } : {}) },
+  example,
+});
 const LIST_SUMMARY = (what: string, filter: string) =>
   `List a user's ${what}, newest first (${filter} required for non-admins: 307 otherwise)`;
 
@@ -336,6 +344,29 @@ export const ROUTES = [
     body: { schema: 'RevocationBody', required: false },
     responses: createdOrNot({ description: 'Revoked' }, 'Was already revoked'),
   }),
+  // docs/audit.md: who changed what, and why.
+  {
+    owner: 'gateway',
+    tag: 'admin',
+    operationId: 'listAudit',
+    method: 'GET',
+    path: '/admin/audit',
+    caller: 'client',
+    bearer: null,
+    json: true,
+    summary:
+      "The audit log, newest first: every change of an admin client or a staff member (admins and admin staff: all; other staff: their grantors')",
+    query: [
+      auditQuery('actor', "The actor's id: an API client's, or a staff member's `sub`", 'acme-agent'),
+      auditQuery('subject', 'A resource: the entries about it and everything under it', '/id/users/alice'),
+      auditQuery('grantorId', 'The grantor whose resources were changed', 'acme'),
+      auditQuery('after', 'Entries at or after this instant', '2026-01-01T00:00:00Z', true),
+      auditQuery('before', 'Entries before this instant', '2027-01-01T00:00:00Z', true),
+      param('limit'),
+      param('cursor'),
+    ],
+    responses: { '200': page('One page of entries, newest first', 'AuditPage') },
+  },
   // docs/api.md "Users".
   adminList({
     owner: 'gateway',
@@ -537,6 +568,17 @@ export const ROUTES = [
     bearer: 'id.user.right.use',
     body: { schema: 'UsageBody', required: false },
   }),
+  userRoute({
+    owner: 'rights',
+    operationId: 'adjustRight',
+    method: 'POST',
+    path: `${RIGHT}/adjustments`,
+    summary:
+      "Add units to a metered right's `remaining` (negative: take them away, never below what is held), raising `quantity` when it goes above; its grantor, its grantor's write staff or an admin; emits right.adjusted",
+    json: true,
+    body: { schema: 'AdjustmentBody', required: true },
+    responses: { '200': one('The right after the adjustment', 'Right'), '409': ref('Conflict') },
+  }),
   history({
     owner: 'rights',
     operationId: 'getRightHistory',
@@ -572,6 +614,26 @@ export const ROUTES = [
         description: 'The entitlement (`Cache-Control: no-store`)',
         headers: { 'Cache-Control': { schema: { type: 'string', enum: ['no-store'] } } },
         content: json('Entitlement'),
+      },
+    },
+  },
+  {
+    operationId: 'listEntitlements',
+    method: 'GET',
+    path: '/id/users/{connectId}/entitlements',
+    owner: 'gateway',
+    caller: 'client',
+    bearer: 'id.user.right.read',
+    json: true,
+    tag: 'entitlements',
+    summary:
+      'The check of every SKU of which the user holds a caller-visible right that is ACTIVE and not ended, in SKU order',
+    query: [clockQuery('the SKUs of the rights living on it, at its time (404 when there is none)')],
+    responses: {
+      '200': {
+        description: 'The entitlements (`Cache-Control: no-store`)',
+        headers: { 'Cache-Control': { schema: { type: 'string', enum: ['no-store'] } } },
+        content: json('EntitlementList'),
       },
     },
   },

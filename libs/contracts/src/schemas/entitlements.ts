@@ -46,6 +46,14 @@ export const Entitlement = z.object({
 export type Entitlement = z.infer<typeof Entitlement>;
 
 /**
+ * `GET /id/users/{connectId}/entitlements` (docs/api.md "Entitlements of a user"): the check of
+ * every SKU of which the user holds a right the caller may read (ACTIVE, its interval or grace
+ * not ended), in SKU order.
+ */
+export const EntitlementList = z.object({ entitlements: z.array(Entitlement) });
+export type EntitlementList = z.infer<typeof EntitlementList>;
+
+/**
  * What the gateway's entitlement projection knows of a right (internal, docs/decisions/0034):
  * a right event's `data` narrowed to what a check reads, `removed` once it is removed. The
  * rights service hands it out in pages (`/internal/entitlements`) and with every change it

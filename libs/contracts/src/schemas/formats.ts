@@ -22,7 +22,11 @@ const DURATION =
 /** A right's `timeInterval`: `<start>/<end>`, `<start>/<duration>` or `<duration>/<end>`. */
 export const TIME_INTERVAL_PATTERN = `^(${DATE_TIME}/(${DATE_TIME}|${DURATION})|${DURATION}/${DATE_TIME})$`;
 
+/** One date-time with its offset (`after` and `before` of the audit log). */
+export const DATE_TIME_PATTERN = `^${DATE_TIME}$`;
+
 /** A list's `active` filter: a date-time with its offset, or `true` or `now` for the current time. */
+
 export const ACTIVE_FILTER_PATTERN = `^(true|now|${DATE_TIME})$`;
 
 /** A subscription's `timeSpec`: `R[n]/<start>/<period>` or `R[n]/<start>/<end>/<period>`. */

@@ -3,19 +3,21 @@ import type { Principal } from './principal';
 
 /**
  * Who made a change (docs/api.md "History"): the API client that called with Basic
- * credentials, the user of a Bearer token, or the platform itself, named by the service
+ * credentials, the user of a Bearer token, a staff member (their `sub` at their identity
+ * provider; docs/identity-providers.md "Staff"), or the platform itself, named by the service
  * whose command made it (renewal and expiry: `scheduler`; rights issued for a period and
  * the suspend/activate cascade: `subscriptions`). Change events carry the same actor as the
  * CloudEvent extension attributes `actorkind` and `actorid`, so history and events agree.
  */
 export const Actor = z.object({
-  kind: z.enum(['client', 'user', 'system']),
+  kind: z.enum(['client', 'user', 'staff', 'system']),
   id: z.string().min(1),
 });
 export type Actor = z.infer<typeof Actor>;
 
 /** The actor of a change made through the API by `principal`. */
 export function actorOf(principal: Principal): Actor {
+  if (principal.scheme === 'staff' && principal.person) return { kind: 'staff', id: principal.person.subject };
   if (principal.scheme === 'bearer' && principal.subject !== null) return { kind: 'user', id: principal.subject };
   if (principal.scheme === 'service') return { kind: 'system', id: principal.clientId };
   return { kind: 'client', id: principal.clientId };

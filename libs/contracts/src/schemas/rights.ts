@@ -69,6 +69,21 @@ export type RightCreateBody = z.infer<typeof RightCreateBody>;
 export const UsageBody = z.strictObject({ amount: Quantity.optional() });
 export type UsageBody = z.infer<typeof UsageBody>;
 
+const ADJUSTMENT = 'must be a non-zero integer from -1000000000 to 1000000000';
+/**
+ * Body of `POST …/rights/{rightId}/adjustments` (docs/api.md "Adjustments"): units added to a
+ * metered right's `remaining` (negative: taken away).
+ */
+export const AdjustmentBody = z.strictObject({
+  amount: z
+    .number({ error: ADJUSTMENT })
+    .int(ADJUSTMENT)
+    .min(-1_000_000_000, ADJUSTMENT)
+    .max(1_000_000_000, ADJUSTMENT)
+    .refine((amount) => amount !== 0, ADJUSTMENT),
+});
+export type AdjustmentBody = z.infer<typeof AdjustmentBody>;
+
 /** A right as the API returns it (docs/api.md). */
 export const Right = z.object({
   rightId: RightId,
@@ -103,8 +118,11 @@ export const RightList = z.object({ right: z.array(Right) });
 export const RightEventData = Right.extend({
   connectId: ConnectId,
   sequence: z.number().int().positive(),
-  /** `right.consumed`: the units this consumption took (`remaining` is what is left after it). */
-  amount: z.number().int().positive().optional(),
+  /**
+   * `right.consumed`: the units this consumption took (`remaining` is what is left after it);
+   * `right.adjusted`: the units added to `remaining` (negative: taken away).
+   */
+  amount: z.number().int().optional(),
   /**
    * A metered right's units held for reservations and consumptions under way: not consumed,
    * not available to anyone else either (docs/api.md "Reservations"). Absent on a plain right.
@@ -120,6 +138,7 @@ export const RightEventTypes = {
   expired: 'right.expired',
   used: 'right.used',
   consumed: 'right.consumed',
+  adjusted: 'right.adjusted',
   held: 'right.held',
   removed: 'right.removed',
   serviceAnnounce: 'service.announce',

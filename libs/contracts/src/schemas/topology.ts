@@ -4,6 +4,8 @@ export const Exchanges = {
   subscriptionsEvents: 'subscriptions.events',
   catalogEvents: 'catalog.events',
   clocksEvents: 'clocks.events',
+  /** The platform's own events: the audit log's entries (docs/audit.md). */
+  platformEvents: 'platform.events',
   commands: 'commands',
 } as const;
 
@@ -12,6 +14,7 @@ export const EXCHANGE_TYPES: Record<(typeof Exchanges)[keyof typeof Exchanges], 
   'subscriptions.events': 'topic',
   'catalog.events': 'topic',
   'clocks.events': 'topic',
+  'platform.events': 'topic',
   commands: 'direct',
 };
 

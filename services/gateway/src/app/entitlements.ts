@@ -1,4 +1,10 @@
-import { DomainError, type Entitlement, type Principal, type ProjectedRight } from '@rs/contracts';
+import {
+  DomainError,
+  type Entitlement,
+  type EntitlementList,
+  type Principal,
+  type ProjectedRight,
+} from '@rs/contracts';
 import type { Logger } from '@rs/logging';
 import { systemClock, type Clock } from '@rs/time';
 import type { ClockTimes } from '@rs/http';
@@ -77,15 +83,31 @@ export class Entitlements {
     sku: string,
     asked: { amount?: number; clockId?: string } = {},
   ): Promise<Entitlement> {
+    const { on, checkedAt } = await this.checkedOn(connectId, asked.clockId);
+    return { ...this.projection.check(principal, connectId, sku, on, asked.amount), checkedAt };
+  }
+
+  /**
+   * docs/api.md "Entitlements of a user": the check of every SKU of which the user holds a
+   * right the caller may read (ACTIVE, not ended), each answered as `check` answers it.
+   */
+  async list(principal: Principal, connectId: string, asked: { clockId?: string } = {}): Promise<EntitlementList> {
+    const { on, checkedAt } = await this.checkedOn(connectId, asked.clockId);
+    return {
+      entitlements: this.projection.checkAll(principal, connectId, on).map((answer) => ({ ...answer, checkedAt })),
+    };
+  }
+
+  /** Where and when a check of the user is answered: 404 for an unknown user or clock, 503 until loaded. */
+  private async checkedOn(connectId: string, clockId: string | undefined) {
     if (!(await this.options.users.find(connectId))) throw DomainError.notFound(`no user ${connectId}`);
     if (!this.loadedOnce) throw DomainError.unavailable('entitlements are loading; try again shortly', 1);
-    const clock = asked.clockId === undefined ? null : await this.clockNamed(asked.clockId);
+    const clock = clockId === undefined ? null : await this.clockNamed(clockId);
     // Whole seconds, like every date-time of the platform; a right's instants are whole seconds
     // too, so the answer is the same at the instant shown as at the instant checked.
     const now = Math.floor((clock?.time ?? this.clock()).getTime() / 1000) * 1000;
-    const on = { clockId: clock?.clockId ?? null, now };
     return {
-      ...this.projection.check(principal, connectId, sku, on, asked.amount),
+      on: { clockId: clock?.clockId ?? null, now },
       checkedAt: new Date(now).toISOString().replace('.000Z', 'Z'),
     };
   }

@@ -66,6 +66,8 @@ export class EntitlementProjection {
    * (docs/api.md).
    */
   private readonly byUserSku = new Map<string, HeldRight[]>();
+  /** A user's SKUs that `byUserSku` holds rights of (the list of a user's entitlements). */
+  private readonly skusByUser = new Map<string, Set<string>>();
   private readonly passed = new Map<string, Passed>();
 
   get size(): number {
@@ -111,8 +113,26 @@ export class EntitlementProjection {
     if (rights) {
       held.slot = rights.length;
       rights.push(held);
-    } else this.byUserSku.set(key, [held]);
+    } else {
+      this.byUserSku.set(key, [held]);
+      const skus = this.skusByUser.get(right.connectId);
+      if (skus) skus.add(right.sku);
+      else this.skusByUser.set(right.connectId, new Set([right.sku]));
+    }
     return true;
+  }
+
+  /**
+   * The check of every SKU of which the user holds a right the caller may read, living where
+   * the check is asked (docs/api.md "Entitlements of a user"), in SKU order.
+   */
+  checkAll(principal: Principal, connectId: string, on: CheckedOn): Array<Omit<Entitlement, 'checkedAt'>> {
+    const skus = [...(this.skusByUser.get(connectId) ?? [])].sort();
+    const held = (sku: string) =>
+      this.byUserSku
+        .get(keyOf(connectId, sku))!
+        .some((right) => right.clockId === on.clockId && mayReadRight(principal, right));
+    return skus.filter(held).map((sku) => this.check(principal, connectId, sku, on));
   }
 
   /**
@@ -181,7 +201,7 @@ export class EntitlementProjection {
       const current = rights.filter((right) => !ended(right));
       current.forEach((right, slot) => (right.slot = slot));
       if (current.length > 0) this.byUserSku.set(key, current);
-      else this.byUserSku.delete(key);
+      else this.forget(key);
     }
     for (const [rightId, { at }] of this.passed) if (now - at > REMEMBER_PASSED_MS) this.passed.delete(rightId);
   }
@@ -204,7 +224,16 @@ export class EntitlementProjection {
       rights[held.slot] = last;
       last.slot = held.slot;
     }
-    if (rights.length === 0) this.byUserSku.delete(key);
+    if (rights.length === 0) this.forget(key);
+  }
+
+  /** A user and SKU of which no right is held any longer. */
+  private forget(key: string): void {
+    this.byUserSku.delete(key);
+    const [connectId, sku] = key.split(' ') as [string, string];
+    const skus = this.skusByUser.get(connectId);
+    skus?.delete(sku);
+    if (skus?.size === 0) this.skusByUser.delete(connectId);
   }
 }
 

@@ -37,6 +37,8 @@ export interface Outgoing {
   owner: Budget;
   /** The internal token, signed when the request is sent (a wait for a connection cannot expire it). */
   sign: () => Promise<string>;
+  /** Sees the service's answer's headers (internal ones included) before the client has them. */
+  answered?: ((headers: IncomingHttpHeaders) => void) | undefined;
 }
 
 /** What an idempotent request adds and keeps (see `forward`). */
@@ -204,6 +206,7 @@ export class Forwarder {
           return fail(serviceUnavailable('the service is unavailable; try again shortly'));
         }
         this.options.onAnswer?.(incoming.headers);
+        outgoing.answered?.(incoming.headers);
         if (awaitedForRetry && tap) {
           const chunks: Buffer[] = [];
           incoming.on('data', (chunk: Buffer) => chunks.push(chunk));

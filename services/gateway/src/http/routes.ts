@@ -1,6 +1,7 @@
-import type { Clock } from '@rs/time';
+import { parseDateTime, type Clock } from '@rs/time';
 import { readFileSync } from 'node:fs';
 import {
+  AUDIT_REASON_HEADER,
   AmountParam,
   ClientBody,
   ClockId,
@@ -16,6 +17,7 @@ import {
 import {
   admitsJson,
   AppError,
+  badRequest,
   basicChallenge,
   exactRouter,
   jsonBody,
@@ -26,6 +28,7 @@ import {
   pageParams,
   parseBody,
   queryParam,
+  parseListPosition,
   parseParam,
   sendDone,
   serveRoutes,
@@ -38,6 +41,9 @@ import { type Authenticator, bearerChallenge, insufficientScopeChallenge, isBear
 import type { Administration } from '../app/administration';
 import type { Forwarding } from '../app/forwarding';
 import type { Entitlements } from '../app/entitlements';
+import type { AuditLog } from '../app/audit';
+import { grantorOfBody, isAudited, reasonOf, type AuditQuery } from '../domain/audit';
+import type { AuditedRequests } from './audited';
 import { budgetOf, classify, type Operation, type Refusal } from '../domain/access';
 import type { TrustedProxies } from '../domain/source-address';
 import type { KnownUser } from '../store/user-store';
@@ -64,7 +70,10 @@ export interface GatewayRoutesOptions {
   /** What is done with a request bound for a service (docs/api.md). */
   forwarding: Forwarding;
   /** docs/api.md "Entitlement checks". */
-  entitlements: Pick<Entitlements, 'check'>;
+  entitlements: Pick<Entitlements, 'check' | 'list'>;
+  /** docs/audit.md: the log, and its side of each audited request. */
+  auditLog: AuditLog;
+  audit: AuditedRequests;
   /** TRUSTED_PROXIES: whose X-Forwarded-For names the source address (docs/api.md). */
   proxies: TrustedProxies;
   upstreams: Record<Exclude<RouteOwner, 'gateway'>, URL>;
@@ -150,8 +159,16 @@ export function gatewayRoutes(options: GatewayRoutesOptions): Router {
       url: req.originalUrl,
       sourceAddress: sourceAddress(req),
     });
+    // docs/audit.md: a change by an admin client or a staff member says why, before anything is read.
+    const principal: Principal | undefined = res.locals.principal;
+    const audited = routing.kind !== 'refuse' && routing.kind !== 'redirect' && isAudited(req.method, principal);
+    const reason = audited ? reasonOf(req.get(AUDIT_REASON_HEADER), principal!) : null;
+    if (reason && !reason.ok) throw badRequest(reason.message);
+    const auditing = (bodyGrantor: () => string | null) =>
+      audited && reason?.ok ? options.audit.record(req, res, principal!, reason.reason, bodyGrantor) : undefined;
     switch (routing.kind) {
       case 'answer':
+        await auditing(() => grantorOfParsedBody(req.body));
         return next();
       case 'refuse':
         throw refused(routing.refusal, realm);
@@ -167,7 +184,9 @@ export function gatewayRoutes(options: GatewayRoutesOptions): Router {
           }),
           owner: routing.budget,
           sign: () => options.signer.tokenFor(routing.caller, routing.service),
+          answered: audited ? (headers) => options.audit.answeredBy(res, headers) : undefined,
         };
+        await auditing(() => grantorOfBody(outgoing.body));
         const upstream = options.upstreams[routing.service];
         const key = req.get('idempotency-key');
         if (key !== undefined && takesIdempotencyKey(req.method, req.path))
@@ -240,6 +259,26 @@ export function gatewayRoutes(options: GatewayRoutesOptions): Router {
       );
       res.status(created ? 201 : 204).end();
     },
+    listEntitlements: async (req, res) => {
+      const named = queryParam(req, 'clockId');
+      const clockId = named === undefined ? undefined : parseParam(ClockId, 'clockId', named);
+      const answer = await options.entitlements.list(
+        principalOf(res)!,
+        connectIdParam(req),
+        clockId === undefined ? {} : { clockId },
+      );
+      res.set('Cache-Control', 'no-store').json(answer);
+    },
+    listAudit: async (req, res) => {
+      const page = pageParams(req);
+      const found = await options.auditLog.list(principalOf(res)!, auditQueryOf(req), {
+        after: parseListPosition(page),
+        limit: page.limit,
+      });
+      const last = found.last && `${found.last.position}.${found.last.id}`;
+      setNextLink(req, res, options.publicBaseUrl, page, last ?? undefined, found.items.length);
+      res.json({ entries: found.items });
+    },
     checkEntitlement: async (req, res) => {
       const sku = parseParam(SkuName, 'sku', req.params.sku);
       const raw = queryParam(req, 'amount');
@@ -273,6 +312,44 @@ export function gatewayRoutes(options: GatewayRoutesOptions): Router {
     },
   });
   return router;
+}
+
+/** The `grantorId` of a body the gateway parsed itself (an API client's). */
+const grantorOfParsedBody = (body: unknown): string | null => {
+  const grantorId = (body as { grantorId?: unknown } | undefined)?.grantorId;
+  return typeof grantorId === 'string' ? grantorId : null;
+};
+
+/** The filters of `GET /admin/audit` (docs/audit.md). */
+function auditQueryOf(req: Request): AuditQuery {
+  const text = (name: string) => {
+    const value = queryParam(req, name);
+    if (value !== undefined && (value.length === 0 || value.length > 512))
+      throw badRequest(`${name}: must be 1 to 512 characters`);
+    return value;
+  };
+  const instant = (name: string) => {
+    const value = text(name);
+    if (value === undefined) return undefined;
+    const parsed = parseDateTime(value);
+    if (!parsed.ok)
+      throw badRequest(`${name}: must be a date-time with offset, e.g. 2026-01-01T00:00:00Z; ${parsed.reason}`);
+    return parsed.value.toJSDate();
+  };
+  const query: AuditQuery = {};
+  const [actor, subject, grantorId, after, before] = [
+    text('actor'),
+    text('subject'),
+    text('grantorId'),
+    instant('after'),
+    instant('before'),
+  ];
+  if (actor !== undefined) query.actor = actor;
+  if (subject !== undefined) query.subject = subject;
+  if (grantorId !== undefined) query.grantorId = grantorId;
+  if (after !== undefined) query.after = after;
+  if (before !== undefined) query.before = before;
+  return query;
 }
 
 /** A refusal of the access rules as the contract answers it: 401 with its challenge (docs/api.md "Challenges"). */

@@ -1,4 +1,5 @@
 import type { CollectionIndexes } from '@rs/store';
+import { auditIndexes } from './audit-store';
 import { IDEMPOTENCY_INDEXES } from './idempotency-store';
 import { REVOCATION_INDEXES } from './revocation-store';
 import { USER_INDEXES } from './user-store';
@@ -8,4 +9,9 @@ import { USER_INDEXES } from './user-store';
  * queries and their indexes as its store declares them: what the migration creates, and what
  * `npm run docs` writes into docs/operations.md and deploy/local/ferretdb-index-fields.sql.
  */
-export const collectionIndexes = (): CollectionIndexes[] => [IDEMPOTENCY_INDEXES, REVOCATION_INDEXES, USER_INDEXES];
+export const collectionIndexes = (auditRetentionDays: number): CollectionIndexes[] => [
+  IDEMPOTENCY_INDEXES,
+  REVOCATION_INDEXES,
+  USER_INDEXES,
+  ...auditIndexes(auditRetentionDays),
+];

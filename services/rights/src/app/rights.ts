@@ -24,6 +24,7 @@ import {
   expiryOf,
   type ReadExpiry,
   hasEnded,
+  adjustUnits,
   recordUsage,
   removal,
   supersededBeforeIssue,
@@ -329,6 +330,17 @@ export class RightsUseCases {
   }
 
   /**
+   * docs/api.md "Adjustments": units added to a metered right by hand (negative: taken away) by
+   * its grantor, its grantor's `write` staff or an admin; exact under concurrent consumption,
+   * like every change of a right (one compare-and-set on its generation).
+   */
+  async adjust(principal: Principal, target: { userId: string; rightId: string }, amount: number): Promise<Changed> {
+    return this.change(principal, { ...target, expectedGeneration: undefined }, 'manage', async (right) =>
+      adjustUnits(right, amount, await this.nowFor.forChange(right)),
+    );
+  }
+
+  /**
    * `rights.expire` from the scheduler, for a batch: every right of the batch whose interval
    * has ended by `judgedAt` (when the scheduler found it due; our clock may be behind) or by
    * now is EXPIRED: that follows from its interval (`asOf`, docs/decisions/0027), and nothing
@@ -510,11 +522,11 @@ export class RightsUseCases {
       },
       expectedGeneration,
       decide: decideChange,
-      write: (current, { next, events, removes, consumed }) =>
+      write: (current, { next, events, removes, consumed, adjusted }) =>
         this.store.update({
           current,
           next,
-          outbox: this.messages.of(next, events, actorOf(principal), consumed),
+          outbox: this.messages.of(next, events, actorOf(principal), consumed ?? adjusted),
           removes,
         }),
     });

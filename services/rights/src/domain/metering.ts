@@ -75,6 +75,21 @@ export function settleHold(meter: Meter, id: string, amount: number): MeterChang
   };
 }
 
+/**
+ * Adds `amount` units by hand (negative: takes them away; docs/api.md "Adjustments"):
+ * `remaining` never falls below what is held (those units are promised to a consumption or a
+ * reservation under way), and `quantity` rises with a balance above it. `applied`: the units
+ * actually added.
+ */
+export function adjust(meter: Meter, amount: number): { next: Meter; applied: number } {
+  const floor = Math.min(meter.remaining, heldUnits(meter.holds));
+  const remaining = Math.max(floor, meter.remaining + amount);
+  return {
+    next: { ...meter, remaining, quantity: Math.max(meter.quantity, remaining) },
+    applied: remaining - meter.remaining,
+  };
+}
+
 /** Holds whose time is up at `now`: the consumption or reservation they belong to decides their fate. */
 export const lapsedHolds = (meter: Meter, now: Date): Hold[] => meter.holds.filter((hold) => hold.until <= now);
 

@@ -8,7 +8,7 @@ import {
   type RightState,
 } from '@rs/contracts';
 import { instantAfter } from '@rs/time';
-import { available, consume, placeHold, settleHold, type Hold, type Meter } from './metering';
+import { adjust, available, consume, placeHold, settleHold, type Hold, type Meter } from './metering';
 
 /** A right as the service holds it (docs/api.md), free of storage details. */
 export interface RightEntity {
@@ -63,8 +63,18 @@ const EVENT_OF: Record<RightCommand, RightEventType> = {
 };
 
 export type Decision =
-  /** `consumed`: the units the change took from a metered right (its `right.consumed` says so). */
-  | { kind: 'change'; next: RightEntity; events: RightEventType[]; removes?: true; consumed?: number }
+  /**
+   * `consumed`: the units the change took from a metered right (its `right.consumed` says so);
+   * `adjusted`: the units an adjustment added (its `right.adjusted` says so).
+   */
+  | {
+      kind: 'change';
+      next: RightEntity;
+      events: RightEventType[];
+      removes?: true;
+      consumed?: number;
+      adjusted?: number;
+    }
   | { kind: 'unchanged' }
   | { kind: 'conflict'; reason: string };
 
@@ -288,6 +298,31 @@ export function settleUnits(
   if (settled.kind !== 'changed') return { kind: 'unchanged' };
   const taken = { amount: meter.remaining - settled.next.remaining, announce: announce.consumed };
   return metered(right, settled.next, now, taken, announce.held);
+}
+
+/**
+ * docs/api.md "Adjustments": units added to a metered right by hand (negative: taken away, never
+ * below what is held), in any state but EXPIRED; `quantity` rises with a balance above it. One
+ * that changes nothing (taking from an empty right) is unchanged.
+ */
+export function adjustUnits(right: RightEntity, amount: number, now: Date): Decision {
+  const meter = meterOf(right);
+  if (!meter) return conflict(`right ${right.rightId} is not metered: it has no units to adjust`);
+  if (right.state === 'EXPIRED') return conflict(`right ${right.rightId} has expired`);
+  const { next, applied } = adjust(meter, amount);
+  if (applied === 0) return { kind: 'unchanged' };
+  return {
+    kind: 'change',
+    next: {
+      ...right,
+      quantity: next.quantity,
+      remaining: next.remaining,
+      generation: right.generation + 1,
+      updatedAt: now,
+    },
+    events: [RightEventTypes.adjusted],
+    adjusted: applied,
+  };
 }
 
 /** A right as the scheduler rebuilds its expiries from it (the internal listing, docs/decisions/0009). */

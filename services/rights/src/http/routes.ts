@@ -1,5 +1,6 @@
 import { BUCKETS } from '@rs/hashing';
 import {
+  AdjustmentBody,
   ClockId,
   CommitBody,
   ConsumptionBody,
@@ -110,6 +111,21 @@ export function rightsRoutes(
         const keyed = consumptionId && (await consumptions.useRight(principal, target, { amount, consumptionId }));
         return keyed ? { right: keyed, removed: false } : rights.use(principal, target, amount);
       })(req, res, next);
+    },
+    // docs/api.md "Adjustments": answers the right as it now is.
+    adjustRight: async (req, res) => {
+      const { amount } = http.parseBody(AdjustmentBody, req.body);
+      const done = await rights.adjust(
+        res.locals.principal,
+        { userId: http.connectIdOf(req), rightId: rightId(req) },
+        amount,
+      );
+      tellProjection(res, done);
+      http.sendResource(
+        res,
+        done.right.generation,
+        representation(done.right, publicBaseUrl, await rights.nowFor.one(done.right)),
+      );
     },
     // docs/api.md "Consumption by SKU" and "Reservations": the gateway's id for a request with an
     // Idempotency-Key is the consumption's (the reservation's), so a retry is applied once.

@@ -5,6 +5,9 @@ import { representation, type RightEntity } from '../domain/right';
 
 export const EVENT_SOURCE = '/rights';
 
+/** The events that say how many units their change moved. */
+const CARRIES_AMOUNT = new Set<RightEventType>([RightEventTypes.consumed, RightEventTypes.adjusted]);
+
 /**
  * The one place that turns a change of a right into its messages (docs/architecture.md, "From
  * a change to its messages"): each event on `rights.events` is the right as the API returns
@@ -16,8 +19,11 @@ export const EVENT_SOURCE = '/rights';
 export class RightMessages {
   constructor(private readonly publicBaseUrl: string) {}
 
-  /** `consumed`: the units a consumption took, which its `right.consumed` carries as `amount`. */
-  of(right: RightEntity, types: readonly RightEventType[], actor: Actor, consumed?: number): OutboxEntry[] {
+  /**
+   * `amount`: the units a consumption took, or an adjustment added, which its `right.consumed`
+   * or `right.adjusted` carries.
+   */
+  of(right: RightEntity, types: readonly RightEventType[], actor: Actor, amount?: number): OutboxEntry[] {
     const data: RightEventData = {
       ...representation(right, this.publicBaseUrl, right.updatedAt),
       connectId: right.userId,
@@ -32,7 +38,7 @@ export class RightMessages {
         sequence: right.generation,
         time: right.updatedAt,
         actor,
-        data: type === RightEventTypes.consumed && consumed !== undefined ? { ...data, amount: consumed } : data,
+        data: amount !== undefined && CARRIES_AMOUNT.has(type) ? { ...data, amount } : data,
       }),
     );
   }
