@@ -39,6 +39,7 @@ export default defineConfig({
       'libs/*/test/**/*.spec.ts',
       'services/*/test/**/*.spec.ts',
       'tools/*/test/**/*.spec.ts',
+      'apps/*/test/**/*.spec.ts',
       'examples/test/**/*.spec.ts',
     ],
     // The tests wait on real servers far more than they compute: three files at a time (vitest's

@@ -272,9 +272,17 @@ function childEnv(service) {
     Object.assign(env, { GATEWAY_PORT: String(PORTS.gateway), METRICS_PORT: String(PORTS.metrics) });
   else if (SERVICES.includes(service)) env.PORT = String(PORTS[service]);
   const issuer = { JWT_ISSUER: plan.devIssuer?.url, JWT_AUDIENCE: process.env.JWT_AUDIENCE ?? 'rights-api' };
-  if (service === 'issuer') return { ...env, ...issuer, DEV_ISSUER_PORT: String(ISSUER_PORT) };
+  if (service === 'issuer')
+    return {
+      ...env,
+      ...issuer,
+      DEV_ISSUER_PORT: String(ISSUER_PORT),
+      // The console signs in from the gateway's page (docs/console.md).
+      CONSOLE_REDIRECT_URIS: `${gatewayUrl}/console,http://127.0.0.1:${PORTS.gateway}/console`,
+    };
   // The gateway trusts the development OpenID Provider as it would a real one: its keys, its
   // staff roles and their grantors (docs/identity-providers.md).
+  if (service === 'gateway' && plan.devIssuer) env.CONSOLE_ISSUER ??= issuer.JWT_ISSUER;
   if (service === 'gateway' && plan.devIssuer)
     env.AUTH_ISSUERS = JSON.stringify([
       {
@@ -406,11 +414,12 @@ if (!stopping) {
     [
       `ready: ${gatewayUrl}`,
       `the API page ${gatewayUrl}/docs`,
+      ...(plan.devIssuer ? [`the console ${gatewayUrl}/console`] : []),
       ...(defaultAdmin ? [`admin client ${admin} / admin-secret-change-me`] : []),
       ...(plan.devIssuer
         ? [
             `a user's token: ${issuerUrl}npm run -s token -- --user alice --client acme --scope id.user.right.read`,
-            `staff sign in at ${plan.devIssuer.url} as acme-agent (write) or operator (admin)`,
+            `staff sign in (any password) as acme-agent (write), acme-reader (read) or operator (admin)`,
           ]
         : []),
       ...(plan.zipkin ? [`traces ${plan.zipkin.url}`] : []),

@@ -25,6 +25,7 @@ import { AuditLog } from './app/audit';
 import { AuditRetention, openLeaseMs } from './domain/audit';
 import { AuditStore } from './store/audit-store';
 import { AuditedRequests } from './http/audited';
+import { consolePage } from './http/console';
 import { keepEntitlements, rightsSnapshot } from './messaging/entitlements';
 
 export const Config = z
@@ -90,6 +91,10 @@ export const Config = z
           return z.NEVER;
         }
       }),
+    /** docs/console.md: the identity provider staff sign in at, and the console's client there. */
+    CONSOLE_ISSUER: z.string().url().optional(),
+    CONSOLE_CLIENT_ID: z.string().min(1).default('rights-console'),
+    CONSOLE_DIST: z.string().default(path.resolve(__dirname, '../../../apps/console/dist')),
     /** How long the audit log keeps an entry (docs/audit.md): an ISO 8601 duration. */
     AUDIT_RETENTION: AuditRetention,
     OPENAPI_PATH: z.string().default(path.resolve(__dirname, '../../../docs/openapi.json')),
@@ -231,6 +236,13 @@ export const start = defineService(
             entitlements,
             auditLog,
             audit: new AuditedRequests(auditLog),
+            console: consolePage({
+              dist: config.CONSOLE_DIST,
+              publicBaseUrl,
+              issuer: config.CONSOLE_ISSUER,
+              clientId: config.CONSOLE_CLIENT_ID,
+              entry: config.issuers.find((entry) => entry.issuer === config.CONSOLE_ISSUER),
+            }),
             upstreams: {
               catalog: new URL(config.CATALOG_URL),
               rights: new URL(config.RIGHTS_URL),

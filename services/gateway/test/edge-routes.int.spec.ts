@@ -186,7 +186,8 @@ const callerArb = fc.constantFrom(
 function mayPerform(caller: keyof typeof callers, route: PublicRoute): boolean {
   if (route.caller === 'none') return true;
   // The user's app of another grantor reads its user and checks entitlements (seeing none of A's rights).
-  if (caller === 'bearerOfAnotherClient') return ['getUser', 'checkEntitlement'].includes(route.operationId);
+  if (caller === 'bearerOfAnotherClient')
+    return ['getUser', 'checkEntitlement', 'listEntitlements'].includes(route.operationId);
   if (caller !== 'intruder') return false;
   // Any client reads a user and checks an entitlement (seeing only the rights its grantor may
   // read: none of A's, entitlements.e2e.spec.ts); a client manages its own grantor's webhook
@@ -194,6 +195,7 @@ function mayPerform(caller: keyof typeof callers, route: PublicRoute): boolean {
   return [
     'getUser',
     'checkEntitlement',
+    'listEntitlements',
     'listWebhookEndpoints',
     'createWebhookEndpoint',
     'listClocks',

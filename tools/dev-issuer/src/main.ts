@@ -24,7 +24,7 @@ async function main(): Promise<void> {
     audience,
     signingKey: await issuer.signingJwk(),
     consoleRedirectUris: (
-      process.env.CONSOLE_REDIRECT_URIS ?? 'http://localhost:8080/console/,http://127.0.0.1:8080/console/'
+      process.env.CONSOLE_REDIRECT_URIS ?? 'http://localhost:8080/console,http://127.0.0.1:8080/console'
     )
       .split(',')
       .map((uri) => uri.trim())

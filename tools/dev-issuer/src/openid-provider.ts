@@ -6,12 +6,13 @@ import { DEV_STAFF } from './policy';
 
 /**
  * The people of the development provider (docs/identity-providers.md "Locally"): staff of
- * grantor `acme` who change (`acme-agent`) and who only read (`acme-reader`), and an operator
- * (`operator`, admin). Any other login is a user of that connectId, with no staff role.
+ * grantor `acme` who change (`acme-agent`) and who only read (`acme-reader`), an agent of
+ * another grantor (`globex-agent`), and an operator (`operator`, admin). Any other login is a user of that connectId, with no staff role.
  */
 export const DEV_ACCOUNTS: Record<string, { name: string; roles: string[]; grantor?: string[] }> = {
   'acme-agent': { name: 'Ada Agent (acme, write)', roles: [DEV_STAFF.write], grantor: ['acme'] },
   'acme-reader': { name: 'Rui Reader (acme, read)', roles: [DEV_STAFF.read], grantor: ['acme'] },
+  'globex-agent': { name: 'Gil Agent (globex, write)', roles: [DEV_STAFF.write], grantor: ['globex'] },
   operator: { name: 'Olga Operator (admin)', roles: [DEV_STAFF.admin] },
 };
 

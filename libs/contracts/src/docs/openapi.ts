@@ -73,6 +73,7 @@ const param = (name: string) => ({ $ref: `#/components/parameters/${name}` });
 export const PARAMETER_EXAMPLES: Record<string, unknown> = {
   sku: 'news-daily',
   asset: 'swagger-ui.css',
+  consoleAsset: 'console-0000.css',
   clientId: 'acme',
   jti: '5f0c6d1e-9a4b-4c1f-8e2d-3b7a9c0d1e2f',
   connectId: 'alice',
@@ -176,6 +177,13 @@ export function buildOpenApiDocument(): Record<string, unknown> {
           in: 'path',
           required: true,
           schema: { type: 'string', enum: [...API_REFERENCE_ASSETS] },
+        },
+        consoleAsset: {
+          name: 'consoleAsset',
+          in: 'path',
+          required: true,
+          description: 'A name the console page gives (it changes with every build of the console)',
+          schema: { type: 'string', pattern: '^console-[A-Z0-9]{1,32}\\.(js|css)$' },
         },
         clientId: { name: 'clientId', in: 'path', required: true, schema: schemaOf(ClientId) },
         jti: { name: 'jti', in: 'path', required: true, schema: schemaOf(Jti) },

@@ -301,6 +301,40 @@ export const ROUTES = [
       '404': ref('NotFound'),
     },
   },
+  // docs/console.md: the console, a single page for support staff and operators.
+  {
+    owner: 'gateway',
+    tag: 'meta',
+    operationId: 'getConsole',
+    method: 'GET',
+    path: '/console',
+    caller: 'none',
+    bearer: null,
+    json: false,
+    summary: 'The console: sign-in for staff, then their users, the audit log and the catalog (a single page)',
+    responses: {
+      '200': { description: 'The page', content: { 'text/html': { schema: { type: 'string' } } } },
+      '404': ref('NotFound'),
+    },
+  },
+  {
+    owner: 'gateway',
+    tag: 'meta',
+    operationId: 'getConsoleAsset',
+    method: 'GET',
+    path: '/console/assets/{consoleAsset}',
+    caller: 'none',
+    bearer: null,
+    json: false,
+    summary: "The console's script or style sheet, named by its content (cached for good)",
+    responses: {
+      '200': {
+        description: 'The asset',
+        content: { 'text/javascript': { schema: { type: 'string' } }, 'text/css': { schema: { type: 'string' } } },
+      },
+      '404': ref('NotFound'),
+    },
+  },
   // docs/operations.md: API clients and revoked tokens.
   adminRoute({
     owner: 'gateway',

@@ -51,6 +51,7 @@ import { readRequestBody, type Forwarder, type Outgoing } from './forward';
 import { idempotentForwarder, type IdempotencyOptions } from './idempotent';
 import { rateLimit, type RateLimitOptions } from './rate-limit';
 import { API_REFERENCE_POLICY, apiReference } from './api-reference';
+import type { ConsolePage } from './console';
 
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace
@@ -85,6 +86,8 @@ export interface GatewayRoutesOptions {
   idempotency: Omit<IdempotencyOptions, 'forwarder'>;
   /** How long a request body may take to arrive (408 after). */
   bodyTimeoutMs: number;
+  /** docs/console.md: the page and its files. */
+  console: ConsolePage;
 }
 
 /** Forwarded bodies are at most this large (the services' own limit). */
@@ -220,6 +223,19 @@ export function gatewayRoutes(options: GatewayRoutesOptions): Router {
     },
     getRoot: (_req, res) => {
       res.redirect(302, `${options.publicBaseUrl}/docs`);
+    },
+    getConsole: (_req, res) => {
+      if (options.console.page === null) throw notFound('the console was not built (npm run build)');
+      res
+        .set({ 'Content-Security-Policy': options.console.policy, 'Cache-Control': 'no-cache' })
+        .type('text/html; charset=utf-8')
+        .send(options.console.page);
+    },
+    getConsoleAsset: (req, res) => {
+      const asset = options.console.asset(String(req.params.consoleAsset));
+      if (!asset) throw notFound('no such file of the console');
+      // Its name changes with its content: kept for good.
+      res.set('Cache-Control', 'public, max-age=31536000, immutable').type(asset.type).send(asset.body);
     },
     getApiReferenceAsset: (req, res) => {
       const asset = reference.asset(String(req.params.asset));

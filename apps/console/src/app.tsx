@@ -1,0 +1,75 @@
+import { useState } from 'preact/hooks';
+import { Api } from './api';
+import type { ConsoleConfig } from './config';
+import { AuditPage } from './pages/audit';
+import { FindPage } from './pages/find';
+import { UserPage } from './pages/user';
+import { hrefOf, useRoute } from './route';
+import type { Session } from './session';
+
+/** The console (docs/console.md): sign-in, then the page the address names. */
+export function App(props: { config: ConsoleConfig; session: Session; signInError: unknown }) {
+  const { config, session } = props;
+  const [, setSignedOut] = useState(0);
+  const route = useRoute();
+  const member = session.member;
+  const [api] = useState(() => new Api(config.apiBaseUrl, session));
+
+  if (!member)
+    return (
+      <main id="main" class="sign-in">
+        <h1>Rights console</h1>
+        <p>Support staff and operators sign in with their organisation's identity provider.</p>
+        {props.signInError ? (
+          <p class="problem" role="alert">
+            {String((props.signInError as Error).message ?? props.signInError)}
+          </p>
+        ) : null}
+        <button type="button" onClick={() => void session.signIn()} disabled={!config.issuer}>
+          Sign in
+        </button>
+        {!config.issuer && <p>No identity provider is configured for the console (CONSOLE_ISSUER).</p>}
+      </main>
+    );
+  return (
+    <>
+      <header>
+        <a class="skip" href="#main">
+          Skip to the page
+        </a>
+        <nav aria-label="Console">
+          <a href={hrefOf.find()} aria-current={route.page === 'find' || route.page === 'user' ? 'page' : undefined}>
+            Find
+          </a>
+          <a href={hrefOf.audit()} aria-current={route.page === 'audit' ? 'page' : undefined}>
+            Audit log
+          </a>
+        </nav>
+        <p class="member">
+          <span>{member.name}</span> <span class="role">{member.role ?? 'no staff role'}</span>
+          {member.grantors.length > 0 && <span class="grantors"> · {member.grantors.join(', ')}</span>}
+          <button
+            type="button"
+            class="secondary"
+            onClick={() => {
+              session.signOut();
+              setSignedOut((n) => n + 1);
+            }}
+          >
+            Sign out
+          </button>
+        </p>
+      </header>
+      <main id="main" tabIndex={-1}>
+        {route.page === 'find' && <FindPage />}
+        {route.page === 'user' && (
+          <UserPage key={route.connectId} api={api} member={member} connectId={route.connectId} />
+        )}
+        {route.page === 'audit' && (
+          <AuditPage key={route.subject ?? ''} api={api} member={member} subject={route.subject} />
+        )}
+        {route.page === 'not-found' && <p>There is no such page of the console.</p>}
+      </main>
+    </>
+  );
+}

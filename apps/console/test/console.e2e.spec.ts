@@ -1,0 +1,259 @@
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync } from 'node:fs';
+import path from 'node:path';
+import AxeBuilder from '@axe-core/playwright';
+import { clientsOf, freePort, TestSystem } from '@rs/testing';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+
+// docs/console.md, in a real browser (Debian's Chromium driven by playwright-core): staff sign in
+// at the development OpenID Provider (authorization code with PKCE), find a user and act on
+// them; the audit log shows who did what and why. axe-core checks every page. With
+// CONSOLE_SCREENSHOTS=<folder> (npm run screenshots) the run also draws docs/console.md's pictures.
+const CHROMIUM = '/usr/bin/chromium';
+const root = path.resolve(__dirname, '../../..');
+const SCREENSHOTS = process.env.CONSOLE_SCREENSHOTS;
+const STAFF = { read: 'rights-support', write: 'rights-support-write', admin: 'rights-admin', grantor: 'grantor' };
+let system: TestSystem;
+let issuerUrl: string;
+let browser: Browser;
+let stopIssuer: () => void;
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: run deploy/local/setup.sh`);
+  issuerUrl = `http://127.0.0.1:${await freePort()}`;
+  // The gateway trusts the provider as `npm start` sets it up; it is reached once it runs.
+  system = await TestSystem.start({
+    name: 'console',
+    backends: ['catalog', 'rights', 'subscriptions'],
+    env: {
+      AUTH_ISSUERS: JSON.stringify([
+        { issuer: issuerUrl, audience: 'rights-api', claims: { roles: 'roles' }, staff: STAFF },
+      ]),
+      CONSOLE_ISSUER: issuerUrl,
+    },
+  });
+  const { NODE_ENV: _ignored, ...inherited } = process.env;
+  const child = spawn(process.execPath, [path.join(root, 'tools/dev-issuer/dist/main.js')], {
+    env: {
+      ...inherited,
+      NODE_ENV: 'development',
+      DEV_ISSUER_PORT: new URL(issuerUrl).port,
+      JWT_ISSUER: issuerUrl,
+      JWT_AUDIENCE: 'rights-api',
+      CONSOLE_REDIRECT_URIS: `${system.gatewayUrl}/console`,
+    },
+    stdio: 'ignore',
+  });
+  stopIssuer = () => child.kill('SIGTERM');
+  await vi.waitFor(async () => expect((await fetch(`${issuerUrl}/healthz`)).status).toBe(200), {
+    timeout: 15_000,
+    interval: 100,
+  });
+  // The gateway retries a provider it could not reach at its start: until then its tokens are 503.
+  const { access_token } = (await (
+    await fetch(`${issuerUrl}/dev/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ user: 'alice', client: 'acme', scope: 'id.user.right.read' }),
+    })
+  ).json()) as { access_token: string };
+  await vi.waitFor(
+    async () =>
+      expect(
+        (await fetch(`${system.gatewayUrl}/id/users/alice`, { headers: { authorization: `Bearer ${access_token}` } }))
+          .status,
+      ).not.toBe(503),
+    { timeout: 30_000, interval: 250 },
+  );
+  await system.seed({
+    clients: clientsOf({ acme: 'acme', globex: 'globex' }),
+    users: ['alice'],
+    skus: { calls: { grantorIds: ['acme', 'globex'] }, news: {}, video: {} },
+  });
+  const acme = TestSystem.clientAuthorization('acme');
+  const subscription = await fetch(`${system.gatewayUrl}/id/users/alice/subs`, {
+    method: 'POST',
+    headers: { authorization: acme, 'content-type': 'application/json' },
+    body: JSON.stringify({ grantorId: 'acme', timeSpec: 'R/2026-01-01T00:00:00Z/P1M', rightsSpec: [{ sku: 'video' }] }),
+  });
+  expect(subscription.status).toBe(201);
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+}, 180_000);
+afterAll(async () => {
+  await browser?.close();
+  stopIssuer?.();
+  await system?.stop();
+});
+
+/** A page of a fresh browser context, every request it makes recorded. */
+async function newPage(width = 1280) {
+  const context = await browser.newContext({ viewport: { width, height: 900 } });
+  const page = await context.newPage();
+  // What the console's own pages ask for (the provider's sign-in pages are the provider's).
+  const requested: string[] = [];
+  page.on('request', (request) => {
+    if (request.frame().url().startsWith(system.gatewayUrl)) requested.push(request.url());
+  });
+  return { page, requested, close: () => context.close() };
+}
+
+/** Signs `login` in through the provider's own pages, as a person would; back on the console. */
+async function signIn(page: Page, login: string): Promise<void> {
+  await page.goto(`${system.gatewayUrl}/console`);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.waitForURL((url) => url.origin === issuerUrl);
+  await page.locator('input[name="login"]').fill(login);
+  await page.locator('input[name="password"]').fill('any password');
+  await page.locator('button[type="submit"]').click();
+  await page.locator('button[type="submit"]').click(); // the consent
+  await page.waitForURL((url) => url.origin === system.gatewayUrl);
+  await expect.poll(() => page.getByRole('heading', { name: 'Find a user' }).count()).toBe(1);
+}
+
+/** axe-core's serious and critical findings on the page as it is. */
+async function accessibilityProblems(page: Page): Promise<string[]> {
+  const { violations } = await new AxeBuilder({ page }).analyze();
+  return violations
+    .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
+    .map((violation) => `${violation.id}: ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`);
+}
+
+async function screenshot(page: Page, name: string): Promise<void> {
+  if (!SCREENSHOTS) return;
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  await page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
+}
+
+/** Asks for an action through its dialog: the fields, the reason, and the submit. */
+async function act(page: Page, button: string, fields: Record<string, string>, reason: string, row?: string) {
+  const scope = row ? page.locator(row) : page;
+  await scope.getByRole('button', { name: button, exact: true }).first().click();
+  const dialog = page.getByRole('dialog');
+  for (const [label, value] of Object.entries(fields)) {
+    const field = dialog.getByLabel(label);
+    if ((await field.evaluate((element) => element.tagName)) === 'SELECT') await field.selectOption(value);
+    else await field.fill(value);
+  }
+  await dialog.getByLabel('Reason (recorded in the audit log)').fill(reason);
+  await dialog.locator('button[type="submit"]').click();
+  await expect.poll(() => page.getByRole('dialog').count()).toBe(0);
+}
+
+const cellOf = (page: Page, row: string, column: number) => page.locator(`${row} td`).nth(column).innerText();
+
+describe('the console (docs/console.md)', () => {
+  it('when an acme write agent signs in, finds a user, grants a metered right, adjusts it, suspends it and changes a plan, then the audit page shows each with the reason and the agent', async () => {
+    const { page, requested, close } = await newPage();
+    try {
+      await signIn(page, 'acme-agent');
+      expect(await accessibilityProblems(page)).toEqual([]);
+      await screenshot(page, 'find');
+      await page.getByLabel('User (connectId)').fill('alice');
+      await page.getByRole('button', { name: 'Find' }).click();
+      await expect.poll(() => page.getByRole('heading', { name: 'Subscriptions' }).count()).toBe(1);
+
+      await page.getByRole('button', { name: 'Grant a right' }).click();
+      const grant = page.getByRole('dialog');
+      await grant.getByLabel('SKU').fill('calls');
+      await grant.getByLabel('Units (empty: not metered)').fill('100');
+      await grant.getByLabel('Reason (recorded in the audit log)').fill('welcome pack');
+      await grant.getByRole('button', { name: 'Grant', exact: true }).click();
+      await expect.poll(() => page.locator('tr[data-sku="calls"] .balance').count()).toBe(1);
+      expect(await page.locator('tr[data-sku="calls"] .balance').innerText()).toBe('100');
+
+      const row = 'tr[data-right]';
+      await act(page, 'Adjust', { 'Units to add (negative: take away)': '25' }, 'goodwill after the outage', row);
+      await expect.poll(() => cellOf(page, row, 3)).toBe('125 of 125');
+      await act(page, 'Suspend', {}, 'fraud check', row);
+      await expect.poll(() => cellOf(page, row, 1)).toBe('SUSPENDED');
+      await act(page, 'Change plan', { 'New plan (SKU)': 'news' }, 'asked for the news plan', 'tr[data-subscription]');
+      await expect.poll(() => cellOf(page, 'tr[data-subscription]', 3)).toBe('news');
+      expect(await accessibilityProblems(page)).toEqual([]);
+      await screenshot(page, 'user');
+
+      await page.getByRole('link', { name: 'Audit log' }).click();
+      await expect.poll(() => page.locator('tr[data-audit]').count()).toBeGreaterThanOrEqual(4);
+      const rows = await page.locator('tr[data-audit]').allInnerTexts();
+      for (const reason of ['welcome pack', 'goodwill after the outage', 'fraud check', 'asked for the news plan'])
+        expect(rows.some((text) => text.includes(reason) && text.includes('Ada Agent (acme, write)'))).toBe(true);
+      expect(await accessibilityProblems(page)).toEqual([]);
+      await screenshot(page, 'audit');
+
+      // The console asked nothing of anyone but the gateway and the staff's provider.
+      expect(requested.filter((url) => !url.startsWith(system.gatewayUrl) && !url.startsWith(issuerUrl))).toEqual([]);
+    } finally {
+      await close();
+    }
+  });
+
+  it('when a read agent signs in, then no write control is shown, and a write forged with its token is refused', async () => {
+    const { page, close } = await newPage();
+    try {
+      const tokens: string[] = [];
+      page.on('request', (request) => {
+        const authorization = request.headers()['authorization'];
+        if (authorization?.startsWith('Bearer ')) tokens.push(authorization);
+      });
+      await signIn(page, 'acme-reader');
+      await page.goto(`${system.gatewayUrl}/console#/users/alice`);
+      await expect.poll(() => page.locator('tr[data-right]').count()).toBeGreaterThan(0);
+      expect(await page.getByRole('button', { name: /Grant|Adjust|Suspend|Activate|Change plan/ }).count()).toBe(0);
+      const rightId = await page.locator('tr[data-right]').first().getAttribute('data-right');
+      const forged = await fetch(`${system.gatewayUrl}/id/users/alice/rights/${rightId}/activate`, {
+        method: 'POST',
+        headers: { authorization: tokens.at(-1)!, 'x-audit-reason': 'forged' },
+      });
+      expect(forged.status).toBe(401);
+      expect(await accessibilityProblems(page)).toEqual([]);
+    } finally {
+      await close();
+    }
+  });
+
+  it('when an agent of another grantor looks for the same user, then nothing of acme’s is there for them', async () => {
+    const { page, close } = await newPage();
+    try {
+      await signIn(page, 'globex-agent');
+      await page.goto(`${system.gatewayUrl}/console#/users/alice`);
+      await expect.poll(() => page.getByRole('heading', { name: 'Subscriptions' }).count()).toBe(1);
+      await expect.poll(() => page.getByText('No active right.').count()).toBe(1);
+      expect(await page.locator('tr[data-right]').count()).toBe(0);
+      expect(await page.locator('tr[data-subscription]').count()).toBe(0);
+    } finally {
+      await close();
+    }
+  });
+
+  it('when the user page is opened on a phone 390 px wide, then nothing overflows the screen and every control is reachable', async () => {
+    const { page, close } = await newPage(390);
+    try {
+      await signIn(page, 'operator');
+      await page.goto(`${system.gatewayUrl}/console#/users/alice`);
+      await expect.poll(() => page.locator('tr[data-right]').count()).toBeGreaterThan(0);
+      // In the page (a string: the tests are typed for Node, not the DOM).
+      const overflow = await page.evaluate<number>('document.documentElement.scrollWidth - window.innerWidth');
+      expect(overflow).toBeLessThanOrEqual(0);
+      expect(await accessibilityProblems(page)).toEqual([]);
+      await screenshot(page, 'user-phone');
+    } finally {
+      await close();
+    }
+  });
+
+  it('when the page is served, then its policy allows no inline script and no framing, and its files are named by their content', async () => {
+    const answer = await fetch(`${system.gatewayUrl}/console`);
+    expect(answer.status).toBe(200);
+    const policy = answer.headers.get('content-security-policy')!;
+    expect(policy).toContain("script-src 'self'");
+    expect(policy).not.toContain('unsafe-inline');
+    expect(policy).toContain("frame-ancestors 'none'");
+    expect(policy).toContain(`connect-src 'self' ${issuerUrl}`);
+    const html = await answer.text();
+    expect(html).not.toMatch(/<script(?![^>]*\bsrc=)/);
+    const [script] = /\/console\/assets\/console-[A-Z0-9]+\.js/.exec(html)!;
+    const asset = await fetch(`${system.gatewayUrl}${script}`);
+    expect(asset.headers.get('cache-control')).toContain('immutable');
+    expect((await fetch(`${system.gatewayUrl}/console/assets/console-NOPE.js`)).status).toBe(404);
+  });
+});
