@@ -238,7 +238,8 @@ export function buildOpenApiDocument(): Record<string, unknown> {
           description:
             'Why the change is made, recorded in the audit log (docs/audit.md): required of staff members, optional ' +
             'for admin clients; UTF-8 text may be percent-encoded',
-          schema: { type: 'string', minLength: 1, maxLength: 1500 },
+          // As sent: 500 characters at most, some of them not a space (percent-encoded text decodes shorter).
+          schema: { type: 'string', minLength: 1, maxLength: 500, pattern: '\\S' },
         },
         ifMatch: {
           name: 'If-Match',
