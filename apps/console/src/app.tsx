@@ -2,6 +2,9 @@ import { useState } from 'preact/hooks';
 import { Api } from './api';
 import type { ConsoleConfig } from './config';
 import { AuditPage } from './pages/audit';
+import { CatalogPage } from './pages/catalog';
+import { ClientsPage } from './pages/clients';
+import { WebhooksPage } from './pages/webhooks';
 import { FindPage } from './pages/find';
 import { UserPage } from './pages/user';
 import { hrefOf, useRoute } from './route';
@@ -44,6 +47,19 @@ export function App(props: { config: ConsoleConfig; session: Session; signInErro
           <a href={hrefOf.audit()} aria-current={route.page === 'audit' ? 'page' : undefined}>
             Audit log
           </a>
+          <a href={hrefOf.webhooks()} aria-current={route.page === 'webhooks' ? 'page' : undefined}>
+            Webhooks
+          </a>
+          {member.role === 'admin' && (
+            <>
+              <a href={hrefOf.catalog()} aria-current={route.page === 'catalog' ? 'page' : undefined}>
+                Catalog
+              </a>
+              <a href={hrefOf.clients()} aria-current={route.page === 'clients' ? 'page' : undefined}>
+                API clients
+              </a>
+            </>
+          )}
         </nav>
         <p class="member">
           <span>{member.name}</span> <span class="role">{member.role ?? 'no staff role'}</span>
@@ -68,6 +84,9 @@ export function App(props: { config: ConsoleConfig; session: Session; signInErro
         {route.page === 'audit' && (
           <AuditPage key={route.subject ?? ''} api={api} member={member} subject={route.subject} />
         )}
+        {route.page === 'webhooks' && <WebhooksPage api={api} member={member} />}
+        {route.page === 'catalog' && <CatalogPage api={api} />}
+        {route.page === 'clients' && <ClientsPage api={api} />}
         {route.page === 'not-found' && <p>There is no such page of the console.</p>}
       </main>
     </>

@@ -25,7 +25,7 @@ beforeAll(async () => {
   // The gateway trusts the provider as `npm start` sets it up; it is reached once it runs.
   system = await TestSystem.start({
     name: 'console',
-    backends: ['catalog', 'rights', 'subscriptions'],
+    backends: ['catalog', 'rights', 'subscriptions', 'webhooks'],
     env: {
       AUTH_ISSUERS: JSON.stringify([
         { issuer: issuerUrl, audience: 'rights-api', claims: { roles: 'roles' }, staff: STAFF },
@@ -78,6 +78,12 @@ beforeAll(async () => {
     body: JSON.stringify({ grantorId: 'acme', timeSpec: 'R/2026-01-01T00:00:00Z/P1M', rightsSpec: [{ sku: 'video' }] }),
   });
   expect(subscription.status).toBe(201);
+  const endpoint = await fetch(`${system.gatewayUrl}/webhooks/endpoints`, {
+    method: 'POST',
+    headers: { authorization: acme, 'content-type': 'application/json' },
+    body: JSON.stringify({ url: 'http://127.0.0.1:9/acme-hooks', events: ['right.*'] }),
+  });
+  expect(endpoint.status).toBe(201);
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
 }, 180_000);
 afterAll(async () => {
@@ -169,6 +175,13 @@ describe('the console (docs/console.md)', () => {
       await expect.poll(() => cellOf(page, row, 1)).toBe('SUSPENDED');
       await act(page, 'Change plan', { 'New plan (SKU)': 'news' }, 'asked for the news plan', 'tr[data-subscription]');
       await expect.poll(() => cellOf(page, 'tr[data-subscription]', 3)).toBe('news');
+      // One timeline of everything listed, newest first: the adjustment and the suspension among it.
+      await page.getByRole('button', { name: 'Show the history of what is listed' }).click();
+      await expect.poll(() => page.getByRole('table', { name: /^History of alice/ }).count()).toBe(1);
+      const timeline = await page.getByRole('table', { name: /^History of alice/ }).innerText();
+      for (const type of ['right.created', 'right.adjusted', 'right.suspended', 'subscription.changed'])
+        expect(timeline).toContain(type);
+      expect(timeline).toContain('staff acme-agent');
       expect(await accessibilityProblems(page)).toEqual([]);
       await screenshot(page, 'user');
 
@@ -236,6 +249,39 @@ describe('the console (docs/console.md)', () => {
       expect(overflow).toBeLessThanOrEqual(0);
       expect(await accessibilityProblems(page)).toEqual([]);
       await screenshot(page, 'user-phone');
+    } finally {
+      await close();
+    }
+  });
+
+  it('when an operator signs in, then the catalog, API clients and webhooks pages show what an admin sees', async () => {
+    const { page, close } = await newPage();
+    try {
+      await signIn(page, 'operator');
+      for (const [link, row, name] of [
+        ['Catalog', 'tr[data-sku="calls"]', 'catalog'],
+        ['API clients', 'tr[data-client="acme"]', 'clients'],
+        ['Webhooks', 'tr[data-endpoint]', 'webhooks'],
+      ] as const) {
+        await page.getByRole('link', { name: link, exact: true }).click();
+        await expect.poll(() => page.locator(row).count(), { message: link }).toBeGreaterThan(0);
+        expect(await accessibilityProblems(page), link).toEqual([]);
+        await screenshot(page, name);
+      }
+      await page.getByRole('button', { name: 'Deliveries' }).click();
+      await expect.poll(() => page.getByRole('heading', { name: 'Deliveries' }).count()).toBe(1);
+      expect(await accessibilityProblems(page)).toEqual([]);
+    } finally {
+      await close();
+    }
+  });
+
+  it('when a staff member who is not an admin signs in, then the admin pages are not offered', async () => {
+    const { page, close } = await newPage();
+    try {
+      await signIn(page, 'acme-reader');
+      expect(await page.getByRole('link', { name: 'Catalog' }).count()).toBe(0);
+      expect(await page.getByRole('link', { name: 'API clients' }).count()).toBe(0);
     } finally {
       await close();
     }

@@ -2,6 +2,8 @@ import type { Schemas } from '@rs/client';
 import { useState } from 'preact/hooks';
 import type { Api } from '../api';
 import { ActionDialog, Problem, Section, Table, useLoad, type ActionField } from '../components';
+import { usePaged } from '../paged';
+import { Timeline } from '../timeline';
 import { hrefOf } from '../route';
 import type { StaffMember } from '../session';
 
@@ -305,6 +307,10 @@ export function UserPage(props: { api: Api; member: StaffMember; connectId: stri
         )}
       </Section>
 
+      <Section title="Timeline">
+        <Timeline api={api} connectId={connectId} rights={rights.items} subscriptions={subscriptions.items} />
+      </Section>
+
       {asking && (
         <ActionDialog
           title={asking.title}
@@ -336,32 +342,4 @@ function EntitlementTable({ entitlements }: { entitlements: Entitlement[] }) {
       ))}
     </Table>
   );
-}
-
-/** A newest-first list read a page at a time: its items so far, and `more` while a next page exists. */
-function usePaged<T>(
-  read: (cursor: string | undefined) => Promise<{ data: unknown; next: string | undefined }>,
-  itemsOf: (page: unknown) => T[],
-  keys: unknown[],
-) {
-  const [extra, setExtra] = useState<{ items: T[]; next: string | undefined; error?: unknown } | null>(null);
-  const first = useLoad(async () => {
-    setExtra(null);
-    return read(undefined);
-  }, keys);
-  const items = [...(first.value ? itemsOf(first.value.data) : []), ...(extra?.items ?? [])];
-  const next = extra ? extra.next : first.value?.next;
-  return {
-    items,
-    next,
-    error: first.error ?? extra?.error,
-    more: async () => {
-      try {
-        const page = await read(next);
-        setExtra({ items: [...(extra?.items ?? []), ...itemsOf(page.data)], next: page.next });
-      } catch (error) {
-        setExtra({ items: extra?.items ?? [], next, error });
-      }
-    },
-  };
 }

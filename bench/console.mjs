@@ -1,0 +1,182 @@
+// `npm run bench:console`: the console and the audit log (docs/console.md, docs/audit.md), on the
+// services as real processes, staff signed in at the development OpenID Provider.
+// - The user page of a user holding BENCH_CONSOLE_RIGHTS rights (default 1,000) and 50
+//   subscriptions: from "Find" to the first page of each list and the entitlements shown, in
+//   Debian's Chromium, BENCH_CONSOLE_VIEWS times (default 5); its median and slowest (promise:
+//   within 1.5 s), and the console's script gzipped (promise: 200 KB at most).
+// - What recording costs a write: adjustments by an acme write agent (Bearer, audited) against
+//   the same adjustments by acme's own API client (Basic, not audited), BENCH_CONSOLE_WRITES of
+//   each (default 1,500), 16 at a time, alternated in two rounds; the ratio of their throughputs
+//   (promise: the audited at least 0.9 of the other; it carries the Bearer check too).
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { gzipSync } from 'node:zlib';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+import { startBenchSystem, TestSystem } from './system.mjs';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const RIGHTS = Number(process.env.BENCH_CONSOLE_RIGHTS ?? 1_000);
+const SUBSCRIPTIONS = 50;
+const VIEWS = Number(process.env.BENCH_CONSOLE_VIEWS ?? 5);
+const WRITES = Number(process.env.BENCH_CONSOLE_WRITES ?? 1_500);
+const AT_ONCE = 16;
+const STAFF = { read: 'rights-support', write: 'rights-support-write', admin: 'rights-admin', grantor: 'grantor' };
+
+const { freePort } = await import(path.join(root, 'libs/testing/dist/index.js'));
+const issuerUrl = `http://127.0.0.1:${await freePort()}`;
+const { system, stop } = await startBenchSystem({
+  name: 'bench_console',
+  backends: ['catalog', 'rights', 'subscriptions'],
+  env: {
+    AUTH_ISSUERS: JSON.stringify([
+      { issuer: issuerUrl, audience: 'rights-api', claims: { roles: 'roles' }, staff: STAFF },
+    ]),
+    CONSOLE_ISSUER: issuerUrl,
+  },
+});
+const issuer = spawn(process.execPath, [path.join(root, 'tools/dev-issuer/dist/main.js')], {
+  env: {
+    ...process.env,
+    NODE_ENV: 'development',
+    DEV_ISSUER_PORT: new URL(issuerUrl).port,
+    JWT_ISSUER: issuerUrl,
+    JWT_AUDIENCE: 'rights-api',
+    CONSOLE_REDIRECT_URIS: `${system.gatewayUrl}/console`,
+  },
+  stdio: 'ignore',
+});
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+const ACME = TestSystem.clientAuthorization('acme');
+
+async function call(method, route, authorization, body, headers = {}) {
+  const response = await fetch(`${system.gatewayUrl}${route}`, {
+    method,
+    headers: { authorization, ...(body ? { 'content-type': 'application/json' } : {}), ...headers },
+    ...(body ? { body: JSON.stringify(body) } : {}),
+  });
+  if (response.status >= 300) throw new Error(`${method} ${route}: ${response.status} ${await response.text()}`);
+  return response.status === 204 ? null : response.json();
+}
+
+/** Runs `task(i)` for i < count, `AT_ONCE` at a time; the wall time in ms. */
+async function pooled(count, task) {
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: AT_ONCE }, async () => {
+      while (next < count) await task(next++);
+    }),
+  );
+  return performance.now() - started;
+}
+
+let browser;
+try {
+  for (let i = 0; i < 150; i++) {
+    if ((await fetch(`${issuerUrl}/healthz`).catch(() => null))?.status === 200) break;
+    await sleep(100);
+  }
+  await system.seed({
+    clients: [{ clientId: 'acme', grantorId: 'acme' }],
+    users: ['heavy'],
+    skus: { calls: { grantorIds: ['acme'] }, video: {} },
+  });
+  const start = new Date(Date.now() - 60_000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+  const rightIds = [];
+  await pooled(RIGHTS, async () => {
+    const right = await call('POST', '/id/users/heavy/rights', ACME, {
+      sku: 'calls',
+      grantorId: 'acme',
+      state: 'ACTIVE',
+      timeInterval: `${start}/P30D`,
+      quantity: 1_000_000,
+    });
+    rightIds.push(right.rightId);
+  });
+  await pooled(SUBSCRIPTIONS, () =>
+    call('POST', '/id/users/heavy/subs', ACME, {
+      grantorId: 'acme',
+      timeSpec: 'R/2030-01-01T00:00:00Z/P1M',
+      rightsSpec: [{ sku: 'video' }],
+    }),
+  );
+  console.log(`user heavy: ${RIGHTS} rights, ${SUBSCRIPTIONS} subscriptions`);
+
+  // The gateway reaches the provider a few seconds after its start at worst.
+  browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  let token = null;
+  page.on('request', (request) => {
+    const authorization = request.headers()['authorization'];
+    if (authorization?.startsWith('Bearer ')) token = authorization;
+  });
+  for (let attempt = 0; ; attempt++) {
+    await page.goto(`${system.gatewayUrl}/console`);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL((url) => url.origin === issuerUrl);
+    await page.locator('input[name="login"]').fill('acme-agent');
+    await page.locator('input[name="password"]').fill('any');
+    await page.locator('button[type="submit"]').click();
+    await page.locator('button[type="submit"]').click();
+    await page.waitForURL((url) => url.origin === system.gatewayUrl);
+    await page.getByRole('heading', { name: 'Find a user' }).waitFor();
+    if (
+      token &&
+      (await fetch(`${system.gatewayUrl}/id/users/heavy`, { headers: { authorization: token } })).status === 200
+    )
+      break;
+    if (attempt > 20) throw new Error('the gateway never reached the provider');
+    await sleep(1_000);
+  }
+
+  const views = [];
+  for (let i = 0; i < VIEWS; i++) {
+    await page.evaluate("location.hash = '#/'");
+    await page.getByLabel('User (connectId)').fill('heavy');
+    const begun = performance.now();
+    await page.getByRole('button', { name: 'Find' }).click();
+    await page.locator('tr[data-right]').nth(49).waitFor();
+    await page.locator('tr[data-subscription]').nth(49).waitFor();
+    await page.locator('tr[data-sku="calls"]').waitFor();
+    views.push(performance.now() - begun);
+  }
+  const manifest = JSON.parse(readFileSync(path.join(root, 'apps/console/dist/manifest.json'), 'utf8'));
+  const script = readFileSync(path.join(root, 'apps/console/dist/assets', manifest.script));
+  console.log(
+    `user page of ${RIGHTS} rights and ${SUBSCRIPTIONS} subscriptions, interactive: median ${median(views).toFixed(0)} ms, ` +
+      `slowest ${Math.max(...views).toFixed(0)} ms (promise: within 1,500 ms); script ${(gzipSync(script).length / 1024).toFixed(1)} KB gzipped (promise: 200 KB at most)`,
+  );
+
+  // Writes: the same adjustments, audited (staff) or not (the grantor's client).
+  const writers = {
+    'staff (Bearer, audited)': { authorization: token, headers: { 'x-audit-reason': 'bench' } },
+    'client (Basic, not audited)': { authorization: ACME, headers: {} },
+  };
+  const rates = Object.fromEntries(Object.keys(writers).map((name) => [name, []]));
+  for (let round = 0; round < 2; round++)
+    for (const [name, { authorization, headers }] of Object.entries(writers)) {
+      const ms = await pooled(WRITES, (i) =>
+        call(
+          'POST',
+          `/id/users/heavy/rights/${rightIds[i % rightIds.length]}/adjustments`,
+          authorization,
+          { amount: 1 },
+          headers,
+        ),
+      );
+      rates[name].push((WRITES / ms) * 1000);
+    }
+  const best = (name) => Math.max(...rates[name]);
+  for (const name of Object.keys(writers)) console.log(`adjustments, ${name}: ${best(name).toFixed(0)}/s`);
+  console.log(
+    `audited ÷ not audited: ${(best('staff (Bearer, audited)') / best('client (Basic, not audited)')).toFixed(2)} (promise: at least 0.90)`,
+  );
+} finally {
+  await browser?.close();
+  issuer.kill('SIGTERM');
+  await stop();
+}
