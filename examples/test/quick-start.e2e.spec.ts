@@ -106,12 +106,15 @@ afterAll(async () => {
 });
 
 describe("the README's quick start", () => {
-  it('when npm start runs on empty databases, then it says in a few lines that it is ready, where, and how to go on', () => {
+  it('when npm start runs on empty databases, then it says in a few lines that it is ready, where (the API page, the console), and how to go on', () => {
     const ready = first.lines.findIndex((line) => /^start +ready: /.test(line));
     expect(ready).toBeLessThanOrEqual(25);
     expect(first.lines[ready]).toContain(`${first.url}/docs`);
     expect(first.lines[ready]).toContain('admin-secret-change-me');
     expect(first.lines[ready]).toContain('npm run -s token');
+    // The console and the development provider's staff sign-ins (docs/console.md).
+    expect(first.lines[ready]).toContain(`${first.url}/console`);
+    expect(first.lines[ready]).toMatch(/acme-agent \(write\).*operator \(admin\)/);
     for (const service of SERVICES)
       expect(first.lines.slice(0, ready).filter((line) => new RegExp(`^${service} +ready`).test(line))).toHaveLength(1);
     expect(first.lines.slice(0, ready).filter((line) => / (WARN|ERROR|FATAL):/.test(line))).toEqual([]);
