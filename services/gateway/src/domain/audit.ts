@@ -12,8 +12,7 @@ const READS = new Set(['GET', 'HEAD']);
 
 /** A change by an admin client or a staff member: what the log records. */
 export function isAudited(method: string, principal: Principal | undefined): boolean {
-  if (!principal || READS.has(method)) return false;
-  return principal.scheme === 'staff' || (principal.admin && principal.scheme === 'basic');
+  return principal !== undefined && !READS.has(method) && isAdminOrStaff(principal);
 }
 
 /** The actor of an audited change: the staff member as their identity provider names them, or the admin client. */
@@ -136,7 +135,7 @@ export function auditListOf(
   publicBaseUrl: string,
 ): { ok: true; list: string; grantorId: string | null } | { ok: false; reason: 'not_permitted' | 'name_grantor' } {
   let grantorId = query.grantorId ?? null;
-  if (!isAuditReader(principal)) return { ok: false, reason: 'not_permitted' };
+  if (!isAdminOrStaff(principal)) return { ok: false, reason: 'not_permitted' };
   if (!principal.admin) {
     const grantors = principal.staff?.grantors ?? [];
     if (grantorId === null && grantors.length !== 1) return { ok: false, reason: 'name_grantor' };
@@ -149,14 +148,9 @@ export function auditListOf(
   return { ok: true, list: ALL_ENTRIES, grantorId };
 }
 
-/** Who may read the log: admin clients and staff (`read` and `write` staff their grantors', `admin` staff all). */
-function isAuditReader(principal: Principal): boolean {
+/** An admin client with its Basic credentials, or a staff member: whose changes the log records, and who read it. */
+function isAdminOrStaff(principal: Principal): boolean {
   return principal.scheme === 'staff' || (principal.admin && principal.scheme === 'basic');
-}
-
-/** Whether a staff member who is not an admin may read entries of `grantorId`. */
-export function readsGrantor(principal: Principal, grantorId: string | null): boolean {
-  return principal.admin || (grantorId !== null && (principal.staff?.grantors.includes(grantorId) ?? false));
 }
 
 /**

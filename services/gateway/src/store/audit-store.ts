@@ -155,11 +155,6 @@ export class AuditStore {
     return docs.filter((doc) => doc.at < before).map(toEntry);
   }
 
-  async find(auditId: string): Promise<AuditEntry | null> {
-    const doc = await this.documents.collection.findOne<AuditDocument>({ _id: auditId as never });
-    return doc ? toEntry(doc) : null;
-  }
-
   /**
    * A page of list `list`, newest first, after `after`: the entries of `grantorId` (when
    * named) and of `actorId`, begun in [since, before). A list holds entries in the order they
