@@ -22,6 +22,7 @@ CREATE OR REPLACE FUNCTION rs_ferretdb_index_fields(target text) RETURNS text[] 
     WHEN target ~ '\.subscription_schedules_[0-9a-f]{8}$' THEN ARRAY['_id', 'due', 'clockId']::text[] -- scheduler
     WHEN target ~ '\.hold_expiries_[0-9a-f]{8}$' THEN ARRAY['_id', 'due', 'clockId']::text[] -- scheduler
     WHEN target ~ '\.clocks_[0-9a-f]{8}$' THEN ARRAY['_id', 'grantorId', 'outboxPending']::text[] -- scheduler
+    WHEN target ~ '\.clockPlaces_[0-9a-f]{8}$' THEN ARRAY['_id']::text[] -- scheduler
     WHEN target ~ '\.deliveries_[0-9a-f]{8}$' THEN ARRAY['_id', 'endpointId', 'due']::text[] -- webhooks
     WHEN target ~ '\.endpoints_[0-9a-f]{8}$' THEN ARRAY['_id', 'grantorId']::text[] -- webhooks
     ELSE ARRAY['_id']

@@ -168,6 +168,27 @@ describe('test clocks (docs/decisions/0048)', () => {
     expect((await fx.call('GET', '/clocks/not-an-id!', A)).status).toBe(400);
   });
 
+  it('when 12 creations race on a clock that holds TEST_CLOCK_MAX_OBJECTS (3), then exactly 3 take a place and 9 are 409', async () => {
+    const clock = await createClock(A, { grantorId: 'A', time: '2027-01-01T00:00:00Z' });
+    const signer = new InternalTokenSigner(TEST_INTERNAL_SECRET, 'rights');
+    const answers = await Promise.all(
+      Array.from({ length: 12 }, async (_, index) => {
+        const answer = await fetch(`${fx.system.service('scheduler').url}/internal/clocks/${clock.clockId}/creations`, {
+          method: 'POST',
+          headers: {
+            [INTERNAL_TOKEN_HEADER]: await signer.tokenFor(servicePrincipal('rights'), 'scheduler'),
+            'content-type': 'application/json',
+          },
+          body: JSON.stringify({ grantorId: 'A', kind: 'right', id: `raced-${index}`, connectId: 'alice' }),
+        });
+        return answer.status;
+      }),
+    );
+    expect(answers.filter((status) => status === 200)).toHaveLength(3);
+    expect(answers.filter((status) => status === 409)).toHaveLength(9);
+    expect((await fx.call('DELETE', `/clocks/${clock.clockId}`, A)).status).toBe(204);
+  });
+
   it('when a clock would go past TEST_CLOCK_MAX_ADVANCE ahead of real time, or hold more than TEST_CLOCK_MAX_OBJECTS, then 400 or 409 naming the limit, and nothing changes', async () => {
     const latest = new Date(Date.now() + 5 * 365 * 86_400_000); // P5Y, give or take a leap day
     const beyond = new Date(latest.getTime() + 3 * 86_400_000).toISOString().replace(/\.\d{3}Z$/, 'Z');

@@ -153,6 +153,7 @@ export class ClockUseCases {
         this.store.update(current, next, this.messages.of(next, CLOCK_EVENTS.deleted, actorOf(principal)), true),
     });
     if (done.outcome === 'missing') throw DomainError.notFound(`no clock ${clockId}`);
+    await this.store.forgetPlaces(clockId);
     await this.options.forget?.(clockId);
   }
 }

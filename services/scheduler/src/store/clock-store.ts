@@ -1,24 +1,34 @@
 import {
   BY_ID,
   byGrantor,
+  compareAndSetWrite,
+  documentLock,
   documentSchema,
   type CollectionIndexes,
+  isDuplicateKey,
+  isLostCompareAndSet,
   outboxDocumentFields,
   OutboxStore,
   PENDING_EVENTS,
   type OutboxEntry,
+  serverLimits,
 } from '@rs/store';
-import type { Connection } from 'mongoose';
+import type { Connection, mongo } from 'mongoose';
 import type { ClockEntity } from '../domain/clock';
 
 interface ClockDocument extends Omit<ClockEntity, 'clockId'> {
   _id: string;
   deleted: boolean;
-  /**
-   * The subscriptions and rights created on it through the API: a counter beside the entity,
-   * which no compare-and-set of the clock writes (`takePlace`).
-   */
-  objects?: number;
+}
+
+/**
+ * How many subscriptions and rights were created on a clock through the API: a document of its
+ * own, whose `generation` is that count, so that taking a place is a compare-and-set that
+ * neither contends with the clock's own changes (an advance's steps) nor is undone by them.
+ */
+interface ClockPlacesDocument {
+  _id: string;
+  generation: number;
 }
 
 const schema = documentSchema<ClockDocument>('clocks', {
@@ -26,7 +36,6 @@ const schema = documentSchema<ClockDocument>('clocks', {
   time: 'date',
   advancingTo: 'date',
   status: 'string',
-  objects: 'number?',
   deleted: 'flag',
   ...outboxDocumentFields,
 });
@@ -37,7 +46,10 @@ export const CLOCK_INDEXES: CollectionIndexes = {
   queries: [BY_ID, byGrantor('its clocks: their list, its limit'), PENDING_EVENTS],
 };
 
-const toEntity = ({ _id, deleted: _deleted, objects: _objects, ...fields }: ClockDocument): ClockEntity => ({
+/** The count of a clock's places, by the clock's id. */
+export const CLOCK_PLACES_INDEXES: CollectionIndexes = { collection: 'clockPlaces', queries: [BY_ID] };
+
+const toEntity = ({ _id, deleted: _deleted, ...fields }: ClockDocument): ClockEntity => ({
   clockId: _id,
   ...fields,
   // Clocks stored before advances stepped were where their advance went.
@@ -46,8 +58,11 @@ const toEntity = ({ _id, deleted: _deleted, objects: _objects, ...fields }: Cloc
 
 /** The scheduler's test clocks (docs/decisions/0048): each change a compare-and-set on its generation. */
 export class ClockStore extends OutboxStore<ClockDocument, ClockEntity> {
+  private readonly places: mongo.Collection<ClockPlacesDocument>;
+
   constructor(db: Connection) {
     super(db, 'Clock', schema, { tombstone: 'deleted', toEntity, indexes: CLOCK_INDEXES });
+    this.places = db.db!.collection<ClockPlacesDocument>(CLOCK_PLACES_INDEXES.collection);
   }
 
   async find(clockId: string): Promise<ClockEntity | null> {
@@ -73,21 +88,40 @@ export class ClockStore extends OutboxStore<ClockDocument, ClockEntity> {
   }
 
   /**
-   * Takes one of a live clock's places for an object created on it: false once it holds `max`
-   * (TEST_CLOCK_MAX_OBJECTS). One conditional increment, whatever changes the clock meanwhile
-   * (an advance's steps do not contend with it). FerretDB applies it by reading and writing
-   * (docs/decisions/0010): creations racing on one clock may take a few places more than `max`.
+   * Takes one of a clock's places for an object created on it: false once it holds `max`
+   * (TEST_CLOCK_MAX_OBJECTS). A compare-and-set of the count, taken again while creations race
+   * (on FerretDB its guard makes it exact: docs/decisions/0046).
    */
   async takePlace(clockId: string, max: number): Promise<boolean> {
-    const taken = await this.model.collection.updateOne(
-      {
-        _id: clockId as never,
-        ...this.liveCondition,
-        $or: [{ objects: { $lt: max } }, { objects: { $exists: false } }],
-      },
-      { $inc: { objects: 1 } },
-    );
-    return taken.modifiedCount === 1;
+    const stamped = !(await serverLimits(this.places.db)).usesDriverIndexes;
+    return documentLock.run(CLOCK_PLACES_INDEXES.collection, clockId, async () => {
+      for (;;) {
+        const taken = (await this.places.findOne({ _id: clockId }))?.generation ?? 0;
+        if (taken >= max) return false;
+        if (await this.countPlace(clockId, taken, stamped)) return true;
+      }
+    });
+  }
+
+  /** Counts one place more if the clock still has `taken`; false when another creation was first. */
+  private async countPlace(clockId: string, taken: number, stamped: boolean): Promise<boolean> {
+    try {
+      if (taken === 0) {
+        await this.places.insertOne({ _id: clockId, generation: 1 });
+        return true;
+      }
+      const change = { id: clockId, generation: taken, set: { generation: taken + 1 }, outbox: [] };
+      const { filter, update } = compareAndSetWrite(change, {}, stamped);
+      return (await this.places.updateOne(filter, update as never)).modifiedCount === 1;
+    } catch (error) {
+      if (isDuplicateKey(error) || isLostCompareAndSet(error)) return false;
+      throw error;
+    }
+  }
+
+  /** A deleted clock's count goes with it (docs/decisions/0048). */
+  async forgetPlaces(clockId: string): Promise<void> {
+    await this.places.deleteOne({ _id: clockId });
   }
 
   /** Stores a new clock with its events (through the outbox). */

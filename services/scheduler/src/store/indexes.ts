@@ -1,5 +1,5 @@
 import type { CollectionIndexes } from '@rs/store';
-import { CLOCK_INDEXES } from './clock-store';
+import { CLOCK_INDEXES, CLOCK_PLACES_INDEXES } from './clock-store';
 import { dueIndexes } from './due-store';
 import { HOLD_EXPIRIES, RIGHT_EXPIRIES, SUBSCRIPTION_SCHEDULES } from './stores';
 
@@ -13,4 +13,5 @@ export const collectionIndexes = (): CollectionIndexes[] => [
   dueIndexes(SUBSCRIPTION_SCHEDULES),
   dueIndexes(HOLD_EXPIRIES),
   CLOCK_INDEXES,
+  CLOCK_PLACES_INDEXES,
 ];
