@@ -17,7 +17,11 @@ const SECONDS = Number(process.env.BENCH_KID_SECONDS ?? 10);
 
 const issuer = new TokenIssuer({ issuer: 'self', audience: 'rights-api' });
 await issuer.start();
-const { system, stop } = await startBenchSystem({ name: 'bench_issuers', backends: ['catalog', 'rights'], env: issuer.env });
+const { system, stop } = await startBenchSystem({
+  name: 'bench_issuers',
+  backends: ['catalog', 'rights'],
+  env: issuer.env,
+});
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** The gateway's count of JWKS fetches, every issuer and outcome. */

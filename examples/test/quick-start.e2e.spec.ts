@@ -3,14 +3,15 @@ import { once } from 'node:events';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { freePorts, RabbitAdmin, REPO_ROOT } from '@rs/testing';
+import { freePorts, ProviderShapes, RabbitAdmin, REPO_ROOT, SHAPE_USERS, type ProviderShape } from '@rs/testing';
 import mongoose from 'mongoose';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
 // The README's quick start as a newcomer meets it: `npm start` (here on ports, databases and a
 // RabbitMQ vhost of its own, so that it runs beside the other tests), its log until ready, then
 // the commands of the README's first shell session, extracted from the README and run in order
-// by bash; and a second `npm start` on other ports beside the first.
+// by bash; and a second `npm start` on other ports beside the first, trusting the identity
+// providers an operator runs (`AUTH_ISSUERS`, docs/identity-providers.md).
 
 const SERVICES = ['gateway', 'catalog', 'rights', 'subscriptions', 'scheduler', 'webhooks'];
 const rabbit = new RabbitAdmin(process.env.RABBITMQ_MANAGEMENT_URL!);
@@ -26,12 +27,13 @@ class Start {
     return `http://localhost:${this.base}`;
   }
 
-  async run(): Promise<void> {
+  /** Starts it with the environment of the shell it runs in and `extra`. */
+  async run(extra: NodeJS.ProcessEnv = {}): Promise<void> {
     await rabbit.createVhost(this.name);
     this.base = await freePorts(12);
     const amqp = new URL(process.env.AMQP_URL!);
     amqp.pathname = `/${this.name}`;
-    const env: NodeJS.ProcessEnv = { ...process.env, NODE_ENV: 'development', AMQP_URL: amqp.toString() };
+    const env: NodeJS.ProcessEnv = { ...process.env, NODE_ENV: 'development', AMQP_URL: amqp.toString(), ...extra };
     delete env.ADMIN_CLIENT_ID;
     delete env.ADMIN_CLIENT_SECRET;
     for (const service of SERVICES) env[`${service.toUpperCase()}_MONGODB_URL`] = this.databaseUrl(service);
@@ -99,10 +101,15 @@ function quickStartCommands(): string[] {
 
 const first = new Start();
 const second = new Start();
-beforeAll(() => first.run(), 120_000);
+const shapes = new ProviderShapes();
+beforeAll(async () => {
+  await shapes.start();
+  await first.run();
+}, 120_000);
 afterAll(async () => {
   await first.drop();
   await second.drop();
+  await shapes.close();
 });
 
 describe("the README's quick start", () => {
@@ -163,14 +170,79 @@ describe("the README's quick start", () => {
     await expect.poll(linked).toBe(1);
   });
 
-  it('when a second npm start is given other ports, then it runs beside the first and both answer; each stops without a warning', async () => {
-    await second.run();
+  it('when a second npm start is given other ports, then it runs beside the first and both answer', async () => {
+    await second.run({ AUTH_ISSUERS: JSON.stringify(shapes.issuers()) });
     for (const start of [first, second]) {
       const answer = await fetch(`${start.url}/readyz`);
       expect(answer.status, start.url).toBe(200);
       const root = await fetch(`${start.url}/`, { redirect: 'manual' });
       expect(root.headers.get('location')).toBe(`${start.url}/docs`);
     }
+  }, 180_000);
+
+  it("when npm start is given AUTH_ISSUERS, then each provider's user token reaches its user's rights with the mapped scopes, and acme's staff read and, with the write role, suspend any acme user's right", async () => {
+    const admin = `Basic ${Buffer.from('admin:admin-secret-change-me').toString('base64')}`;
+    const call = (method: string, route: string, authorization: string, body?: unknown, headers = {}) =>
+      fetch(`${second.url}${route}`, {
+        method,
+        headers: { authorization, ...headers, ...(body ? { 'content-type': 'application/json' } : {}) },
+        ...(body ? { body: JSON.stringify(body) } : {}),
+      });
+    for (const { client } of Object.values(SHAPE_USERS))
+      expect(
+        (await call('PUT', `/admin/clients/${client}`, admin, { secret: 'a-secret-of-its-own', grantorId: 'acme' }))
+          .status,
+      ).toBe(201);
+    for (const user of [...Object.values(SHAPE_USERS).map(({ user }) => user), 'erin'])
+      expect((await call('PUT', `/id/users/${user}`, admin)).status).toBe(201);
+    expect((await call('PUT', '/catalog/skus/news', admin, { grantorIds: ['acme'] })).status).toBe(201);
+    const interval = '2026-01-01T00:00:00Z/2099-01-01T00:00:00Z';
+    for (const user of [...Object.values(SHAPE_USERS).map(({ user }) => user), 'erin'])
+      expect(
+        (
+          await call('POST', `/id/users/${user}/rights`, admin, {
+            sku: 'news',
+            grantorId: 'acme',
+            timeInterval: interval,
+          })
+        ).status,
+      ).toBe(201);
+
+    for (const shape of Object.keys(SHAPE_USERS) as ProviderShape[]) {
+      const { user } = SHAPE_USERS[shape];
+      const token = `Bearer ${await shapes.userToken(shape, ProviderShapes.READ_GRANTS[shape])}`;
+      const own = await call('GET', `/id/users/${user}/rights?grantorId=acme`, token);
+      expect(own.status, `${shape}: ${await own.clone().text()}`).toBe(200);
+      expect(((await own.json()) as { right: unknown[] }).right, shape).toHaveLength(1);
+      expect((await call('GET', '/id/users/erin/rights?grantorId=acme', token)).status, shape).toBe(401);
+      const unmapped = await call(
+        'GET',
+        `/id/users/${user}/rights?grantorId=acme`,
+        `Bearer ${await shapes.userToken(shape, [])}`,
+      );
+      expect(unmapped.status, shape).toBe(401);
+    }
+
+    const [right] = (
+      (await (await call('GET', '/id/users/erin/rights?grantorId=acme', admin)).json()) as {
+        right: Array<{ rightId: string }>;
+      }
+    ).right;
+    const path = `/id/users/erin/rights/${right!.rightId}`;
+    const suspend = (authorization: string) =>
+      call('POST', `${path}/suspend`, authorization, undefined, { 'x-audit-reason': 'the customer asked' });
+    const reader = `Bearer ${await shapes.staffToken('ann', ['rights-support'], ['acme'])}`;
+    expect((await call('GET', path, reader)).status).toBe(200);
+    expect((await suspend(reader)).status).toBe(401);
+    const stranger = `Bearer ${await shapes.staffToken('bea', ['rights-support-write'], ['globex'])}`;
+    expect((await call('GET', path, stranger)).status).toBe(404);
+    const writer = `Bearer ${await shapes.staffToken('cal', ['rights-support-write'], ['acme'])}`;
+    const suspended = await suspend(writer);
+    expect(suspended.status, await suspended.clone().text()).toBe(204);
+    expect(await (await call('GET', path, reader)).json()).toMatchObject({ state: 'SUSPENDED' });
+  });
+
+  it('when both are stopped, then each stops without a warning', async () => {
     for (const start of [first, second]) {
       const stopping = await start.stop();
       expect(stopping.filter((line) => / (WARN|ERROR|FATAL):/.test(line))).toEqual([]);

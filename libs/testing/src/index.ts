@@ -19,3 +19,4 @@ export * from './rabbit-cluster';
 export * from './periodic-subscriptions';
 export * from './markers';
 export * from './waiting';
+export * from './provider-shapes';

@@ -1,19 +1,14 @@
-import { TestSystem, TokenIssuer } from '@rs/testing';
+import { ProviderShapes, TestSystem, TokenIssuer } from '@rs/testing';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
 // docs/identity-providers.md: the gateway trusts several issuers at once (AUTH_ISSUERS), each
 // token verified only with its own issuer's keys, found by discovery or at a given JWKS URL, and
 // its client, user and scopes read from the claims that issuer uses. Each issuer below signs
 // tokens of exactly the shape its namesake does.
-const providers = {
-  keycloak: new TokenIssuer({ issuer: 'self', path: '/realms/acme', audience: 'rights-api' }),
-  auth0: new TokenIssuer({ issuer: 'https://acme.eu.auth0.com/', audience: 'https://rights.acme.example' }),
-  okta: new TokenIssuer({ issuer: 'self', path: '/oauth2/default', audience: 'api://rights' }),
-  entra: new TokenIssuer({ issuer: 'https://login.microsoftonline.com/tenant-1/v2.0', audience: 'api://rights-app' }),
-  // Unreachable when the gateway starts.
-  late: new TokenIssuer({ issuer: 'self', audience: 'rights-api' }),
-};
-const CONNECT_ID_CLAIM = 'https://rights.acme.example/connect_id';
+const shapes = new ProviderShapes();
+// Unreachable when the gateway starts.
+const late = new TokenIssuer({ issuer: 'self', audience: 'rights-api' });
+const providers = { keycloak: shapes.keycloak, auth0: shapes.auth0, okta: shapes.okta, entra: shapes.entra, late };
 let system: TestSystem;
 
 const basic = (id: string) => `Basic ${Buffer.from(`${id}:secret-of-${id}`).toString('base64')}`;
@@ -33,61 +28,11 @@ const metric = async (name: string, labels: Record<string, string>) => {
     .reduce((sum, line) => sum + Number(line.split(' ').pop()), 0);
 };
 
-/** The tokens of each provider for a user, with the roles or scopes that grant reading rights, or without them. */
-const shapes = {
-  keycloak: (roles: string[]) =>
-    providers.keycloak.sign({
-      sub: 'alice',
-      azp: 'kc-app',
-      typ: 'Bearer',
-      scope: 'openid profile',
-      realm_access: { roles: ['offline_access', ...roles] },
-      preferred_username: 'alice',
-    }),
-  auth0: (permissions: string[]) =>
-    providers.auth0.sign({
-      sub: 'auth0|6543210',
-      [CONNECT_ID_CLAIM]: 'bob',
-      azp: 'auth0-app',
-      aud: ['https://rights.acme.example', 'https://acme.eu.auth0.com/userinfo'],
-      scope: 'openid profile',
-      permissions,
-    }),
-  okta: (scp: string[]) =>
-    providers.okta.sign({ sub: 'carol@acme.example', uid: 'carol', cid: 'okta-app', scp: ['openid', ...scp] }),
-  entra: (scopes: string[]) =>
-    providers.entra.sign({
-      sub: 'AAAAAAAAAAAAAAAAAAAAAIkzqFVrSaSaFHy782bbtaQ',
-      oid: 'dave',
-      azp: 'entra-app',
-      scp: ['User.Read', ...scopes].join(' '),
-      ver: '2.0',
-    }),
-};
-
 beforeAll(async () => {
-  for (const provider of Object.values(providers)) await provider.start();
-  providers.late.mode = 'down';
-  const { keycloak, auth0, okta, entra, late } = providers;
-  const issuers = [
-    {
-      issuer: keycloak.issuer,
-      audience: 'rights-api',
-      claims: { client: ['azp'], roles: 'realm_access.roles' },
-      scopeMap: { 'rights-reader': ['id.user.right.read'] },
-      staff: { read: 'rights-support', write: 'rights-support-write', admin: 'rights-admin', grantor: 'grantor' },
-    },
-    {
-      issuer: auth0.issuer,
-      audience: 'https://rights.acme.example',
-      jwksUri: auth0.jwksUrl,
-      claims: { client: ['azp'], user: CONNECT_ID_CLAIM, roles: 'permissions' },
-      scopeMap: { 'read:rights': ['id.user.right.read'] },
-    },
-    { issuer: okta.issuer, audience: 'api://rights', claims: { client: ['cid'], user: 'uid' } },
-    { issuer: entra.issuer, audience: ['api://rights-app'], jwksUri: entra.jwksUrl, claims: { user: 'oid' } },
-    { issuer: late.issuer, audience: 'rights-api' },
-  ];
+  await shapes.start();
+  await late.start();
+  late.mode = 'down';
+  const issuers = [...shapes.issuers(), { issuer: late.issuer, audience: 'rights-api' }];
   system = await TestSystem.start({
     name: 'identity_providers',
     backends: ['catalog', 'rights'],
@@ -108,7 +53,8 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await system?.stop();
-  for (const provider of Object.values(providers)) await provider.close();
+  await shapes.close();
+  await late.close();
 });
 
 describe('tokens of the identity providers operators run (docs/identity-providers.md)', () => {
@@ -120,14 +66,14 @@ describe('tokens of the identity providers operators run (docs/identity-provider
   ] as const)(
     'when %s signs a user token, then it reaches its user’s rights with the mapped scopes, and no one else’s',
     async (_name, provider, user, grants) => {
-      const granted = await shapes[provider]([...grants]);
+      const granted = await shapes.userToken(provider, grants);
       const response = await rightsOf(user, bearer(granted));
       expect(response.status, await response.clone().text()).toBe(200);
       expect(await response.json()).toEqual({ right: [] });
       expect((await rightsOf('erin', bearer(granted))).headers.get('www-authenticate')).toBe(
         invalid('token not issued for this user'),
       );
-      const without = await rightsOf(user, bearer(await shapes[provider]([])));
+      const without = await rightsOf(user, bearer(await shapes.userToken(provider, [])));
       expect([without.status, without.headers.get('www-authenticate')]).toEqual([
         401,
         'Bearer realm="rights", error="insufficient_scope", scope="id.user.right.read"',
@@ -208,7 +154,7 @@ describe('tokens of the identity providers operators run (docs/identity-provider
   });
 
   it('when a token is presented again, then its signature is not checked again', async () => {
-    const token = await shapes.okta(['id.user.right.read']);
+    const token = await shapes.userToken('okta', ['id.user.right.read']);
     expect((await rightsOf('carol', bearer(token))).status).toBe(200);
     const remembered = await metric('gateway_bearer_verifications_total', { outcome: 'remembered' });
     const verified = await metric('gateway_bearer_verifications_total', { outcome: 'verified' });
@@ -222,7 +168,7 @@ describe('tokens of the identity providers operators run (docs/identity-provider
     const early = await rightsOf('erin', bearer(token));
     expect([early.status, early.headers.get('retry-after')]).toEqual([503, expect.stringMatching(/^\d+$/)]);
     expect((await rightsOf('erin', basic('grantor-a'))).status).toBe(200);
-    expect((await rightsOf('alice', bearer(await shapes.keycloak(['rights-reader'])))).status).toBe(200);
+    expect((await rightsOf('alice', bearer(await shapes.userToken('keycloak', ['rights-reader'])))).status).toBe(200);
     providers.late.mode = 'up';
     await vi.waitFor(async () => expect((await rightsOf('erin', bearer(token))).status).toBe(200), {
       timeout: 30_000,
@@ -231,18 +177,18 @@ describe('tokens of the identity providers operators run (docs/identity-provider
     expect(providers.late.discoveryRequests).toBeGreaterThan(0);
   });
   it('when a provider rotates its key, then new tokens verify after one fetch of its keys, and old ones until they expire', async () => {
-    const old = await shapes.keycloak(['rights-reader']);
+    const old = await shapes.userToken('keycloak', ['rights-reader']);
     expect((await rightsOf('alice', bearer(old))).status).toBe(200);
     const fetched = providers.keycloak.jwksRequests;
     await providers.keycloak.rotate();
-    const renewed = await shapes.keycloak(['rights-reader']);
+    const renewed = await shapes.userToken('keycloak', ['rights-reader']);
     // Keys fetched less than 30 s ago are not fetched again, whatever a token says: the new key
     // is found once that has passed, by one fetch.
     await vi.waitFor(async () => expect((await rightsOf('alice', bearer(renewed))).status).toBe(200), {
       timeout: 45_000,
       interval: 1_000,
     });
-    expect((await rightsOf('alice', bearer(await shapes.keycloak(['rights-reader'])))).status).toBe(200);
+    expect((await rightsOf('alice', bearer(await shapes.userToken('keycloak', ['rights-reader'])))).status).toBe(200);
     expect(
       (
         await rightsOf(
@@ -263,8 +209,7 @@ describe('tokens of the identity providers operators run (docs/identity-provider
 
 describe('staff members (docs/identity-providers.md "Staff")', () => {
   /** A support agent of Keycloak's realm: `sub` and `name`, its realm roles and the grantors it serves. */
-  const agent = (sub: string, roles: string[], grantor: string[] = []) =>
-    providers.keycloak.sign({ sub, azp: 'rights-console', name: `Agent ${sub}`, realm_access: { roles }, grantor });
+  const agent = (sub: string, roles: string[], grantors: string[] = []) => shapes.staffToken(sub, roles, grantors);
 
   it('when staff of a grantor read and change a right of any of its users, then reading needs a role and changing the write role; another grantor’s right is not there for them', async () => {
     const created = await fetch(`${system.gatewayUrl}/id/users/erin/rights`, {
