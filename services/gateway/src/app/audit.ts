@@ -118,7 +118,7 @@ export class AuditLog {
       return { items: [], last: null };
     return this.options.store.page(chosen.list, {
       grantorId: chosen.grantorId,
-      ...(query.actor === undefined || chosen.list.startsWith('a|') ? {} : { actorId: query.actor }),
+      ...(query.actor === undefined || chosen.list.name.startsWith('a|') ? {} : { actorId: query.actor }),
       ...(query.after === undefined ? {} : { since: query.after }),
       ...(query.before === undefined ? {} : { before: query.before }),
       margin: this.options.leaseMs + 60_000,

@@ -93,18 +93,35 @@ export function subjectPath(subject: string, publicBaseUrl: string): string {
 /** A list's party as a token lists accept, whatever its text (ids and paths may hold any character). */
 const token = (text: string) => createHash('sha256').update(text).digest('base64url').slice(0, 22);
 
+/**
+ * A list of the log: its name, and the owner whose counter numbers it. The log's own lists (all,
+ * a grantor's, an actor's) share one owner, whose counter holds a position per grantor and per
+ * actor; a resource's lists are owned by the object at the top of its path (`/id/users/alice`,
+ * `/catalog/skus/news`), so that no counter grows with every resource ever changed and each
+ * stays as small as one user's or one object's resources.
+ */
+export interface AuditList {
+  owner: string;
+  name: string;
+}
+
+const LOG_OWNER = 'audit';
+const logList = (name: string): AuditList => ({ owner: LOG_OWNER, name });
 /** The list of every entry. */
-export const ALL_ENTRIES = 'all';
-export const grantorList = (grantorId: string) => `g|${token(grantorId)}`;
-export const actorList = (actorId: string) => `a|${token(actorId)}`;
-export const subjectList = (path: string) => `s|${token(path)}`;
+export const ALL_ENTRIES = logList('all');
+export const grantorList = (grantorId: string) => logList(`g|${token(grantorId)}`);
+export const actorList = (actorId: string) => logList(`a|${token(actorId)}`);
+export const subjectList = (path: string): AuditList => ({
+  owner: `audit|${token(path.split('/').slice(0, 4).join('/'))}`,
+  name: `s|${token(path)}`,
+});
 
 /**
  * The lists an entry is found in: all, its grantor's, its actor's, and one per resource its
  * subject lies under (`/id/users/alice`, `/id/users/alice/rights`, …), so that the log of a user
  * or of a resource is one list.
  */
-export function listsOfEntry(entry: Pick<AuditEntry, 'actor' | 'grantorId'>, path: string): string[] {
+export function listsOfEntry(entry: Pick<AuditEntry, 'actor' | 'grantorId'>, path: string): AuditList[] {
   const segments = path.split('/').filter(Boolean);
   const under = segments.slice(1).map((_, i) => `/${segments.slice(0, i + 2).join('/')}`);
   return [
@@ -133,7 +150,7 @@ export function auditListOf(
   principal: Principal,
   query: AuditQuery,
   publicBaseUrl: string,
-): { ok: true; list: string; grantorId: string | null } | { ok: false; reason: 'not_permitted' | 'name_grantor' } {
+): { ok: true; list: AuditList; grantorId: string | null } | { ok: false; reason: 'not_permitted' | 'name_grantor' } {
   let grantorId = query.grantorId ?? null;
   if (!isAdminOrStaff(principal)) return { ok: false, reason: 'not_permitted' };
   if (!principal.admin) {

@@ -17,6 +17,7 @@ import {
   type RetainedCollection,
 } from '@rs/store';
 import type { mongo } from 'mongoose';
+import type { AuditList } from '../domain/audit';
 
 export const AUDIT = 'audit';
 
@@ -60,9 +61,6 @@ export const auditIndexes = (retentionDays: number): CollectionIndexes[] => [
   },
   listCounterIndexes(AUDIT),
 ];
-
-/** Every list of the log has one owner: the log is one history, newest first. */
-const OWNER = 'audit';
 
 const toEntry = (doc: AuditDocument): AuditEntry => ({
   auditId: doc._id,
@@ -125,8 +123,15 @@ export class AuditStore {
    * Completes an open entry as `entry` says, in the lists `lists` names, with `outbox`; false
    * when it was completed already (by its request, or closed by the sweep).
    */
-  async complete(entry: AuditEntry, lists: readonly string[], outbox: OutboxEntry[]): Promise<boolean> {
-    const [placed] = await this.lists.place([entry], () => ({ owner: OWNER, names: lists }));
+  async complete(entry: AuditEntry, lists: readonly AuditList[], outbox: OutboxEntry[]): Promise<boolean> {
+    const byOwner = new Map<string, string[]>();
+    for (const { owner, name } of lists) byOwner.set(owner, [...(byOwner.get(owner) ?? []), name]);
+    // One placement per owner (each one counter write, shared with the entries completed beside it).
+    const placements = await this.lists.place([...byOwner], ([owner, names]) => ({ owner, names }));
+    const placed = {
+      listed: Object.assign({}, ...placements.map(({ listed }) => listed)) as Record<string, number>,
+      listBlocks: placements.flatMap(({ listBlocks }) => listBlocks),
+    };
     return this.documents.compareAndSet({
       id: entry.auditId,
       generation: 1,
@@ -136,8 +141,8 @@ export class AuditStore {
         grantorId: entry.grantorId,
         status: entry.status,
         open: false,
-        listed: placed!.listed,
-        listBlocks: placed!.listBlocks,
+        listed: placed.listed,
+        listBlocks: placed.listBlocks,
         updatedAt: new Date(),
       },
       outbox,
@@ -162,7 +167,7 @@ export class AuditStore {
    * instant stops reading once it meets an entry begun `margin` before it.
    */
   async page(
-    list: string,
+    list: AuditList,
     query: {
       grantorId: string | null;
       actorId?: string;
@@ -179,22 +184,18 @@ export class AuditStore {
       ...(query.actorId === undefined ? {} : { actorId: query.actorId }),
       ...(before === undefined ? {} : { at: { $lt: before } }),
     };
-    const page = await this.lists.page<AuditDocument>(
-      this.documents.collection,
-      { owner: OWNER, name: list },
-      {
-        filter,
-        projection: { outbox: 0, listBlocks: 0 },
-        after: query.after,
-        limit: query.limit,
-        ...(since === undefined
-          ? {}
-          : {
-              keep: (doc: AuditDocument) => doc.at >= since,
-              until: (doc: AuditDocument) => doc.at.getTime() < since.getTime() - query.margin,
-            }),
-      },
-    );
+    const page = await this.lists.page<AuditDocument>(this.documents.collection, list, {
+      filter,
+      projection: { outbox: 0, listBlocks: 0 },
+      after: query.after,
+      limit: query.limit,
+      ...(since === undefined
+        ? {}
+        : {
+            keep: (doc: AuditDocument) => doc.at >= since,
+            until: (doc: AuditDocument) => doc.at.getTime() < since.getTime() - query.margin,
+          }),
+    });
     return { items: page.items.map(toEntry), last: page.last };
   }
 }
