@@ -1,0 +1,94 @@
+// `npm run bench:staff-writes`: what the audit log costs a staff member's change (docs/audit.md).
+// The services as processes trust one test issuer; an acme `write` agent (Bearer, audited) and
+// acme's own API client (Basic, not audited) each suspend and activate BENCH_STAFF_RIGHTS rights
+// (default 100) of one user, BENCH_STAFF_WRITES changes a run (default 1,500), 16 at a time, in
+// the order A, B, B, A (the database slows as a run goes on). Prints each writer's mean rate and
+// their ratio. The promise is about the same agent's writes with and without the log: run this
+// file on the commit before the log (a `git worktree`) and on today's, in the same hour, and
+// compare the agent's rates (docs/performance.md).
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { startBenchSystem, TestSystem } from './system.mjs';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const { TokenIssuer } = await import(path.join(root, 'libs/testing/dist/index.js'));
+const RIGHTS = Number(process.env.BENCH_STAFF_RIGHTS ?? 100);
+const WRITES = Number(process.env.BENCH_STAFF_WRITES ?? 1_500);
+const AT_ONCE = 16;
+
+const issuer = new TokenIssuer();
+await issuer.start();
+const { system, stop } = await startBenchSystem({
+  name: 'bench_staff_writes',
+  backends: ['catalog', 'rights'],
+  env: issuer.env,
+});
+const ACME = TestSystem.clientAuthorization('acme');
+
+async function call(method, route, authorization, body, headers = {}) {
+  const response = await fetch(`${system.gatewayUrl}${route}`, {
+    method,
+    headers: { authorization, ...(body ? { 'content-type': 'application/json' } : {}), ...headers },
+    ...(body ? { body: JSON.stringify(body) } : {}),
+  });
+  if (response.status >= 300) throw new Error(`${method} ${route}: ${response.status} ${await response.text()}`);
+  return response.status === 204 ? null : response.json();
+}
+
+/** `count` tasks, AT_ONCE at a time: the time they took, in ms. */
+async function pooled(count, task) {
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: AT_ONCE }, async () => {
+      while (next < count) await task(next++);
+    }),
+  );
+  return performance.now() - started;
+}
+
+try {
+  await system.seed({ clients: [{ clientId: 'acme', grantorId: 'acme' }], users: ['heavy'], skus: { news: {} } });
+  const rightIds = [];
+  for (let i = 0; i < RIGHTS; i++) {
+    const right = await call('POST', '/id/users/heavy/rights', ACME, {
+      sku: 'news',
+      grantorId: 'acme',
+      state: 'ACTIVE',
+      timeInterval: '2026-01-01T00:00:00Z/2099-01-01T00:00:00Z',
+    });
+    rightIds.push(right.rightId);
+  }
+  const agent = `Bearer ${await issuer.staffToken('agent', 'write', ['acme'])}`;
+  const writers = {
+    'acme write agent (Bearer, audited)': { authorization: agent, headers: { 'x-audit-reason': 'bench' } },
+    "acme's client (Basic, not audited)": { authorization: ACME, headers: {} },
+  };
+  // Every right is ACTIVE between runs: a run suspends and activates each in turn.
+  const perRun = Math.floor(WRITES / (2 * RIGHTS)) * 2 * RIGHTS || 2 * RIGHTS;
+  const rates = Object.fromEntries(Object.keys(writers).map((name) => [name, []]));
+  for (const [name, { authorization, headers }] of [...Object.entries(writers), ...Object.entries(writers).reverse()]) {
+    const ms = await pooled(perRun, (i) => {
+      const change = Math.floor(i / RIGHTS) % 2 === 0 ? 'suspend' : 'activate';
+      return call(
+        'POST',
+        `/id/users/heavy/rights/${rightIds[i % RIGHTS]}/${change}`,
+        authorization,
+        undefined,
+        headers,
+      );
+    });
+    rates[name].push((perRun / ms) * 1000);
+  }
+  const mean = (name) => rates[name].reduce((sum, rate) => sum + rate, 0) / rates[name].length;
+  for (const name of Object.keys(writers))
+    console.log(
+      `${name}: ${mean(name).toFixed(0)} changes/s (${rates[name].map((rate) => rate.toFixed(0)).join(', ')})`,
+    );
+  const [audited, plain] = Object.keys(writers).map(mean);
+  console.log(`agent ÷ client: ${(audited / plain).toFixed(2)}`);
+} finally {
+  await stop();
+  await issuer.close();
+}
