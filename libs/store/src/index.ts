@@ -14,3 +14,4 @@ export * from './indexes';
 export * from './retention';
 export * from './index-documents';
 export * from './listing';
+export * from './group-commit';

@@ -40,7 +40,9 @@ beforeAll(async () => {
     periodS: PERIOD_S,
     periods: PERIODS,
     userPrefix: 'reliable',
-    leadMs: 20_000,
+    // The seed and 1,000 creations, at the suite's start beside an `npm install` and a cluster
+    // test: 20 s was not always enough in CI.
+    leadMs: 45_000,
     creators: 16,
     authorization: TestSystem.clientAuthorization('grantor-a'),
     grantorId: 'A',

@@ -2,6 +2,7 @@ import type { AuditEntry } from '@rs/contracts';
 import {
   BY_ID,
   declareIndexes,
+  GroupCommit,
   LIST_BLOCKS,
   listCounterIndexes,
   listsOfCollection,
@@ -15,6 +16,8 @@ import {
   type Lists,
   type OutboxEntry,
   type RetainedCollection,
+  type StoredChange,
+  WriteFailed,
 } from '@rs/store';
 import type { mongo } from 'mongoose';
 import type { AuditList } from '../domain/audit';
@@ -42,6 +45,19 @@ interface AuditDocument {
 
 /** An entry begun, before its answer. */
 export type OpenEntry = Omit<AuditEntry, 'status'>;
+
+/** An entry completed: its answer, the lists it goes in, its events. */
+interface Completion {
+  entry: AuditEntry;
+  lists: readonly AuditList[];
+  outbox: OutboxEntry[];
+}
+
+/**
+ * The most entries written together: one `insertMany`, or one placement in the lists and that
+ * many compare-and-sets (FerretDB's bound on a batch of updates, docs/decisions/0010).
+ */
+const MAX_BATCH = 50;
 
 /** The queries of the audit log: by id, a block of a list, open entries, pending events, and the retention's purge. */
 export const auditIndexes = (retentionDays: number): CollectionIndexes[] => [
@@ -84,6 +100,15 @@ const toEntry = (doc: AuditDocument): AuditEntry => ({
 export class AuditStore {
   private readonly documents: OutboxCollection;
   private readonly lists: Lists;
+  /**
+   * Entries begun, and entries completed, while a write of their kind is under way are written
+   * together by the next: the log adds to each audited change a share of a write, not a write.
+   */
+  private readonly openings = new GroupCommit<OpenEntry, void>((entries) => this.insertOpen(entries), MAX_BATCH);
+  private readonly completions = new GroupCommit<Completion, boolean | WriteFailed>(
+    (completions) => this.completeTogether(completions),
+    MAX_BATCH,
+  );
 
   constructor(
     private readonly db: mongo.Db,
@@ -101,22 +126,29 @@ export class AuditStore {
     return { db: this.db, collection: AUDIT, retention: retentionOf('at', this.retentionDays) };
   }
 
-  /** Records an entry whose request begins now. */
-  async open(entry: OpenEntry): Promise<void> {
-    const { auditId, at, actor, ...rest } = entry;
-    const doc = {
-      _id: auditId,
-      generation: 1,
-      at: new Date(at),
-      actor,
-      actorId: actor.id,
-      ...rest,
-      status: null,
-      open: true,
-      createdAt: new Date(at),
-      updatedAt: new Date(at),
-    };
-    await this.documents.insert(doc, []);
+  /** Records an entry whose request begins now; resolves once it is stored. */
+  open(entry: OpenEntry): Promise<void> {
+    return this.openings.add(entry);
+  }
+
+  private async insertOpen(entries: readonly OpenEntry[]): Promise<void[]> {
+    const docs = entries.map(({ auditId, at, actor, ...rest }) => ({
+      doc: {
+        _id: auditId,
+        generation: 1,
+        at: new Date(at),
+        actor,
+        actorId: actor.id,
+        ...rest,
+        status: null,
+        open: true,
+        createdAt: new Date(at),
+        updatedAt: new Date(at),
+      },
+      outbox: [],
+    }));
+    await this.documents.insertMany(docs);
+    return entries.map(() => undefined);
   }
 
   /**
@@ -124,29 +156,38 @@ export class AuditStore {
    * when it was completed already (by its request, or closed by the sweep).
    */
   async complete(entry: AuditEntry, lists: readonly AuditList[], outbox: OutboxEntry[]): Promise<boolean> {
-    const byOwner = new Map<string, string[]>();
-    for (const { owner, name } of lists) byOwner.set(owner, [...(byOwner.get(owner) ?? []), name]);
-    // One placement per owner (each one counter write, shared with the entries completed beside it).
-    const placements = await this.lists.place([...byOwner], ([owner, names]) => ({ owner, names }));
-    const placed = {
-      listed: Object.assign({}, ...placements.map(({ listed }) => listed)) as Record<string, number>,
-      listBlocks: placements.flatMap(({ listBlocks }) => listBlocks),
-    };
-    return this.documents.compareAndSet({
-      id: entry.auditId,
-      generation: 1,
-      set: {
-        generation: 2,
-        subject: entry.subject,
-        grantorId: entry.grantorId,
-        status: entry.status,
-        open: false,
-        listed: placed.listed,
-        listBlocks: placed.listBlocks,
-        updatedAt: new Date(),
-      },
-      outbox,
+    const stored = await this.completions.add({ entry, lists, outbox });
+    if (stored instanceof WriteFailed) throw stored.error;
+    return stored;
+  }
+
+  /** Completions placed in their lists together (a counter write per owner), then each stored. */
+  private async completeTogether(completions: readonly Completion[]): Promise<Array<boolean | WriteFailed>> {
+    const groups = completions.flatMap(({ lists }, index) => {
+      const byOwner = new Map<string, string[]>();
+      for (const { owner, name } of lists) byOwner.set(owner, [...(byOwner.get(owner) ?? []), name]);
+      return [...byOwner].map(([owner, names]) => ({ index, owner, names }));
     });
+    const placements = await this.lists.place(groups, ({ owner, names }) => ({ owner, names }));
+    const changes = completions.map(({ entry, outbox }, index): StoredChange => {
+      const own = placements.filter((_, group) => groups[group]!.index === index);
+      return {
+        id: entry.auditId,
+        generation: 1,
+        set: {
+          generation: 2,
+          subject: entry.subject,
+          grantorId: entry.grantorId,
+          status: entry.status,
+          open: false,
+          listed: Object.assign({}, ...own.map(({ listed }) => listed)) as Record<string, number>,
+          listBlocks: own.flatMap(({ listBlocks }) => listBlocks),
+          updatedAt: new Date(),
+        },
+        outbox,
+      };
+    });
+    return this.documents.compareAndSetMany(changes);
   }
 
   /**

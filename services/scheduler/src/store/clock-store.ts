@@ -2,8 +2,8 @@ import {
   BY_ID,
   byGrantor,
   compareAndSetWrite,
-  documentLock,
   documentSchema,
+  GroupCommit,
   type CollectionIndexes,
   isDuplicateKey,
   isLostCompareAndSet,
@@ -59,6 +59,14 @@ const toEntity = ({ _id, deleted: _deleted, ...fields }: ClockDocument): ClockEn
 /** The scheduler's test clocks (docs/decisions/0048): each change a compare-and-set on its generation. */
 export class ClockStore extends OutboxStore<ClockDocument, ClockEntity> {
   private readonly places: mongo.Collection<ClockPlacesDocument>;
+  /**
+   * Creations on clocks asked while places are being counted are counted together by the next
+   * count: a burst of creations on one clock costs a few writes, not one after another each.
+   */
+  private readonly placing = new GroupCommit<{ clockId: string; max: number }, boolean>(
+    (asked) => this.takePlaces(asked),
+    500,
+  );
 
   constructor(db: Connection) {
     super(db, 'Clock', schema, { tombstone: 'deleted', toEntity, indexes: CLOCK_INDEXES });
@@ -89,28 +97,42 @@ export class ClockStore extends OutboxStore<ClockDocument, ClockEntity> {
 
   /**
    * Takes one of a clock's places for an object created on it: false once it holds `max`
-   * (TEST_CLOCK_MAX_OBJECTS). A compare-and-set of the count, taken again while creations race
-   * (on FerretDB its guard makes it exact: docs/decisions/0046).
+   * (TEST_CLOCK_MAX_OBJECTS). A compare-and-set of the count (on FerretDB its guard makes it
+   * exact: docs/decisions/0046), of all the places asked of a clock meanwhile at once.
    */
-  async takePlace(clockId: string, max: number): Promise<boolean> {
-    const stamped = !(await serverLimits(this.places.db)).usesDriverIndexes;
-    return documentLock.run(CLOCK_PLACES_INDEXES.collection, clockId, async () => {
-      for (;;) {
-        const taken = (await this.places.findOne({ _id: clockId }))?.generation ?? 0;
-        if (taken >= max) return false;
-        if (await this.countPlace(clockId, taken, stamped)) return true;
-      }
-    });
+  takePlace(clockId: string, max: number): Promise<boolean> {
+    return this.placing.add({ clockId, max });
   }
 
-  /** Counts one place more if the clock still has `taken`; false when another creation was first. */
-  private async countPlace(clockId: string, taken: number, stamped: boolean): Promise<boolean> {
+  private async takePlaces(asked: ReadonlyArray<{ clockId: string; max: number }>): Promise<boolean[]> {
+    const stamped = !(await serverLimits(this.places.db)).usesDriverIndexes;
+    const byClock = new Map<string, number[]>();
+    asked.forEach(({ clockId }, index) => byClock.set(clockId, [...(byClock.get(clockId) ?? []), index]));
+    const granted = asked.map(() => false);
+    await Promise.all(
+      [...byClock].map(async ([clockId, indexes]) => {
+        const max = asked[indexes[0]!]!.max;
+        for (;;) {
+          const taken = (await this.places.findOne({ _id: clockId }))?.generation ?? 0;
+          const given = Math.min(indexes.length, Math.max(0, max - taken));
+          if (given === 0 || (await this.countPlaces(clockId, taken, given, stamped))) {
+            for (const index of indexes.slice(0, given)) granted[index] = true;
+            return;
+          }
+        }
+      }),
+    );
+    return granted;
+  }
+
+  /** Counts `given` places more if the clock still has `taken`; false when another process was first. */
+  private async countPlaces(clockId: string, taken: number, given: number, stamped: boolean): Promise<boolean> {
     try {
       if (taken === 0) {
-        await this.places.insertOne({ _id: clockId, generation: 1 });
+        await this.places.insertOne({ _id: clockId, generation: given });
         return true;
       }
-      const change = { id: clockId, generation: taken, set: { generation: taken + 1 }, outbox: [] };
+      const change = { id: clockId, generation: taken, set: { generation: taken + given }, outbox: [] };
       const { filter, update } = compareAndSetWrite(change, {}, stamped);
       return (await this.places.updateOne(filter, update as never)).modifiedCount === 1;
     } catch (error) {
