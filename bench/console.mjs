@@ -15,7 +15,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
-import { startBenchSystem, TestSystem } from './system.mjs';
+import { gatewayCaller, pooled, startBenchSystem, TestSystem } from './system.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const RIGHTS = Number(process.env.BENCH_CONSOLE_RIGHTS ?? 1_000);
@@ -52,27 +52,7 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 const ACME = TestSystem.clientAuthorization('acme');
 
-async function call(method, route, authorization, body, headers = {}) {
-  const response = await fetch(`${system.gatewayUrl}${route}`, {
-    method,
-    headers: { authorization, ...(body ? { 'content-type': 'application/json' } : {}), ...headers },
-    ...(body ? { body: JSON.stringify(body) } : {}),
-  });
-  if (response.status >= 300) throw new Error(`${method} ${route}: ${response.status} ${await response.text()}`);
-  return response.status === 204 ? null : response.json();
-}
-
-/** Runs `task(i)` for i < count, `AT_ONCE` at a time; the wall time in ms. */
-async function pooled(count, task) {
-  let next = 0;
-  const started = performance.now();
-  await Promise.all(
-    Array.from({ length: AT_ONCE }, async () => {
-      while (next < count) await task(next++);
-    }),
-  );
-  return performance.now() - started;
-}
+const call = gatewayCaller(system.gatewayUrl);
 
 let browser;
 try {
@@ -87,7 +67,7 @@ try {
   });
   const start = new Date(Date.now() - 60_000).toISOString().replace(/\.\d{3}Z$/, 'Z');
   const rightIds = [];
-  await pooled(RIGHTS, async () => {
+  await pooled(RIGHTS, AT_ONCE, async () => {
     const right = await call('POST', '/id/users/heavy/rights', ACME, {
       sku: 'calls',
       grantorId: 'acme',
@@ -97,7 +77,7 @@ try {
     });
     rightIds.push(right.rightId);
   });
-  await pooled(SUBSCRIPTIONS, () =>
+  await pooled(SUBSCRIPTIONS, AT_ONCE, () =>
     call('POST', '/id/users/heavy/subs', ACME, {
       grantorId: 'acme',
       timeSpec: 'R/2030-01-01T00:00:00Z/P1M',
@@ -168,7 +148,7 @@ try {
   // alone made the later writer look up to a third slower.
   const order = [...Object.entries(writers), ...Object.entries(writers).reverse()];
   for (const [name, { authorization, headers }] of order) {
-    const ms = await pooled(WRITES, (i) =>
+    const ms = await pooled(WRITES, AT_ONCE, (i) =>
       call(
         'POST',
         `/id/users/heavy/rights/${rightIds[i % rightIds.length]}/adjustments`,

@@ -7,9 +7,8 @@
 // file on the commit before the log (a `git worktree`) and on today's, in the same hour, and
 // compare the agent's rates (docs/performance.md).
 import path from 'node:path';
-import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { startBenchSystem, TestSystem } from './system.mjs';
+import { gatewayCaller, pooled, startBenchSystem, TestSystem } from './system.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const { TokenIssuer } = await import(path.join(root, 'libs/testing/dist/index.js'));
@@ -26,27 +25,7 @@ const { system, stop } = await startBenchSystem({
 });
 const ACME = TestSystem.clientAuthorization('acme');
 
-async function call(method, route, authorization, body, headers = {}) {
-  const response = await fetch(`${system.gatewayUrl}${route}`, {
-    method,
-    headers: { authorization, ...(body ? { 'content-type': 'application/json' } : {}), ...headers },
-    ...(body ? { body: JSON.stringify(body) } : {}),
-  });
-  if (response.status >= 300) throw new Error(`${method} ${route}: ${response.status} ${await response.text()}`);
-  return response.status === 204 ? null : response.json();
-}
-
-/** `count` tasks, AT_ONCE at a time: the time they took, in ms. */
-async function pooled(count, task) {
-  let next = 0;
-  const started = performance.now();
-  await Promise.all(
-    Array.from({ length: AT_ONCE }, async () => {
-      while (next < count) await task(next++);
-    }),
-  );
-  return performance.now() - started;
-}
+const call = gatewayCaller(system.gatewayUrl);
 
 try {
   await system.seed({ clients: [{ clientId: 'acme', grantorId: 'acme' }], users: ['heavy'], skus: { news: {} } });
@@ -69,7 +48,7 @@ try {
   const perRun = Math.floor(WRITES / (2 * RIGHTS)) * 2 * RIGHTS || 2 * RIGHTS;
   const rates = Object.fromEntries(Object.keys(writers).map((name) => [name, []]));
   for (const [name, { authorization, headers }] of [...Object.entries(writers), ...Object.entries(writers).reverse()]) {
-    const ms = await pooled(perRun, (i) => {
+    const ms = await pooled(perRun, AT_ONCE, (i) => {
       const change = Math.floor(i / RIGHTS) % 2 === 0 ? 'suspend' : 'activate';
       return call(
         'POST',

@@ -101,3 +101,31 @@ export function projectedRights(count, { metered = false } = {}) {
     removed: false,
   }));
 }
+
+/**
+ * A caller of `gatewayUrl` for benchmarks: JSON in and out, anything but 2xx thrown (a benchmark
+ * that counts refusals as work measures nothing).
+ */
+export function gatewayCaller(gatewayUrl) {
+  return async (method, route, authorization, body, headers = {}) => {
+    const response = await fetch(`${gatewayUrl}${route}`, {
+      method,
+      headers: { authorization, ...(body ? { 'content-type': 'application/json' } : {}), ...headers },
+      ...(body ? { body: JSON.stringify(body) } : {}),
+    });
+    if (response.status >= 300) throw new Error(`${method} ${route}: ${response.status} ${await response.text()}`);
+    return response.status === 204 ? null : response.json();
+  };
+}
+
+/** Runs `task(i)` for i < count, `atOnce` at a time; the wall time in ms. */
+export async function pooled(count, atOnce, task) {
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: atOnce }, async () => {
+      while (next < count) await task(next++);
+    }),
+  );
+  return performance.now() - started;
+}
