@@ -81,11 +81,14 @@ describe('recording (docs/audit.md)', () => {
       status: 204,
     });
     expect(Date.parse(suspension!.at)).toBeGreaterThanOrEqual(Date.parse(creation!.at));
-    // The history of the right names the staff member as its actor too.
-    const history = (await (await fx.call('GET', `/id/users/alice/rights/${rightId}/history`, admin())).json()) as {
-      history: Array<{ actor: { kind: string; id: string } }>;
-    };
-    expect(history.history.map((entry) => entry.actor)).toContainEqual({ kind: 'staff', id: 'ann' });
+    // The history of the right names the staff member as its actor too (recorded once its events are out).
+    const actors = async () =>
+      (
+        (await (await fx.call('GET', `/id/users/alice/rights/${rightId}/history`, admin())).json()) as {
+          history: Array<{ actor: { kind: string; id: string } }>;
+        }
+      ).history.map((entry) => entry.actor);
+    await expect.poll(actors).toContainEqual({ kind: 'staff', id: 'ann' });
     // Each entry is an event too, as the API shows it.
     const published = await fx
       .events('platform.events')
