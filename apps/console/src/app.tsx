@@ -77,7 +77,7 @@ export function App(props: { config: ConsoleConfig; session: Session; signInErro
         </p>
       </header>
       <main id="main" tabIndex={-1}>
-        {route.page === 'find' && <FindPage />}
+        {route.page === 'find' && <FindPage api={api} />}
         {route.page === 'user' && (
           <UserPage key={route.connectId} api={api} member={member} connectId={route.connectId} />
         )}

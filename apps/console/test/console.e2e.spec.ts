@@ -31,6 +31,8 @@ beforeAll(async () => {
         { issuer: issuerUrl, audience: 'rights-api', claims: { roles: 'roles' }, staff: STAFF },
       ]),
       CONSOLE_ISSUER: issuerUrl,
+      // A delivery to the unreachable endpoint below fails for good within seconds, to be retried.
+      WEBHOOK_RETRY_SCHEDULE: '1s',
     },
   });
   const { NODE_ENV: _ignored, ...inherited } = process.env;
@@ -92,6 +94,22 @@ afterAll(async () => {
   await system?.stop();
 });
 
+/** The deliveries to acme's endpoint, as an admin reads them. */
+async function deliveries(): Promise<Array<{ deliveryId: string; status: string; attempts: number }>> {
+  const admin = system.adminHeaders();
+  const { endpoints } = (await (await fetch(`${system.gatewayUrl}/webhooks/endpoints`, { headers: admin })).json()) as {
+    endpoints: Array<{ endpointId: string }>;
+  };
+  const answer = await fetch(
+    `${system.gatewayUrl}/webhooks/endpoints/${endpoints[0]!.endpointId}/deliveries?limit=100`,
+    {
+      headers: admin,
+    },
+  );
+  return ((await answer.json()) as { deliveries: Array<{ deliveryId: string; status: string; attempts: number }> })
+    .deliveries;
+}
+
 /** A page of a fresh browser context, every request it makes recorded. */
 async function newPage(width = 1280) {
   const context = await browser.newContext({ viewport: { width, height: 900 } });
@@ -146,6 +164,13 @@ async function act(page: Page, button: string, fields: Record<string, string>, r
   await expect.poll(() => page.getByRole('dialog').count()).toBe(0);
 }
 
+/** Looks for `id` on the find page, as an agent quoted any id would. */
+async function find(page: Page, id: string): Promise<void> {
+  await page.getByRole('link', { name: 'Find', exact: true }).click();
+  await page.getByLabel('connectId, right id or subscription id').fill(id);
+  await page.getByRole('button', { name: 'Find' }).click();
+}
+
 const cellOf = (page: Page, row: string, column: number) => page.locator(`${row} td`).nth(column).innerText();
 
 describe('the console (docs/console.md)', () => {
@@ -155,8 +180,7 @@ describe('the console (docs/console.md)', () => {
       await signIn(page, 'acme-agent');
       expect(await accessibilityProblems(page)).toEqual([]);
       await screenshot(page, 'find');
-      await page.getByLabel('User (connectId)').fill('alice');
-      await page.getByRole('button', { name: 'Find' }).click();
+      await find(page, 'alice');
       await expect.poll(() => page.getByRole('heading', { name: 'Subscriptions' }).count()).toBe(1);
 
       await page.getByRole('button', { name: 'Grant a right' }).click();
@@ -213,6 +237,9 @@ describe('the console (docs/console.md)', () => {
       await expect.poll(() => page.locator('tr[data-right]').count()).toBeGreaterThan(0);
       expect(await page.getByRole('button', { name: /Grant|Adjust|Suspend|Activate|Change plan/ }).count()).toBe(0);
       const rightId = await page.locator('tr[data-right]').first().getAttribute('data-right');
+      // Quoted only the right's id, the agent finds its user.
+      await find(page, rightId!);
+      await expect.poll(() => page.url()).toBe(`${system.gatewayUrl}/console#/users/alice`);
       const forged = await fetch(`${system.gatewayUrl}/id/users/alice/rights/${rightId}/activate`, {
         method: 'POST',
         headers: { authorization: tokens.at(-1)!, 'x-audit-reason': 'forged' },
@@ -228,6 +255,19 @@ describe('the console (docs/console.md)', () => {
     const { page, close } = await newPage();
     try {
       await signIn(page, 'globex-agent');
+      // acme's right and subscription of alice, by their ids: not there for globex.
+      const acme = TestSystem.clientAuthorization('acme');
+      const listed = async (path: string) =>
+        (await (await fetch(`${system.gatewayUrl}${path}`, { headers: { authorization: acme } })).json()) as Record<
+          string,
+          Array<{ rightId?: string; subscriptionId?: string }>
+        >;
+      const rightId = (await listed('/id/users/alice/rights?grantorId=acme')).right![0]!.rightId!;
+      const subscriptionId = (await listed('/id/users/alice/subs?grantorid=acme')).subscription![0]!.subscriptionId!;
+      for (const id of [rightId, subscriptionId]) {
+        await find(page, id);
+        await expect.poll(() => page.getByText(`Nothing you may see has the id ${id}.`).count()).toBe(1);
+      }
       await page.goto(`${system.gatewayUrl}/console#/users/alice`);
       await expect.poll(() => page.getByRole('heading', { name: 'Subscriptions' }).count()).toBe(1);
       await expect.poll(() => page.getByText('No active right.').count()).toBe(1);
@@ -268,9 +308,29 @@ describe('the console (docs/console.md)', () => {
         expect(await accessibilityProblems(page), link).toEqual([]);
         await screenshot(page, name);
       }
+      // A delivery to the unreachable endpoint has failed for good: the operator sends it again.
+      const failed = await vi.waitFor(
+        async () => {
+          const found = (await deliveries()).find((delivery) => delivery.status === 'failed');
+          expect(found).toBeDefined();
+          return found!;
+        },
+        { timeout: 30_000, interval: 500 },
+      );
       await page.getByRole('button', { name: 'Deliveries' }).click();
       await expect.poll(() => page.getByRole('heading', { name: 'Deliveries' }).count()).toBe(1);
       expect(await accessibilityProblems(page)).toEqual([]);
+      const row = `tr[data-delivery="${failed.deliveryId}"]`;
+      await act(page, 'Retry', {}, 'the receiver is back', row);
+      await expect
+        .poll(async () => (await deliveries()).find((delivery) => delivery.deliveryId === failed.deliveryId)!.attempts)
+        .toBeGreaterThan(failed.attempts);
+      await page.getByRole('link', { name: 'Audit log' }).click();
+      await expect
+        .poll(async () =>
+          (await page.locator('tr[data-audit]').allInnerTexts()).some((text) => text.includes('the receiver is back')),
+        )
+        .toBe(true);
     } finally {
       await close();
     }

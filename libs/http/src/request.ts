@@ -172,6 +172,12 @@ export function sendResource(res: Response, generation: number, view: object): v
   res.json(view);
 }
 
+/** docs/api.md "Find by id": the resource found by its id alone, `Content-Location` its own URL. */
+export function sendFound(res: Response, generation: number, view: { href: string }): void {
+  res.set('Content-Location', view.href);
+  sendResource(res, generation, view);
+}
+
 /** docs/api.md: 201, the ETag, `Location` the new resource's href, and its representation. */
 export function sendCreated(res: Response, generation: number, view: { href: string }): void {
   setETag(res, generation);

@@ -428,6 +428,11 @@ export abstract class UserOwnedStore<Doc extends { _id: string; userId: string }
     return this.findLive(id, { userId });
   }
 
+  /** The live document `id`, whichever user's it is (docs/api.md "Find by id"). */
+  findById(id: string): Promise<Entity | null> {
+    return this.findLive(id);
+  }
+
   findMany(keys: ReadonlyArray<{ userId: string; id: string }>): Promise<Array<Entity | null>> {
     return this.findManyLive(keys.map(({ userId, id }) => ({ id, owner: { userId } })));
   }

@@ -157,3 +157,53 @@ describe('the entitlements of a user (docs/api.md "Entitlements of a user")', ()
     expect((await fx.call('GET', '/id/users/dana/entitlements', elsewhere)).status).toBe(401);
   });
 });
+
+describe('find by id (docs/api.md "Find by id")', () => {
+  it('when a right or subscription is asked for by its id alone, then whoever may see it gets it as its own URL answers, and to anyone else it does not exist', async () => {
+    const right = await grant('bob', { sku: 'news' });
+    const created = await fx.call('POST', '/id/users/bob/subs', A, {
+      grantorId: 'A',
+      timeSpec: 'R/2030-01-01T00:00:00Z/P1M',
+      rightsSpec: [{ sku: 'video' }],
+    });
+    const { subscriptionId, href: subscriptionHref } = (await created.json()) as {
+      subscriptionId: string;
+      href: string;
+    };
+    const staffOfA = `Bearer ${await fx.issuer.staffToken('sue', 'read', ['A'])}`;
+    const staffOfB = `Bearer ${await fx.issuer.staffToken('bea', 'read', ['B'])}`;
+    const app = `Bearer ${await fx.issuer.token('grantor-a', 'bob', { scope: 'id.user.right.read id.user.sub.read' })}`;
+
+    for (const [path, own] of [
+      [`/id/rights/${right.rightId}`, right.href],
+      [`/id/subs/${subscriptionId}`, subscriptionHref],
+    ] as const) {
+      const canonical = await fx.call('GET', new URL(own).pathname, A);
+      for (const caller of [A, staffOfA, admin()]) {
+        const found = await fx.call('GET', path, caller);
+        expect(found.status, path).toBe(200);
+        expect(found.headers.get('content-location')).toBe(own);
+        expect(found.headers.get('etag')).toBe(canonical.headers.get('etag'));
+        expect(await found.json()).toMatchObject({ userId: 'bob', href: own });
+      }
+      // Another grantor's client and staff: the same 404 as an id nobody holds.
+      const id = path.split('/').at(-1)!;
+      const nobody = path.replace(id, 'nobodyholdsthis');
+      expect((await fx.call('GET', nobody, B)).status).toBe(404);
+      for (const caller of [B, staffOfB]) {
+        const hidden = await fx.call('GET', path, caller);
+        expect(hidden.status).toBe(404);
+        expect(await hidden.text()).toBe(
+          (await (await fx.call('GET', nobody, caller)).text()).replaceAll('nobodyholdsthis', id),
+        );
+      }
+      // A user's app knows its user's paths: this route is not for it.
+      expect((await fx.call('GET', path, app)).status).toBe(401);
+      expect((await fx.call('GET', `${path.replace(/[^/]+$/, '')}not-an-id!`, A)).status).toBe(400);
+    }
+
+    // A removed right is found no more.
+    expect((await fx.call('DELETE', new URL(right.href).pathname, A)).status).toBe(204);
+    expect((await fx.call('GET', `/id/rights/${right.rightId}`, A)).status).toBe(404);
+  });
+});

@@ -183,6 +183,30 @@ const SUBSCRIPTIONS = '/id/users/{connectId}/subs';
 const SUBSCRIPTION = `${SUBSCRIPTIONS}/{subscriptionId}`;
 const RIGHTS = '/id/users/{connectId}/rights';
 const RIGHT = `${RIGHTS}/{rightId}`;
+/**
+ * docs/api.md "Find by id": a right or subscription by its id alone, whichever user's it is,
+ * for a Basic client or a staff member who may see it (a user's app knows its user's paths).
+ */
+const findById = <const W extends 'rights' | 'subscriptions', const O extends string>(route: {
+  owner: W;
+  operationId: O;
+  path: string;
+}) => {
+  const what = route.owner === 'rights' ? 'Right' : 'Subscription';
+  return userRoute({
+    ...route,
+    method: 'GET',
+    summary: `Find a ${what.toLowerCase()} by its id alone: answered as its own URL answers it, which Content-Location names`,
+    json: true,
+    responses: {
+      '200': {
+        description: `The ${what.toLowerCase()}`,
+        headers: { ...etag, 'Content-Location': { description: 'Its own URL', schema: { type: 'string' } } },
+        content: json(what),
+      },
+    },
+  });
+};
 /** docs/api.md "History": for whoever may read the resource; kept after it is removed (for its grantor and admins). */
 const history = <const W extends 'rights' | 'subscriptions', const O extends string>(route: {
   owner: W;
@@ -473,6 +497,7 @@ export const ROUTES = [
     bearer: 'id.user.sub.read',
     responses: { '200': one('The subscription', 'Subscription') },
   }),
+  findById({ owner: 'subscriptions', operationId: 'findSubscription', path: '/id/subs/{subscriptionId}' }),
   change({
     owner: 'subscriptions',
     operationId: 'deleteSubscription',
@@ -568,6 +593,7 @@ export const ROUTES = [
     json: true,
     responses: { '200': one('The right', 'Right') },
   }),
+  findById({ owner: 'rights', operationId: 'findRight', path: '/id/rights/{rightId}' }),
   change({
     owner: 'rights',
     operationId: 'removeRight',

@@ -202,6 +202,14 @@ export class RightsUseCases {
     return right;
   }
 
+  /** docs/api.md "Find by id": the right `rightId`, whichever user holds it, if the caller may see it. */
+  async locate(principal: Principal, rightId: string): Promise<RightEntity> {
+    const stored = await this.store.findById(rightId);
+    const right = stored && asOf(stored, await this.nowFor.one(stored));
+    if (!right || !canSee(principal, right)) throw DomainError.notFound(`no right ${rightId}`);
+    return right;
+  }
+
   /**
    * docs/api.md "History": every change of a right the caller may read, oldest first; a
    * removed right's history stays readable by its grantor and admins.
@@ -537,10 +545,6 @@ export class RightsUseCases {
 
   private sku(sku: string) {
     return skuForUseCase(this.skus, sku);
-  }
-
-  private async skuExists(sku: string): Promise<boolean> {
-    return (await this.sku(sku)) !== null;
   }
 }
 

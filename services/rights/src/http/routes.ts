@@ -98,6 +98,10 @@ export function rightsRoutes(
       const right = await rights.get(res.locals.principal, http.connectIdOf(req), rightId(req));
       http.sendResource(res, right.generation, representation(right, publicBaseUrl, await rights.nowFor.one(right)));
     },
+    findRight: async (req, res) => {
+      const right = await rights.locate(res.locals.principal, rightId(req));
+      http.sendFound(res, right.generation, representation(right, publicBaseUrl, await rights.nowFor.one(right)));
+    },
     removeRight: change((principal, user, id, ifMatch) => rights.remove(principal, user, id, ifMatch)),
     activateRight: transition('activate'),
     suspendRight: transition('suspend'),

@@ -215,6 +215,14 @@ export class SubscriptionUseCases {
     return subscription;
   }
 
+  /** docs/api.md "Find by id": the subscription `subscriptionId`, whichever user's, if the caller may see it. */
+  async locate(principal: Principal, subscriptionId: string): Promise<SubscriptionEntity> {
+    const subscription = await this.store.findById(subscriptionId);
+    if (!subscription || !canSee(principal, subscription))
+      throw DomainError.notFound(`no subscription ${subscriptionId}`);
+    return subscription;
+  }
+
   /**
    * docs/api.md "History": every change of a subscription the caller may read, oldest first;
    * a deleted subscription's history stays readable by its grantor and admins.

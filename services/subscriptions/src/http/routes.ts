@@ -34,6 +34,10 @@ export function subscriptionRoutes(subscriptions: SubscriptionUseCases, publicBa
       const subscription = await subscriptions.get(res.locals.principal, http.connectIdOf(req), id(req));
       http.sendResource(res, subscription.generation, representation(subscription, publicBaseUrl));
     },
+    findSubscription: async (req, res) => {
+      const subscription = await subscriptions.locate(res.locals.principal, id(req));
+      http.sendFound(res, subscription.generation, representation(subscription, publicBaseUrl));
+    },
     deleteSubscription: change((principal, user, subscriptionId, ifMatch) =>
       subscriptions.remove(principal, user, subscriptionId, ifMatch),
     ),
