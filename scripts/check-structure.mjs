@@ -5,7 +5,9 @@
 // - a `domain/` module that reaches, directly or through the modules it imports, a storage,
 //   messaging or HTTP library (the domain decides; it never does I/O);
 // - a store (a `store/` module, or @rs/store) that imports a messaging module (stores take
-//   the outbox entries the use case made; they never build messages).
+//   the outbox entries the use case made; they never build messages);
+// - a use case (`app/`), a domain module, a store or a message builder (`messages/`) that
+//   imports a service's consumers (`messaging/`): consumers call use cases, never the reverse.
 import { readFileSync, readdirSync, statSync, existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -125,10 +127,20 @@ for (const file of sources.filter(isStore))
   for (const next of imports.get(file) ?? [])
     if (isMessaging(next)) breaches.push(`store imports messaging: ${relative(file)} → ${relative(next)}`);
 
+// Consumers are above the use cases: nothing below them imports one.
+const BELOW_CONSUMERS = ['app', 'domain', 'store', 'messages'];
+const isBelowConsumers = (file) =>
+  under(file, 'services') && file.split(path.sep).some((part) => BELOW_CONSUMERS.includes(part));
+const isConsumer = (file) =>
+  path.isAbsolute(file) && under(file, 'services') && file.split(path.sep).includes('messaging');
+for (const file of sources.filter(isBelowConsumers))
+  for (const next of imports.get(file) ?? [])
+    if (isConsumer(next)) breaches.push(`a consumer imported from below: ${relative(file)} → ${relative(next)}`);
+
 for (const breach of breaches) console.log(breach);
 console.log(
   breaches.length === 0
-    ? `structure: ${sources.length} source files, no import circle, the domain free of I/O, no store importing messaging`
+    ? `structure: ${sources.length} source files, no import circle, the domain free of I/O, no store importing messaging, no consumer imported from below`
     : `structure: ${breaches.length} breach${breaches.length === 1 ? '' : 'es'} in ${sources.length} source files`,
 );
 process.exit(breaches.length === 0 ? 0 : 1);

@@ -17,6 +17,7 @@ import { ClientStore } from './store/client-store';
 import { RevocationStore } from './store/revocation-store';
 import { UserStore } from './store/user-store';
 import { IdempotencyStore } from './store/idempotency-store';
+import { Idempotency } from './app/idempotency';
 import { repeat } from '@rs/time';
 import { ReplicaRegistry } from '@rs/replicas';
 import { decodeProjectedRights, PROJECTED_RIGHT_HEADER } from '@rs/contracts';
@@ -261,12 +262,12 @@ export const start = defineService(
             },
             openApiPath: config.OPENAPI_PATH,
             clock,
-            idempotency: {
+            idempotency: new Idempotency({
               store: idempotencyKeys,
               ttlS: config.IDEMPOTENCY_TTL_S,
               // A first attempt that has not answered by then has crashed or timed out.
               leaseMs: config.UPSTREAM_TIMEOUT_MS + 5_000,
-            },
+            }),
           }),
         ),
     });

@@ -13,7 +13,7 @@ import { ExpiryWrites } from './app/expiry-writes';
 import { SigningKeyStore } from './store/signing-key-store';
 import { rightsRoutes } from './http/routes';
 import { consumeRightsCommands } from './messaging/commands';
-import { RightMessages } from './messaging/events';
+import { RightMessages } from './messages/events';
 import { RightStore } from './store/right-store';
 import { rightHistory } from './store/right-history';
 

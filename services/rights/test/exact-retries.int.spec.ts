@@ -3,7 +3,7 @@ import { clientsOf, EVENTUALLY, fixedCatalog, systemFixture, TEST_INTERNAL_SECRE
 import mongoose from 'mongoose';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ConsumptionUseCases } from '../src/app/consumptions';
-import { RightMessages } from '../src/messaging/events';
+import { RightMessages } from '../src/messages/events';
 import { ConsumptionStore } from '../src/store/consumption-store';
 import { RightStore } from '../src/store/right-store';
 

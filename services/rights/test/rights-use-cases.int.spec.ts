@@ -3,7 +3,7 @@ import { basicCaller, fixedCatalog, testDatabase, type TestDatabase } from '@rs/
 import { manualClock } from '@rs/time';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RightsUseCases } from '../src/app/rights';
-import { RightMessages } from '../src/messaging/events';
+import { RightMessages } from '../src/messages/events';
 import { RightStore } from '../src/store/right-store';
 import { rightHistory } from '../src/store/right-history';
 

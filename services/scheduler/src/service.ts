@@ -6,7 +6,7 @@ import { ClockUseCases } from './app/clocks';
 import { ClockRecordings } from './app/clock-view';
 import { startScheduling } from './app/scheduling';
 import { clockRoutes } from './http/routes';
-import { ClockMessages } from './messaging/clock-events';
+import { ClockMessages } from './messages/clock-events';
 import { ClockStore } from './store/clock-store';
 import { followEvents, followHolds } from './messaging/events';
 import { createStores } from './store/stores';

@@ -246,8 +246,8 @@ describe('expiry in bulk', () => {
     const expiredOf = () =>
       [...idsBySubject(rightEvents.messages, 'right.expired').keys()].filter((id) => rightIds.has(id));
     await sleep(Math.max(0, end - Date.now())); // the wait is the test's subject: the rights end together at `end`
-    // Generous: beside two other test files on two cores, this took 12-14 s (session 8), and
-    // more in two CI runs; the rate is measured by `npm run bench:renewal`, not here.
+    // A generous bound: this asserts that every right expires once; how fast is measured by
+    // `npm run bench:renewal` (docs/performance.md), not here.
     await rightEvents.waitFor(() => expiredOf().length === 1_000, 60_000);
     expect((await ours()).every((right) => right.state === 'EXPIRED')).toBe(true);
     await passed();

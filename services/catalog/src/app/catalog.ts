@@ -4,7 +4,7 @@ import type { Principal } from '@rs/contracts';
 import { changeOne, UNCHANGED, type Decision } from '@rs/store';
 import { canReadCatalog, canWriteCatalog } from '../domain/access';
 import { deleted, isUnchanged, neverCatalogued, upserted, type SkuEntry } from '../domain/sku';
-import { outboxOf } from '../messaging/events';
+import { outboxOf } from '../messages/events';
 import type { SkuStore } from '../store/sku-store';
 
 /**

@@ -29,14 +29,14 @@ export const SKU_INDEXES: CollectionIndexes = { collection: 'skus', queries: [BY
 
 const toEntry = (doc: SkuDocument): SkuEntry => ({
   sku: doc._id,
-  name: doc.name ?? null,
-  serviceProviderId: doc.serviceProviderId ?? null,
-  announceOnUsage: doc.announceOnUsage ?? false,
-  grantorIds: doc.grantorIds ?? null,
+  name: doc.name,
+  serviceProviderId: doc.serviceProviderId,
+  announceOnUsage: doc.announceOnUsage,
+  grantorIds: doc.grantorIds,
   generation: doc.generation,
   createdAt: doc.createdAt,
   updatedAt: doc.updatedAt,
-  deleted: doc.deleted ?? false,
+  deleted: doc.deleted,
 });
 
 const toFields = (entry: SkuEntry) => ({

@@ -56,7 +56,7 @@ export class Forwarding {
     if (principal === undefined) {
       // An open route reaches its service as the gateway, spending its source address's budget.
       if (operation.owner === 'gateway') return { kind: 'answer' };
-      const budget: Budget = { kind: 'address', key: request.sourceAddress };
+      const budget = budgetOf(undefined, request.sourceAddress);
       return { kind: 'forward', service: operation.owner, caller: this.options.gateway, budget };
     }
     const refusal = authorize(operation, principal);
@@ -70,7 +70,8 @@ export class Forwarding {
         location: redirectLocation(this.options.publicBaseUrl, request.url, operation.list!, rule.redirectWith),
       };
     if (rule) return { kind: 'refuse', refusal: rule };
-    return { kind: 'forward', service: operation.owner, caller: principal, budget: budgetOf(principal) };
+    const budget = budgetOf(principal, request.sourceAddress);
+    return { kind: 'forward', service: operation.owner, caller: principal, budget };
   }
 
   /** A path naming a user the directory does not know is 404 (docs/behaviours.md). */

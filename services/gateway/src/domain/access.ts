@@ -182,7 +182,9 @@ export interface Budget {
  * own, apart from the client's, so a user's app can neither spend its grantor's budget nor
  * collide with its keys. (A client id holds no space, so the pair's key is unambiguous.)
  */
-export function budgetOf(principal: Principal): Budget {
+export function budgetOf(principal: Principal | undefined, sourceAddress: string): Budget {
+  // An open route (no principal) spends its source address's.
+  if (principal === undefined) return { kind: 'address', key: sourceAddress };
   if (principal.person) return { kind: 'user', key: `staff ${principal.person.issuer} ${principal.person.subject}` };
   return principal.scheme === 'bearer'
     ? { kind: 'user', key: `${principal.clientId} ${principal.subject ?? ''}` }

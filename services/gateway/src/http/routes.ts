@@ -48,7 +48,8 @@ import { budgetOf, classify, type Operation, type Refusal } from '../domain/acce
 import type { TrustedProxies } from '../domain/source-address';
 import type { KnownUser } from '../store/user-store';
 import { readRequestBody, type Forwarder, type Outgoing } from './forward';
-import { idempotentForwarder, type IdempotencyOptions } from './idempotent';
+import { idempotentForwarder } from './idempotent';
+import type { Idempotency } from '../app/idempotency';
 import { rateLimit, type RateLimitOptions } from './rate-limit';
 import { API_REFERENCE_POLICY, apiReference } from './api-reference';
 import type { ConsolePage } from './console';
@@ -83,7 +84,8 @@ export interface GatewayRoutesOptions {
   rateLimit: RateLimitOptions;
   openApiPath: string;
   clock: Clock;
-  idempotency: Omit<IdempotencyOptions, 'forwarder'>;
+  /** docs/api.md "Idempotency-Key". */
+  idempotency: Idempotency;
   /** How long a request body may take to arrive (408 after). */
   bodyTimeoutMs: number;
   /** docs/console.md: the page and its files. */
@@ -98,7 +100,7 @@ export function gatewayRoutes(options: GatewayRoutesOptions): Router {
   const router = exactRouter();
   const openApi = readFileSync(options.openApiPath, 'utf8');
   const reference = apiReference();
-  const idempotent = idempotentForwarder({ ...options.idempotency, forwarder: options.forwarder });
+  const idempotent = idempotentForwarder(options.idempotency, options.forwarder);
   /** docs/api.md: the socket's peer, or the client behind a trusted proxy. */
   const sourceAddress = (req: Request) =>
     options.proxies.sourceOf(req.socket.remoteAddress ?? '', req.get('x-forwarded-for'));
@@ -141,9 +143,7 @@ export function gatewayRoutes(options: GatewayRoutesOptions): Router {
   const limit = rateLimit(
     options.rateLimit,
     (req, res) =>
-      res.locals.operation.caller === 'none'
-        ? { kind: 'address', key: sourceAddress(req) }
-        : budgetOf(res.locals.principal),
+      budgetOf(res.locals.operation.caller === 'none' ? undefined : res.locals.principal, sourceAddress(req)),
     options.clock,
   );
   router.use(authenticate, limit);

@@ -37,8 +37,8 @@ import {
   type Decision,
   type RightEntity,
 } from '../domain/right';
-import type { RightMessages } from '../messaging/events';
-import { appliedMessage, holdMessage } from '../messaging/holds';
+import type { RightMessages } from '../messages/events';
+import { appliedMessage, holdMessage } from '../messages/holds';
 import type { ConsumptionStore } from '../store/consumption-store';
 import type { RightStore } from '../store/right-store';
 import { consumptions, reservations, unitsConsumed } from './metering-metrics';

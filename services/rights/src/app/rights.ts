@@ -44,7 +44,7 @@ import {
 } from '@rs/store';
 import { CLOCK_DELETION, CLOCK_REMOVALS_AT_ONCE, NowFor, type ClockLookup } from '@rs/http';
 import { judgedInstant, parseTimeInterval, systemClock, type Clock } from '@rs/time';
-import type { RightMessages } from '../messaging/events';
+import type { RightMessages } from '../messages/events';
 import { UnreadableRight, type RightQuery, type RightStore } from '../store/right-store';
 import { consumptions, unitsConsumed } from './metering-metrics';
 

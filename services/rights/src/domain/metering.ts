@@ -27,6 +27,7 @@ export const heldUnits = (holds: readonly Hold[]): number => holds.reduce((sum, 
 /** Units anyone may take now: what is left, less what is held. */
 export const available = (meter: Meter): number => meter.remaining - heldUnits(meter.holds);
 
+/** What a change of a meter comes to: the meter after it, or why nothing changes. */
 export type MeterChange =
   | { kind: 'changed'; next: Meter }
   /** Done before (a retry): nothing to write, answer as the first time. */

@@ -48,8 +48,7 @@ export const CONSUMPTION_INDEXES: CollectionIndexes = {
 const toRecord = ({ _id, clock, ...fields }: ConsumptionDocument): ConsumptionRecord => ({
   consumptionId: _id,
   ...fields,
-  clockId: fields.clockId ?? null,
-  // Stored as JSON, its instant as text (records stored before test clocks have none).
+  // Stored as JSON, its instant as text; null for a consumption in real time.
   clock: clock ? { clockId: clock.clockId, until: new Date(clock.until) } : null,
 });
 

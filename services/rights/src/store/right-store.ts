@@ -61,7 +61,7 @@ const rightSchema = documentSchema<RightDocument>('rights', {
   start: 'date',
   end: 'date',
   grace: 'string?',
-  expiresAt: { type: Date, default: undefined },
+  expiresAt: 'date',
   timeInterval: 'string',
   subscriptionId: 'string?',
   clockId: 'string?',
@@ -101,7 +101,7 @@ export const RIGHT_INDEXES = userOwnedIndexes('rights', {
   ],
 });
 
-// Documents are read without their outbox (`hiddenFields`).
+// Documents are read without their outbox (`hiddenFields`); every field of the entity is stored.
 const toEntity = ({
   _id,
   removed: _removed,
@@ -109,22 +109,11 @@ const toEntity = ({
   expiresKey: _expiresKey,
   payloadJson,
   ...fields
-}: RightDocument): RightEntity => {
-  return {
-    rightId: _id,
-    ...fields,
-    payload: payloadJson === null ? null : JSON.parse(payloadJson),
-    grantorContext: fields.grantorContext ?? null,
-    serviceProviderId: fields.serviceProviderId ?? null,
-    subscriptionId: fields.subscriptionId ?? null,
-    clockId: fields.clockId ?? null,
-    quantity: fields.quantity ?? null,
-    remaining: fields.remaining ?? null,
-    holds: fields.holds ?? [],
-    grace: fields.grace ?? null,
-    expiresAt: fields.expiresAt ?? fields.end,
-  };
-};
+}: RightDocument): RightEntity => ({
+  rightId: _id,
+  ...fields,
+  payload: payloadJson === null ? null : JSON.parse(payloadJson),
+});
 
 /**
  * A stored right expiry cannot read (bad stored data, such as payload text that is not JSON):

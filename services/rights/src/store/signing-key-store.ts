@@ -43,7 +43,7 @@ export class SigningKeyStore {
     return docs.map((doc) => ({
       kid: doc._id,
       createdAt: doc.createdAt,
-      retiredAt: doc.retiredAt ?? null,
+      retiredAt: doc.retiredAt,
       publicJwk: doc.publicJwk,
       privateJwk: JSON.parse(this.sealer.open(doc.sealed)) as Record<string, unknown>,
     }));

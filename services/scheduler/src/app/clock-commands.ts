@@ -1,6 +1,6 @@
 import type { AmqpClient } from '@rs/messaging';
 import type { ClockWork } from '../domain/clock';
-import { expireCommand, renewCommand, settleCommand, type CommandedItem } from '../messaging/commands';
+import { expireCommand, renewCommand, settleCommand, type CommandedItem } from '../messages/commands';
 import { commandItems } from './sweeper';
 
 const TO_COMMAND = { renewal: renewCommand, expiry: expireCommand, hold: settleCommand } as const;

@@ -13,7 +13,7 @@ import {
   type ClockWork,
 } from '../domain/clock';
 import { partitionOf } from '../domain/due';
-import { CLOCK_EVENTS, type ClockMessages } from '../messaging/clock-events';
+import { CLOCK_EVENTS, type ClockMessages } from '../messages/clock-events';
 import type { ClockStore } from '../store/clock-store';
 import { commandOnClock } from './clock-commands';
 import { ClockView, KINDS, viewed, type ClockRecordings, type ClockStores } from './clock-view';

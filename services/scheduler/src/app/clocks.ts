@@ -10,7 +10,7 @@ import {
 import { changeOne, UNCHANGED } from '@rs/store';
 import { instantAfter, isRepresentable, LATEST_INSTANT, parseDateTime, RANGE_REASON, type Clock } from '@rs/time';
 import { advance, beyondLatest, canCreateClockFor, canUseClock, type ClockEntity } from '../domain/clock';
-import { CLOCK_EVENTS, type ClockMessages } from '../messaging/clock-events';
+import { CLOCK_EVENTS, type ClockMessages } from '../messages/clock-events';
 import type { ClockStore } from '../store/clock-store';
 
 /** An instant of the API in whole seconds, within the years every date-time of the platform is (docs/api.md "Time"). */

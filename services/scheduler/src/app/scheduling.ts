@@ -4,13 +4,13 @@ import type { AmqpClient } from '@rs/messaging';
 import { ReplicaRegistry } from '@rs/replicas';
 import { repeat, type Clock } from '@rs/time';
 import { ownedPartitions } from '../domain/due';
-import { expireCommand, renewCommand, settleCommand } from '../messaging/commands';
+import { expireCommand, renewCommand, settleCommand } from '../messages/commands';
 import type { createStores } from '../store/stores';
 import { rebuildSchedules } from './rebuild';
 import { DueSweeper, ownedPartitionsGauge, type SweeperOptions } from './sweeper';
 import { ClockDriver } from './clock-driver';
 import type { ClockRecordings } from './clock-view';
-import type { ClockMessages } from '../messaging/clock-events';
+import type { ClockMessages } from '../messages/clock-events';
 import type { ClockStore } from '../store/clock-store';
 
 /** Where scheduler replicas keep their memberships: a replica that stopped renewing its own leaves its partitions to the others. */

@@ -50,12 +50,6 @@ const landedLate = counter(
 /** Events handled together: a bulk renewal's events are recorded in few `insertMany` calls. */
 const BATCH = { max: 500, lingerMs: 25 };
 
-/**
- * Keeps the scheduler's projections current from the services' events (docs/architecture.md):
- * each event that leaves something due records that due time, as of the event's sequence.
- * An event after which nothing is due (expired, removed, deleted) records nothing: the
- * version due before it finds nothing to do when its time comes.
- */
 /** Records due items; those that may have landed after their second was swept are counted and logged. */
 async function recordDueItems(store: DueStore, items: DueItem[], logger: Logger, clock: Clock): Promise<void> {
   const late = await store.recordMany(items, clock);
@@ -65,6 +59,12 @@ async function recordDueItems(store: DueStore, items: DueItem[], logger: Logger,
   }
 }
 
+/**
+ * Keeps the scheduler's projections current from the services' events (docs/architecture.md):
+ * each event that leaves something due records that due time, as of the event's sequence.
+ * An event after which nothing is due (expired, removed, deleted) records nothing: the
+ * version due before it finds nothing to do when its time comes.
+ */
 export async function followEvents(
   broker: AmqpClient,
   stores: { rightExpiries: DueStore; subscriptionSchedules: DueStore },

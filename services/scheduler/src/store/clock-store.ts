@@ -49,12 +49,7 @@ export const CLOCK_INDEXES: CollectionIndexes = {
 /** The count of a clock's places, by the clock's id. */
 export const CLOCK_PLACES_INDEXES: CollectionIndexes = { collection: 'clockPlaces', queries: [BY_ID] };
 
-const toEntity = ({ _id, deleted: _deleted, ...fields }: ClockDocument): ClockEntity => ({
-  clockId: _id,
-  ...fields,
-  // Clocks stored before advances stepped were where their advance went.
-  status: fields.status ?? 'ready',
-});
+const toEntity = ({ _id, deleted: _deleted, ...fields }: ClockDocument): ClockEntity => ({ clockId: _id, ...fields });
 
 /** The scheduler's test clocks (docs/decisions/0048): each change a compare-and-set on its generation. */
 export class ClockStore extends OutboxStore<ClockDocument, ClockEntity> {

@@ -34,7 +34,7 @@ import { changePlan, withdrawChange } from '../domain/plan-change';
 import type { Duration } from 'luxon';
 import { boundsViolation, SHORTEST_PERIOD } from '../domain/bounds';
 import { planRenewal, renewedState } from '../domain/renewal';
-import { SubscriptionMessages } from '../messaging/events';
+import { SubscriptionMessages } from '../messages/events';
 import {
   decide,
   removal,

@@ -8,7 +8,7 @@ import {
 } from '@rs/contracts';
 import { type OutboxEntry } from '@rs/store';
 import { weighedChunks } from '@rs/batching';
-import { EVENT_SOURCE as SOURCE } from './events';
+import { EVENT_SOURCE as SOURCE } from '../messages/events';
 
 /**
  * The `rights.issue` commands of one renewal command's subscriptions, one a period as renewal

@@ -74,7 +74,7 @@ function toEntity(doc: SubscriptionDocument): SubscriptionEntity {
   const { _id, deleted: _deleted, ...fields } = doc as SubscriptionDocument & { outbox?: unknown };
   delete (fields as { outbox?: unknown }).outbox;
   delete (fields as { setAside?: unknown }).setAside;
-  return { subscriptionId: _id, ...fields, clockId: fields.clockId ?? null, plan: 0, pendingChange: null };
+  return { subscriptionId: _id, ...fields, plan: 0, pendingChange: null };
 }
 
 const toFields = ({ subscriptionId: _id, plan: _plan, pendingChange: _pending, ...fields }: SubscriptionEntity) =>
@@ -135,9 +135,9 @@ export interface LastRenewal {
   at: Date;
 }
 
-/** A record as folded into its subscription: no events, no outbox. */
 /** Sorts after every record id `<id>@<generation>` of an id, and before any later id. */
 const AFTER_EVERY_RECORD = '@\uffff';
+/** A record as folded into its subscription: no renewal origin, no outbox. */
 const PROGRESS_PROJECTION = { fromState: 0, fromPeriod: 0, ...OUTBOX_PROJECTION } as const;
 
 const progressId = (subscriptionId: string, generation: number) => `${subscriptionId}@${generation}`;
@@ -194,12 +194,6 @@ export class SubscriptionStore extends UserOwnedStore<SubscriptionDocument, Subs
     return { entity, removed: deleted };
   }
 
-  /**
-   * A page of the live subscriptions of one bucket in id order (for the scheduler's rebuild;
-   * docs/operations.md), but those set aside at their current generation (their renewal failed
-   * alone; docs/api.md), each with its records: those of the page's ids only, a range of
-   * `_id` (`<id>@<generation>` sorts after its id and before any later one).
-   */
   /** Every subscription created on a test clock, by its user and id (deleted ones too: `find` tells). */
   async onClock(clockId: string): Promise<Array<{ userId: string; id: string }>> {
     const docs = await this.model
@@ -208,6 +202,12 @@ export class SubscriptionStore extends UserOwnedStore<SubscriptionDocument, Subs
     return docs.map((doc) => ({ userId: doc.userId, id: doc._id }));
   }
 
+  /**
+   * A page of the live subscriptions of one bucket in id order (for the scheduler's rebuild;
+   * docs/operations.md), but those set aside at their current generation (their renewal failed
+   * alone; docs/api.md), each with its records: those of the page's ids only, a range of
+   * `_id` (`<id>@<generation>` sorts after its id and before any later one).
+   */
   async ofBucket(bucket: number, page: { after: string | undefined; limit: number }) {
     const docs = (await this.model.collection
       .find({ bucket, ...this.liveCondition, ...afterId(page.after) } as never, { projection: this.hiddenFields })
