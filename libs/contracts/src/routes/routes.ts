@@ -204,6 +204,7 @@ const findById = <const W extends 'rights' | 'subscriptions', const O extends st
         headers: { ...etag, 'Content-Location': { description: 'Its own URL', schema: { type: 'string' } } },
         content: json(what),
       },
+      '404': ref('NotFound'),
     },
   });
 };
