@@ -202,6 +202,14 @@ describe('find by id (docs/api.md "Find by id")', () => {
       expect((await fx.call('GET', `${path.replace(/[^/]+$/, '')}not-an-id!`, A)).status).toBe(400);
     }
 
+    // Found by id, a subscription is as its own URL shows it after a change; deleted, it is not found.
+    const subscriptionPath = new URL(subscriptionHref).pathname;
+    expect((await fx.call('POST', `${subscriptionPath}/suspend`, A)).status).toBe(204);
+    const own = await fx.call('GET', subscriptionPath, A);
+    const found = await fx.call('GET', `/id/subs/${subscriptionId}`, A);
+    expect([found.headers.get('etag'), await found.text()]).toEqual([own.headers.get('etag'), await own.text()]);
+    expect((await fx.call('DELETE', subscriptionPath, A)).status).toBe(204);
+    expect((await fx.call('GET', `/id/subs/${subscriptionId}`, A)).status).toBe(404);
     // A removed right is found no more.
     expect((await fx.call('DELETE', new URL(right.href).pathname, A)).status).toBe(204);
     expect((await fx.call('GET', `/id/rights/${right.rightId}`, A)).status).toBe(404);

@@ -180,6 +180,14 @@ export class SubscriptionStore extends UserOwnedStore<SubscriptionDocument, Subs
     return found && !found.removed ? found.entity : null;
   }
 
+  /** By its id alone: its user is read from it, then its records are folded in as `find` does. */
+  override async findById(id: string): Promise<SubscriptionEntity | null> {
+    const doc = await this.findDocument(id);
+    if (!doc) return null;
+    const { entity, deleted } = this.latest(doc, await this.recordsOf(id, doc.userId));
+    return deleted ? null : entity;
+  }
+
   override findMany(keys: ReadonlyArray<{ userId: string; id: string }>): Promise<Array<SubscriptionEntity | null>> {
     return pLimit(READ_CONCURRENCY).map(keys, ({ userId, id }) => this.find(userId, id));
   }
