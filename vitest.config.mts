@@ -1,5 +1,5 @@
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
 
 /**
  * The tests that mostly wait start first, each in a worker of its own, and the other files
@@ -15,21 +15,24 @@ const FIRST = [
 ];
 /**
  * The heaviest load of the suite, a rehearsal of 1,800 renewals beside real ones (a core for
- * 40 s), starts last, when only the smallest files are left beside it: wherever it started
- * earlier, the tests beside it whose kills, restarts and short periods are their subject (the
- * reliability test, catch-up, plan changes through crashes, the consumption race) broke their
- * bounds.
+ * 40 s), runs alone once every other file has finished: beside it, the tests whose kills,
+ * restarts, short periods or races are their subject (the reliability test, catch-up, plan
+ * changes through crashes, the consumption race) broke their bounds, wherever it started.
  */
-const LAST = ['services/scheduler/test/clock-isolation.e2e.spec.ts'];
-const isIn = (list: readonly string[]) => (file: TestSpecification) =>
-  list.some((path) => file.moduleId.endsWith(path));
-const [isFirst, isLast] = [isIn(FIRST), isIn(LAST)];
+const EVERY = [
+  'libs/*/test/**/*.spec.ts',
+  'services/*/test/**/*.spec.ts',
+  'tools/*/test/**/*.spec.ts',
+  'apps/*/test/**/*.spec.ts',
+  'examples/test/**/*.spec.ts',
+];
+const ALONE = ['services/scheduler/test/clock-isolation.e2e.spec.ts'];
+const isFirst = (file: TestSpecification) => FIRST.some((path) => file.moduleId.endsWith(path));
 
 class LongWaitsFirst extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
     const sorted = await super.sort(files);
-    const middle = sorted.filter((file) => !isFirst(file) && !isLast(file));
-    return [...sorted.filter(isFirst), ...middle, ...sorted.filter(isLast)];
+    return [...sorted.filter(isFirst), ...sorted.filter((file) => !isFirst(file))];
   }
 }
 
@@ -46,17 +49,23 @@ export default defineConfig({
     expect: { poll: { timeout: 20_000 } },
     hookTimeout: 120_000,
     reporters: ['default', './vitest.summary-reporter.mjs'],
-    include: [
-      'libs/*/test/**/*.spec.ts',
-      'services/*/test/**/*.spec.ts',
-      'tools/*/test/**/*.spec.ts',
-      'apps/*/test/**/*.spec.ts',
-      'examples/test/**/*.spec.ts',
-    ],
     // The tests wait on real servers far more than they compute: three files at a time (vitest's
     // default on two cores is one), two of them the long waits above, keep both cores busy. Four
     // made the machine so slow that tests waiting on the system's own pace failed in CI.
     maxWorkers: 3,
     sequence: { sequencer: LongWaitsFirst },
+    // Projects of a lower group order finish before the next group starts.
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: 'shared',
+          include: EVERY,
+          exclude: [...configDefaults.exclude, ...ALONE],
+          sequence: { groupOrder: 0 },
+        },
+      },
+      { extends: true, test: { name: 'alone', include: ALONE, sequence: { groupOrder: 1 } } },
+    ],
   },
 });
