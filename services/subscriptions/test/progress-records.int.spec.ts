@@ -63,6 +63,8 @@ describe('progress records (docs/decisions/0026)', () => {
 
     const read = await store.find('alice', 'S1');
     expect(read).toMatchObject({ state: 'ACTIVE', nextPeriod: 1, generation: 2, paymentAgreement: 'card' });
+    // Read by its id alone (find by id), it is the same renewed subscription.
+    expect(await store.findById('S1')).toEqual(read);
   });
 
   it('when a change follows a creation whose events are still pending, then the document is not rewritten until the relay has sent them, and reads show the change at once', async () => {
