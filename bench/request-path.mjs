@@ -5,40 +5,12 @@
 // this load generator). Quicker than `npm run bench` for trying a change to the path; its
 // ratio is the same figure (docs/performance.md).
 // BENCH_SERVICE_ENV: more settings for every service, e.g. '{"OTEL_SDK_DISABLED":"true"}'.
-import { readFileSync, readdirSync } from 'node:fs';
-import path from 'node:path';
 import autocannon from 'autocannon';
-import { startBare, startBenchSystem } from './system.mjs';
+import { cpuMeter, pidsOf, startBare, startBenchSystem } from './system.mjs';
 
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 6);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
-/** Clock ticks a second, as /proc counts CPU time (USER_HZ, 100 on Linux). */
-const TICKS_PER_S = 100;
-
-/** CPU seconds of a process so far (user and system), or 0 when it is gone. */
-function cpuSeconds(pid) {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_S;
-  } catch {
-    return 0;
-  }
-}
-
-/** The processes whose program is named `name`: each PostgreSQL backend names itself `postgres: …`. */
-function pidsOf(name) {
-  return readdirSync('/proc')
-    .filter((entry) => /^\d+$/.test(entry))
-    .filter((pid) => {
-      try {
-        return path.basename(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0]).startsWith(name);
-      } catch {
-        return false;
-      }
-    });
-}
-
 const { system, stop } = await startBenchSystem({
   name: 'request-path',
   backends: ['catalog', 'rights'],
@@ -82,19 +54,7 @@ try {
     postgres: pidsOf('postgres'),
     bare: [bare.pid],
   });
-  /** CPU seconds so far, by process name and pid (FerretDB opens PostgreSQL backends as it goes). */
-  const cpuNow = () =>
-    Object.fromEntries(
-      Object.entries(processes()).map(([name, pids]) => [name, new Map(pids.map((pid) => [pid, cpuSeconds(pid)]))]),
-    );
-  /** What each process spent between two `cpuNow`s; a process started in between, all of it. */
-  const spent = (before, after) =>
-    Object.fromEntries(
-      Object.entries(after).map(([name, pids]) => [
-        name,
-        [...pids].reduce((sum, [pid, seconds]) => sum + seconds - (before[name]?.get(pid) ?? 0), 0),
-      ]),
-    );
+  const { cpuNow, spent } = cpuMeter(processes);
   const run = (target, duration) =>
     autocannon({ ...targets[target], connections: CONNECTIONS, duration, pipelining: 1 });
 

@@ -5,10 +5,12 @@
 // the order A, B, B, A (the database slows as a run goes on). Prints each writer's mean rate and
 // their ratio. The promise is about the same agent's writes with and without the log: run this
 // file on the commit before the log (a `git worktree`) and on today's, in the same hour, and
-// compare the agent's rates (docs/performance.md).
+// compare the agent's rates (docs/performance.md). Beside the rates, the CPU each process spent
+// per change (the events of a run relayed before it ends): on two busy cores, where the log's
+// cost goes, and a figure less noisy than a rate.
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { gatewayCaller, pooled, startBenchSystem, TestSystem } from './system.mjs';
+import { cpuMeter, gatewayCaller, pidsOf, pooled, startBenchSystem, TestSystem } from './system.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const { TokenIssuer } = await import(path.join(root, 'libs/testing/dist/index.js'));
@@ -47,7 +49,31 @@ try {
   // Every right is ACTIVE between runs: a run suspends and activates each in turn.
   const perRun = Math.floor(WRITES / (2 * RIGHTS)) * 2 * RIGHTS || 2 * RIGHTS;
   const rates = Object.fromEntries(Object.keys(writers).map((name) => [name, []]));
+  const cpu = Object.fromEntries(Object.keys(writers).map((name) => [name, {}]));
+  const { cpuNow, spent } = cpuMeter(() => ({
+    gateway: [system.service('gateway').pid],
+    rights: [system.service('rights').pid],
+    ferretdb: pidsOf('ferretdb'),
+    postgres: pidsOf('postgres'),
+    rabbitmq: pidsOf('beam.smp'),
+  }));
+  /** Until no service has an event left to relay (the audit log's included). */
+  const relayed = async () => {
+    for (let waited = 0; waited < 300; waited++) {
+      const pending = await Promise.all(
+        ['gateway', 'rights'].map(async (service) =>
+          (await (await fetch(system.service(service).metricsUrl)).text())
+            .split('\n')
+            .filter((line) => line.startsWith('outbox_pending_documents{'))
+            .some((line) => !line.endsWith(' 0')),
+        ),
+      );
+      if (!pending.includes(true)) return;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  };
   for (const [name, { authorization, headers }] of [...Object.entries(writers), ...Object.entries(writers).reverse()]) {
+    const before = cpuNow();
     const ms = await pooled(perRun, AT_ONCE, (i) => {
       const change = Math.floor(i / RIGHTS) % 2 === 0 ? 'suspend' : 'activate';
       return call(
@@ -59,6 +85,9 @@ try {
       );
     });
     rates[name].push((perRun / ms) * 1000);
+    await relayed();
+    for (const [process, seconds] of Object.entries(spent(before, cpuNow())))
+      cpu[name][process] = (cpu[name][process] ?? 0) + (seconds * 1000) / (2 * perRun);
   }
   const mean = (name) => rates[name].reduce((sum, rate) => sum + rate, 0) / rates[name].length;
   for (const name of Object.keys(writers))
@@ -67,6 +96,11 @@ try {
     );
   const [audited, plain] = Object.keys(writers).map(mean);
   console.log(`agent ÷ client: ${(audited / plain).toFixed(2)}`);
+  for (const [name, processes] of Object.entries(cpu)) {
+    const total = Object.values(processes).reduce((sum, ms) => sum + ms, 0);
+    const each = Object.entries(processes).map(([process, ms]) => `${process} ${ms.toFixed(2)}`);
+    console.log(`${name}: CPU ms per change ${total.toFixed(2)} (${each.join(', ')})`);
+  }
 } finally {
   await stop();
   await issuer.close();

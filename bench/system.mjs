@@ -2,6 +2,7 @@
 // real processes with every rate limit off (a benchmark measures the work, not the limiter)
 // and quiet logs; stopped on SIGINT or SIGTERM too.
 import { spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { once } from 'node:events';
 import { createRequire } from 'node:module';
 import readline from 'node:readline';
@@ -128,4 +129,50 @@ export async function pooled(count, atOnce, task) {
     }),
   );
   return performance.now() - started;
+}
+
+/** Clock ticks a second, as /proc counts CPU time (USER_HZ, 100 on Linux). */
+const TICKS_PER_S = 100;
+
+/** CPU seconds of a process so far (user and system), or 0 when it is gone. */
+function cpuSeconds(pid) {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_S;
+  } catch {
+    return 0;
+  }
+}
+
+/** The processes whose program is named `name`: each PostgreSQL backend names itself `postgres: …`. */
+export function pidsOf(name) {
+  return readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((pid) => {
+      try {
+        return path.basename(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0]).startsWith(name);
+      } catch {
+        return false;
+      }
+    });
+}
+
+/**
+ * The CPU the processes `processes()` names spend (by name: a list of pids each): `cpuNow()`
+ * reads it so far, `spent(before, after)` what each name spent between two readings (a process
+ * started in between, all of it: FerretDB opens PostgreSQL backends as it goes).
+ */
+export function cpuMeter(processes) {
+  const cpuNow = () =>
+    Object.fromEntries(
+      Object.entries(processes()).map(([name, pids]) => [name, new Map(pids.map((pid) => [pid, cpuSeconds(pid)]))]),
+    );
+  const spent = (before, after) =>
+    Object.fromEntries(
+      Object.entries(after).map(([name, pids]) => [
+        name,
+        [...pids].reduce((sum, [pid, seconds]) => sum + seconds - (before[name]?.get(pid) ?? 0), 0),
+      ]),
+    );
+  return { cpuNow, spent };
 }

@@ -94,7 +94,14 @@ try {
   const carriedRate = N / span([...carried.values()]);
   const deliveredRate = N / span([...firstAttempt.values()]);
   const lags = [...firstAttempt].map(([id, at]) => at - carried.get(id)).sort((a, b) => a - b);
+  // Why deliveries were late, by the dispatcher's own counters: put off (lane or memory full),
+  // and found again only by the second look at a second already swept.
+  const metrics = await (await fetch(`${system.service('webhooks').url}/metrics`)).text();
+  const count = (name) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(metrics)?.[1] ?? 0);
   console.log(`${N} events; ${attempts} attempts reached the endpoint`);
+  console.log(
+    `put off: ${count('webhook_put_offs_total')}; found late by the second look: ${count('webhook_deliveries_found_late_total')}`,
+  );
   console.log(
     '\n| events | rights.events carried (events/s) | delivered (first attempts/s) | delivered ÷ carried | event to first attempt p50 | p99 |',
   );

@@ -16,6 +16,14 @@ const attemptSeconds = histogram(
   ['outcome'],
   [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
 );
+const putOffs = counter(
+  'webhook_put_offs_total',
+  'Deliveries put off a few seconds because their endpoint’s lane or the process’s memory was full',
+);
+const foundLate = counter(
+  'webhook_deliveries_found_late_total',
+  'Pending deliveries found by the second look at a second already swept (written there after it was read)',
+);
 
 // Registered once on the process registry; computed at scrape time from the running dispatchers.
 const dispatchers = new Set<Dispatcher>();
@@ -151,7 +159,10 @@ export class Dispatcher {
       // database was slow; or by another replica) are found by reading each second once more.
       secondLook: {
         afterS: SECOND_LOOK_S,
-        onLate: (second, items) => this.logger.info({ second, items }, 'deliveries found in a second swept before'),
+        onLate: (second, items) => {
+          foundLate.inc(items);
+          this.logger.info({ second, items }, 'deliveries found in a second swept before');
+        },
       },
       // Saved no further than the oldest delivery still waiting here (not yet claimed), so a
       // crash sweeps it again.
@@ -338,6 +349,7 @@ export class Dispatcher {
   /** A full lane: the delivery waits in the database a few seconds and is swept again. */
   private putOff(delivery: Delivery): void {
     const at = new Date(this.clock().getTime() + 5_000);
+    putOffs.inc();
     this.store
       .putOff(delivery, at)
       .catch((error: unknown) =>
