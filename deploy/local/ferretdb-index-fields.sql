@@ -7,8 +7,10 @@ CREATE OR REPLACE FUNCTION rs_ferretdb_index_fields(target text) RETURNS text[] 
     WHEN target ~ '\.idempotency_keys_[0-9a-f]{8}$' THEN ARRAY['_id']::text[] -- gateway
     WHEN target ~ '\.revoked_tokens_[0-9a-f]{8}$' THEN ARRAY['_id']::text[] -- gateway
     WHEN target ~ '\.users_[0-9a-f]{8}$' THEN ARRAY['_id']::text[] -- gateway
-    WHEN target ~ '\.audit_[0-9a-f]{8}$' THEN ARRAY['_id', 'listBlocks', 'open', 'outboxPending']::text[] -- gateway
+    WHEN target ~ '\.audit_[0-9a-f]{8}$' THEN ARRAY['_id', 'listBlocks']::text[] -- gateway
     WHEN target ~ '\.audit_lists_[0-9a-f]{8}$' THEN ARRAY['_id']::text[] -- gateway
+    WHEN target ~ '\.audit_begun_[0-9a-f]{8}$' THEN ARRAY['_id']::text[] -- gateway
+    WHEN target ~ '\.audit_events_[0-9a-f]{8}$' THEN ARRAY['_id', 'outboxPending']::text[] -- gateway
     WHEN target ~ '\.skus_[0-9a-f]{8}$' THEN ARRAY['_id', 'outboxPending']::text[] -- catalog
     WHEN target ~ '\.rights_[0-9a-f]{8}$' THEN ARRAY['_id', 'listBlocks', 'userId', 'clockId', 'expiresKey', 'outboxPending', 'bucket']::text[] -- rights
     WHEN target ~ '\.rights_lists_[0-9a-f]{8}$' THEN ARRAY['_id']::text[] -- rights

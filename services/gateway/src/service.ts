@@ -24,7 +24,7 @@ import { decodeProjectedRights, PROJECTED_RIGHT_HEADER } from '@rs/contracts';
 import { Entitlements } from './app/entitlements';
 import { AuditLog } from './app/audit';
 import { AuditRetention, openLeaseMs } from './domain/audit';
-import { AuditStore } from './store/audit-store';
+import { AUDIT_EVENTS, AuditStore } from './store/audit-store';
 import { AuditedRequests } from './http/audited';
 import { consolePage } from './http/console';
 import { keepEntitlements, rightsSnapshot } from './messaging/entitlements';
@@ -203,8 +203,8 @@ export const start = defineService(
     const publicBaseUrl = config.PUBLIC_BASE_URL ?? `http://localhost:${config.GATEWAY_PORT}`;
     // docs/audit.md: every change of an admin client or a staff member, published as audit.recorded.
     const auditStore = await runtime.migrated(new AuditStore(db.db!, config.AUDIT_RETENTION));
-    startRelay(runtime, 'audit');
-    startPurge(runtime, auditStore.retained);
+    startRelay(runtime, AUDIT_EVENTS);
+    for (const retained of auditStore.retained) startPurge(runtime, retained);
     const auditLog = new AuditLog({
       store: auditStore,
       publicBaseUrl,

@@ -91,14 +91,22 @@ export class AuditLog {
   }
 
   /**
-   * Closes the entries a stopped gateway left open (their request began longer ago than any
-   * request may wait): recorded with `status: null`. Returns how many.
+   * Closes the entries a stopped gateway left begun (their requests began longer ago than any
+   * request may wait): recorded with `status: null`. The events of those of their group that
+   * were completed are stored again, since the stop may have come before them (at least once).
+   * Returns how many entries it closed.
    */
   async closeAbandoned(): Promise<number> {
+    const { store } = this.options;
     const before = new Date(this.options.clock().getTime() - this.options.leaseMs);
-    const abandoned = await this.options.store.openBefore(before);
     let closed = 0;
-    for (const entry of abandoned) if (await this.record({ ...entry, status: null })) closed += 1;
+    for (const { groupId, entries } of await store.begunBefore(before)) {
+      const recorded = await Promise.all(entries.map((entry) => this.record({ ...entry, status: null })));
+      closed += recorded.filter(Boolean).length;
+      const earlier = await store.find(entries.filter((_, index) => !recorded[index]).map(({ auditId }) => auditId));
+      await store.publish(earlier.map((entry) => this.recordedEvent(entry)));
+      await store.removeGroups([groupId]);
+    }
     if (closed > 0)
       this.options.logger.warn({ closed }, 'closed audit entries whose gateway stopped before the answer');
     return closed;
@@ -129,7 +137,15 @@ export class AuditLog {
 
   /** Stores the entry as complete, in its lists, with its `audit.recorded`; false when it was already. */
   private record(entry: AuditEntry): Promise<boolean> {
-    const event = changeMessage(Exchanges.platformEvents, {
+    return this.options.store.complete(
+      entry,
+      listsOfEntry(entry, subjectPath(entry.subject, this.options.publicBaseUrl)),
+      [this.recordedEvent(entry)],
+    );
+  }
+
+  private recordedEvent(entry: AuditEntry) {
+    return changeMessage(Exchanges.platformEvents, {
       source: AUDIT_EVENT_SOURCE,
       type: AuditEventTypes.recorded,
       subject: entry.auditId,
@@ -137,10 +153,5 @@ export class AuditLog {
       time: this.options.clock(),
       data: entry,
     });
-    return this.options.store.complete(
-      entry,
-      listsOfEntry(entry, subjectPath(entry.subject, this.options.publicBaseUrl)),
-      [event],
-    );
   }
 }
