@@ -10,10 +10,11 @@
 // - for each event, the time from its arrival on rights.events to its first attempt at the
 //   endpoint: p50 and p99.
 import http from 'node:http';
+import { performance } from 'node:perf_hooks';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startBenchSystem } from './system.mjs';
+import { cpuMeter, pidsOf, startBenchSystem } from './system.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(import.meta.url);
@@ -73,6 +74,16 @@ try {
     { noAck: true },
   );
 
+  // Where the CPU goes while the events are made and delivered, per event.
+  const { cpuNow, spent } = cpuMeter(() => ({
+    rights: [system.service('rights').pid],
+    webhooks: [system.service('webhooks').pid],
+    ferretdb: pidsOf('ferretdb'),
+    postgres: pidsOf('postgres'),
+    rabbitmq: pidsOf('beam.smp'),
+  }));
+  const before = cpuNow();
+  const started = performance.now();
   await issueRightsInBulk(system.amqpUrl, {
     prefix: 'Sbenchhook',
     count: N,
@@ -86,6 +97,8 @@ try {
   const deadline = Date.now() + Number(process.env.BENCH_WEBHOOK_DEADLINE_S ?? 600) * 1000;
   while ((carried.size < N || firstAttempt.size < N) && Date.now() < deadline)
     await new Promise((resolve) => setTimeout(resolve, 200));
+  const cpu = spent(before, cpuNow());
+  const wallS = (performance.now() - started) / 1000;
   await connection.close();
   if (firstAttempt.size < N)
     throw new Error(`only ${firstAttempt.size} of ${N} events reached the endpoint (${carried.size} on the broker)`);
@@ -100,7 +113,12 @@ try {
   const count = (name) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(metrics)?.[1] ?? 0);
   console.log(`${N} events; ${attempts} attempts reached the endpoint`);
   console.log(
-    `put off: ${count('webhook_put_offs_total')}; found late by the second look: ${count('webhook_deliveries_found_late_total')}`,
+    `put off: ${count('webhook_put_offs_total')}; found late by the second look: ${count('webhook_deliveries_found_late_total')}; claims lost: ${count('webhook_claims_lost_total')}`,
+  );
+  const busy = Object.entries(cpu).map(([name, seconds]) => `${name} ${((seconds * 1000) / N).toFixed(2)}`);
+  const cores = Object.values(cpu).reduce((sum, seconds) => sum + seconds, 0) / wallS;
+  console.log(
+    `CPU ms per event: ${busy.join(', ')}; ${cores.toFixed(2)} cores busy on average over ${wallS.toFixed(0)} s`,
   );
   console.log(
     '\n| events | rights.events carried (events/s) | delivered (first attempts/s) | delivered ÷ carried | event to first attempt p50 | p99 |',

@@ -20,6 +20,10 @@ const putOffs = counter(
   'webhook_put_offs_total',
   'Deliveries put off a few seconds because their endpoint’s lane or the process’s memory was full',
 );
+const claimsLost = counter(
+  'webhook_claims_lost_total',
+  'Attempts not made because the delivery was held: by another attempt, or by a lease still running',
+);
 const foundLate = counter(
   'webhook_deliveries_found_late_total',
   'Pending deliveries found by the second look at a second already swept (written there after it was read)',
@@ -294,7 +298,10 @@ export class Dispatcher {
     const owned = this.owned.get(delivery.deliveryId);
     this.owned.delete(delivery.deliveryId);
     const ownLeaseHolds = owned !== undefined && owned.getTime() - now.getTime() > this.options.timeoutMs + 5_000;
-    if (!ownLeaseHolds && !(await this.store.claim(delivery, now, leaseUntil))) return null;
+    if (!ownLeaseHolds && !(await this.store.claim(delivery, now, leaseUntil))) {
+      claimsLost.inc();
+      return null;
+    }
     const found = await this.endpoints.withSecrets(delivery.endpointId, now);
     if (!found) {
       // The endpoint was deleted: nothing more is sent to it.
