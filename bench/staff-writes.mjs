@@ -10,7 +10,7 @@
 // cost goes, and a figure less noisy than a rate.
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { cpuMeter, gatewayCaller, pidsOf, pooled, startBenchSystem, TestSystem } from './system.mjs';
+import { cpuMeter, gatewayCaller, pooled, processesOf, startBenchSystem, TestSystem } from './system.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const { TokenIssuer } = await import(path.join(root, 'libs/testing/dist/index.js'));
@@ -50,13 +50,7 @@ try {
   const perRun = Math.floor(WRITES / (2 * RIGHTS)) * 2 * RIGHTS || 2 * RIGHTS;
   const rates = Object.fromEntries(Object.keys(writers).map((name) => [name, []]));
   const cpu = Object.fromEntries(Object.keys(writers).map((name) => [name, {}]));
-  const { cpuNow, spent } = cpuMeter(() => ({
-    gateway: [system.service('gateway').pid],
-    rights: [system.service('rights').pid],
-    ferretdb: pidsOf('ferretdb'),
-    postgres: pidsOf('postgres'),
-    rabbitmq: pidsOf('beam.smp'),
-  }));
+  const { cpuNow, spent } = cpuMeter(processesOf(system, ['gateway', 'rights']));
   /** Until no service has an event left to relay (the audit log's included). */
   const relayed = async () => {
     for (let waited = 0; waited < 300; waited++) {

@@ -176,3 +176,11 @@ export function cpuMeter(processes) {
     );
   return { cpuNow, spent };
 }
+
+/** The processes of `services` of `system`, and the servers' (FerretDB, PostgreSQL, RabbitMQ): for `cpuMeter`. */
+export const processesOf = (system, services) => () => ({
+  ...Object.fromEntries(services.map((service) => [service, [system.service(service).pid]])),
+  ferretdb: pidsOf('ferretdb'),
+  postgres: pidsOf('postgres'),
+  rabbitmq: pidsOf('beam.smp'),
+});

@@ -14,7 +14,7 @@ import { performance } from 'node:perf_hooks';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { cpuMeter, pidsOf, startBenchSystem } from './system.mjs';
+import { cpuMeter, processesOf, startBenchSystem } from './system.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(import.meta.url);
@@ -75,13 +75,7 @@ try {
   );
 
   // Where the CPU goes while the events are made and delivered, per event.
-  const { cpuNow, spent } = cpuMeter(() => ({
-    rights: [system.service('rights').pid],
-    webhooks: [system.service('webhooks').pid],
-    ferretdb: pidsOf('ferretdb'),
-    postgres: pidsOf('postgres'),
-    rabbitmq: pidsOf('beam.smp'),
-  }));
+  const { cpuNow, spent } = cpuMeter(processesOf(system, ['rights', 'webhooks']));
   const before = cpuNow();
   const started = performance.now();
   await issueRightsInBulk(system.amqpUrl, {
