@@ -103,8 +103,12 @@ try {
   const lags = [...firstAttempt].map(([id, at]) => at - carried.get(id)).sort((a, b) => a - b);
   // Why deliveries were late, by the dispatcher's own counters: put off (lane or memory full),
   // and found again only by the second look at a second already swept.
-  const metrics = await (await fetch(`${system.service('webhooks').url}/metrics`)).text();
-  const count = (name) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(metrics)?.[1] ?? 0);
+  const metrics = await (await fetch(system.service('webhooks').metricsUrl)).text();
+  const count = (name) => {
+    const value = new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(metrics)?.[1];
+    if (value === undefined) throw new Error(`the webhooks service reports no ${name}`);
+    return Number(value);
+  };
   console.log(`${N} events; ${attempts} attempts reached the endpoint`);
   console.log(
     `put off: ${count('webhook_put_offs_total')}; found late by the second look: ${count('webhook_deliveries_found_late_total')}; claims lost: ${count('webhook_claims_lost_total')}`,

@@ -164,6 +164,31 @@ describe('memory held by waiting deliveries (docs/operations.md)', () => {
   });
 });
 
+describe('a delivery put off while its lane is full (docs/performance.md, 2026-11-29)', () => {
+  it('when a delivery stored leased to this process is put off, then whoever finds it as its put-off ends may attempt it at once', async () => {
+    const hanging = new WebhookReceiver(() => 'hang');
+    const taking = new WebhookReceiver(() => ({ status: 204 }));
+    await Promise.all([hanging.start(), taking.start()]);
+    const full = dispatcherOf(() => hanging.url, ['P'], { perEndpoint: () => 1, queueLimit: 1 });
+    const finder = dispatcherOf(() => taking.url, ['P']);
+    try {
+      store.slowByMs = 0;
+      // P1 under way (its endpoint hangs), P2 waiting, P3 put off: its lane is full.
+      for (const deliveryId of ['P1', 'P2', 'P3']) await deliver(deliveryId, full, 'P');
+      const putOffTo = slotOf(new Date(clock().getTime() + 5_000));
+      const putOff = async () => (await store.pendingIn(putOffTo)).filter((d) => d.endpointId === 'P');
+      await expect.poll(async () => (await putOff()).map((d) => d.deliveryId)).toEqual(['P3']);
+      // Its put-off ends; a sweeper (this process's or another's) finds it in its second.
+      clock.advance(5_000);
+      finder.enqueue(await putOff());
+      await expect.poll(() => store.find('P', 'P3')).toMatchObject({ status: 'delivered', attempts: 1 });
+    } finally {
+      await Promise.all([full.stop(), finder.stop()]);
+      await Promise.all([hanging.stop(), taking.stop()]);
+    }
+  });
+});
+
 describe('a write that lands in a second already swept', () => {
   it('when a delivery is stored into a second the sweeper has passed, then its second look finds it and delivers it', async () => {
     const taking = new WebhookReceiver(() => ({ status: 204 }));

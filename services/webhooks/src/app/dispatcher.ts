@@ -226,8 +226,8 @@ export class Dispatcher {
       if (leasedUntil) this.owned.set(delivery.deliveryId, leasedUntil);
       const lane = this.laneOf(delivery.endpointId);
       if (lane.waiting.length >= this.options.queueLimit || this.waiting >= this.options.waitingLimit) {
+        this.putOff(delivery, this.owned.get(delivery.deliveryId));
         this.owned.delete(delivery.deliveryId);
-        this.putOff(delivery);
         continue;
       }
       this.queued.set(delivery.deliveryId, slotOf(delivery.nextAttemptAt ?? delivery.createdAt));
@@ -353,12 +353,15 @@ export class Dispatcher {
     return landedLate(secondOf(at), this.clock(), SWEEP_TIMING);
   }
 
-  /** A full lane: the delivery waits in the database a few seconds and is swept again. */
-  private putOff(delivery: Delivery): void {
-    const at = new Date(this.clock().getTime() + 5_000);
+  /**
+   * A full lane: the delivery waits in the database a few seconds and is swept again, with the
+   * lease this process was given for it (`ownLease`) released.
+   */
+  private putOff(delivery: Delivery, ownLease: Date | undefined): void {
+    const now = this.clock();
     putOffs.inc();
     this.store
-      .putOff(delivery, at)
+      .putOff(delivery, { at: new Date(now.getTime() + 5_000), now, ownLease })
       .catch((error: unknown) =>
         this.logger.warn({ err: error }, 'cannot put a delivery off; the sweeper will find it'),
       );

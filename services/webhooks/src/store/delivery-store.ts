@@ -187,11 +187,22 @@ export class DeliveryStore {
     );
   }
 
-  /** A pending delivery waits in the database until `at` (its endpoint's lane is full). */
-  async putOff(delivery: Delivery, at: Date): Promise<void> {
+  /**
+   * A pending delivery waits in the database until `at` (its endpoint's lane is full), free for
+   * whoever finds it then. A lease the event consumer gave this process (`ownLease`) goes with
+   * the put-off: it would outlast it, the claim of whoever found the delivery at `at` would
+   * fail, and nothing would look at it again before the second look, half a minute later. A
+   * delivery another attempt holds is left as it is (its lease's end finds it).
+   */
+  async putOff(delivery: Delivery, { at, now, ownLease }: { at: Date; now: Date; ownLease?: Date | undefined }) {
     await this.deliveries.updateOne(
-      { _id: delivery.deliveryId, status: 'pending', attempts: delivery.attempts },
-      { $set: { due: slotOf(at) } },
+      {
+        _id: delivery.deliveryId,
+        status: 'pending',
+        attempts: delivery.attempts,
+        $or: [{ leaseUntil: null }, { leaseUntil: { $lte: now } }, ...(ownLease ? [{ leaseUntil: ownLease }] : [])],
+      },
+      { $set: { due: slotOf(at), leaseUntil: null } },
     );
   }
 
