@@ -169,7 +169,7 @@ describe('a delivery put off while its lane is full (docs/performance.md, 2026-1
     const hanging = new WebhookReceiver(() => 'hang');
     const taking = new WebhookReceiver(() => ({ status: 204 }));
     await Promise.all([hanging.start(), taking.start()]);
-    const full = dispatcherOf(() => hanging.url, ['P'], { perEndpoint: () => 1, queueLimit: 1 });
+    const full = dispatcherOf(() => hanging.url, ['P'], { perEndpoint: () => 1, queueLimit: 1, waitingLimit: 2 });
     const finder = dispatcherOf(() => taking.url, ['P']);
     try {
       store.slowByMs = 0;

@@ -51,7 +51,11 @@ export interface DispatcherOptions {
    * these. A function: this replica's share of the cluster's limit changes with the replicas.
    */
   perEndpoint: () => number;
-  /** Deliveries an endpoint may have waiting in memory; more are put off a few seconds. */
+  /**
+   * Deliveries an endpoint may have waiting in memory while the memory is half taken; more are
+   * put off a few seconds. Below that, a burst for one endpoint waits in memory (a put-off
+   * costs it five seconds and two writes).
+   */
   queueLimit: number;
   /**
    * Deliveries all endpoints may have waiting in memory together (each holds its event's body):
@@ -225,7 +229,7 @@ export class Dispatcher {
       if (this.stopped || this.queued.has(delivery.deliveryId) || this.busy.has(delivery.deliveryId)) continue;
       if (leasedUntil) this.owned.set(delivery.deliveryId, leasedUntil);
       const lane = this.laneOf(delivery.endpointId);
-      if (lane.waiting.length >= this.options.queueLimit || this.waiting >= this.options.waitingLimit) {
+      if (this.isFull(lane)) {
         this.putOff(delivery, this.owned.get(delivery.deliveryId));
         this.owned.delete(delivery.deliveryId);
         continue;
@@ -235,6 +239,13 @@ export class Dispatcher {
       this.waiting += 1;
       this.pump(delivery.endpointId);
     }
+  }
+
+  /** Whether a delivery for `lane` must wait in the database (docs/operations.md "Webhooks"). */
+  private isFull(lane: Lane): boolean {
+    const { queueLimit, waitingLimit } = this.options;
+    if (this.waiting >= waitingLimit) return true;
+    return lane.waiting.length >= queueLimit && this.waiting >= waitingLimit / 2;
   }
 
   private laneOf(endpointId: string): Lane {
