@@ -8,6 +8,9 @@ const fx = systemFixture({
   name: 'support_actions',
   backends: ['catalog', 'rights', 'subscriptions'],
   bearer: true,
+  // The race below serializes 60 changes of one right: on a loaded machine the last waits longer
+  // than the gateway's 10 s default, and a 504 (outcome unknown) is not what the test is about.
+  env: { UPSTREAM_TIMEOUT_MS: '60000' },
   collect: { 'rights.events': 'right.adjusted' },
   seed: {
     clients: clientsOf({ 'grantor-a': 'A', 'grantor-b': 'B', 'provider-p': 'P' }),
