@@ -8,7 +8,6 @@
 //   the same adjustments by acme's own API client (Basic, not audited), BENCH_CONSOLE_WRITES of
 //   each (default 1,500), 16 at a time, in the order A, B, B, A; the ratio of their mean throughputs
 //   (promise: the audited at least 0.9 of the other; it carries the Bearer check too).
-import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import path from 'node:path';
@@ -25,7 +24,7 @@ const WRITES = Number(process.env.BENCH_CONSOLE_WRITES ?? 1_500);
 const AT_ONCE = 16;
 const STAFF = { read: 'rights-support', write: 'rights-support-write', admin: 'rights-admin', grantor: 'grantor' };
 
-const { freePort } = await import(path.join(root, 'libs/testing/dist/index.js'));
+const { freePort, startDevIssuer } = await import(path.join(root, 'libs/testing/dist/index.js'));
 const issuerUrl = `http://127.0.0.1:${await freePort()}`;
 const { system, stop } = await startBenchSystem({
   name: 'bench_console',
@@ -37,17 +36,7 @@ const { system, stop } = await startBenchSystem({
     CONSOLE_ISSUER: issuerUrl,
   },
 });
-const issuer = spawn(process.execPath, [path.join(root, 'tools/dev-issuer/dist/main.js')], {
-  env: {
-    ...process.env,
-    NODE_ENV: 'development',
-    DEV_ISSUER_PORT: new URL(issuerUrl).port,
-    JWT_ISSUER: issuerUrl,
-    JWT_AUDIENCE: 'rights-api',
-    CONSOLE_REDIRECT_URIS: `${system.gatewayUrl}/console`,
-  },
-  stdio: 'ignore',
-});
+const issuer = await startDevIssuer(issuerUrl, `${system.gatewayUrl}/console`);
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 const ACME = TestSystem.clientAuthorization('acme');
@@ -56,10 +45,6 @@ const call = gatewayCaller(system.gatewayUrl);
 
 let browser;
 try {
-  for (let i = 0; i < 150; i++) {
-    if ((await fetch(`${issuerUrl}/healthz`).catch(() => null))?.status === 200) break;
-    await sleep(100);
-  }
   await system.seed({
     clients: [{ clientId: 'acme', grantorId: 'acme' }],
     users: ['heavy'],
@@ -170,6 +155,6 @@ try {
   );
 } finally {
   await browser?.close();
-  issuer.kill('SIGTERM');
+  issuer.stop();
   await stop();
 }

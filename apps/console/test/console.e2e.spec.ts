@@ -1,8 +1,7 @@
-import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import AxeBuilder from '@axe-core/playwright';
-import { clientsOf, freePort, TestSystem } from '@rs/testing';
+import { clientsOf, freePort, startDevIssuer, TestSystem } from '@rs/testing';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
@@ -11,7 +10,6 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 // them; the audit log shows who did what and why. axe-core checks every page. With
 // CONSOLE_SCREENSHOTS=<folder> (npm run screenshots) the run also draws docs/console.md's pictures.
 const CHROMIUM = '/usr/bin/chromium';
-const root = path.resolve(__dirname, '../../..');
 const SCREENSHOTS = process.env.CONSOLE_SCREENSHOTS;
 const STAFF = { read: 'rights-support', write: 'rights-support-write', admin: 'rights-admin', grantor: 'grantor' };
 let system: TestSystem;
@@ -35,23 +33,7 @@ beforeAll(async () => {
       WEBHOOK_RETRY_SCHEDULE: '1s',
     },
   });
-  const { NODE_ENV: _ignored, ...inherited } = process.env;
-  const child = spawn(process.execPath, [path.join(root, 'tools/dev-issuer/dist/main.js')], {
-    env: {
-      ...inherited,
-      NODE_ENV: 'development',
-      DEV_ISSUER_PORT: new URL(issuerUrl).port,
-      JWT_ISSUER: issuerUrl,
-      JWT_AUDIENCE: 'rights-api',
-      CONSOLE_REDIRECT_URIS: `${system.gatewayUrl}/console`,
-    },
-    stdio: 'ignore',
-  });
-  stopIssuer = () => child.kill('SIGTERM');
-  await vi.waitFor(async () => expect((await fetch(`${issuerUrl}/healthz`)).status).toBe(200), {
-    timeout: 15_000,
-    interval: 100,
-  });
+  ({ stop: stopIssuer } = await startDevIssuer(issuerUrl, `${system.gatewayUrl}/console`));
   // The gateway retries a provider it could not reach at its start: until then its tokens are 503.
   const { access_token } = (await (
     await fetch(`${issuerUrl}/dev/token`, {

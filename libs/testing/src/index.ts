@@ -20,3 +20,4 @@ export * from './periodic-subscriptions';
 export * from './markers';
 export * from './waiting';
 export * from './provider-shapes';
+export * from './dev-issuer';
