@@ -82,8 +82,8 @@ describe('one bad item fails alone (docs/api.md)', () => {
     const rebuilds = () => fx.system.service('scheduler').logs.join('').split('schedules rebuilt').length - 1;
     const seen = rebuilds();
     // A rebuild reads 64 buckets from three listings over HTTP: under the suite's load one can
-    // take ten seconds and more, so two are given a minute.
-    await expect.poll(rebuilds, { timeout: 60_000 }).toBeGreaterThanOrEqual(seen + 2);
+    // take ten seconds and more (two took over a minute in CI), so two are given 100 s.
+    await expect.poll(rebuilds, { timeout: 100_000 }).toBeGreaterThanOrEqual(seen + 2);
     const connection = await amqp.connect(fx.system.amqpUrl);
     try {
       const channel = await connection.createChannel();
@@ -101,5 +101,5 @@ describe('one bad item fails alone (docs/api.md)', () => {
     } finally {
       await connection.close();
     }
-  }, 120_000);
+  }, 180_000);
 });
