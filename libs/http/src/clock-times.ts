@@ -112,8 +112,11 @@ export class NowFor {
   constructor(
     private readonly clock: () => Date,
     /** Without it, everything lives on real time (and a creation naming a clock is 404). */
-    private readonly clocks: ClockLookup | undefined,
+    private readonly clocks?: ClockLookup,
   ) {}
+
+  /** Real time: what lives on no clock (a function of its own, to be handed on as a clock). */
+  readonly real = (): Date => this.clock();
 
   /** Each entity's now: its clock's time, or real time. */
   async of(entities: Iterable<OnClock>): Promise<(entity: OnClock) => Date> {

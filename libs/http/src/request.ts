@@ -83,20 +83,21 @@ export function parseListPosition(page: Page): ListPosition | null {
  * and where the previous page ended, and tells where this one ends; a full page links to the
  * next one.
  */
-export async function sendNewestFirst<T>(
+export async function sendNewestFirst<P extends ListPage<unknown>>(
   req: Request,
   res: Response,
   publicBaseUrl: string,
   list: {
-    read: (limit: number, after: ListPosition | null) => Promise<ListPage<T>>;
-    body: (items: T[]) => object | Promise<object>;
+    read: (limit: number, after: ListPosition | null) => Promise<P>;
+    /** The answer's body; `page`: the page as read, with what else its reader told of it. */
+    body: (items: P['items'], page: P) => object | Promise<object>;
   },
 ): Promise<void> {
   const page = pageParams(req);
   const found = await list.read(page.limit, parseListPosition(page));
   const last = found.last && `${found.last.position}.${found.last.id}`;
   setNextLink(req, res, publicBaseUrl, page, last ?? undefined, found.items.length);
-  res.json(await list.body(found.items));
+  res.json(await list.body(found.items, found));
 }
 
 /**

@@ -1,11 +1,13 @@
 import { directoriesEnvShape, env, historyEnvShape, publicApiShape, secretRing, serviceEnvShape } from '@rs/config';
 import { startSkuDirectory } from '@rs/catalog-client';
-import { ClockTimes } from '@rs/http';
+import { ClockTimes, NowFor } from '@rs/http';
 import { followClockDeletions } from '@rs/messaging';
 import { defineService, serveHttp, startPurge, startRelay } from '@rs/runtime';
 import { z } from 'zod';
 import { RightsUseCases } from './app/rights';
-import { ConsumptionUseCases } from './app/consumptions';
+import { ConsumptionUseCases, meteringParts } from './app/consumptions';
+import { ReservationUseCases } from './app/reservations';
+import { RightCommands } from './app/right-commands';
 import { ConsumptionStore } from './store/consumption-store';
 import { DEFAULT_MAX_HOLDS } from './domain/metering';
 import { RightTokens } from './app/right-tokens';
@@ -47,16 +49,13 @@ export const start = defineService('rights', Config, async (runtime) => {
   const skus = await startSkuDirectory(runtime, config.CATALOG_URL);
   const messages = new RightMessages(config.PUBLIC_BASE_URL);
   const clocks = new ClockTimes({ schedulerUrl: config.SCHEDULER_URL, signer: runtime.signer, service: 'rights' });
-  const rights = new RightsUseCases({ store, history, skus, messages, clock, clocks });
-  const consumptions = new ConsumptionUseCases({
-    rights: store,
-    records,
-    skus,
-    messages,
-    clock,
-    clocks,
-    maxHolds: config.RIGHT_MAX_HOLDS,
-  });
+  // Every use case's "now" for a right: its test clock's time, or real time (docs/decisions/0048).
+  const time = new NowFor(clock, clocks);
+  const rights = new RightsUseCases({ store, history, skus, messages, time });
+  const commands = new RightCommands({ store, skus, messages, time });
+  const metering = meteringParts({ rights: store, records, skus, messages, time, maxHolds: config.RIGHT_MAX_HOLDS });
+  const consumptions = new ConsumptionUseCases(metering);
+  const reservations = new ReservationUseCases(metering);
   const keys = new SigningKeyStore(runtime.db, secretRing(config, 'RIGHT_TOKEN_KEY_SECRET'));
   const tokens = new RightTokens(rights, keys, {
     issuer: config.PUBLIC_BASE_URL,
@@ -65,13 +64,13 @@ export const start = defineService('rights', Config, async (runtime) => {
   });
   // docs/api.md: a provider may fetch the JWKS before any token exists.
   await tokens.ensureSigningKey();
-  const expiryWrites = new ExpiryWrites((expired) => rights.writeExpiries(expired), runtime.logger);
+  const expiryWrites = new ExpiryWrites((expired) => commands.writeExpiries(expired), runtime.logger);
   runtime.onStop(() => expiryWrites.drain());
-  await followClockDeletions(runtime.broker, 'rights', (clockId) => rights.removeClock(clockId), runtime.logger);
+  await followClockDeletions(runtime.broker, 'rights', (clockId) => commands.removeClock(clockId), runtime.logger);
   await consumeRightsCommands({
     broker: runtime.broker,
-    rights,
-    consumptions,
+    rights: commands,
+    reservations,
     history,
     logger: runtime.logger,
     clock,
@@ -80,6 +79,7 @@ export const start = defineService('rights', Config, async (runtime) => {
   return serveHttp(runtime, config.PORT, {
     realm: config.AUTH_REALM,
     jsonLimit: '64kb',
-    routes: (app) => app.use(rightsRoutes(rights, consumptions, tokens, config.PUBLIC_BASE_URL)),
+    routes: (app) =>
+      app.use(rightsRoutes({ rights, commands, consumptions, reservations, tokens }, config.PUBLIC_BASE_URL)),
   });
 });

@@ -1,8 +1,9 @@
-import { InternalTokenSigner, RESOURCE_ID_HEADER } from '@rs/http';
+import { InternalTokenSigner, NowFor, RESOURCE_ID_HEADER } from '@rs/http';
 import { clientsOf, EVENTUALLY, fixedCatalog, systemFixture, TEST_INTERNAL_SECRET, TestSystem } from '@rs/testing';
 import mongoose from 'mongoose';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { ConsumptionUseCases } from '../src/app/consumptions';
+import { meteringParts } from '../src/app/consumptions';
+import { ReservationUseCases } from '../src/app/reservations';
 import { RightMessages } from '../src/messages/events';
 import { ConsumptionStore } from '../src/store/consumption-store';
 import { RightStore } from '../src/store/right-store';
@@ -178,12 +179,15 @@ describe('a commit that fails after it was decided (docs/decisions/0051)', () =>
           return Promise.reject(new Error('the database went away'));
         }
       }
-      const failing = new ConsumptionUseCases({
-        rights: new FailingRights(db),
-        records: new ConsumptionStore(db),
-        skus: fixedCatalog({ articles: { serviceProviderId: 'SP', grantorIds: ['A'] } }),
-        messages: new RightMessages(fx.system.gatewayUrl),
-      });
+      const failing = new ReservationUseCases(
+        meteringParts({
+          rights: new FailingRights(db),
+          records: new ConsumptionStore(db),
+          skus: fixedCatalog({ articles: { serviceProviderId: 'SP', grantorIds: ['A'] } }),
+          messages: new RightMessages(fx.system.gatewayUrl),
+          time: new NowFor(() => new Date()),
+        }),
+      );
       const provider = { clientId: 'provider-sp', grantorId: 'SP', admin: false, scheme: 'basic' as const };
       await expect(
         failing.commit(

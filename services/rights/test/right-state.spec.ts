@@ -8,11 +8,15 @@ import {
   isActive,
   isInGrace,
   isUsable,
-  recordUsage,
   TRANSITIONS,
   type RightCommand,
   type RightEntity,
 } from '../src/domain/right';
+import { recordUsage as usageOf } from '../src/domain/metering';
+
+/** Usage of `amount` units, the catalog announcing a first use or not. */
+const recordUsage = (right: RightEntity, now: Date, announce: boolean, amount: number) =>
+  usageOf(right, { amount, announce }, now);
 
 /** One unit, as a usage without a body asks (a plain right ignores it). */
 const ONE = 1;

@@ -2,6 +2,8 @@ import { DomainError } from '@rs/contracts';
 import { basicCaller, fixedCatalog, testDatabase, type TestDatabase } from '@rs/testing';
 import { manualClock } from '@rs/time';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NowFor } from '@rs/http';
+import { RightCommands } from '../src/app/right-commands';
 import { RightsUseCases } from '../src/app/rights';
 import { RightMessages } from '../src/messages/events';
 import { RightStore } from '../src/store/right-store';
@@ -16,28 +18,29 @@ const clock = manualClock('2026-03-01T00:00:00Z');
 let database: TestDatabase;
 let store: RightStore;
 let rights: RightsUseCases;
+let commands: RightCommands;
 
 beforeAll(async () => {
   database = await testDatabase('rights_use_cases');
   store = new RightStore(database.db);
   await store.ensureIndexes();
   const catalog = fixedCatalog({ news: { serviceProviderId: 'SP', announceOnUsage: true, grantorIds: ['A', 'B'] } });
-  rights = new RightsUseCases({
-    store,
-    history: rightHistory(database.db.db!),
-    skus: catalog,
-    messages: new RightMessages('https://api.example.com'),
-    clock,
-  });
+  const time = new NowFor(clock);
+  const messages = new RightMessages('https://api.example.com');
+  rights = new RightsUseCases({ store, history: rightHistory(database.db.db!), skus: catalog, messages, time });
+  commands = new RightCommands({ store, skus: catalog, messages, time });
 });
 afterAll(async () => {
   await database?.drop();
 });
 
-const create = (state: 'CREATED' | 'ACTIVE' | 'SUSPENDED', timeInterval = '2026-03-01T00:00:00Z/PT1H') =>
-  rights.create(A, 'alice', { sku: 'news', grantorId: 'A', timeInterval, state, serviceProviderId: 'SP' });
+const create = async (state: 'CREATED' | 'ACTIVE' | 'SUSPENDED', timeInterval = '2026-03-01T00:00:00Z/PT1H') =>
+  (await rights.create(A, 'alice', { sku: 'news', grantorId: 'A', timeInterval, state, serviceProviderId: 'SP' }))
+    .right;
+/** A right as the caller reads it now. */
+const get = async (...args: Parameters<RightsUseCases['get']>) => (await rights.get(...args)).right;
 const expire = async (rightId: string) => {
-  const { expired, failed } = await rights.expireMany([{ connectId: 'alice', rightId }], clock());
+  const { expired, failed } = await commands.expireMany([{ connectId: 'alice', rightId }], clock());
   expect(failed).toEqual([]);
   return expired;
 };
@@ -54,11 +57,11 @@ describe('expiry (docs/api.md "Rights"), on a pinned clock', () => {
     const suspended = await create('SUSPENDED');
     clock.set('2026-03-01T00:59:59Z');
     expect(await expire(active.rightId)).toEqual([]);
-    expect(await rights.get(A, 'alice', active.rightId)).toMatchObject({ state: 'ACTIVE', generation: 1 });
+    expect(await get(A, 'alice', active.rightId)).toMatchObject({ state: 'ACTIVE', generation: 1 });
     clock.set('2026-03-01T01:00:00Z');
     for (const right of [active, suspended]) {
       expect((await expire(right.rightId)).map((expired) => expired.state)).toEqual(['EXPIRED']);
-      expect(await rights.get(A, 'alice', right.rightId)).toMatchObject({ state: 'EXPIRED', generation: 2 });
+      expect(await get(A, 'alice', right.rightId)).toMatchObject({ state: 'EXPIRED', generation: 2 });
     }
   });
 
@@ -84,7 +87,7 @@ describe('expiry (docs/api.md "Rights"), on a pinned clock', () => {
     clock.set('2026-03-07T00:01:00Z');
     const stored = async (id: string) =>
       (await database.db.collection('rights').findOne({ _id: id } as never)) as { state: string } | null;
-    expect(await rights.get(A, 'alice', ends.rightId)).toMatchObject({ state: 'EXPIRED', generation: 2 });
+    expect(await get(A, 'alice', ends.rightId)).toMatchObject({ state: 'EXPIRED', generation: 2 });
     expect((await stored(ends.rightId))?.state).toBe('ACTIVE');
     expect(await listedActive()).not.toContain(ends.rightId);
     expect(await codeOf(rights.transition(A, 'alice', ends.rightId, 'suspend'))).toBe('conflict');
@@ -99,7 +102,7 @@ describe('expiry (docs/api.md "Rights"), on a pinned clock', () => {
     const before = await create('ACTIVE', '2026-03-07T00:00:00Z/PT1M');
     await database.db.collection('rights').updateOne({ _id: before.rightId } as never, { $unset: { expiresKey: '' } });
     const end = '2026-03-07T00:01:00Z';
-    const { unwritten } = await rights.expireMany(
+    const { unwritten } = await commands.expireMany(
       [
         { connectId: 'alice', rightId: ends.rightId, end },
         { connectId: 'alice', rightId: before.rightId, end },
@@ -109,10 +112,10 @@ describe('expiry (docs/api.md "Rights"), on a pinned clock', () => {
     expect(unwritten.map((right) => right.rightId)).toEqual([ends.rightId, before.rightId]);
     unwritten.pop();
     expect(unwritten.map((right) => right.rightId)).toEqual([ends.rightId]);
-    expect(await rights.writeExpiries(unwritten)).toEqual([true]);
+    expect(await commands.writeExpiries(unwritten)).toEqual([true]);
     expect((await stored(ends.rightId))?.state).toBe('EXPIRED');
-    expect(await rights.get(A, 'alice', ends.rightId)).toMatchObject({ state: 'EXPIRED', generation: 2 });
-    expect((await rights.expireMany([{ connectId: 'alice', rightId: ends.rightId }], clock())).unwritten).toEqual([]);
+    expect(await get(A, 'alice', ends.rightId)).toMatchObject({ state: 'EXPIRED', generation: 2 });
+    expect((await commands.expireMany([{ connectId: 'alice', rightId: ends.rightId }], clock())).unwritten).toEqual([]);
   });
 
   it('when a CREATED right ends, then expiry leaves it CREATED (only ACTIVE and SUSPENDED expire)', async () => {
@@ -120,7 +123,7 @@ describe('expiry (docs/api.md "Rights"), on a pinned clock', () => {
     const right = await create('CREATED', '2026-03-03T00:00:00Z/PT1M');
     clock.advance(120_000);
     expect(await expire(right.rightId)).toEqual([]);
-    expect(await rights.get(A, 'alice', right.rightId)).toMatchObject({ state: 'CREATED' });
+    expect(await get(A, 'alice', right.rightId)).toMatchObject({ state: 'CREATED' });
   });
 });
 
@@ -130,9 +133,9 @@ describe('usage (docs/api.md "Usage"), on a pinned clock', () => {
     const right = await create('ACTIVE', '2026-03-04T00:00:00Z/PT1H');
     clock.advance(30 * 60_000);
     expect(await codeOf(rights.use(SP, { userId: 'alice', rightId: right.rightId }))).toBe('done');
-    expect(await rights.get(A, 'alice', right.rightId)).toMatchObject({ used: true, generation: 2 });
+    expect(await get(A, 'alice', right.rightId)).toMatchObject({ used: true, generation: 2 });
     expect(await codeOf(rights.use(SP, { userId: 'alice', rightId: right.rightId }))).toBe('done');
-    expect(await rights.get(A, 'alice', right.rightId)).toMatchObject({ generation: 2 });
+    expect(await get(A, 'alice', right.rightId)).toMatchObject({ generation: 2 });
     clock.set('2026-03-04T01:00:00Z');
     const other = await create('ACTIVE', '2026-03-04T00:00:00Z/PT1H');
     expect(await codeOf(rights.use(SP, { userId: 'alice', rightId: other.rightId }))).toBe('conflict');
@@ -150,6 +153,6 @@ describe('usage (docs/api.md "Usage"), on a pinned clock', () => {
     clock.set('2026-03-06T00:00:00Z');
     const right = await create('CREATED', '2026-03-06T00:00:00Z/PT1H');
     expect(await codeOf(rights.transition(A, 'alice', right.rightId, 'activate', 7))).toBe('precondition_failed');
-    expect(await rights.get(A, 'alice', right.rightId)).toMatchObject({ state: 'CREATED', generation: 1 });
+    expect(await get(A, 'alice', right.rightId)).toMatchObject({ state: 'CREATED', generation: 1 });
   });
 });

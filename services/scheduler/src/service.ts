@@ -8,6 +8,7 @@ import { startScheduling } from './app/scheduling';
 import { clockRoutes } from './http/routes';
 import { ClockMessages } from './messages/clock-events';
 import { ClockStore } from './store/clock-store';
+import { DueRecording } from './app/due-recording';
 import { followEvents, followHolds } from './messaging/events';
 import { createStores } from './store/stores';
 
@@ -51,8 +52,16 @@ export const start = defineService('scheduler', Config, async (runtime) => {
   // What this replica records on test clocks goes straight to its clock driver too.
   const recordings = new ClockRecordings();
   const live = (ids: readonly string[]) => clocks.live(ids);
-  await followEvents(runtime.broker, stores, runtime.logger, clock, live, recordings);
-  await followHolds(runtime.broker, stores.holdExpiries, runtime.logger, clock, live, recordings);
+  const recording = new DueRecording({
+    broker: runtime.broker,
+    stores,
+    logger: runtime.logger,
+    clock,
+    liveClocks: live,
+    recordings,
+  });
+  await followEvents(runtime.broker, recording, runtime.logger);
+  await followHolds(runtime.broker, recording, runtime.logger);
   startRelay(runtime, clocks.model.collection.collectionName);
   const clockMessages = new ClockMessages(config.PUBLIC_BASE_URL);
   const scheduling = await startScheduling({
@@ -78,7 +87,7 @@ export const start = defineService('scheduler', Config, async (runtime) => {
         for (const store of [stores.subscriptionSchedules, stores.rightExpiries, stores.holdExpiries])
           await store.removeClock(clockId);
       },
-      // Kept as a renewal's issued rights are (followEvents): expected, under the clock's time.
+      // Kept as a renewal's issued rights are (DueRecording): expected, under the clock's time.
       expect: async (onClock, { kind, id, connectId }) => {
         const [work, store] =
           kind === 'subscription'

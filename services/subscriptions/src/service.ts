@@ -1,4 +1,4 @@
-import { ClockTimes } from '@rs/http';
+import { ClockTimes, NowFor } from '@rs/http';
 import { followClockDeletions } from '@rs/messaging';
 import { directoriesEnvShape, historyEnvShape, publicApiShape, serviceEnvShape } from '@rs/config';
 import { startSkuDirectory } from '@rs/catalog-client';
@@ -6,6 +6,7 @@ import { defineService, serveHttp, startPurge, startRelay } from '@rs/runtime';
 import { parseDuration } from '@rs/time';
 import { z } from 'zod';
 import { SHORTEST_PERIOD } from './domain/bounds';
+import { Renewals } from './app/renewals';
 import { SubscriptionUseCases } from './app/subscriptions';
 import { subscriptionRoutes } from './http/routes';
 import { consumeSubscriptionCommands } from './messaging/commands';
@@ -45,23 +46,29 @@ export const start = defineService('subscriptions', Config, async (runtime) => {
   // Changes after creation are stored as progress records, with their events (docs/decisions/0026).
   startRelay(runtime, SUBSCRIPTION_PROGRESS, history);
   const skus = await startSkuDirectory(runtime, config.CATALOG_URL);
+  // Every use case's "now" for a subscription: its test clock's time, or real time (docs/decisions/0048).
+  const time = new NowFor(
+    runtime.clock,
+    new ClockTimes({ schedulerUrl: config.SCHEDULER_URL, signer: runtime.signer, service: 'subscriptions' }),
+  );
+  const publicBaseUrl = config.PUBLIC_BASE_URL;
   const subscriptions = new SubscriptionUseCases({
     store,
     changes: history,
     skus,
-    publicBaseUrl: config.PUBLIC_BASE_URL,
+    publicBaseUrl,
     minPeriod: config.SUBSCRIPTION_MIN_PERIOD,
-    clock: runtime.clock,
-    clocks: new ClockTimes({ schedulerUrl: config.SCHEDULER_URL, signer: runtime.signer, service: 'subscriptions' }),
+    time,
   });
+  const renewals = new Renewals({ store, publicBaseUrl, time });
   await followClockDeletions(
     runtime.broker,
     'subscriptions',
     (clockId) => subscriptions.removeClock(clockId),
     runtime.logger,
   );
-  await consumeSubscriptionCommands({ broker: runtime.broker, subscriptions, history, logger: runtime.logger });
-  const routes = subscriptionRoutes(subscriptions, config.PUBLIC_BASE_URL);
+  await consumeSubscriptionCommands({ broker: runtime.broker, renewals, history, logger: runtime.logger });
+  const routes = subscriptionRoutes({ subscriptions, renewals }, publicBaseUrl);
   return serveHttp(runtime, config.PORT, {
     realm: config.AUTH_REALM,
     jsonLimit: '64kb',

@@ -9,6 +9,8 @@ import type { OutboxEntry } from '@rs/store';
 import { basicCaller, fixedCatalog, testDatabase, type TestDatabase } from '@rs/testing';
 import { manualClock } from '@rs/time';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NowFor } from '@rs/http';
+import { Renewals } from '../src/app/renewals';
 import { SubscriptionUseCases } from '../src/app/subscriptions';
 import { SHORTEST_PERIOD } from '../src/domain/bounds';
 import { SubscriptionStore } from '../src/store/subscription-store';
@@ -21,19 +23,23 @@ const A = basicCaller('A');
 const clock = manualClock('2026-03-01T00:00:00Z');
 let database: TestDatabase;
 let subscriptions: SubscriptionUseCases;
+let renewals: Renewals;
 
 beforeAll(async () => {
   database = await testDatabase('renewal_use_cases');
   const store = new SubscriptionStore(database.db);
   await store.ensureIndexes();
+  const time = new NowFor(clock);
+  const publicBaseUrl = 'https://api.example.com';
   subscriptions = new SubscriptionUseCases({
     store,
     changes: subscriptionHistory(database.db.db!),
     skus: fixedCatalog({ news: {}, video: {} }),
-    publicBaseUrl: 'https://api.example.com',
+    publicBaseUrl,
     minPeriod: SHORTEST_PERIOD,
-    clock,
+    time,
   });
+  renewals = new Renewals({ store, publicBaseUrl, time });
 });
 afterAll(async () => {
   await database?.drop();
@@ -46,7 +52,7 @@ afterAll(async () => {
 async function renew(
   subscriptionId: string,
 ): Promise<{ issued: Array<[string, string[]]>; events: string[]; missed: number }> {
-  const renewed = await subscriptions.renew([{ connectId: 'frank', subscriptionId }], clock(), false);
+  const renewed = await renewals.renew([{ connectId: 'frank', subscriptionId }], clock(), false);
   const emitted: OutboxEntry[] = renewed.emitted;
   expect(renewed.missed.every((one) => one.subscriptionId === subscriptionId && one.connectId === 'frank')).toBe(true);
   const issues = emitted.filter((entry) => entry.event.type === CommandTypes.rightsIssue);
@@ -155,25 +161,25 @@ describe('one bad item fails alone (docs/api.md), on a pinned clock', () => {
     const sent = (entries: readonly OutboxEntry[]) => entries.map(({ exchange, event }) => ({ exchange, event }));
 
     // Renewed from the stored subscription (no snapshot), then delivered again at a later instant.
-    const first = await subscriptions.renew([item], clock(), false);
+    const first = await renewals.renew([item], clock(), false);
     expect(first.emitted.map((entry) => entry.event.type)).toEqual([
       SubscriptionEventTypes.renewed,
       CommandTypes.rightsIssue,
     ]);
     clock.advance(60_000);
-    expect(sent((await subscriptions.renew([item], clock(), true)).emitted)).toEqual(sent(first.emitted));
+    expect(sent((await renewals.renew([item], clock(), true)).emitted)).toEqual(sent(first.emitted));
 
     // Renewed from the scheduler's snapshot, 7 hours into the next period: the 6-hour right has
     // ended and is not issued; the redelivery still builds the renewal as it was, hours later.
     clock.set('2026-05-02T07:00:00Z');
     const renewedEvent = first.emitted[0]!.event.data as SubscriptionEventData;
     const withSnapshot = { ...item, snapshot: snapshotOf(renewedEvent)! };
-    const second = await subscriptions.renew([withSnapshot], clock(), false);
+    const second = await renewals.renew([withSnapshot], clock(), false);
     expect(second.missed).toEqual([expect.objectContaining({ rights: 1 })]);
     const issued = second.emitted.find((entry) => entry.event.type === CommandTypes.rightsIssue)!;
     expect((issued.event.data as RightsIssueData).rights.map((right) => right.sku)).toEqual(['news']);
     clock.set('2026-05-02T20:00:00Z');
-    const again = await subscriptions.renew([withSnapshot], clock(), true);
+    const again = await renewals.renew([withSnapshot], clock(), true);
     expect(sent(again.emitted)).toEqual(sent(second.emitted));
     expect(again.missed).toEqual([]);
     expect(await subscriptions.get(A, 'frank', subscription.subscriptionId)).toMatchObject({
@@ -183,7 +189,7 @@ describe('one bad item fails alone (docs/api.md), on a pinned clock', () => {
 
     // A change after the renewal (suspend) does not change what the renewal sent.
     await subscriptions.transition(A, 'frank', subscription.subscriptionId, 'suspend');
-    expect(sent((await subscriptions.renew([item], clock(), true)).emitted)).toEqual(sent(second.emitted));
+    expect(sent((await renewals.renew([item], clock(), true)).emitted)).toEqual(sent(second.emitted));
   });
 
   it('when a stored subscription cannot be renewed among good ones, then the others renew, it is reported failed and the schedule leaves it out', async () => {
@@ -200,7 +206,7 @@ describe('one bad item fails alone (docs/api.md), on a pinned clock', () => {
       .db!.collection('subscriptions')
       .updateOne({ _id: broken!.subscriptionId } as never, { $set: { timeSpec: 'R/2026-04-01T00:00:00Z/P300000Y' } });
     const items = [first!, broken!, last!].map(({ subscriptionId }) => ({ connectId: 'frank', subscriptionId }));
-    const renewed = await subscriptions.renew(items, clock(), false);
+    const renewed = await renewals.renew(items, clock(), false);
     expect(renewed.failed.map(({ index }) => index)).toEqual([1]);
     expect(String(renewed.failed[0]!.error)).toMatch(/representable range/);
     const issuedFor = renewed.emitted

@@ -34,7 +34,7 @@ export class RightTokens {
 
   /** A token for a right the caller may read (404 otherwise), while it is active (409 otherwise). */
   async issue(principal: Principal, userId: string, rightId: string): Promise<string> {
-    const right = await this.rights.get(principal, userId, rightId);
+    const { right } = await this.rights.get(principal, userId, rightId);
     // A provider verifies a token against real time: a right on a test clock (docs/decisions/0048) has none.
     if (right.clockId)
       throw DomainError.conflict(`right ${rightId} lives on test clock ${right.clockId}: it has no signed token`);

@@ -8,7 +8,13 @@ import {
   type RightState,
 } from '@rs/contracts';
 import { instantAfter } from '@rs/time';
-import { adjust, available, consume, placeHold, settleHold, type Hold, type Meter } from './metering';
+
+/** Units held on a right for a consumption under way or a reservation, until `until` (docs/decisions/0045). */
+export interface Hold {
+  id: string;
+  amount: number;
+  until: Date;
+}
 
 /** A right as the service holds it (docs/api.md), free of storage details. */
 export interface RightEntity {
@@ -78,7 +84,7 @@ export type Decision =
   | { kind: 'unchanged' }
   | { kind: 'conflict'; reason: string };
 
-const conflict = (reason: string): Decision => ({ kind: 'conflict', reason });
+export const conflict = (reason: string): Decision => ({ kind: 'conflict', reason });
 
 /** docs/api.md `active`: state ACTIVE and `now` inside [start, end). */
 export function isActive(right: RightEntity, now: Date): boolean {
@@ -116,7 +122,13 @@ export function asOf(stored: RightEntity, now: Date): RightEntity {
   return { ...stored, state: 'EXPIRED', generation: stored.generation + 1, updatedAt: stored.expiresAt };
 }
 
-function changed(right: RightEntity, patch: Partial<RightEntity>, events: RightEventType[], now: Date): Decision {
+/** `right` with `patch` at its next generation, changed at `now`, with `events`. */
+export function changed(
+  right: RightEntity,
+  patch: Partial<RightEntity>,
+  events: RightEventType[],
+  now: Date,
+): Decision {
   return { kind: 'change', next: { ...right, ...patch, generation: right.generation + 1, updatedAt: now }, events };
 }
 
@@ -155,6 +167,41 @@ export function endAt(right: RightEntity, at: { instant: Date; text: string }, n
   return changed(right, ending, [RightEventTypes.expired], now);
 }
 
+/** What a new right is made of: everything else follows from it (docs/api.md "Rights"). */
+export type NewRight = Pick<
+  RightEntity,
+  | 'rightId'
+  | 'userId'
+  | 'state'
+  | 'grantorId'
+  | 'grantorContext'
+  | 'serviceProviderId'
+  | 'sku'
+  | 'payload'
+  | 'quantity'
+  | 'grace'
+  | 'subscriptionId'
+  | 'clockId'
+> & { interval: { start: Date; end: Date; text: string } };
+
+/** A right made at `now`, at its first generation: not used yet, all its units left, none held. */
+export function newRight(made: NewRight, now: Date): RightEntity {
+  const { interval, ...fields } = made;
+  return {
+    ...fields,
+    used: false,
+    remaining: made.quantity,
+    holds: [],
+    start: interval.start,
+    end: interval.end,
+    expiresAt: expiryOf(interval.end, made.grace),
+    timeInterval: interval.text,
+    generation: 1,
+    createdAt: now,
+    updatedAt: now,
+  };
+}
+
 /**
  * A right a plan change ended before it was issued (docs/decisions/0052): what its id is kept
  * as, so that its issue creates nothing. It never held anything: EXPIRED, an instant long.
@@ -165,28 +212,22 @@ export function supersededBeforeIssue(
   now: Date,
 ): RightEntity {
   const instant = at.toISOString().replace('.000Z', 'Z');
-  return {
-    ...target,
-    state: 'EXPIRED',
-    grantorId: '',
-    grantorContext: null,
-    serviceProviderId: null,
-    sku: '',
-    payload: null,
-    used: false,
-    quantity: null,
-    remaining: null,
-    holds: [],
-    start: at,
-    end: at,
-    grace: null,
-    expiresAt: at,
-    timeInterval: `${instant}/${instant}`,
-    clockId: null,
-    generation: 1,
-    createdAt: now,
-    updatedAt: now,
-  };
+  return newRight(
+    {
+      ...target,
+      state: 'EXPIRED',
+      grantorId: '',
+      grantorContext: null,
+      serviceProviderId: null,
+      sku: '',
+      payload: null,
+      quantity: null,
+      grace: null,
+      clockId: null,
+      interval: { start: at, end: at, text: `${instant}/${instant}` },
+    },
+    now,
+  );
 }
 
 /** docs/api.md "Rights": its grantor removes it whatever its state; right.removed. */
@@ -195,134 +236,12 @@ export function removal(right: RightEntity, now: Date): Decision {
   return { kind: 'change', next, events: [RightEventTypes.removed], removes: true };
 }
 
-/** A metered right's balance, or null for a plain right. */
-export function meterOf(right: RightEntity): Meter | null {
-  if (right.quantity === null || right.remaining === null) return null;
-  return { quantity: right.quantity, remaining: right.remaining, holds: right.holds };
-}
+/** The units held for consumptions and reservations under way: not consumed, not available to others. */
+export const heldUnits = (holds: readonly Hold[]): number => holds.reduce((sum, hold) => sum + hold.amount, 0);
 
 /** The units anyone may take from a right now (what is left less what is held); null for a plain right. */
-export function availableOf(right: RightEntity): number | null {
-  const meter = meterOf(right);
-  return meter && available(meter);
-}
-
-/** The events of a right's first use: right.used, and service.announce when the catalog asks for it. */
-const firstUseOf = (right: RightEntity, announce: boolean): RightEventType[] =>
-  right.used ? [] : [RightEventTypes.used, ...(announce ? [RightEventTypes.serviceAnnounce] : [])];
-
-/** `right` with `meter`'s balance at its next generation; a consumption of `consumed` units uses it. */
-function metered(
-  right: RightEntity,
-  meter: Meter,
-  now: Date,
-  consumed: { amount: number; announce: boolean } | null,
-  /** The units held changed in a way others must see at once: a reservation's (right.held). */
-  heldEvent = false,
-): Decision {
-  const { remaining, holds } = meter;
-  const next = { ...right, remaining, holds, generation: right.generation + 1, updatedAt: now };
-  if (!consumed || consumed.amount === 0)
-    return { kind: 'change', next, events: heldEvent ? [RightEventTypes.held] : [] };
-  return {
-    kind: 'change',
-    next: { ...next, used: true },
-    events: [...firstUseOf(right, consumed.announce), RightEventTypes.consumed],
-    consumed: consumed.amount,
-  };
-}
-
-const shortOf = (right: RightEntity, has: number, asked: number) =>
-  conflict(`remaining: right ${right.rightId} has ${has} units, ${asked} asked`);
-
-/**
- * docs/api.md "Usage": allowed only while active; the first use sets `used` (never
- * cleared) and emits right.used, plus service.announce when the catalog asks for it. A
- * metered right gives `amount` of its units (or refuses, taking none), each time with
- * right.consumed. (A consumption retried under its Idempotency-Key is decided by its record
- * instead: docs/decisions/0051.)
- */
-export function recordUsage(right: RightEntity, now: Date, announce: boolean, amount: number): Decision {
-  if (!isUsable(right, now)) return conflict(`right ${right.rightId} is not active`);
-  const meter = meterOf(right);
-  if (!meter) {
-    // A plain right: used once, for good; a repeat changes nothing (the contract's usage).
-    const firstUse = firstUseOf(right, announce);
-    return firstUse.length === 0 ? { kind: 'unchanged' } : changed(right, { used: true }, firstUse, now);
-  }
-  const taken = consume(meter, amount);
-  if (taken.kind !== 'changed') return shortOf(right, taken.kind === 'short' ? taken.available : 0, amount);
-  return metered(right, taken.next, now, { amount, announce });
-}
-
-/**
- * Holds units of an active metered right for a consumption across rights or a reservation
- * (docs/decisions/0045): nothing is consumed yet. A reservation's hold is announced
- * (`right.held`), so that every replica's checks count it at once; a consumption's lasts
- * only until its `right.consumed`. A hold placed before is unchanged.
- */
-export function holdUnits(
-  right: RightEntity,
-  hold: Hold,
-  now: Date,
-  options: { announce: boolean; maxHolds: number },
-): Decision {
-  const meter = meterOf(right);
-  if (!meter || !isUsable(right, now)) return conflict(`right ${right.rightId} is not active`);
-  const held = placeHold(meter, hold, options.maxHolds);
-  if (held.kind === 'already') return { kind: 'unchanged' };
-  if (held.kind === 'short') return shortOf(right, held.available, hold.amount);
-  if (held.kind === 'full')
-    return conflict(
-      `holds: right ${right.rightId} holds ${held.max} open reservations and consumptions, the most it may (RIGHT_MAX_HOLDS); settle one first`,
-    );
-  return metered(right, held.next, now, null, options.announce);
-}
-
-/**
- * Settles hold `id` of a right: `amount` of its units consumed (right.consumed, and the first
- * use's events), the rest freed (`right.held` when the hold was announced and nothing was
- * consumed). Whatever the right's state now: the consumption was decided while it was active
- * (docs/decisions/0045). A hold settled before is unchanged.
- */
-export function settleUnits(
-  right: RightEntity,
-  id: string,
-  amount: number,
-  now: Date,
-  announce: { consumed: boolean; held: boolean },
-): Decision {
-  const meter = meterOf(right);
-  if (!meter) return { kind: 'unchanged' };
-  const settled = settleHold(meter, id, amount);
-  if (settled.kind !== 'changed') return { kind: 'unchanged' };
-  const taken = { amount: meter.remaining - settled.next.remaining, announce: announce.consumed };
-  return metered(right, settled.next, now, taken, announce.held);
-}
-
-/**
- * docs/api.md "Adjustments": units added to a metered right by hand (negative: taken away, never
- * below what is held), in any state but EXPIRED; `quantity` rises with a balance above it. One
- * that changes nothing (taking from an empty right) is unchanged.
- */
-export function adjustUnits(right: RightEntity, amount: number, now: Date): Decision {
-  const meter = meterOf(right);
-  if (!meter) return conflict(`right ${right.rightId} is not metered: it has no units to adjust`);
-  if (right.state === 'EXPIRED') return conflict(`right ${right.rightId} has expired`);
-  const { next, applied } = adjust(meter, amount);
-  if (applied === 0) return { kind: 'unchanged' };
-  return {
-    kind: 'change',
-    next: {
-      ...right,
-      quantity: next.quantity,
-      remaining: next.remaining,
-      generation: right.generation + 1,
-      updatedAt: now,
-    },
-    events: [RightEventTypes.adjusted],
-    adjusted: applied,
-  };
+export function availableOf(right: Pick<RightEntity, 'remaining' | 'holds'>): number | null {
+  return right.remaining === null ? null : right.remaining - heldUnits(right.holds);
 }
 
 /** A right as the scheduler rebuilds its expiries from it (the internal listing, docs/decisions/0009). */

@@ -18,12 +18,23 @@ import type { Request, Response, Router } from 'express';
 import { expiryEntry, projectedOf, representation, type RightCommand } from '../domain/right';
 import { parseDateTime } from '@rs/time';
 import type { Changed, RightsUseCases } from '../app/rights';
+import type { RightCommands } from '../app/right-commands';
 import type { ConsumptionUseCases } from '../app/consumptions';
+import type { ReservationUseCases } from '../app/reservations';
 import { lapsesAt } from '../domain/consumption';
 import type { RightEntity } from '../domain/right';
 import type { RightTokens } from '../app/right-tokens';
 
 const JWKS_MAX_AGE_S = 60;
+
+/** The use cases the rights API calls. */
+export interface RightsApi {
+  rights: RightsUseCases;
+  commands: RightCommands;
+  consumptions: ConsumptionUseCases;
+  reservations: ReservationUseCases;
+  tokens: RightTokens;
+}
 
 /** `active=<date-time>`, `true` or `now` (docs/api.md "Listing filters"). */
 function activeFilter(req: Request): Date | 'now' | null {
@@ -51,9 +62,7 @@ function tellProjectionOf(res: Response, rights: readonly RightEntity[]): void {
 
 /** The rights API of docs/api.md, behind the gateway: HTTP in and out; the rules are the use cases'. */
 export function rightsRoutes(
-  rights: RightsUseCases,
-  consumptions: ConsumptionUseCases,
-  tokens: RightTokens,
+  { rights, commands, consumptions, reservations, tokens }: RightsApi,
   publicBaseUrl: string,
 ): Router {
   const router = http.exactRouter();
@@ -82,25 +91,29 @@ export function rightsRoutes(
       const activeAt = activeFilter(req);
       await http.sendNewestFirst(req, res, publicBaseUrl, {
         read: (limit, after) => rights.list(res.locals.principal, { ...filter, activeAt, limit, after }),
-        body: async (found) => {
-          const now = await rights.nowFor.of(found);
-          return { right: found.map((right) => representation(right, publicBaseUrl, now(right))) };
-        },
+        body: (found, page) => ({
+          right: found.map((right) => representation(right, publicBaseUrl, page.nowOf(right))),
+        }),
       });
     },
     createRight: async (req, res) => {
       const body = http.parseBody(RightCreateBody, req.body);
-      const right = await rights.create(res.locals.principal, http.connectIdOf(req), body, http.resourceIdOf(req));
-      tellProjection(res, { right, removed: false });
-      http.sendCreated(res, right.generation, representation(right, publicBaseUrl, await rights.nowFor.one(right)));
+      const { right, now } = await rights.create(
+        res.locals.principal,
+        http.connectIdOf(req),
+        body,
+        http.resourceIdOf(req),
+      );
+      tellProjection(res, { right, removed: false, now });
+      http.sendCreated(res, right.generation, representation(right, publicBaseUrl, now));
     },
     getRight: async (req, res) => {
-      const right = await rights.get(res.locals.principal, http.connectIdOf(req), rightId(req));
-      http.sendResource(res, right.generation, representation(right, publicBaseUrl, await rights.nowFor.one(right)));
+      const { right, now } = await rights.get(res.locals.principal, http.connectIdOf(req), rightId(req));
+      http.sendResource(res, right.generation, representation(right, publicBaseUrl, now));
     },
     findRight: async (req, res) => {
-      const right = await rights.locate(res.locals.principal, rightId(req));
-      http.sendFound(res, right.generation, representation(right, publicBaseUrl, await rights.nowFor.one(right)));
+      const { right, now } = await rights.locate(res.locals.principal, rightId(req));
+      http.sendFound(res, right.generation, representation(right, publicBaseUrl, now));
     },
     removeRight: change((principal, user, id, ifMatch) => rights.remove(principal, user, id, ifMatch)),
     activateRight: transition('activate'),
@@ -113,7 +126,7 @@ export function rightsRoutes(
       return change(async (principal, userId, rightId, expectedGeneration) => {
         const target = { userId, rightId, expectedGeneration };
         const keyed = consumptionId && (await consumptions.useRight(principal, target, { amount, consumptionId }));
-        return keyed ? { right: keyed, removed: false } : rights.use(principal, target, amount);
+        return keyed ? { ...keyed, removed: false } : rights.use(principal, target, amount);
       })(req, res, next);
     },
     // docs/api.md "Adjustments": answers the right as it now is.
@@ -125,11 +138,7 @@ export function rightsRoutes(
         amount,
       );
       tellProjection(res, done);
-      http.sendResource(
-        res,
-        done.right.generation,
-        representation(done.right, publicBaseUrl, await rights.nowFor.one(done.right)),
-      );
+      http.sendResource(res, done.right.generation, representation(done.right, publicBaseUrl, done.now));
     },
     // docs/api.md "Consumption by SKU" and "Reservations": the gateway's id for a request with an
     // Idempotency-Key is the consumption's (the reservation's), so a retry is applied once.
@@ -150,7 +159,7 @@ export function rightsRoutes(
     createReservation: async (req, res) => {
       const { amount, ttl, clockId } = http.parseBody(ReservationBody, req.body ?? {});
       const reservationId = http.resourceIdOf(req);
-      const done = await consumptions.reserve(
+      const done = await reservations.reserve(
         res.locals.principal,
         { ...skuOfUser(req), clockId: clockId ?? null },
         {
@@ -164,7 +173,7 @@ export function rightsRoutes(
     },
     commitReservation: async (req, res) => {
       const { amount } = http.parseBody(CommitBody, req.body ?? {});
-      const done = await consumptions.commit(res.locals.principal, reservationOf(req), amount);
+      const done = await reservations.commit(res.locals.principal, reservationOf(req), amount);
       // A commit of 0 is a release, and answered as one (docs/api.md "Reservations").
       if ('released' in done) {
         tellProjectionOf(res, done.released);
@@ -175,7 +184,7 @@ export function rightsRoutes(
       res.json(done.body);
     },
     releaseReservation: async (req, res) => {
-      tellProjectionOf(res, await consumptions.release(res.locals.principal, reservationOf(req)));
+      tellProjectionOf(res, await reservations.release(res.locals.principal, reservationOf(req)));
       res.status(204).end();
     },
     getRightHistory: (req, res) =>
@@ -197,12 +206,12 @@ export function rightsRoutes(
   });
   // For the gateway to load its entitlement projection (docs/api.md, docs/decisions/0034).
   http.bucketListing(router, '/internal/entitlements', BUCKETS, async (bucket, page) => {
-    const { items, lastId } = await rights.entitled(bucket, page);
+    const { items, lastId } = await commands.entitled(bucket, page);
     return { items: items.map((right) => projectedOf(right, false)), lastId };
   });
   // For the scheduler to rebuild when holds lapse (docs/decisions/0045).
   http.bucketListing(router, '/internal/holds', BUCKETS, async (bucket, page) => {
-    const { items, lastId } = await consumptions.holding(bucket, page);
+    const { items, lastId } = await reservations.holding(bucket, page);
     return {
       items: items.map((record) => ({
         consumptionId: record.consumptionId,
@@ -216,7 +225,7 @@ export function rightsRoutes(
   });
   // For the scheduler to rebuild its expiries (docs/decisions/0009).
   http.bucketListing(router, '/internal/expiries', BUCKETS, async (bucket, page) => {
-    const { items, lastId } = await rights.expirable(bucket, page);
+    const { items, lastId } = await commands.expirable(bucket, page);
     return { items: items.map(expiryEntry), lastId };
   });
   return router;

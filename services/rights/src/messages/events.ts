@@ -1,7 +1,6 @@
 import { Exchanges, RightEventTypes, type Actor, type RightEventData, type RightEventType } from '@rs/contracts';
 import { changeMessage, type OutboxEntry } from '@rs/store';
-import { heldUnits } from '../domain/metering';
-import { representation, type RightEntity } from '../domain/right';
+import { heldUnits, representation, type RightEntity } from '../domain/right';
 
 export const EVENT_SOURCE = '/rights';
 

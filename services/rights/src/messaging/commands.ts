@@ -5,9 +5,9 @@ import { recordAndPublish } from '@rs/outbox-relay';
 import { isTransient, type HistoryLog } from '@rs/store';
 import type { Clock } from '@rs/time';
 import { observeExpiryLag, observeRenewalLag } from './lag';
-import type { RightsUseCases } from '../app/rights';
+import type { RightCommands } from '../app/right-commands';
 import type { ExpiryWrites } from '../app/expiry-writes';
-import type { ConsumptionUseCases } from '../app/consumptions';
+import type { ReservationUseCases } from '../app/reservations';
 
 export const RIGHTS_COMMAND_QUEUE = 'rights.commands';
 
@@ -40,8 +40,8 @@ function scheduled<Item extends { clockId?: string }>(
 /** What the rights service's command handlers work with. */
 export interface RightsCommandsOptions {
   broker: AmqpClient;
-  rights: RightsUseCases;
-  consumptions: ConsumptionUseCases;
+  rights: RightCommands;
+  reservations: ReservationUseCases;
   /** Where issued and expired rights' changes are recorded as they are published. */
   history: HistoryLog;
   logger: Logger;
@@ -56,7 +56,7 @@ export interface RightsCommandsOptions {
  * failures are retried, then dead-lettered. Every handler is idempotent.
  */
 export async function consumeRightsCommands(options: RightsCommandsOptions): Promise<void> {
-  const { broker, rights, consumptions, history, logger, clock, expiryWrites } = options;
+  const { broker, rights, reservations, history, logger, clock, expiryWrites } = options;
 
   /**
    * `rights.issue`: every period of the batch issued together (docs/decisions/0020); each
@@ -137,7 +137,7 @@ export async function consumeRightsCommands(options: RightsCommandsOptions): Pro
       command.type === CommandTypes.rightsSettle ? itemsOf(command.data) : null,
     );
     for (const { items: settles, judgedAt } of groups) {
-      for (const { index, error } of await consumptions.settle(
+      for (const { index, error } of await reservations.settle(
         settles.map(({ item }) => item),
         judgedAt,
       )) {

@@ -10,6 +10,7 @@ import {
   type OutboxEntry,
   type SetAsideField,
   documentSchema,
+  documentLock,
 } from '@rs/store';
 import { bucketOf } from '@rs/hashing';
 import { type Connection } from 'mongoose';
@@ -268,6 +269,15 @@ export class RightStore extends UserOwnedStore<RightDocument, RightEntity> {
       .find({ clockId, removed: { $ne: true } }, { _id: 1, userId: 1 })
       .lean<Array<Pick<RightDocument, '_id' | 'userId'>>>();
     return docs.map((doc) => ({ userId: doc.userId, rightId: doc._id }));
+  }
+
+  /**
+   * Runs `work` once this process's earlier work on the user's rights of `sku` has finished.
+   * Consumptions of one SKU change the same few rights: in turns, they do not lose each other's
+   * compare-and-sets over and over (other processes still race, and lose, by generation).
+   */
+  inTurn<T>(of: { userId: string; sku: string }, work: () => Promise<T>): Promise<T> {
+    return documentLock.run('rights of a SKU', `${of.userId}\u0000${of.sku}`, work);
   }
 
   /** A user's rights of one SKU (consumption by SKU: the caller's visibility and the burn order are the use case's). */

@@ -3,10 +3,14 @@ import { PlanChangeBody, SubscriptionCreateBody, SubscriptionId } from '@rs/cont
 import * as http from '@rs/http';
 import type { Request, Router } from 'express';
 import { representation, scheduleEntry, type SubscriptionCommand } from '../domain/subscription';
+import type { Renewals } from '../app/renewals';
 import type { SubscriptionUseCases } from '../app/subscriptions';
 
 /** The subscriptions API of docs/api.md, behind the gateway: HTTP in and out; the rules are the use cases'. */
-export function subscriptionRoutes(subscriptions: SubscriptionUseCases, publicBaseUrl: string): Router {
+export function subscriptionRoutes(
+  { subscriptions, renewals }: { subscriptions: SubscriptionUseCases; renewals: Renewals },
+  publicBaseUrl: string,
+): Router {
   const router = http.exactRouter();
   const id = (req: Request) => http.parseParam(SubscriptionId, 'subscriptionId', req.params.subscriptionId);
   const change = (act: Parameters<typeof http.userResourceChange>[1]) =>
@@ -63,7 +67,7 @@ export function subscriptionRoutes(subscriptions: SubscriptionUseCases, publicBa
   });
   // For the scheduler to rebuild its schedules (docs/api.md "Renewal").
   http.bucketListing(router, '/internal/schedules', BUCKETS, async (bucket, page) => {
-    const { items, lastId } = await subscriptions.schedulePage(bucket, page);
+    const { items, lastId } = await renewals.schedulePage(bucket, page);
     return { items: items.map(scheduleEntry), lastId };
   });
   return router;

@@ -3,7 +3,7 @@ import type { Logger } from '@rs/logging';
 import { consumeCommands, type AmqpClient } from '@rs/messaging';
 import { recordAndPublish } from '@rs/outbox-relay';
 import type { HistoryLog } from '@rs/store';
-import type { SubscriptionUseCases } from '../app/subscriptions';
+import type { Renewals } from '../app/renewals';
 import { batchedIssues } from './issue-batches';
 import { reportMissedRights } from './missed-rights';
 
@@ -17,12 +17,12 @@ export const SUBSCRIPTIONS_COMMAND_QUEUE = 'subscriptions.commands';
  */
 export async function consumeSubscriptionCommands(options: {
   broker: AmqpClient;
-  subscriptions: SubscriptionUseCases;
+  renewals: Renewals;
   /** Where renewals' changes are recorded as they are published. */
   history: HistoryLog;
   logger: Logger;
 }): Promise<void> {
-  const { broker, subscriptions, history, logger } = options;
+  const { broker, renewals, history, logger } = options;
   const log = logger.child({ component: 'commands' });
   // With its clock lane, a few at a time: a rehearsal's renewals never queue ahead of real time's.
   await consumeCommands(
@@ -35,7 +35,7 @@ export async function consumeSubscriptionCommands(options: {
         if (command.type !== CommandTypes.subscriptionsRenew) return;
         const replay = delivery.redelivered || delivery.attempt > 1;
         const items = itemsOf(command.data);
-        const renewed = await subscriptions.renew(items, new Date(command.time), replay);
+        const renewed = await renewals.renew(items, new Date(command.time), replay);
         // The durable command is the outbox of its renewals: recorded and published, with confirms, before it is acked.
         await recordAndPublish(history, broker, batchedIssues(renewed.emitted));
         reportMissedRights(renewed.missed, log);

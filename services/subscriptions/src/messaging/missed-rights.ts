@@ -1,6 +1,6 @@
 import type { Logger } from '@rs/logging';
 import { counter } from '@rs/telemetry/metrics';
-import type { MissedRights } from '../app/subscriptions';
+import type { MissedRights } from '../app/renewals';
 
 /**
  * Rights renewal came too late to issue (docs/api.md "Renewal": a right that would already
