@@ -1,4 +1,5 @@
 import { DomainError } from '@rs/contracts';
+import type { OutboxEntry } from './outbox-entry';
 import { RACE_LOST, untilStored } from './retry';
 
 /** A change a domain decided (`next`, its events…), to be written. */
@@ -7,6 +8,18 @@ export type Change<C> = { kind: 'change' } & C;
 export type Decision<C> = Change<C> | { kind: 'unchanged' } | { kind: 'conflict'; reason: string };
 
 export const UNCHANGED = { kind: 'unchanged' } as const;
+
+/**
+ * What every store's `update` stores: `next`, decided from `current`, only if the entity is
+ * still at `current`'s generation (compare-and-set), with its events; `removes`: the change
+ * removes it (a tombstone, or the document gone).
+ */
+export interface EntityUpdate<E> {
+  current: E;
+  next: E;
+  outbox: OutboxEntry[];
+  removes?: true | undefined;
+}
 
 /** One change of one entity, step by step (see `changeOne`). */
 export interface ChangeSteps<E extends { generation: number }, C> {

@@ -50,7 +50,7 @@ export class CatalogUseCases {
         if (visible && isUnchanged(visible, body)) return UNCHANGED;
         return { kind: 'change', next: upserted(current, body, this.clock()) };
       },
-      write: (current, { next }) => this.store.write(current, next, outboxOf(next)),
+      write: (current, { next }) => this.store.update({ current, next, outbox: outboxOf(next) }),
     });
     if (done.outcome === 'missing') throw new Error(`SKU ${sku} cannot be missing: it loads as a tombstone`);
     if (done.outcome === 'unchanged') return { created: false, entry: done.current };
@@ -64,7 +64,7 @@ export class CatalogUseCases {
       load: () => this.store.find(sku),
       expectedGeneration,
       decide: (current) => ({ kind: 'change', next: deleted(current, this.clock()) }),
-      write: (current, { next }) => this.store.write(current, next, outboxOf(next)),
+      write: (current, { next }) => this.store.update({ current, next, outbox: outboxOf(next) }),
     });
     if (done.outcome === 'missing') throw DomainError.notFound(`no SKU ${sku}`);
   }

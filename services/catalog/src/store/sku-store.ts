@@ -5,7 +5,7 @@ import {
   type CollectionIndexes,
   outboxDocumentFields,
   OutboxStore,
-  type OutboxEntry,
+  type EntityUpdate,
   documentSchema,
 } from '@rs/store';
 import { type Connection } from 'mongoose';
@@ -88,7 +88,7 @@ export class SkuStore extends OutboxStore<SkuDocument, SkuEntry> {
    * Compare-and-set: stores `next` with its messages only if nobody changed the entry since
    * `current` was read (at generation 0: it was never stored); false when another writer won.
    */
-  write(current: SkuEntry, next: SkuEntry, outbox: OutboxEntry[]): Promise<boolean> {
+  update({ current, next, outbox }: EntityUpdate<SkuEntry>): Promise<boolean> {
     if (current.generation === 0) return this.documents.insert({ _id: next.sku, ...toFields(next) }, outbox);
     return this.documents.compareAndSet({ id: next.sku, generation: current.generation, set: toFields(next), outbox });
   }

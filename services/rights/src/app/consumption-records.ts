@@ -174,7 +174,11 @@ export class ConsumptionRecords {
       },
       // A commit stores the command that applies it, should this request not get that far.
       write: (current, { next }) =>
-        this.options.records.update(current, next, next.state === 'committed' ? [appliedMessage(next)] : []),
+        this.options.records.update({
+          current,
+          next,
+          outbox: next.state === 'committed' ? [appliedMessage(next)] : [],
+        }),
     });
     if (done.outcome === 'missing') throw DomainError.notFound(`no reservation ${record.consumptionId}`);
     if (done.outcome === 'unchanged') return done.current;

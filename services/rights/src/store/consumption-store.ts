@@ -8,6 +8,7 @@ import {
   retentionQueries,
   retentionOf,
   type CollectionIndexes,
+  type EntityUpdate,
   type OutboxEntry,
 } from '@rs/store';
 import type { Connection } from 'mongoose';
@@ -74,7 +75,7 @@ export class ConsumptionStore extends OutboxStore<ConsumptionDocument, Consumpti
   }
 
   /** Compare-and-set: stores `next` (and its messages) only if the record is still at `current`'s generation. */
-  update(current: ConsumptionRecord, next: ConsumptionRecord, outbox: OutboxEntry[] = []): Promise<boolean> {
+  update({ current, next, outbox }: EntityUpdate<ConsumptionRecord>): Promise<boolean> {
     const { consumptionId: _id, ...set } = next;
     return this.documents.compareAndSet({ id: current.consumptionId, generation: current.generation, set, outbox });
   }

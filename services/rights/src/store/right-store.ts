@@ -7,6 +7,7 @@ import {
   outboxDocumentFields,
   UserOwnedStore,
   READ_CONCURRENCY,
+  type EntityUpdate,
   type OutboxEntry,
   type SetAsideField,
   documentSchema,
@@ -337,8 +338,7 @@ export class RightStore extends UserOwnedStore<RightDocument, RightEntity> {
    * Compare-and-set: stores `next` and its messages only if the right is still at `current`'s
    * generation; a change that `removes` it leaves a tombstone.
    */
-  update(change: { current: RightEntity; next: RightEntity; outbox: OutboxEntry[]; removes?: true }) {
-    const { current, next, outbox, removes } = change;
+  update({ current, next, outbox, removes }: EntityUpdate<RightEntity>): Promise<boolean> {
     return this.documents.compareAndSet({ ...this.changeOf(current, next, removes ?? false), outbox });
   }
 

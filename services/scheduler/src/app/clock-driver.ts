@@ -144,11 +144,11 @@ export class ClockDriver {
     events: (typeof CLOCK_EVENTS)[keyof typeof CLOCK_EVENTS],
   ): Promise<ClockEntity | null> {
     const next = { ...clock, ...change, generation: clock.generation + 1, updatedAt: this.options.clock() };
-    const stored = await this.options.clocks.update(
-      clock,
+    const stored = await this.options.clocks.update({
+      current: clock,
       next,
-      this.options.messages.of(next, events, systemActor('scheduler')),
-    );
+      outbox: this.options.messages.of(next, events, systemActor('scheduler')),
+    });
     return stored ? next : null;
   }
 }

@@ -126,7 +126,7 @@ export class ClockUseCases {
         return decision.kind === 'unchanged' ? UNCHANGED : decision;
       },
       write: (current, { next }) =>
-        this.store.update(current, next, this.messages.of(next, CLOCK_EVENTS.advanced, actorOf(principal))),
+        this.store.update({ current, next, outbox: this.messages.of(next, CLOCK_EVENTS.advanced, actorOf(principal)) }),
     });
     if (done.outcome === 'missing') throw DomainError.notFound(`no clock ${clockId}`);
     return done.outcome === 'changed' ? done.change.next : done.current;
@@ -150,7 +150,12 @@ export class ClockUseCases {
         next: { ...clock, generation: clock.generation + 1, updatedAt: this.options.clock() },
       }),
       write: (current, { next }) =>
-        this.store.update(current, next, this.messages.of(next, CLOCK_EVENTS.deleted, actorOf(principal)), true),
+        this.store.update({
+          current,
+          next,
+          outbox: this.messages.of(next, CLOCK_EVENTS.deleted, actorOf(principal)),
+          removes: true,
+        }),
     });
     if (done.outcome === 'missing') throw DomainError.notFound(`no clock ${clockId}`);
     await this.store.forgetPlaces(clockId);

@@ -10,6 +10,7 @@ import {
   outboxDocumentFields,
   OutboxStore,
   PENDING_EVENTS,
+  type EntityUpdate,
   type OutboxEntry,
   serverLimits,
 } from '@rs/store';
@@ -152,7 +153,7 @@ export class ClockStore extends OutboxStore<ClockDocument, ClockEntity> {
    * Stores `next` with its events if the clock is still at `current`'s generation; a change that
    * `removes` it deletes it.
    */
-  update(current: ClockEntity, next: ClockEntity, outbox: OutboxEntry[], removes = false): Promise<boolean> {
+  update({ current, next, outbox, removes }: EntityUpdate<ClockEntity>): Promise<boolean> {
     const { clockId: _id, ...fields } = next;
     return this.documents.compareAndSet({
       id: current.clockId,

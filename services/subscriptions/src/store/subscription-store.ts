@@ -13,6 +13,7 @@ import {
   outboxDocumentFields,
   UserOwnedStore,
   READ_CONCURRENCY,
+  type EntityUpdate,
   type OutboxEntry,
   type SetAsideField,
   type WriteFailed,
@@ -271,13 +272,7 @@ export class SubscriptionStore extends UserOwnedStore<SubscriptionDocument, Subs
    * Stores a change decided from `current` with its messages, if no other writer has stored
    * one since: false when its generation is taken. A change that `removes` it deletes it.
    */
-  async update(change: {
-    current: SubscriptionEntity;
-    next: SubscriptionEntity;
-    outbox: OutboxEntry[];
-    removes?: true;
-  }): Promise<boolean> {
-    const { current, next, outbox, removes } = change;
+  async update({ current, next, outbox, removes }: EntityUpdate<SubscriptionEntity>): Promise<boolean> {
     const record = recordOf(current, next, removes ?? false);
     if (!(await this.progress.insert(record, outbox))) return false;
     await this.compact(record);
