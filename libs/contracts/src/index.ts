@@ -22,5 +22,6 @@ export * from './routes/routes';
 export * from './docs/asyncapi';
 export * from './docs/event-families';
 export * from './docs/events-doc';
+export * from './docs/examples';
 export * from './docs/openapi';
 export * from './schemas/clocks';

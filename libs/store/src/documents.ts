@@ -2,23 +2,15 @@ import { randomUUID } from 'node:crypto';
 import pLimit from 'p-limit';
 import type { Connection, Model, mongo, Schema } from 'mongoose';
 import { documentLock } from './document-lock';
-import { CAS_FIELD, newOutbox, OUTBOX_PROJECTION, PENDING_EVENTS, setWithOutbox } from './outbox';
+import { CAS_FIELD, newOutbox, OUTBOX_PROJECTION, setWithOutbox } from './outbox';
 import type { OutboxEntry } from './outbox-entry';
 import { isDuplicateKey, isTransient, WriteFailed } from './items';
 import { serverLimits } from './server-limits';
 import { chunks } from '@rs/batching';
-import { BY_ID, declareIndexes, type CollectionIndexes, type IndexedQuery } from './indexes';
+import { declareIndexes, type CollectionIndexes, type IndexedQuery } from './indexes';
 import { announcePending } from './pending';
 import { bucketOf } from '@rs/hashing';
-import {
-  LIST_BLOCKS,
-  listCountersOf,
-  LISTING_PROJECTION,
-  Lists,
-  type ListedFields,
-  type ListPage,
-  type ListPosition,
-} from './listing';
+import { LISTING_PROJECTION } from './listing';
 
 /** A rebuild's pages (`inBucket`, docs/architecture.md): a bucket in id order; `readers` say whose. */
 export const bucketPages = (readers: string): IndexedQuery => ({
@@ -229,13 +221,12 @@ export interface OutboxStoreOptions<Doc, Entity> {
 }
 
 const HIDDEN_FIELDS = { ...OUTBOX_PROJECTION, ...LISTING_PROJECTION };
-/** A page of a list reads where each document stands in it. */
-const LISTED_PAGE_FIELDS = { ...OUTBOX_PROJECTION, listBlocks: 0 };
 
 /**
- * The base of every service's store over documents with an outbox: the mongoose model, the
+ * The one base of every service's store over documents with an outbox: the mongoose model, the
  * one write mechanism (`documents`), the migration, and reads of live documents (not
- * tombstones), without their pending events, one or a batch at a time.
+ * tombstones), without their pending events, one or a batch at a time. A store of documents
+ * that belong to a user adds their lists (`UserLists`).
  */
 export abstract class OutboxStore<Doc extends { _id: string }, Entity> {
   readonly model: Model<Doc>;
@@ -349,97 +340,5 @@ export abstract class OutboxStore<Doc extends { _id: string }, Entity> {
     keys: ReadonlyArray<{ id: string; owner: Record<string, string> }>,
   ): Promise<Array<Entity | null>> {
     return pLimit(READ_CONCURRENCY).map(keys, ({ id, owner }) => this.findLive(id, owner));
-  }
-}
-
-/** The lists of `collection` (docs/decisions/0049), their counters kept beside it. */
-export const listsOfCollection = (db: mongo.Db, collection: string): Lists =>
-  new Lists(new OutboxCollection(db, listCountersOf(collection)));
-
-/**
- * The queries of a `UserOwnedStore`'s collection: a document by id, a block of one of a user's
- * lists (`LIST_BLOCKS`), pending events, a bucket's pages for `pagedFor`; and `more`.
- */
-export const userOwnedIndexes = (
-  collection: string,
-  options: { pagedFor: string; more?: readonly IndexedQuery[] },
-): CollectionIndexes => ({
-  collection,
-  queries: [BY_ID, LIST_BLOCKS, ...(options.more ?? []), PENDING_EVENTS, bucketPages(options.pagedFor)],
-});
-
-/**
- * A store of documents that belong to a user (docs/api.md: every right and subscription lives
- * under its user's path). A document is found by its id and its user: a request naming
- * another user's resource finds nothing. The user's lists (all of them, those of one grantor…)
- * are read a page at a time through `Lists` (docs/decisions/0049).
- */
-export abstract class UserOwnedStore<Doc extends { _id: string; userId: string }, Entity> extends OutboxStore<
-  Doc,
-  Entity
-> {
-  private readonly lists: Lists;
-  private readonly listsOf: (doc: Doc) => readonly string[];
-
-  constructor(
-    db: Connection,
-    modelName: string,
-    schema: Schema<Doc>,
-    options: OutboxStoreOptions<Doc, Entity> & {
-      /** The names (`listName`) of the user's lists a document appears in. */
-      listsOf: (doc: Doc) => readonly string[];
-    },
-  ) {
-    super(db, modelName, schema, options);
-    this.lists = listsOfCollection(db.db!, this.model.collection.collectionName);
-    this.listsOf = options.listsOf;
-  }
-
-  /** New documents, each placed in its user's lists: what is inserted. */
-  protected placed<D extends Doc>(docs: readonly D[]): Promise<Array<D & ListedFields>> {
-    return this.lists.place(docs, (doc) => ({ owner: doc.userId, names: this.listsOf(doc) }));
-  }
-
-  /** The names of the user's lists that hold a document (live or not). */
-  protected listNamesOf(userId: string): Promise<string[]> {
-    return this.lists.namesOf(userId);
-  }
-
-  /**
-   * A page of the user's list `name`, newest first: its live documents that meet every
-   * condition (docs/api.md "Listing filters"), after `after`.
-   */
-  protected async pageOfList(
-    userId: string,
-    name: string,
-    conditions: readonly object[],
-    after: ListPosition | null,
-    limit: number,
-  ): Promise<ListPage<Entity>> {
-    const page = await this.lists.page<Doc & Partial<ListedFields>>(
-      this.model.collection,
-      { owner: userId, name },
-      { filter: { $and: [...conditions, this.liveCondition] }, projection: LISTED_PAGE_FIELDS, after, limit },
-    );
-    return { items: page.items.map(({ listed: _listed, ...doc }) => this.entityOf(doc as Doc)), last: page.last };
-  }
-
-  find(userId: string, id: string): Promise<Entity | null> {
-    return this.findLive(id, { userId });
-  }
-
-  /** The live document `id`, whichever user's it is (docs/api.md "Find by id"). */
-  findById(id: string): Promise<Entity | null> {
-    return this.findLive(id);
-  }
-
-  findMany(keys: ReadonlyArray<{ userId: string; id: string }>): Promise<Array<Entity | null>> {
-    return this.findManyLive(keys.map(({ userId, id }) => ({ id, owner: { userId } })));
-  }
-
-  /** The document, live or a tombstone (whose history stays readable, docs/api.md). */
-  async findEvenRemoved(userId: string, id: string): Promise<{ entity: Entity; removed: boolean } | null> {
-    const doc = await this.findDocument(id, { userId });
-    return doc ? { entity: this.entityOf(doc), removed: !this.isLive(doc) } : null;
   }
 }

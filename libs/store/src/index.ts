@@ -1,5 +1,6 @@
 export * from './document-lock';
 export * from './documents';
+export * from './user-lists';
 export * from './outbox';
 export * from './outbox-entry';
 export * from './pending';

@@ -5,7 +5,8 @@ import {
   type ListPosition,
   userOwnedIndexes,
   outboxDocumentFields,
-  UserOwnedStore,
+  OutboxStore,
+  UserLists,
   READ_CONCURRENCY,
   type EntityUpdate,
   type OutboxEntry,
@@ -198,14 +199,28 @@ function listOfQuery({ grantorId, grantorOrProvider }: Pick<RightQuery, 'grantor
  * The rights service's own database. Every change is a compare-and-set on `generation`
  * that stores the new state and its events together (docs/architecture.md, docs/decisions/0003).
  */
-export class RightStore extends UserOwnedStore<RightDocument, RightEntity> {
+export class RightStore extends OutboxStore<RightDocument, RightEntity> {
+  private readonly lists: UserLists<RightDocument>;
+
   constructor(db: Connection) {
-    super(db, 'Right', rightSchema, {
-      tombstone: 'removed',
-      toEntity,
-      indexes: RIGHT_INDEXES,
-      listsOf: listsOfRight,
-    });
+    super(db, 'Right', rightSchema, { tombstone: 'removed', toEntity, indexes: RIGHT_INDEXES });
+    this.lists = new UserLists<RightDocument>(db.db!, this.model.collection as never, listsOfRight);
+  }
+
+  /** A user's live right (another user's is none). */
+  find(userId: string, rightId: string): Promise<RightEntity | null> {
+    return this.findLive(rightId, { userId });
+  }
+
+  /** The live right `rightId`, whichever user's it is (docs/api.md "Find by id"). */
+  findById(rightId: string): Promise<RightEntity | null> {
+    return this.findLive(rightId);
+  }
+
+  /** The right, live or a tombstone (whose history stays readable, docs/api.md). */
+  async findEvenRemoved(userId: string, rightId: string): Promise<{ entity: RightEntity; removed: boolean } | null> {
+    const doc = await this.findDocument(rightId, { userId });
+    return doc ? { entity: toEntity(doc), removed: !this.isLive(doc) } : null;
   }
 
   /**
@@ -290,19 +305,23 @@ export class RightStore extends UserOwnedStore<RightDocument, RightEntity> {
   }
 
   /** A page of a user's rights (docs/api.md "Listing filters"), newest first. */
-  list(query: RightQuery): Promise<ListPage<RightEntity>> {
+  async list(query: RightQuery): Promise<ListPage<RightEntity>> {
     const conditions: object[] = [];
     if (query.on) conditions.push({ clockId: query.on.clockId });
     if (query.active) {
       const { at, endsAfter } = query.active;
       conditions.push({ state: 'ACTIVE', start: { $lte: at }, end: { $gt: endsAfter } });
     }
-    return this.pageOfList(query.userId, listOfQuery(query), conditions, query.after, query.limit);
+    const page = await this.lists.page(
+      { userId: query.userId, name: listOfQuery(query) },
+      { conditions: [...conditions, this.liveCondition], after: query.after, limit: query.limit },
+    );
+    return { items: page.items.map(toEntity), last: page.last };
   }
 
   /** Stores a new right with its messages; false when the id exists (also as a tombstone). */
   async insert(right: RightEntity, outbox: OutboxEntry[]): Promise<boolean> {
-    const [doc] = await this.placed([toDocument(right)]);
+    const [doc] = await this.lists.placed([toDocument(right)]);
     return this.documents.insert(doc!, outbox);
   }
 
@@ -312,7 +331,7 @@ export class RightStore extends UserOwnedStore<RightDocument, RightEntity> {
    * are left alone. Returns how many were new.
    */
   async insertManyWithoutEvents(rights: readonly RightEntity[]): Promise<number> {
-    const docs = await this.placed(rights.map(toDocument));
+    const docs = await this.lists.placed(rights.map(toDocument));
     return this.documents.insertMany(docs.map((doc) => ({ doc, outbox: [] })));
   }
 

@@ -11,7 +11,8 @@ import {
   type CollectionIndexes,
   OutboxCollection,
   outboxDocumentFields,
-  UserOwnedStore,
+  OutboxStore,
+  UserLists,
   READ_CONCURRENCY,
   type EntityUpdate,
   type OutboxEntry,
@@ -158,17 +159,17 @@ const recordOf = (current: SubscriptionEntity, next: SubscriptionEntity, deleted
  * inserts. Reads apply the latest record; an API change also copies it into the document
  * (so lists filter and page on current documents), after it is stored.
  */
-export class SubscriptionStore extends UserOwnedStore<SubscriptionDocument, SubscriptionEntity> {
+export class SubscriptionStore extends OutboxStore<SubscriptionDocument, SubscriptionEntity> {
   private readonly progress: OutboxCollection;
+  private readonly lists: UserLists<SubscriptionDocument>;
 
   constructor(db: Connection) {
-    super(db, 'Subscription', schema, {
-      tombstone: 'deleted',
-      toEntity,
-      indexes: SUBSCRIPTION_INDEXES,
-      listsOf: (doc) => [SUBSCRIPTION_LISTS.all, SUBSCRIPTION_LISTS.ofGrantor(doc.grantorId)],
-    });
+    super(db, 'Subscription', schema, { tombstone: 'deleted', toEntity, indexes: SUBSCRIPTION_INDEXES });
     this.progress = new OutboxCollection(db.db!, SUBSCRIPTION_PROGRESS);
+    this.lists = new UserLists<SubscriptionDocument>(db.db!, this.model.collection as never, (doc) => [
+      SUBSCRIPTION_LISTS.all,
+      SUBSCRIPTION_LISTS.ofGrantor(doc.grantorId),
+    ]);
   }
 
   override async ensureIndexes(): Promise<void> {
@@ -176,27 +177,24 @@ export class SubscriptionStore extends UserOwnedStore<SubscriptionDocument, Subs
     await declareIndexes(this.model.db.db!, PROGRESS_INDEXES);
   }
 
-  override async find(userId: string, id: string): Promise<SubscriptionEntity | null> {
+  async find(userId: string, id: string): Promise<SubscriptionEntity | null> {
     const found = await this.findEvenRemoved(userId, id);
     return found && !found.removed ? found.entity : null;
   }
 
   /** By its id alone: its user is read from it, then its records are folded in as `find` does. */
-  override async findById(id: string): Promise<SubscriptionEntity | null> {
+  async findById(id: string): Promise<SubscriptionEntity | null> {
     const doc = await this.findDocument(id);
     if (!doc) return null;
     const { entity, deleted } = this.latest(doc, await this.recordsOf(id, doc.userId));
     return deleted ? null : entity;
   }
 
-  override findMany(keys: ReadonlyArray<{ userId: string; id: string }>): Promise<Array<SubscriptionEntity | null>> {
+  findMany(keys: ReadonlyArray<{ userId: string; id: string }>): Promise<Array<SubscriptionEntity | null>> {
     return pLimit(READ_CONCURRENCY).map(keys, ({ userId, id }) => this.find(userId, id));
   }
 
-  override async findEvenRemoved(
-    userId: string,
-    id: string,
-  ): Promise<{ entity: SubscriptionEntity; removed: boolean } | null> {
+  async findEvenRemoved(userId: string, id: string): Promise<{ entity: SubscriptionEntity; removed: boolean } | null> {
     const [doc, records] = await Promise.all([this.findDocument(id, { userId }), this.recordsOf(id, userId)]);
     if (!doc) return null;
     const { entity, deleted } = this.latest(doc, records);
@@ -249,7 +247,11 @@ export class SubscriptionStore extends UserOwnedStore<SubscriptionDocument, Subs
     // but not shown: the page reads on, so that a short page still means the list's end.
     for (;;) {
       const wanted = limit - items.length;
-      const page = await this.pageOfList(userId, list, [], last, wanted);
+      const listed = await this.lists.page(
+        { userId, name: list },
+        { conditions: [this.liveCondition], after: last, limit: wanted },
+      );
+      const page = { items: listed.items.map(toEntity), last: listed.last };
       const records = await pLimit(READ_CONCURRENCY).map(page.items, (stored) =>
         this.recordsOf(stored.subscriptionId, userId),
       );
@@ -264,7 +266,9 @@ export class SubscriptionStore extends UserOwnedStore<SubscriptionDocument, Subs
 
   /** Stores a new subscription with its messages; false when its id is taken. */
   async insert(subscription: SubscriptionEntity, outbox: OutboxEntry[]): Promise<boolean> {
-    const [doc] = await this.placed([{ _id: subscription.subscriptionId, ...toFields(subscription), deleted: false }]);
+    const [doc] = await this.lists.placed([
+      { _id: subscription.subscriptionId, ...toFields(subscription), deleted: false },
+    ]);
     return this.documents.insert(doc!, outbox);
   }
 
