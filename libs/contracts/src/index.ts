@@ -2,6 +2,7 @@
 // - schemas/: the zod schemas of every body, event and command, and their names;
 // - routes/: the route table, the one description of every public route;
 // - docs/: the generators of the OpenAPI document, the AsyncAPI document and the events page, from the two above.
+export * from './decision';
 export * from './errors';
 export * from './schemas/audit';
 export * from './schemas/catalog';

@@ -1,13 +1,8 @@
-import { DomainError } from '@rs/contracts';
+import { DomainError, type Change, type Decision } from '@rs/contracts';
 import type { OutboxEntry } from './outbox-entry';
 import { RACE_LOST, untilStored } from './retry';
 
-/** A change a domain decided (`next`, its events…), to be written. */
-export type Change<C> = { kind: 'change' } & C;
-/** What a domain decides a command does to an entity (each service's `domain/` returns one). */
-export type Decision<C> = Change<C> | { kind: 'unchanged' } | { kind: 'conflict'; reason: string };
-
-export const UNCHANGED = { kind: 'unchanged' } as const;
+export { UNCHANGED, type Change, type Decision } from '@rs/contracts';
 
 /**
  * What every store's `update` stores: `next`, decided from `current`, only if the entity is

@@ -106,7 +106,7 @@ describe('progress records (docs/decisions/0026)', () => {
 
     const latest = { state: 'SUSPENDED', nextPeriod: 2, generation: 4 };
     expect(await store.find('alice', 'S2')).toMatchObject(latest);
-    const listed = await store.list({ userId: 'alice', visibleTo: null, grantorId: null, limit: 10, after: null });
+    const listed = await store.list({ userId: 'alice', grantorId: null, limit: 10, after: null });
     expect(listed.items.find((one) => one.subscriptionId === 'S2')).toMatchObject(latest);
     expect(
       (await store.ofBucket(bucketOf('S2'), WHOLE)).items.find((one) => one.subscriptionId === 'S2'),
@@ -117,7 +117,7 @@ describe('progress records (docs/decisions/0026)', () => {
     expect(await store.find('alice', 'S2')).toBeNull();
     expect(await store.findEvenRemoved('alice', 'S2')).toMatchObject({ removed: true, entity: { generation: 5 } });
     expect(
-      (await store.list({ userId: 'alice', visibleTo: null, grantorId: null, limit: 10, after: null })).items.map(
+      (await store.list({ userId: 'alice', grantorId: null, limit: 10, after: null })).items.map(
         (one) => one.subscriptionId,
       ),
     ).not.toContain('S2');
@@ -140,9 +140,9 @@ describe('progress records (docs/decisions/0026)', () => {
       const deleted = { ...first, generation: 2, updatedAt: new Date() };
       expect(await store.update({ current: first, next: deleted, outbox: NONE, removes: true })).toBe(true);
     }
-    const page = await store.list({ userId: 'bob', visibleTo: null, grantorId: 'G', limit: 1, after: null });
+    const page = await store.list({ userId: 'bob', grantorId: 'G', limit: 1, after: null });
     expect(page.items.map((one) => one.subscriptionId)).toEqual(['B-kept']);
-    const next = await store.list({ userId: 'bob', visibleTo: null, grantorId: 'G', limit: 1, after: page.last });
+    const next = await store.list({ userId: 'bob', grantorId: 'G', limit: 1, after: page.last });
     expect(next.items).toEqual([]);
   });
 

@@ -6,6 +6,7 @@ import {
   type Right,
   type RightEventType,
   type RightState,
+  type Decision as ChangeDecision,
 } from '@rs/contracts';
 import { instantAfter } from '@rs/time';
 
@@ -68,21 +69,16 @@ const EVENT_OF: Record<RightCommand, RightEventType> = {
   suspend: RightEventTypes.suspended,
 };
 
-export type Decision =
-  /**
-   * `consumed`: the units the change took from a metered right (its `right.consumed` says so);
-   * `adjusted`: the units an adjustment added (its `right.adjusted` says so).
-   */
-  | {
-      kind: 'change';
-      next: RightEntity;
-      events: RightEventType[];
-      removes?: true;
-      consumed?: number;
-      adjusted?: number;
-    }
-  | { kind: 'unchanged' }
-  | { kind: 'conflict'; reason: string };
+/** What a command does to a right (docs/api.md "Rights"). */
+export type Decision = ChangeDecision<{
+  next: RightEntity;
+  events: RightEventType[];
+  removes?: true;
+  /** The units the change took from a metered right (its `right.consumed` says so). */
+  consumed?: number;
+  /** The units an adjustment added (its `right.adjusted` says so). */
+  adjusted?: number;
+}>;
 
 export const conflict = (reason: string): Decision => ({ kind: 'conflict', reason });
 

@@ -67,9 +67,11 @@ export function rightsRoutes(
 ): Router {
   const router = http.exactRouter();
   const rightId = (req: Request) => http.parseParam(RightId, 'rightId', req.params.rightId);
-  const skuOfUser = (req: Request) => ({
+  /** The user's SKU of the path, on real time or on the test clock the body names. */
+  const skuOfUser = (req: Request, clockId?: string | null) => ({
     userId: http.connectIdOf(req),
     sku: http.parseParam(SkuName, 'sku', req.params.sku),
+    clockId: clockId ?? null,
   });
   const reservationOf = (req: Request) => ({
     ...skuOfUser(req),
@@ -145,29 +147,16 @@ export function rightsRoutes(
     consumeEntitlement: async (req, res) => {
       const { amount, clockId } = http.parseBody(ConsumptionBody, req.body ?? {});
       const consumptionId = http.resourceIdOf(req);
-      const done = await consumptions.consume(
-        res.locals.principal,
-        { ...skuOfUser(req), clockId: clockId ?? null },
-        {
-          amount: amount ?? 1,
-          ...(consumptionId ? { consumptionId } : {}),
-        },
-      );
+      const request = { amount: amount ?? 1, ...(consumptionId ? { consumptionId } : {}) };
+      const done = await consumptions.consume(res.locals.principal, skuOfUser(req, clockId), request);
       tellProjectionOf(res, done.touched);
       res.json(done.body);
     },
     createReservation: async (req, res) => {
       const { amount, ttl, clockId } = http.parseBody(ReservationBody, req.body ?? {});
       const reservationId = http.resourceIdOf(req);
-      const done = await reservations.reserve(
-        res.locals.principal,
-        { ...skuOfUser(req), clockId: clockId ?? null },
-        {
-          amount: amount ?? 1,
-          ...(ttl ? { ttl } : {}),
-          ...(reservationId ? { reservationId } : {}),
-        },
-      );
+      const request = { amount: amount ?? 1, ...(ttl ? { ttl } : {}), ...(reservationId ? { reservationId } : {}) };
+      const done = await reservations.reserve(res.locals.principal, skuOfUser(req, clockId), request);
       tellProjectionOf(res, done.touched);
       res.status(201).json(done.body);
     },

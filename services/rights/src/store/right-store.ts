@@ -1,19 +1,15 @@
 import pLimit from 'p-limit';
 import {
+  documentLock,
+  documentSchema,
   listName,
-  type ListPage,
-  type ListPosition,
-  userOwnedIndexes,
   outboxDocumentFields,
   OutboxStore,
-  UserLists,
   READ_CONCURRENCY,
-  type EntityUpdate,
-  type OutboxEntry,
-  type SetAsideField,
-  documentSchema,
-  documentLock,
+  UserLists,
+  userOwnedIndexes,
 } from '@rs/store';
+import type { EntityUpdate, ListPage, ListPosition, OutboxEntry, SetAsideField } from '@rs/store';
 import { bucketOf } from '@rs/hashing';
 import { type Connection } from 'mongoose';
 import type { ReadExpiry, RightEntity } from '../domain/right';

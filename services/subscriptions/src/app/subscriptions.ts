@@ -194,8 +194,16 @@ export class SubscriptionUseCases {
     return this.store.ofBucket(bucket, page);
   }
 
-  list(principal: Principal, query: Omit<SubscriptionQuery, 'visibleTo'>): Promise<ListPage<SubscriptionEntity>> {
-    return this.store.list({ ...query, visibleTo: visibleGrantorOf(principal, query.grantorId ?? undefined) });
+  /**
+   * A page of a user's subscriptions the caller may see (docs/api.md "Principals and
+   * authorization"): a non-admin sees its own grantor's only, and another grantor's list shows
+   * it nothing.
+   */
+  async list(principal: Principal, query: SubscriptionQuery): Promise<ListPage<SubscriptionEntity>> {
+    const visibleTo = visibleGrantorOf(principal, query.grantorId ?? undefined);
+    if (visibleTo !== null && query.grantorId !== null && query.grantorId !== visibleTo)
+      return { items: [], last: null };
+    return this.store.list({ ...query, grantorId: query.grantorId ?? visibleTo });
   }
 
   /** docs/api.md: 204 also for an unknown subscription; its rights stay (docs/api.md). */

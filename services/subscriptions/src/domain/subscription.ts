@@ -8,6 +8,7 @@ import {
   type SubscriptionEventType,
   type SubscriptionSnapshot,
   type SubscriptionState,
+  type Decision as ChangeDecision,
 } from '@rs/contracts';
 import { nextPeriodStart, parseTimeSpec, periodExists, periodIndexAt, type TimeSpec } from '@rs/time';
 import { DateTime } from 'luxon';
@@ -96,18 +97,15 @@ const EVENT_OF: Record<SubscriptionCommand, SubscriptionEventType> = {
   suspend: SubscriptionEventTypes.suspended,
 };
 
-export type Decision =
-  | {
-      kind: 'change';
-      next: SubscriptionEntity;
-      events: SubscriptionEventType[];
-      cascade: RightsCascade | null;
-      /** Rights to issue with the change (a plan change `now`: the rest of the current period). */
-      issues?: PeriodIssue[];
-      removes?: true;
-    }
-  | { kind: 'unchanged' }
-  | { kind: 'conflict'; reason: string };
+/** What a command does to a subscription (docs/api.md "Subscriptions"). */
+export type Decision = ChangeDecision<{
+  next: SubscriptionEntity;
+  events: SubscriptionEventType[];
+  cascade: RightsCascade | null;
+  /** Rights to issue with the change (a plan change `now`: the rest of the current period). */
+  issues?: PeriodIssue[];
+  removes?: true;
+}>;
 
 /** docs/api.md "Subscriptions": subscription.deleted; its rights stay (docs/api.md). */
 export function removal(subscription: SubscriptionEntity, now: Date): Decision {

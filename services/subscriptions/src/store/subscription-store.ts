@@ -84,8 +84,7 @@ const toFields = ({ subscriptionId: _id, plan: _plan, pendingChange: _pending, .
 
 export interface SubscriptionQuery {
   userId: string;
-  /** Non-admins see only subscriptions of their own grantor (docs/api.md "Principals and authorization"). */
-  visibleTo: string | null;
+  /** Only this grantor's subscriptions; null: all of the user's. */
   grantorId: string | null;
   limit: number;
   /** Where the previous page ended. */
@@ -236,11 +235,8 @@ export class SubscriptionStore extends OutboxStore<SubscriptionDocument, Subscri
 
   /** A page of a user's subscriptions (docs/api.md "Listing filters"), newest first, each with its records. */
   async list(query: SubscriptionQuery): Promise<ListPage<SubscriptionEntity>> {
-    const { userId, visibleTo, grantorId, limit } = query;
-    // A non-admin sees its own grantor's subscriptions only: another grantor's list shows it nothing.
-    if (visibleTo !== null && grantorId !== null && grantorId !== visibleTo) return { items: [], last: null };
-    const grantor = grantorId ?? visibleTo;
-    const list = grantor === null ? SUBSCRIPTION_LISTS.all : SUBSCRIPTION_LISTS.ofGrantor(grantor);
+    const { userId, grantorId, limit } = query;
+    const list = grantorId === null ? SUBSCRIPTION_LISTS.all : SUBSCRIPTION_LISTS.ofGrantor(grantorId);
     const items: SubscriptionEntity[] = [];
     let last = query.after;
     // A subscription deleted since its document was last compacted is listed by the document
