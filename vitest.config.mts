@@ -27,6 +27,12 @@ const EVERY = [
   'examples/test/**/*.spec.ts',
 ];
 const ALONE = ['services/scheduler/test/clock-isolation.e2e.spec.ts'];
+/**
+ * The README's quick start runs two whole systems by `npm start`, each given 90 s to be ready:
+ * beside the suite's heaviest files the second was not. It runs once the others are done, before
+ * the rehearsal.
+ */
+const NPM_START = ['examples/test/quick-start.e2e.spec.ts'];
 const isFirst = (file: TestSpecification) => FIRST.some((path) => file.moduleId.endsWith(path));
 
 class LongWaitsFirst extends BaseSequencer {
@@ -61,11 +67,12 @@ export default defineConfig({
         test: {
           name: 'shared',
           include: EVERY,
-          exclude: [...configDefaults.exclude, ...ALONE],
+          exclude: [...configDefaults.exclude, ...NPM_START, ...ALONE],
           sequence: { groupOrder: 0 },
         },
       },
-      { extends: true, test: { name: 'alone', include: ALONE, sequence: { groupOrder: 1 } } },
+      { extends: true, test: { name: 'npm-start', include: NPM_START, sequence: { groupOrder: 1 } } },
+      { extends: true, test: { name: 'alone', include: ALONE, sequence: { groupOrder: 2 } } },
     ],
   },
 });

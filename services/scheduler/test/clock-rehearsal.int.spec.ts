@@ -1,5 +1,6 @@
 import { Exchanges } from '@rs/contracts';
 import { clientsOf, systemFixture, TestSystem, WebhookReceiver, type CollectedMessage } from '@rs/testing';
+import { setTimeout as sleep } from 'node:timers/promises';
 import mongoose from 'mongoose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -59,15 +60,18 @@ async function clockAt(time: string): Promise<string> {
   return ((await created.json()) as { clockId: string }).clockId;
 }
 
-/** An ACTIVE right of grantor A for `user` (on `clockId` when given): 201, and its id. */
+/**
+ * An ACTIVE right of grantor A for `user` (on `clockId` when given): 201, and its id. A 503
+ * (the clock's time could not be read in time, on a loaded machine) is sent again after its
+ * Retry-After, as a client would: nothing was created.
+ */
 async function grant(user: string, sku: string, timeInterval: string, more: object = {}): Promise<string> {
-  const created = await fx.call('POST', `/id/users/${user}/rights`, A, {
-    sku,
-    grantorId: 'A',
-    state: 'ACTIVE',
-    timeInterval,
-    ...more,
-  });
+  const body = { sku, grantorId: 'A', state: 'ACTIVE', timeInterval, ...more };
+  let created = await fx.call('POST', `/id/users/${user}/rights`, A, body);
+  for (let retry = 0; created.status === 503 && retry < 5; retry++) {
+    await sleep(Number(created.headers.get('retry-after') ?? 1) * 1000);
+    created = await fx.call('POST', `/id/users/${user}/rights`, A, body);
+  }
   expect(created.status, await created.clone().text()).toBe(201);
   return ((await created.json()) as { rightId: string }).rightId;
 }
