@@ -105,8 +105,8 @@ export class ConsumptionUseCases {
   ): Promise<Judged | null> {
     const { userId, rightId } = target;
     const missing = () => DomainError.notFound(`no right ${rightId} for user ${userId}`);
-    const found = await this.changes.find(userId, rightId);
-    const stored = found?.right;
+    // As stored: who may use it and what it is do not depend on when it is read.
+    const stored = await this.rights.stored(userId, rightId);
     if (!stored || !canUse(principal, stored)) throw missing();
     if (stored.quantity === null) return null;
     const sku = { userId, sku: stored.sku, clockId: stored.clockId };

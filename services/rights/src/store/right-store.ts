@@ -200,7 +200,7 @@ export class RightStore extends OutboxStore<RightDocument, RightEntity> {
 
   constructor(db: Connection) {
     super(db, 'Right', rightSchema, { tombstone: 'removed', toEntity, indexes: RIGHT_INDEXES });
-    this.lists = new UserLists<RightDocument>(db.db!, this.model.collection as never, listsOfRight);
+    this.lists = new UserLists<RightDocument>(db.db!, this.model.collection, listsOfRight);
   }
 
   /** A user's live right (another user's is none). */

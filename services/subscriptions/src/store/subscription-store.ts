@@ -165,7 +165,7 @@ export class SubscriptionStore extends OutboxStore<SubscriptionDocument, Subscri
   constructor(db: Connection) {
     super(db, 'Subscription', schema, { tombstone: 'deleted', toEntity, indexes: SUBSCRIPTION_INDEXES });
     this.progress = new OutboxCollection(db.db!, SUBSCRIPTION_PROGRESS);
-    this.lists = new UserLists<SubscriptionDocument>(db.db!, this.model.collection as never, (doc) => [
+    this.lists = new UserLists<SubscriptionDocument>(db.db!, this.model.collection, (doc) => [
       SUBSCRIPTION_LISTS.all,
       SUBSCRIPTION_LISTS.ofGrantor(doc.grantorId),
     ]);
