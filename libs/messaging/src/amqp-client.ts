@@ -3,6 +3,7 @@ import { EventEmitter } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { context, propagation, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { CLOUD_EVENT_CONTENT_TYPE, routingKeyOf, type CloudEvent } from '@rs/contracts';
+import { RealTimeFirst } from './real-time-first';
 import type { Logger } from '@rs/logging';
 import amqp, { type ChannelModel, type ConfirmChannel, type Options } from 'amqplib';
 import { brokerConnected, messagesPublished } from './metrics';
@@ -45,6 +46,11 @@ export class AmqpClient extends EventEmitter<{ connected: []; disconnected: [] }
   private connecting: Promise<void> | undefined;
   private closing = false;
   private readonly log: Logger;
+  /**
+   * This process's order between real and simulated time (docs/decisions/0061): its consumers
+   * run their messages through it, and so does any other work of test clocks.
+   */
+  readonly realTimeFirst = new RealTimeFirst();
 
   constructor(private readonly options: AmqpClientOptions) {
     super();

@@ -23,6 +23,7 @@ export async function followClockDeletions(
       parse: (body) => parseEvent(ClockEvents, body),
       // A few clocks at once: one grantor's large deletion does not hold another's back.
       prefetch: 4,
+      simulated: true,
       handle: async (event) => {
         const removed = await removeClock(event.data.clockId);
         log.info({ clock_id: event.data.clockId, removed }, 'removed what lived on a deleted test clock');

@@ -73,9 +73,14 @@ export interface ConsumerSpec<T> {
    * soon as it is read.
    */
   lane?: { holds: (message: T) => boolean; bindings?: Binding[] };
+  /**
+   * The queue carries only the work of test clocks (a lane, a clock's deletion): each message or
+   * batch waits its turn behind real time's (`RealTimeFirst`, docs/decisions/0061).
+   */
+  simulated?: boolean;
 }
 
-/** A lane's share of its queue's consumer: half its prefetch and of its batches. */
+/** A lane's share of its queue's consumer while real time is quiet: half its prefetch and of its batches. */
 const laneShare = (n: number) => Math.max(2, Math.ceil(n / 2));
 
 interface Parsed<T> {
@@ -97,6 +102,8 @@ const tracer = trace.getTracer('@rs/messaging');
  */
 export async function consume<T>(client: AmqpClient, spec: ConsumerSpec<T>, logger: Logger): Promise<void> {
   const maxAttempts = spec.maxAttempts ?? 5;
+  const order = client.realTimeFirst;
+  const inTurn = <R>(work: () => Promise<R>) => (spec.simulated ? order.simulated(work) : order.real(work));
   const delays = spec.retryDelaysMs ?? DEFAULT_RETRY_DELAYS_MS;
   if (spec.queue !== null) watchQueue(client, spec.queue);
   const lane = spec.lane && spec.queue !== null ? clockLaneOf(spec.queue) : undefined;
@@ -115,14 +122,14 @@ export async function consume<T>(client: AmqpClient, spec: ConsumerSpec<T>, logg
       lingering = undefined;
       const batch = pending;
       pending = [];
-      if (batch.length > 0) void handleBatch(channel, queue, batch, log);
+      if (batch.length > 0) void inTurn(() => handleBatch(channel, queue, batch, log));
     };
     await channel.consume(queue, (raw) => {
       if (!raw) return;
       void parseDelivery(channel, queue, raw, log).then((parsed) => {
         if (!parsed) return;
         if (lane && spec.lane!.holds(parsed.message)) return moveToLane(channel, queue, lane, parsed.raw);
-        if (!spec.batch) return handleOne(channel, queue, parsed, log);
+        if (!spec.batch) return inTurn(() => handleOne(channel, queue, parsed, log));
         pending.push(parsed);
         if (pending.length >= spec.batch.max) flush();
         else lingering ??= setTimeout(flush, spec.batch.lingerMs);
@@ -281,6 +288,7 @@ function laneSpecOf<T>(spec: ConsumerSpec<T>, lane: string): ConsumerSpec<T> {
     queue: lane,
     bindings: spec.lane?.bindings ?? [],
     lane: undefined,
+    simulated: true,
     prefetch: laneShare(spec.prefetch ?? 16),
     ...(spec.batch ? { batch: { ...spec.batch, max: laneShare(spec.batch.max) } } : {}),
   };

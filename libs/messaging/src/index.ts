@@ -5,3 +5,4 @@ export * from './topology';
 export { batchItemsFailed } from './metrics';
 export { followClockDeletions } from './clock-deletions';
 export { consumeCommands } from './command-lanes';
+export * from './real-time-first';

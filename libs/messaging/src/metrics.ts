@@ -17,6 +17,11 @@ export const batchItemsFailed = counter(
   'Items of batch commands that failed on their own and were dead-lettered as one-item commands, by command',
   ['command'],
 );
+/** docs/decisions/0061: units of simulated work that waited for real time's. */
+export const laneWaits = counter(
+  'clock_lane_waits_total',
+  "Units of a test clock's work (a lane's message or batch, a clock's step) that waited for real time",
+);
 export const brokerConnected = gauge('amqp_connected', '1 while the broker connection is open');
 
 /** What the queue gauges ask of a broker client (an `AmqpClient`). */

@@ -1,32 +1,24 @@
 import { createLogger } from '@rs/logging';
-import { RabbitAdmin, testName } from '@rs/testing';
+import type { RabbitAdmin } from '@rs/testing';
 import amqp from 'amqplib';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { AmqpClient, BrokerUnavailable, consume, deadLetterQueueOf } from '../src/index';
+import { type AmqpClient, BrokerUnavailable, consume, deadLetterQueueOf } from '../src/index';
+import { testBroker, type TestBroker } from './test-broker';
 
-const vhost = testName('consumer');
-const rabbit = new RabbitAdmin(process.env.RABBITMQ_MANAGEMENT_URL!);
-let amqpUrl: string;
+let broker: TestBroker;
 let client: AmqpClient;
+let amqpUrl: string;
+let vhost: string;
+let rabbit: RabbitAdmin;
 const attempts = new Map<number, number>();
 const handled: number[] = [];
 
 const Work = z.object({ n: z.number().int() });
 
 beforeAll(async () => {
-  await rabbit.createVhost(vhost);
-  const url = new URL(process.env.AMQP_URL!);
-  url.pathname = `/${vhost}`;
-  amqpUrl = url.toString();
-  client = new AmqpClient({
-    url: amqpUrl,
-    connectionName: 'consumer-test',
-    logger: createLogger('consumer-test', 'silent'),
-    reconnectMinMs: 50,
-  });
-  client.start();
-  await client.waitUntilConnected(10_000);
+  broker = await testBroker('consumer');
+  ({ client, amqpUrl, vhost, rabbit } = broker);
   await consume(
     client,
     {
@@ -46,10 +38,7 @@ beforeAll(async () => {
     createLogger('consumer-test', 'silent'),
   );
 });
-afterAll(async () => {
-  await client?.close();
-  await rabbit.deleteVhost(vhost);
-});
+afterAll(() => broker?.close());
 
 const send = (body: string) =>
   client.publish('commands', 'test.work', Buffer.from(body), { persistent: true, contentType: 'application/json' });

@@ -1,39 +1,33 @@
 import { createLogger } from '@rs/logging';
-import { RabbitAdmin, testName } from '@rs/testing';
+import type { RabbitAdmin } from '@rs/testing';
 import amqp from 'amqplib';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import {
-  AmqpClient,
+  type AmqpClient,
   consume,
   deadLetterQueueOf,
   declareDurableQueue,
   DELIVERY_LIMIT,
   retryQueueOf,
 } from '../src/index';
+import { testBroker, type TestBroker } from './test-broker';
 
 // docs/operations.md "On a RabbitMQ cluster", on a real RabbitMQ: the broker never drops a message, and retries of
 // different delays never wait behind one another.
 
-const vhost = testName('topology');
-const rabbit = new RabbitAdmin(process.env.RABBITMQ_MANAGEMENT_URL!);
 const logger = createLogger('topology-test', 'silent');
-let amqpUrl: string;
+let broker: TestBroker;
 let client: AmqpClient;
+let amqpUrl: string;
+let vhost: string;
+let rabbit: RabbitAdmin;
 
 beforeAll(async () => {
-  await rabbit.createVhost(vhost);
-  const url = new URL(process.env.AMQP_URL!);
-  url.pathname = `/${vhost}`;
-  amqpUrl = url.toString();
-  client = new AmqpClient({ url: amqpUrl, connectionName: 'topology-test', logger, reconnectMinMs: 50 });
-  client.start();
-  await client.waitUntilConnected(10_000);
+  broker = await testBroker('topology');
+  ({ client, amqpUrl, vhost, rabbit } = broker);
 });
-afterAll(async () => {
-  await client?.close();
-  await rabbit.deleteVhost(vhost);
-});
+afterAll(() => broker?.close());
 
 const Work = z.object({ name: z.string() });
 const send = (queue: string, name: string, headers: Record<string, unknown> = {}) =>

@@ -99,8 +99,9 @@ export async function startScheduling(options: SchedulingOptions): Promise<{ sto
       onError: (error) => logger.warn({ err: error }, 'scheduler tick failed'),
     },
   );
-  // A long step of a large rehearsal never holds back real time's next sweep.
-  const driving = repeat(() => clockDriver.drive(owned()), {
+  // A long step of a large rehearsal never holds back real time's next sweep, and waits its
+  // turn behind real time's work (docs/decisions/0061).
+  const driving = repeat(() => options.broker.realTimeFirst.simulated(() => clockDriver.drive(owned())), {
     everyMs: options.tickMs,
     immediately: false,
     onError: (error) => logger.warn({ err: error }, 'test clock step failed'),

@@ -107,6 +107,7 @@ export class DueSweeper {
   }
 
   private command(items: DueItem[], now: Date): Promise<void> {
+    if (items.length > 0) this.options.broker.realTimeFirst.saw();
     return commandItems(this.options.broker, items, this.options.toCommand, now);
   }
 }
