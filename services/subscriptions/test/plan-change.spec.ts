@@ -2,7 +2,8 @@ import { periodRightId } from '@rs/hashing';
 import { describe, expect, it } from 'vitest';
 import { changePlan, withdrawChange } from '../src/domain/plan-change';
 import { planRenewal, renewedState } from '../src/domain/renewal';
-import { latestOf, planAsOf, progressOf, type SubscriptionEntity } from '../src/domain/subscription';
+import type { SubscriptionEntity } from '../src/domain/subscription';
+import { latestOf, planAsOf, progressOf } from '../src/store/progress-records';
 import { aSubscription, aTemplate, specOf } from './subscription-fixture';
 
 const template = aTemplate;

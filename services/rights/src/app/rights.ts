@@ -16,11 +16,14 @@ import { canGrantFor, canManage, canReadHistory, canSee, canUse, visibilityOf } 
 import { adjustUnits, recordUsage } from '../domain/metering';
 import { asOf, decide, newRight, removal, type Decision, type RightCommand, type RightEntity } from '../domain/right';
 import type { RightQuery } from '../store/right-store';
+import { audienceOfList } from '../domain/audiences';
 import { consumptions } from './metering-metrics';
 import { RightChanges, type Judged, type RightChangesOptions } from './right-changes';
 
 /** What a list asks for; who may see what comes from the caller. */
-export type RightListQuery = Omit<RightQuery, 'grantorOrProvider' | 'active' | 'on'> & {
+export type RightListQuery = Omit<RightQuery, 'audience' | 'active' | 'on'> & {
+  /** Only this grantor's rights; null: all the caller may see. */
+  grantorId: string | null;
   /** Only rights ACTIVE with this instant inside their interval; `now`: real time's, or the named clock's. */
   activeAt: Date | 'now' | null;
   /** A test clock the caller names: only the rights living on it, and `now` is its time. */
@@ -139,13 +142,16 @@ export class RightsUseCases {
    * on real time, unless the caller names a clock, whose rights alone it then lists, at its time.
    */
   async list(principal: Principal, query: RightListQuery): Promise<JudgedPage> {
-    const { activeAt, clockId, ...rest } = query;
+    const { activeAt, clockId, grantorId, ...rest } = query;
     const { time, store } = this.options;
     const now = clockId === undefined ? time.real() : await time.ofNamedClock(clockId);
     const at = activeAt === 'now' ? now : activeAt;
     const page = await store.list({
       ...rest,
-      grantorOrProvider: visibilityOf(principal, rest.grantorId ?? undefined)?.grantorOrProvider ?? null,
+      audience: audienceOfList({
+        grantorId,
+        grantorOrProvider: visibilityOf(principal, grantorId ?? undefined)?.grantorOrProvider ?? null,
+      }),
       on: clockId !== undefined ? { clockId } : at ? { clockId: null } : null,
       active: at && { at, endsAfter: at > now ? at : now },
     });

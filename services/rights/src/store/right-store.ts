@@ -13,6 +13,7 @@ import type { EntityUpdate, ListPage, ListPosition, OutboxEntry, SetAsideField }
 import { bucketOf } from '@rs/hashing';
 import { type Connection } from 'mongoose';
 import type { ReadExpiry, RightEntity } from '../domain/right';
+import { audiencesOf, type Audience } from '../domain/audiences';
 
 interface RightDocument extends Omit<RightEntity, 'rightId' | 'payload'> {
   _id: string;
@@ -146,9 +147,8 @@ const toFields = ({ rightId, payload, ...fields }: RightEntity) => ({
 
 export interface RightQuery {
   userId: string;
-  /** Non-admins see rights they granted or provide (docs/api.md). */
-  grantorOrProvider: string | null;
-  grantorId: string | null;
+  /** Whose rights: those of the audience the caller may see and asked for (`audienceOfList`). */
+  audience: Audience;
   /** Only rights living on this test clock, or on real time (`clockId` null); null: wherever they live. */
   on: { clockId: string | null } | null;
   /** Only rights stored ACTIVE whose interval holds `at` and ends after `endsAfter`. */
@@ -158,38 +158,8 @@ export interface RightQuery {
   after: ListPosition | null;
 }
 
-/**
- * The lists of a user's rights (docs/decisions/0049), each read by what a query names: all of
- * them (an admin's), those one grantor granted, those one party grants or provides (a
- * non-admin's without a grantor filter), and those one grantor granted that another provides.
- */
-const RIGHT_LISTS = {
-  all: listName('all'),
-  grantedBy: (grantorId: string) => listName('g', grantorId),
-  seenBy: (party: string) => listName('v', party),
-  providedBy: (grantorId: string, providerId: string) => listName('s', grantorId, providerId),
-  /** The user's rights on one test clock: which clocks a user has rights on is its lists' names. */
-  onClock: (clockId: string) => listName('c', clockId),
-};
-const listsOfRight = (right: Pick<RightDocument, 'grantorId' | 'serviceProviderId' | 'clockId'>): string[] => {
-  const provider = right.serviceProviderId;
-  return [
-    ...(right.clockId ? [RIGHT_LISTS.onClock(right.clockId)] : []),
-    RIGHT_LISTS.all,
-    RIGHT_LISTS.grantedBy(right.grantorId),
-    RIGHT_LISTS.seenBy(right.grantorId),
-    ...(provider !== null && provider !== right.grantorId
-      ? [RIGHT_LISTS.seenBy(provider), RIGHT_LISTS.providedBy(right.grantorId, provider)]
-      : []),
-  ];
-};
-
-/** The list a query reads: the one holding exactly the rights it may show (before its other conditions). */
-function listOfQuery({ grantorId, grantorOrProvider }: Pick<RightQuery, 'grantorId' | 'grantorOrProvider'>): string {
-  if (grantorId === null) return grantorOrProvider === null ? RIGHT_LISTS.all : RIGHT_LISTS.seenBy(grantorOrProvider);
-  if (grantorOrProvider === null || grantorOrProvider === grantorId) return RIGHT_LISTS.grantedBy(grantorId);
-  return RIGHT_LISTS.providedBy(grantorId, grantorOrProvider);
-}
+/** A right's lists are its audiences (docs/decisions/0049): one list of the user's per audience. */
+const listOf = ([kind, ...parties]: Audience): string => listName(kind, ...parties);
 
 /**
  * The rights service's own database. Every change is a compare-and-set on `generation`
@@ -200,7 +170,7 @@ export class RightStore extends OutboxStore<RightDocument, RightEntity> {
 
   constructor(db: Connection) {
     super(db, 'Right', rightSchema, { tombstone: 'removed', toEntity, indexes: RIGHT_INDEXES });
-    this.lists = new UserLists<RightDocument>(db.db!, this.model.collection, listsOfRight);
+    this.lists = new UserLists<RightDocument>(db.db!, this.model.collection, (right) => audiencesOf(right).map(listOf));
   }
 
   /** A user's live right (another user's is none). */
@@ -309,7 +279,7 @@ export class RightStore extends OutboxStore<RightDocument, RightEntity> {
       conditions.push({ state: 'ACTIVE', start: { $lte: at }, end: { $gt: endsAfter } });
     }
     const page = await this.lists.page(
-      { userId: query.userId, name: listOfQuery(query) },
+      { userId: query.userId, name: listOf(query.audience) },
       { conditions: [...conditions, this.liveCondition], after: query.after, limit: query.limit },
     );
     return { items: page.items.map(toEntity), last: page.last };

@@ -24,15 +24,8 @@ import {
 } from '@rs/store';
 import { bucketOf } from '@rs/hashing';
 import { type Connection } from 'mongoose';
-import {
-  beforeRenewal,
-  latestOf,
-  planAsOf,
-  progressOf,
-  type Progress,
-  type RenewalOrigin,
-  type SubscriptionEntity,
-} from '../domain/subscription';
+import type { SubscriptionEntity } from '../domain/subscription';
+import { beforeRenewal, latestOf, planAsOf, progressOf, type Progress, type RenewalOrigin } from './progress-records';
 
 /**
  * A subscription's document keeps the plan it was created with: later plans are on the
