@@ -32,10 +32,6 @@ export class Session {
     this.client = { client_id: config.clientId };
   }
 
-  get signedIn(): boolean {
-    return this.accessToken !== null;
-  }
-
   /** Who the token names; null before sign-in. */
   get member(): StaffMember | null {
     if (!this.accessToken) return null;

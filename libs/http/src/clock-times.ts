@@ -115,7 +115,10 @@ export class NowFor {
     private readonly clocks?: ClockLookup,
   ) {}
 
-  /** Real time: what lives on no clock (a function of its own, to be handed on as a clock). */
+  /**
+   * Real time: what lives on no clock (a function of its own, to be handed on as a clock).
+   * @public (a time port of the services' use cases, answered structurally)
+   */
   readonly real = (): Date => this.clock();
 
   /** Each entity's now: its clock's time, or real time. */
@@ -124,6 +127,7 @@ export class NowFor {
     return this.clocks.nowFor(entities, this.clock);
   }
 
+  /** @public (a time port of the services' use cases, answered structurally) */
   async one(entity: OnClock): Promise<Date> {
     return (await this.of([entity]))(entity);
   }
@@ -131,6 +135,7 @@ export class NowFor {
   /**
    * The time of the test clock a caller names to read on it (docs/api.md "Test clocks": a
    * rehearsal counts only where its clock is named); 404 when there is no such clock.
+   * @public (a time port of the services' use cases, answered structurally)
    */
   async ofNamedClock(clockId: string): Promise<Date> {
     const clock = this.clocks && (await this.clocks.find(clockId));
@@ -144,7 +149,10 @@ export class NowFor {
     return this.clocks.nowFor(entities, this.clock, true);
   }
 
-  /** `one`, for a change a caller asks: 409 while the entity's clock is advancing. */
+  /**
+   * `one`, for a change a caller asks: 409 while the entity's clock is advancing.
+   * @public (a time port of the services' use cases, answered structurally)
+   */
   async forChange(entity: OnClock): Promise<Date> {
     return (await this.forChangeOf([entity]))(entity);
   }
@@ -153,6 +161,7 @@ export class NowFor {
    * The time of the clock a creation names (404 unless it is the creating grantor's; 409 while
    * it is advancing), or real time. The scheduler is told of the creation on the clock before it
    * is made (docs/decisions/0050).
+   * @public (a time port of the services' use cases, answered structurally)
    */
   async forCreation(
     { clockId, grantorId }: { clockId?: string | undefined; grantorId: string },

@@ -168,6 +168,7 @@ export class AmqpClient extends EventEmitter<{ connected: []; disconnected: [] }
   /**
    * Messages ready in each of `queues` (passive declares, on a channel of their own: an
    * absent queue closes only that channel); nothing while disconnected. For /metrics.
+   * @public (the queue gauges' `QueueCounter`)
    */
   async messageCounts(queues: readonly string[]): Promise<Map<string, number>> {
     const counts = new Map<string, number>();

@@ -255,10 +255,6 @@ export abstract class OutboxStore<Doc extends { _id: string }, Entity> {
     return HIDDEN_FIELDS;
   }
 
-  protected entityOf(doc: Doc): Entity {
-    return this.options.toEntity(doc);
-  }
-
   /** The collection's migration: its indexes, declared (creating one that exists costs nothing). */
   async ensureIndexes(): Promise<void> {
     await declareIndexes(this.model.db.db!, this.options.indexes);
@@ -333,12 +329,5 @@ export abstract class OutboxStore<Doc extends { _id: string }, Entity> {
   /** Whether `doc` is live: not a tombstone. */
   protected isLive(doc: Doc): boolean {
     return this.options.tombstone === undefined || (doc as Record<string, unknown>)[this.options.tombstone] !== true;
-  }
-
-  /** Several, read concurrently (an `$in` of ids would read the whole collection on FerretDB). */
-  protected findManyLive(
-    keys: ReadonlyArray<{ id: string; owner: Record<string, string> }>,
-  ): Promise<Array<Entity | null>> {
-    return pLimit(READ_CONCURRENCY).map(keys, ({ id, owner }) => this.findLive(id, owner));
   }
 }

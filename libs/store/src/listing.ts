@@ -255,15 +255,6 @@ export class Lists {
     return (await this.counters.collection.findOne({ _id: owner } as never)) as Counter | null;
   }
 
-  /** The names of `owner`'s lists that hold a position. */
-  async namesOf(owner: string): Promise<string[]> {
-    const counter = await this.read(owner);
-    // A counter's other fields: its generation, and what every stored document carries.
-    return Object.entries(counter ?? {})
-      .filter(([field, value]) => typeof value === 'number' && field !== 'generation' && field !== 'bucket')
-      .map(([field]) => field);
-  }
-
   /** The newest position taken in a list (-1 when none). */
   private async top(owner: string, name: string): Promise<number> {
     const counter = await this.read(owner);

@@ -46,11 +46,6 @@ export class UserLists<Doc extends { _id: string; userId: string }> {
     return this.lists.place(docs, (doc) => ({ owner: doc.userId, names: this.listsOf(doc) }));
   }
 
-  /** The names of the user's lists that hold a document (live or not). */
-  namesOf(userId: string): Promise<string[]> {
-    return this.lists.namesOf(userId);
-  }
-
   /**
    * A page of the user's list `name`, newest first: its documents that meet every condition
    * (docs/api.md "Listing filters"), after `after`, as stored but their outbox.

@@ -69,14 +69,6 @@ export class ZipkinServer {
     };
   }
 
-  /** The most recent traces with a span of `serviceName`, through Zipkin's query API. */
-  async traces(serviceName: string, limit = 50): Promise<ZipkinSpan[][]> {
-    const query = new URLSearchParams({ serviceName, limit: String(limit), lookback: String(3_600_000) });
-    const response = await fetch(`${this.url}/api/v2/traces?${query}`);
-    if (response.status !== 200) throw new Error(`Zipkin answered ${response.status}`);
-    return (await response.json()) as ZipkinSpan[][];
-  }
-
   async trace(traceId: string): Promise<ZipkinSpan[]> {
     const response = await fetch(`${this.url}/api/v2/trace/${traceId}`);
     return response.status === 200 ? ((await response.json()) as ZipkinSpan[]) : [];

@@ -108,10 +108,6 @@ export class Authenticator {
     this.hashes = new HashLanes(options.hashConcurrency ?? HASH_CONCURRENCY, MAX_WAITING_HASHES);
   }
 
-  get realm(): string {
-    return this.options.realm;
-  }
-
   /** `address`: the caller's network address, for throttling guesses. */
   async authenticate(authorization: string | undefined, address: string): Promise<Principal> {
     if (isBearer(authorization)) return this.bearer(authorization!.replace(/^Bearer/i, '').trim());

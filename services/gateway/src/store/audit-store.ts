@@ -141,6 +141,7 @@ export class AuditStore {
     this.lists = listsOfCollection(db, AUDIT);
   }
 
+  /** @public (called by `runtime.migrated`) */
   async ensureIndexes(): Promise<void> {
     for (const declaration of auditIndexes(this.retentionDays)) await declareIndexes(this.db, declaration);
   }

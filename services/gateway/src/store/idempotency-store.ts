@@ -136,7 +136,10 @@ export class IdempotencyStore {
     });
   }
 
-  /** A migration step (`services/gateway/dist/migrate.js`). */
+  /**
+   * A migration step (`services/gateway/dist/migrate.js`).
+   * @public (called by `runtime.migrated`)
+   */
   async ensureIndexes(): Promise<void> {
     await declareIndexes(this.model.db.db!, IDEMPOTENCY_INDEXES);
   }

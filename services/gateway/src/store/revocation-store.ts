@@ -67,7 +67,10 @@ export class RevocationStore {
     this.clock = options.clock ?? systemClock;
   }
 
-  /** A migration step (`services/gateway/dist/migrate.js`). */
+  /**
+   * A migration step (`services/gateway/dist/migrate.js`).
+   * @public (called by `runtime.migrated`)
+   */
   async ensureIndexes(): Promise<void> {
     await declareIndexes(this.model.db.db!, REVOCATION_INDEXES);
   }

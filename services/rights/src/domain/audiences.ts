@@ -3,7 +3,7 @@ import type { RightEntity } from './right';
 /**
  * Who may list a right (docs/api.md "Listing filters"), as the audiences it belongs to: every
  * admin; the callers of its grantor; those of a party that grants or provides it; those of its
- * provider among its grantor's rights; the rehearsal of its test clock. A list asks for exactly
+ * provider among its grantor's rights. A list asks for exactly
  * one audience, the one holding what its caller may see before its other conditions, so the
  * store keeps one list per audience (docs/decisions/0049) and reads only what it returns.
  * An audience is a kind and the parties it is of.
@@ -15,14 +15,12 @@ const AUDIENCES = {
   grantedBy: (grantorId: string) => ['g', grantorId],
   seenBy: (party: string) => ['v', party],
   providedBy: (grantorId: string, providerId: string) => ['s', grantorId, providerId],
-  onClock: (clockId: string) => ['c', clockId],
 } satisfies Record<string, Audience | ((...parties: string[]) => Audience)>;
 
 /** Every audience of a right. */
-export function audiencesOf(right: Pick<RightEntity, 'grantorId' | 'serviceProviderId' | 'clockId'>): Audience[] {
+export function audiencesOf(right: Pick<RightEntity, 'grantorId' | 'serviceProviderId'>): Audience[] {
   const provider = right.serviceProviderId;
   return [
-    ...(right.clockId ? [AUDIENCES.onClock(right.clockId)] : []),
     AUDIENCES.all,
     AUDIENCES.grantedBy(right.grantorId),
     AUDIENCES.seenBy(right.grantorId),

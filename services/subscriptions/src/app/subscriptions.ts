@@ -189,11 +189,6 @@ export class SubscriptionUseCases {
     return this.changes.entries(subscriptionId, page, found.entity.generation);
   }
 
-  /** A page of a bucket's live subscriptions, for the scheduler's rebuild. */
-  schedulePage(bucket: number, page: { after: string | undefined; limit: number }) {
-    return this.store.ofBucket(bucket, page);
-  }
-
   /**
    * A page of a user's subscriptions the caller may see (docs/api.md "Principals and
    * authorization"): a non-admin sees its own grantor's only, and another grantor's list shows

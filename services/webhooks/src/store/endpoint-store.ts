@@ -53,6 +53,7 @@ export class EndpointStore {
     this.endpoints = db.collection<EndpointDocument>(ENDPOINT_INDEXES.collection);
   }
 
+  /** @public (called by `runtime.migrated`) */
   async ensureIndexes(): Promise<void> {
     await declareIndexes(this.db, ENDPOINT_INDEXES);
   }
