@@ -1,16 +1,10 @@
-import { createLogger } from '@rs/logging';
-import type { RabbitAdmin } from '@rs/testing';
 import amqp from 'amqplib';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { type AmqpClient, BrokerUnavailable, consume, deadLetterQueueOf } from '../src/index';
+import { BrokerUnavailable, deadLetterQueueOf } from '../src/index';
 import { testBroker, type TestBroker } from './test-broker';
 
 let broker: TestBroker;
-let client: AmqpClient;
-let amqpUrl: string;
-let vhost: string;
-let rabbit: RabbitAdmin;
 const attempts = new Map<number, number>();
 const handled: number[] = [];
 
@@ -18,33 +12,29 @@ const Work = z.object({ n: z.number().int() });
 
 beforeAll(async () => {
   broker = await testBroker('consumer');
-  ({ client, amqpUrl, vhost, rabbit } = broker);
-  await consume(
-    client,
-    {
-      queue: 'test.work',
-      bindings: [{ exchange: 'commands', routingKey: 'test.work' }],
-      parse: (body) => Work.parse(body),
-      maxAttempts: 3,
-      retryDelaysMs: [100],
-      handle: async ({ n }) => {
-        const attempt = (attempts.get(n) ?? 0) + 1;
-        attempts.set(n, attempt);
-        if (n === 2 && attempt < 3) throw new Error('transient failure');
-        if (n === 3) throw new Error('permanent failure');
-        handled.push(n);
-      },
+  await broker.consume('test.work', {
+    parse: (body) => Work.parse(body),
+    maxAttempts: 3,
+    retryDelaysMs: [100],
+    handle: async ({ n }) => {
+      const attempt = (attempts.get(n) ?? 0) + 1;
+      attempts.set(n, attempt);
+      if (n === 2 && attempt < 3) throw new Error('transient failure');
+      if (n === 3) throw new Error('permanent failure');
+      handled.push(n);
     },
-    createLogger('consumer-test', 'silent'),
-  );
+  });
 });
 afterAll(() => broker?.close());
 
 const send = (body: string) =>
-  client.publish('commands', 'test.work', Buffer.from(body), { persistent: true, contentType: 'application/json' });
+  broker.client.publish('commands', 'test.work', Buffer.from(body), {
+    persistent: true,
+    contentType: 'application/json',
+  });
 
 async function deadLettered(): Promise<Array<{ body: string; error: string }>> {
-  const connection = await amqp.connect(amqpUrl);
+  const connection = await amqp.connect(broker.amqpUrl);
   const channel = await connection.createChannel();
   const found: Array<{ body: string; error: string }> = [];
   for (
@@ -69,24 +59,24 @@ describe('consumer with retry and dead-letter queue', () => {
     const dead = await deadLettered();
     expect(dead.map((d) => d.body).sort()).toEqual(['not json', '{"n":"x"}', '{"n":3}'].sort());
     expect(dead.find((d) => d.body === '{"n":3}')?.error).toBe('permanent failure');
-    expect(await rabbit.queueMessageCount(vhost, 'test.work')).toBe(0);
+    expect(await broker.rabbit.queueMessageCount(broker.vhost, 'test.work')).toBe(0);
   });
 
   it('when the broker connection is lost, then publishing fails fast, and after the automatic reconnect consuming resumes', async () => {
     const names = await vi.waitFor(
       async () => {
-        const found = await rabbit.connectionsNamed(vhost, 'consumer-test');
+        const found = await broker.rabbit.connectionsNamed(broker.vhost, 'consumer-test');
         if (found.length === 0) throw new Error('the broker lists no connection of the consumer yet');
         return found;
       },
       { timeout: 15_000, interval: 100 },
     );
     expect(names).toHaveLength(1);
-    const disconnected = new Promise<void>((resolve) => client.once('disconnected', () => resolve()));
-    await rabbit.closeConnection(names[0]!);
+    const disconnected = new Promise<void>((resolve) => broker.client.once('disconnected', () => resolve()));
+    await broker.rabbit.closeConnection(names[0]!);
     await disconnected;
     await expect(send('{"n":4}')).rejects.toBeInstanceOf(BrokerUnavailable);
-    await client.waitUntilConnected(10_000);
+    await broker.client.waitUntilConnected(10_000);
     await send('{"n":5}');
     await expect.poll(() => handled.includes(5)).toBe(true);
   });

@@ -1,11 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createLogger } from '@rs/logging';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { type AmqpClient, consume, REAL_TIME_QUIET_MS } from '../src/index';
+import { type AmqpClient, REAL_TIME_QUIET_MS } from '../src/index';
 import { testBroker, type TestBroker } from './test-broker';
 
-const logger = createLogger('real-time-first-test', 'silent');
 let broker: TestBroker;
 let client: AmqpClient;
 
@@ -21,28 +19,22 @@ let releaseReal: () => void = () => undefined;
 beforeAll(async () => {
   broker = await testBroker('real-time-first');
   client = broker.client;
-  await consume(
-    client,
-    {
-      queue: 'test.timed',
-      bindings: [{ exchange: 'commands', routingKey: 'test.timed' }],
-      parse: (body) => Work.parse(body),
-      prefetch: 16,
-      lane: { holds: (work) => work.clock },
-      handle: async (work) => {
-        if (!work.clock) {
-          realInHand++;
-          await new Promise<void>((resolve) => (releaseReal = resolve));
-          realInHand--;
-          return;
-        }
-        laneStarts.push({ at: performance.now(), inHand: ++laneInHand });
-        await sleep(LANE_WORK_MS);
-        laneInHand--;
-      },
+  await broker.consume('test.timed', {
+    parse: (body) => Work.parse(body),
+    prefetch: 16,
+    lane: { holds: (work) => work.clock },
+    handle: async (work) => {
+      if (!work.clock) {
+        realInHand++;
+        await new Promise<void>((resolve) => (releaseReal = resolve));
+        realInHand--;
+        return;
+      }
+      laneStarts.push({ at: performance.now(), inHand: ++laneInHand });
+      await sleep(LANE_WORK_MS);
+      laneInHand--;
     },
-    logger,
-  );
+  });
 });
 afterAll(() => broker?.close());
 

@@ -1,6 +1,6 @@
 import { createLogger } from '@rs/logging';
 import { RabbitAdmin, testName } from '@rs/testing';
-import { AmqpClient } from '../src/index';
+import { AmqpClient, consume, type ConsumerSpec } from '../src/index';
 
 /** A test file's own virtual host on the test broker, and a client of this library connected to it. */
 export interface TestBroker {
@@ -9,6 +9,8 @@ export interface TestBroker {
   /** The vhost's AMQP URL, for connections of the test's own. */
   amqpUrl: string;
   client: AmqpClient;
+  /** Consumes `queue`, bound to the commands exchange by its own name as routing key. */
+  consume<T>(queue: string, spec: Omit<ConsumerSpec<T>, 'queue' | 'bindings'>): Promise<void>;
   /** Closes the client and deletes the vhost. */
   close(): Promise<void>;
 }
@@ -29,6 +31,8 @@ export async function testBroker(name: string): Promise<TestBroker> {
     rabbit,
     amqpUrl,
     client,
+    consume: (queue, spec) =>
+      consume(client, { ...spec, queue, bindings: [{ exchange: 'commands', routingKey: queue }] }, logger),
     async close() {
       await client.close();
       await rabbit.deleteVhost(vhost);

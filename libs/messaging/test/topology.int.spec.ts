@@ -1,16 +1,8 @@
 import { createLogger } from '@rs/logging';
-import type { RabbitAdmin } from '@rs/testing';
 import amqp from 'amqplib';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import {
-  type AmqpClient,
-  consume,
-  deadLetterQueueOf,
-  declareDurableQueue,
-  DELIVERY_LIMIT,
-  retryQueueOf,
-} from '../src/index';
+import { deadLetterQueueOf, declareDurableQueue, DELIVERY_LIMIT, retryQueueOf } from '../src/index';
 import { testBroker, type TestBroker } from './test-broker';
 
 // docs/operations.md "On a RabbitMQ cluster", on a real RabbitMQ: the broker never drops a message, and retries of
@@ -18,20 +10,15 @@ import { testBroker, type TestBroker } from './test-broker';
 
 const logger = createLogger('topology-test', 'silent');
 let broker: TestBroker;
-let client: AmqpClient;
-let amqpUrl: string;
-let vhost: string;
-let rabbit: RabbitAdmin;
 
 beforeAll(async () => {
   broker = await testBroker('topology');
-  ({ client, amqpUrl, vhost, rabbit } = broker);
 });
 afterAll(() => broker?.close());
 
 const Work = z.object({ name: z.string() });
 const send = (queue: string, name: string, headers: Record<string, unknown> = {}) =>
-  client.publish('commands', queue, Buffer.from(JSON.stringify({ name })), {
+  broker.client.publish('commands', queue, Buffer.from(JSON.stringify({ name })), {
     persistent: true,
     contentType: 'application/json',
     headers,
@@ -39,18 +26,12 @@ const send = (queue: string, name: string, headers: Record<string, unknown> = {}
 
 describe('the broker topology (docs/operations.md)', () => {
   it('when a consumer declares its queue, then it and its .dlq and retry queues are quorum queues, the queue with a delivery limit and a dead-letter route into its .dlq, each retry queue a TTL back into it', async () => {
-    await consume(
-      client,
-      {
-        queue: 'test.declared',
-        bindings: [{ exchange: 'commands', routingKey: 'test.declared' }],
-        parse: (body) => Work.parse(body),
-        retryDelaysMs: [250, 4_000, 4_000],
-        handle: async () => undefined,
-      },
-      logger,
-    );
-    const queues = new Map((await rabbit.queues(vhost)).map((queue) => [queue.name, queue]));
+    await broker.consume('test.declared', {
+      parse: (body) => Work.parse(body),
+      retryDelaysMs: [250, 4_000, 4_000],
+      handle: async () => undefined,
+    });
+    const queues = new Map((await broker.rabbit.queues(broker.vhost)).map((queue) => [queue.name, queue]));
     const own = [...queues.keys()].filter((name) => name.startsWith('test.declared')).sort();
     expect(own).toEqual(
       [
@@ -76,7 +57,7 @@ describe('the broker topology (docs/operations.md)', () => {
   });
 
   it('when a message is delivered past the delivery limit without an ack (a consumer that dies holding it), then the broker moves it to the .dlq instead of dropping it', async () => {
-    const connection = await amqp.connect(amqpUrl);
+    const connection = await amqp.connect(broker.amqpUrl);
     try {
       await declareDurableQueue(connection, 'test.limited', logger);
       const channel = await connection.createChannel();
@@ -108,26 +89,20 @@ describe('the broker topology (docs/operations.md)', () => {
   it('when a message waits a long retry and another a short one, then the short one is handled first', async () => {
     const handled: string[] = [];
     const failed: string[] = [];
-    await consume(
-      client,
-      {
-        queue: 'test.retried',
-        bindings: [{ exchange: 'commands', routingKey: 'test.retried' }],
-        parse: (body) => Work.parse(body),
-        maxAttempts: 5,
-        retryDelaysMs: [3_000, 100],
-        handle: async ({ name }, delivery) => {
-          // `long` fails its first attempt (retried in 3 s); `short` arrives as a second attempt
-          // and fails it (retried in 0.1 s): it enters the retry queues after `long` did.
-          if (delivery.attempt <= (name === 'long' ? 1 : 2)) {
-            failed.push(name);
-            throw new Error('not yet');
-          }
-          handled.push(name);
-        },
+    await broker.consume('test.retried', {
+      parse: (body) => Work.parse(body),
+      maxAttempts: 5,
+      retryDelaysMs: [3_000, 100],
+      handle: async ({ name }, delivery) => {
+        // `long` fails its first attempt (retried in 3 s); `short` arrives as a second attempt
+        // and fails it (retried in 0.1 s): it enters the retry queues after `long` did.
+        if (delivery.attempt <= (name === 'long' ? 1 : 2)) {
+          failed.push(name);
+          throw new Error('not yet');
+        }
+        handled.push(name);
       },
-      logger,
-    );
+    });
     await send('test.retried', 'long');
     await expect.poll(() => failed).toEqual(['long']);
     await send('test.retried', 'short', { 'x-rs-attempt': 1 });
