@@ -13,6 +13,8 @@ type Entitlement = Schemas['Entitlement'];
 
 /** Items a list shows at first, and each "more" adds (docs/api.md "Listing filters"). */
 const PAGE = 50;
+/** The query of a page: its size, and where the previous one ended. */
+const pageQuery = (cursor: string | null | undefined) => ({ limit: PAGE, ...(cursor ? { cursor } : {}) });
 
 /** An action under way: the dialog that asks for it. */
 type Asking = {
@@ -48,10 +50,7 @@ export function UserPage(props: { api: Api; member: StaffMember; connectId: stri
     (cursor) =>
       api.read((client) =>
         client.GET('/id/users/{connectId}/rights', {
-          params: {
-            path,
-            query: { limit: PAGE, ...(grantor ? { grantorId: grantor } : {}), ...(cursor ? { cursor } : {}) },
-          },
+          params: { path, query: { ...pageQuery(cursor), ...(grantor ? { grantorId: grantor } : {}) } },
         }),
       ),
     (page) => (page as { right: Right[] }).right,
@@ -61,10 +60,7 @@ export function UserPage(props: { api: Api; member: StaffMember; connectId: stri
     (cursor) =>
       api.read((client) =>
         client.GET('/id/users/{connectId}/subs', {
-          params: {
-            path,
-            query: { limit: PAGE, ...(grantor ? { grantorid: grantor } : {}), ...(cursor ? { cursor } : {}) },
-          },
+          params: { path, query: { ...pageQuery(cursor), ...(grantor ? { grantorid: grantor } : {}) } },
         }),
       ),
     (page) => (page as { subscription: Subscription[] }).subscription,
@@ -75,6 +71,20 @@ export function UserPage(props: { api: Api; member: StaffMember; connectId: stri
   const ask = (action: Asking) => setAsking(action);
   const rightPath = (right: Right) => ({ path: { connectId, rightId: right.rightId } });
   const subscriptionPath = (sub: Subscription) => ({ path: { connectId, subscriptionId: sub.subscriptionId } });
+  /** Suspends or activates a right, asked for with a reason. */
+  const lifecycle = (right: Right, command: 'suspend' | 'activate'): Asking => {
+    const label = command === 'suspend' ? 'Suspend' : 'Activate';
+    return {
+      title: `${label} ${right.sku}`,
+      submitLabel: label,
+      run: (_values, headers) =>
+        api.read((client) =>
+          command === 'suspend'
+            ? client.POST('/id/users/{connectId}/rights/{rightId}/suspend', { params: rightPath(right), headers })
+            : client.POST('/id/users/{connectId}/rights/{rightId}/activate', { params: rightPath(right), headers }),
+        ),
+    };
+  };
 
   if (user.error) return <Problem error={user.error} />;
   return (
@@ -174,44 +184,10 @@ export function UserPage(props: { api: Api; member: StaffMember; connectId: stri
               {writes && (
                 <td class="actions">
                   {right.state === 'ACTIVE' && (
-                    <button
-                      type="button"
-                      onClick={() =>
-                        ask({
-                          title: `Suspend ${right.sku}`,
-                          submitLabel: 'Suspend',
-                          run: (_v, headers) =>
-                            api.read((client) =>
-                              client.POST('/id/users/{connectId}/rights/{rightId}/suspend', {
-                                params: rightPath(right),
-                                headers,
-                              }),
-                            ),
-                        })
-                      }
-                    >
-                      Suspend
-                    </button>
+                    <AskButton label="Suspend" asking={lifecycle(right, 'suspend')} onAsk={ask} />
                   )}
                   {(right.state === 'SUSPENDED' || right.state === 'CREATED') && (
-                    <button
-                      type="button"
-                      onClick={() =>
-                        ask({
-                          title: `Activate ${right.sku}`,
-                          submitLabel: 'Activate',
-                          run: (_v, headers) =>
-                            api.read((client) =>
-                              client.POST('/id/users/{connectId}/rights/{rightId}/activate', {
-                                params: rightPath(right),
-                                headers,
-                              }),
-                            ),
-                        })
-                      }
-                    >
-                      Activate
-                    </button>
+                    <AskButton label="Activate" asking={lifecycle(right, 'activate')} onAsk={ask} />
                   )}
                   {right.quantity !== null && right.state !== 'EXPIRED' && (
                     <button
@@ -341,5 +317,14 @@ function EntitlementTable({ entitlements }: { entitlements: Entitlement[] }) {
         </tr>
       ))}
     </Table>
+  );
+}
+
+/** A button that opens the dialog of an action (which asks its reason and fields). */
+function AskButton(props: { label: string; asking: Asking; onAsk: (asking: Asking) => void }) {
+  return (
+    <button type="button" onClick={() => props.onAsk(props.asking)}>
+      {props.label}
+    </button>
   );
 }
