@@ -186,10 +186,17 @@ export class SubscriptionStore extends OutboxStore<SubscriptionDocument, Subscri
     return pLimit(READ_CONCURRENCY).map(keys, ({ userId, id }) => this.find(userId, id));
   }
 
+  /**
+   * The document first, then its records: a change's record is stored before it is copied into
+   * the document (`compact`), so records read after the document hold every change it shows.
+   * Read at once, the records could miss a change the document already shows, and the
+   * subscription would read as of that change's generation with the plan before it: a plan
+   * change decided from it then named the same plan again, and its rights were never issued.
+   */
   async findEvenRemoved(userId: string, id: string): Promise<{ entity: SubscriptionEntity; removed: boolean } | null> {
-    const [doc, records] = await Promise.all([this.findDocument(id, { userId }), this.recordsOf(id, userId)]);
+    const doc = await this.findDocument(id, { userId });
     if (!doc) return null;
-    const { entity, deleted } = this.latest(doc, records);
+    const { entity, deleted } = this.latest(doc, await this.recordsOf(id, userId));
     return { entity, removed: deleted };
   }
 
@@ -292,12 +299,11 @@ export class SubscriptionStore extends OutboxStore<SubscriptionDocument, Subscri
   /** Each subscription's last renewal (null: none, or the subscription is gone), to publish its messages again. */
   lastRenewalsOf(keys: ReadonlyArray<{ userId: string; id: string }>): Promise<Array<LastRenewal | null>> {
     return pLimit(READ_CONCURRENCY).map(keys, async ({ userId, id }) => {
-      const [doc, records] = await Promise.all([
-        this.findDocument(id, { userId }),
-        this.recordsWhere({ subscriptionId: id }, { outbox: 0, outboxPending: 0 }).then((found) =>
-          found.filter((record) => record.userId === userId),
-        ),
-      ]);
+      // The document first, then its records (as in `findEvenRemoved`).
+      const doc = await this.findDocument(id, { userId });
+      const records = (await this.recordsWhere({ subscriptionId: id }, { outbox: 0, outboxPending: 0 })).filter(
+        (record) => record.userId === userId,
+      );
       const renewals = records.filter((record) => record.fromState !== undefined);
       const last = renewals.reduce<ProgressDocument | null>(
         (latest, record) => (latest && latest.generation > record.generation ? latest : record),
