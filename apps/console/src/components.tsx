@@ -43,6 +43,27 @@ export interface ActionField {
 }
 
 /**
+ * Something a person sets going (a search, a reading, a change): whether it is under way, and
+ * why it failed, shown until they try again.
+ */
+export function useAttempt() {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>(null);
+  const attempt = async (work: () => Promise<void>) => {
+    setBusy(true);
+    setError(null);
+    try {
+      await work();
+    } catch (failure) {
+      setError(failure);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return { busy, error, attempt };
+}
+
+/**
  * A change asked for in a dialog: its fields and, always, the reason the audit log records
  * (docs/audit.md). The API's refusal is shown in the dialog, which stays open.
  */
@@ -54,8 +75,7 @@ export function ActionDialog(props: {
   onClose: () => void;
 }) {
   const dialog = useRef<HTMLDialogElement>(null);
-  const [error, setError] = useState<unknown>(null);
-  const [busy, setBusy] = useState(false);
+  const { busy, error, attempt } = useAttempt();
   useEffect(() => {
     dialog.current?.showModal();
   }, []);
@@ -64,16 +84,10 @@ export function ActionDialog(props: {
     const form = new FormData(event.currentTarget as HTMLFormElement);
     const values = Object.fromEntries([...form].map(([key, value]) => [key, String(value)]));
     const { reason = '', ...rest } = values;
-    setBusy(true);
-    setError(null);
-    try {
+    await attempt(async () => {
       await props.onSubmit(rest, reason);
       props.onClose();
-    } catch (failure) {
-      setError(failure);
-    } finally {
-      setBusy(false);
-    }
+    });
   };
   return (
     <dialog ref={dialog} aria-labelledby="action-title" onClose={props.onClose}>

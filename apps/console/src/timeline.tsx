@@ -1,7 +1,7 @@
 import type { Schemas } from '@rs/client';
 import { useState } from 'preact/hooks';
 import type { Api } from './api';
-import { Problem, Table } from './components';
+import { Problem, Table, useAttempt } from './components';
 
 type HistoryEntry = Schemas['HistoryPage']['history'][number];
 type Right = Schemas['Right'];
@@ -25,13 +25,10 @@ interface TimelineEntry extends HistoryEntry {
 export function Timeline(props: { api: Api; connectId: string; rights: Right[]; subscriptions: Subscription[] }) {
   const { api, connectId } = props;
   const [entries, setEntries] = useState<TimelineEntry[] | null>(null);
-  const [error, setError] = useState<unknown>(null);
-  const [busy, setBusy] = useState(false);
+  const { busy, error, attempt } = useAttempt();
 
-  const load = async () => {
-    setBusy(true);
-    setError(null);
-    try {
+  const load = () =>
+    attempt(async () => {
       const sources = [
         ...props.rights.map((right) => ({
           about: `right ${right.sku}`,
@@ -61,12 +58,7 @@ export function Timeline(props: { api: Api; connectId: string; rights: Right[]; 
         });
       }
       setEntries(merged.sort((a, b) => b.time.localeCompare(a.time)));
-    } catch (failure) {
-      setError(failure);
-    } finally {
-      setBusy(false);
-    }
-  };
+    });
 
   return (
     <div>

@@ -93,15 +93,20 @@ async function deliveries(): Promise<Array<{ deliveryId: string; status: string;
 }
 
 /** A page of a fresh browser context, every request it makes recorded. */
-async function newPage(width = 1280) {
+/** Runs `test` on a page of its own `width` px wide, closed afterwards whatever happens. */
+async function inBrowser(test: (page: Page, requested: string[]) => Promise<void>, width = 1280): Promise<void> {
   const context = await browser.newContext({ viewport: { width, height: 900 } });
-  const page = await context.newPage();
-  // What the console's own pages ask for (the provider's sign-in pages are the provider's).
-  const requested: string[] = [];
-  page.on('request', (request) => {
-    if (request.frame().url().startsWith(system.gatewayUrl)) requested.push(request.url());
-  });
-  return { page, requested, close: () => context.close() };
+  try {
+    const page = await context.newPage();
+    // What the console's own pages ask for (the provider's sign-in pages are the provider's).
+    const requested: string[] = [];
+    page.on('request', (request) => {
+      if (request.frame().url().startsWith(system.gatewayUrl)) requested.push(request.url());
+    });
+    await test(page, requested);
+  } finally {
+    await context.close();
+  }
 }
 
 /** Signs `login` in through the provider's own pages, as a person would; back on the console. */
@@ -157,8 +162,7 @@ const cellOf = (page: Page, row: string, column: number) => page.locator(`${row}
 
 describe('the console (docs/console.md)', () => {
   it('when an acme write agent signs in, finds a user, grants a metered right, adjusts it, suspends it and changes a plan, then the audit page shows each with the reason and the agent', async () => {
-    const { page, requested, close } = await newPage();
-    try {
+    await inBrowser(async (page, requested) => {
       await signIn(page, 'acme-agent');
       expect(await accessibilityProblems(page)).toEqual([]);
       await screenshot(page, 'find');
@@ -210,14 +214,11 @@ describe('the console (docs/console.md)', () => {
 
       // The console asked nothing of anyone but the gateway and the staff's provider.
       expect(requested.filter((url) => !url.startsWith(system.gatewayUrl) && !url.startsWith(issuerUrl))).toEqual([]);
-    } finally {
-      await close();
-    }
+    });
   });
 
   it('when a read agent signs in, then no write control is shown, and a write forged with its token is refused', async () => {
-    const { page, close } = await newPage();
-    try {
+    await inBrowser(async (page) => {
       const tokens: string[] = [];
       page.on('request', (request) => {
         const authorization = request.headers()['authorization'];
@@ -237,14 +238,11 @@ describe('the console (docs/console.md)', () => {
       });
       expect(forged.status).toBe(401);
       expect(await accessibilityProblems(page)).toEqual([]);
-    } finally {
-      await close();
-    }
+    });
   });
 
   it('when an agent of another grantor looks for the same user, then nothing of acme’s is there for them', async () => {
-    const { page, close } = await newPage();
-    try {
+    await inBrowser(async (page) => {
       await signIn(page, 'globex-agent');
       // acme's right and subscription of alice, by their ids: not there for globex.
       const acme = TestSystem.clientAuthorization('acme');
@@ -264,14 +262,11 @@ describe('the console (docs/console.md)', () => {
       await expect.poll(() => page.getByText('No active right.').count()).toBe(1);
       expect(await page.locator('tr[data-right]').count()).toBe(0);
       expect(await page.locator('tr[data-subscription]').count()).toBe(0);
-    } finally {
-      await close();
-    }
+    });
   });
 
   it('when the user page is opened on a phone 390 px wide, then nothing overflows the screen and every control is reachable', async () => {
-    const { page, close } = await newPage(390);
-    try {
+    await inBrowser(async (page) => {
       await signIn(page, 'operator');
       await page.goto(`${system.gatewayUrl}/console#/users/alice`);
       await expect.poll(() => page.locator('tr[data-right]').count()).toBeGreaterThan(0);
@@ -280,14 +275,11 @@ describe('the console (docs/console.md)', () => {
       expect(overflow).toBeLessThanOrEqual(0);
       expect(await accessibilityProblems(page)).toEqual([]);
       await screenshot(page, 'user-phone');
-    } finally {
-      await close();
-    }
+    }, 390);
   });
 
   it('when an operator signs in, then the catalog, API clients and webhooks pages show what an admin sees', async () => {
-    const { page, close } = await newPage();
-    try {
+    await inBrowser(async (page) => {
       await signIn(page, 'operator');
       for (const [link, row, name] of [
         ['Catalog', 'tr[data-sku="calls"]', 'catalog'],
@@ -322,20 +314,15 @@ describe('the console (docs/console.md)', () => {
           (await page.locator('tr[data-audit]').allInnerTexts()).some((text) => text.includes('the receiver is back')),
         )
         .toBe(true);
-    } finally {
-      await close();
-    }
+    });
   });
 
   it('when a staff member who is not an admin signs in, then the admin pages are not offered', async () => {
-    const { page, close } = await newPage();
-    try {
+    await inBrowser(async (page) => {
       await signIn(page, 'acme-reader');
       expect(await page.getByRole('link', { name: 'Catalog' }).count()).toBe(0);
       expect(await page.getByRole('link', { name: 'API clients' }).count()).toBe(0);
-    } finally {
-      await close();
-    }
+    });
   });
 
   it('when the page is served, then its policy allows no inline script and no framing, and its files are named by their content', async () => {

@@ -8,9 +8,25 @@ import { TokenIssuer } from './token-issuer';
 export const clientsOf = (grantorOf: Record<string, string>) =>
   Object.entries(grantorOf).map(([clientId, grantorId]) => ({ clientId, grantorId }));
 
-/** What a client sees of an answer: its status, its content type and its body as text. */
+/** What a client sees of an answer: its status, its media type (without parameters) and its body as text. */
 export async function answerOf(response: Response): Promise<{ status: number; type: string | null; text: string }> {
-  return { status: response.status, type: response.headers.get('content-type'), text: await response.text() };
+  return { status: response.status, type: mediaTypeOf(response), text: await response.text() };
+}
+
+const mediaTypeOf = (response: Response) => response.headers.get('content-type')?.split(';')[0]!.trim() ?? null;
+
+/**
+ * A creation's answer as a client sees it, and the created resource: its status, media type,
+ * ETag and Location (the contract: 201, JSON, generation 1, the resource's `href`).
+ */
+export async function creationOf<T extends { href: string }>(response: Response) {
+  const answer = {
+    status: response.status,
+    type: mediaTypeOf(response),
+    etag: response.headers.get('etag'),
+    location: response.headers.get('location'),
+  };
+  return { answer, created: (await response.json()) as T };
 }
 
 /**
@@ -50,14 +66,8 @@ export interface SystemFixture {
   readonly receiver: OtlpReceiver;
   /** The confirm channel of `commands`. */
   readonly commands: ConfirmChannel;
-  /** A request through the gateway with these credentials (and headers), a JSON body when one is given. */
-  call(
-    method: string,
-    path: string,
-    authorization: string,
-    body?: unknown,
-    headers?: Record<string, string>,
-  ): Promise<Response>;
+  /** `TestSystem.call`: a request through the gateway. */
+  readonly call: TestSystem['call'];
 }
 
 /**
@@ -127,11 +137,6 @@ export function systemFixture(options: SystemFixtureOptions): SystemFixture {
     get commands() {
       return started(state.commands, 'the command channel');
     },
-    call: (method, path, authorization, body, headers = {}) =>
-      fetch(`${started(state.system, 'the system').gatewayUrl}${path}`, {
-        method,
-        headers: { authorization, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      }),
+    call: (...request) => started(state.system, 'the system').call(...request),
   };
 }

@@ -201,6 +201,21 @@ export class TestSystem {
     for (const [sku, body] of Object.entries(what.skus ?? {})) await put(`/catalog/skus/${sku}`, body);
   }
 
+  /** A request through the gateway with these credentials (and headers), a JSON body when one is given. */
+  call(
+    method: string,
+    path: string,
+    authorization: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<Response> {
+    return fetch(`${this.gatewayUrl}${path}`, {
+      method,
+      headers: { authorization, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  }
+
   /** The Basic credentials of a client registered by `seed`. */
   static clientAuthorization(clientId: string): string {
     return `Basic ${Buffer.from(`${clientId}:secret-of-${clientId}`).toString('base64')}`;

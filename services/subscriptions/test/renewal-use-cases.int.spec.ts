@@ -3,6 +3,7 @@ import {
   snapshotOf,
   SubscriptionEventTypes,
   type RightsIssueData,
+  type SubscriptionCreateBody,
   type SubscriptionEventData,
 } from '@rs/contracts';
 import type { OutboxEntry } from '@rs/store';
@@ -45,6 +46,13 @@ afterAll(async () => {
   await database?.drop();
 });
 
+/** Subscribes frank to A's `rightsSpec` on `timeSpec`, as grantor A. */
+const subscribe = (
+  timeSpec: string,
+  rightsSpec: SubscriptionCreateBody['rightsSpec'],
+  more: Partial<SubscriptionCreateBody> = {},
+) => subscriptions.create(A, 'frank', { grantorId: 'A', timeSpec, rightsSpec, ...more });
+
 /**
  * What a renewal at the clock's time commands: each period issued, with the states of its
  * rights; its events; how many rights it came too late to issue.
@@ -69,11 +77,7 @@ async function renew(
 describe('renewal (docs/api.md "Renewal"), on a pinned clock', () => {
   it('when each period starts, then it is issued once, one right per template; between periods nothing is', async () => {
     clock.set('2026-03-01T00:00:00Z');
-    const subscription = await subscriptions.create(A, 'frank', {
-      grantorId: 'A',
-      timeSpec: 'R3/2026-03-01T00:00:00Z/P1D',
-      rightsSpec: [{ sku: 'news' }, { sku: 'video' }],
-    });
+    const subscription = await subscribe('R3/2026-03-01T00:00:00Z/P1D', [{ sku: 'news' }, { sku: 'video' }]);
     expect(await renew(subscription.subscriptionId)).toEqual({
       issued: [['2026-03-01T00:00:00Z', ['news:ACTIVE', 'video:ACTIVE']]],
       events: ['subscription.renewed'],
@@ -93,12 +97,7 @@ describe('renewal (docs/api.md "Renewal"), on a pinned clock', () => {
 
   it('when a SUSPENDED subscription renews, then its rights are SUSPENDED; at the end of R<n> it expires and issues no more', async () => {
     clock.set('2026-04-01T00:00:00Z');
-    const subscription = await subscriptions.create(A, 'frank', {
-      grantorId: 'A',
-      timeSpec: 'R2/2026-04-01T00:00:00Z/P1D',
-      rightsSpec: [{ sku: 'news' }],
-      state: 'SUSPENDED',
-    });
+    const subscription = await subscribe('R2/2026-04-01T00:00:00Z/P1D', [{ sku: 'news' }], { state: 'SUSPENDED' });
     expect((await renew(subscription.subscriptionId)).issued).toEqual([['2026-04-01T00:00:00Z', ['news:SUSPENDED']]]);
     clock.set('2026-04-02T00:00:00Z');
     expect((await renew(subscription.subscriptionId)).issued).toEqual([['2026-04-02T00:00:00Z', ['news:SUSPENDED']]]);
@@ -118,21 +117,16 @@ describe('renewal (docs/api.md "Renewal"), on a pinned clock', () => {
 
   it('when a subscription is created after its start, then the current period is issued at once, never an ended one', async () => {
     clock.set('2026-05-03T06:00:00Z');
-    const subscription = await subscriptions.create(A, 'frank', {
-      grantorId: 'A',
-      timeSpec: 'R/2026-05-01T00:00:00Z/P1D',
-      rightsSpec: [{ sku: 'news' }],
-    });
+    const subscription = await subscribe('R/2026-05-01T00:00:00Z/P1D', [{ sku: 'news' }]);
     expect((await renew(subscription.subscriptionId)).issued).toEqual([['2026-05-03T00:00:00Z', ['news:ACTIVE']]]);
   });
 
   it('when the scheduler was away for several periods, then renewal catches up with the period that has not ended', async () => {
     clock.set('2026-06-01T00:00:00Z');
-    const subscription = await subscriptions.create(A, 'frank', {
-      grantorId: 'A',
-      timeSpec: 'R/2026-06-01T00:00:00Z/P1D',
-      rightsSpec: [{ sku: 'news' }, { sku: 'video', timeSpec: 'P3D' }],
-    });
+    const subscription = await subscribe('R/2026-06-01T00:00:00Z/P1D', [
+      { sku: 'news' },
+      { sku: 'video', timeSpec: 'P3D' },
+    ]);
     expect((await renew(subscription.subscriptionId)).issued).toHaveLength(1);
     clock.set('2026-06-04T12:00:00Z');
     // Periods 1 to 3 started while nobody renewed: only rights that have not ended yet.
@@ -151,11 +145,10 @@ describe('renewal (docs/api.md "Renewal"), on a pinned clock', () => {
 describe('one bad item fails alone (docs/api.md), on a pinned clock', () => {
   it('when a renewal command comes back (a crash before its ack), then the last renewal of each subscription sends its very events and commands again, and renews nothing twice', async () => {
     clock.set('2026-05-01T00:00:00Z');
-    const subscription = await subscriptions.create(A, 'frank', {
-      grantorId: 'A',
-      timeSpec: 'R5/2026-05-01T00:00:00Z/P1D',
-      rightsSpec: [{ sku: 'news' }, { sku: 'video', timeSpec: 'PT6H' }],
-    });
+    const subscription = await subscribe('R5/2026-05-01T00:00:00Z/P1D', [
+      { sku: 'news' },
+      { sku: 'video', timeSpec: 'PT6H' },
+    ]);
     const item = { connectId: 'frank', subscriptionId: subscription.subscriptionId };
     // What a consumer receives of a message: the exchange and the whole event (id, time, data).
     const sent = (entries: readonly OutboxEntry[]) => entries.map(({ exchange, event }) => ({ exchange, event }));
@@ -194,12 +187,7 @@ describe('one bad item fails alone (docs/api.md), on a pinned clock', () => {
 
   it('when a stored subscription cannot be renewed among good ones, then the others renew, it is reported failed and the schedule leaves it out', async () => {
     clock.set('2026-04-01T00:00:00Z');
-    const make = () =>
-      subscriptions.create(A, 'frank', {
-        grantorId: 'A',
-        timeSpec: 'R/2026-04-01T00:00:00Z/P1D',
-        rightsSpec: [{ sku: 'news' }],
-      });
+    const make = () => subscribe('R/2026-04-01T00:00:00Z/P1D', [{ sku: 'news' }]);
     const [first, broken, last] = [await make(), await make(), await make()];
     // Stored before the bounds existed: a period luxon cannot add up.
     await database.db

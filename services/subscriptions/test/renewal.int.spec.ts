@@ -26,6 +26,14 @@ beforeAll(fx.start);
 afterAll(fx.stop);
 const call = (method: string, path: string, body?: unknown) => fx.call(method, path, A, body);
 
+/** Starts the stopped scheduler once the events it was sent meanwhile are in `queue`, without them. */
+async function startLosingEvents(queue: string): Promise<void> {
+  const { rabbit, vhost } = fx.system;
+  await expect.poll(() => rabbit.queueMessageCount(vhost, queue)).toBeGreaterThan(0);
+  await rabbit.purgeQueue(vhost, queue);
+  await fx.system.service('scheduler').start();
+}
+
 describe('renewal (docs/api.md "Renewal")', () => {
   it('when a subscription started in the past, then the current period is issued at once and each new period yields one right per template', async () => {
     // Started 9 s ago, periods of 4 s: periods 0 and 1 have ended, period 2 is current.
@@ -92,25 +100,19 @@ describe('renewal (docs/api.md "Renewal")', () => {
   });
 
   it('when the scheduler lost the events of a subscription, then it rebuilds its schedule from the subscriptions service at start', async () => {
-    const scheduler = fx.system.service('scheduler');
-    await scheduler.stop();
+    await fx.system.service('scheduler').stop();
     const response = await call('POST', '/id/users/frank/subs', {
       grantorId: 'A',
       timeSpec: `R1/${secondsAgo(-1)}/PT1H`,
       rightsSpec: [{ sku: 'news' }],
     });
     const { subscriptionId } = (await response.json()) as { subscriptionId: string };
-    await expect
-      .poll(() => fx.system.rabbit.queueMessageCount(fx.system.vhost, 'scheduler.subscriptions-events'))
-      .toBeGreaterThan(0);
-    await fx.system.rabbit.purgeQueue(fx.system.vhost, 'scheduler.subscriptions-events');
-    await scheduler.start();
+    await startLosingEvents('scheduler.subscriptions-events');
     await expect.poll(async () => (await rightsOf(subscriptionId)).length).toBe(1);
   });
 
   it('when the scheduler lost the events of a right, then it rebuilds its expiries from the rights service at start', async () => {
-    const scheduler = fx.system.service('scheduler');
-    await scheduler.stop();
+    await fx.system.service('scheduler').stop();
     const created = await call('POST', '/id/users/frank/rights', {
       sku: 'news',
       grantorId: 'A',
@@ -118,11 +120,7 @@ describe('renewal (docs/api.md "Renewal")', () => {
       timeInterval: `${secondsAgo(1)}/PT3S`,
     });
     const { rightId } = (await created.json()) as { rightId: string };
-    await expect
-      .poll(() => fx.system.rabbit.queueMessageCount(fx.system.vhost, 'scheduler.rights-events'))
-      .toBeGreaterThan(0);
-    await fx.system.rabbit.purgeQueue(fx.system.vhost, 'scheduler.rights-events');
-    await scheduler.start();
+    await startLosingEvents('scheduler.rights-events');
     await expect
       .poll(
         async () =>

@@ -142,14 +142,10 @@ describe('Bearer tried with the development issuer', () => {
   });
 
   it("when the gateway gets its token, then Bearer works: the user's rights are listed, and only with the right scope and user", async () => {
-    const created = await fetch(`${system.gatewayUrl}/id/users/alice/rights`, {
-      method: 'POST',
-      headers: { authorization: TestSystem.clientAuthorization('acme'), 'content-type': 'application/json' },
-      body: JSON.stringify({
-        grantorId: 'acme',
-        sku: 'news',
-        timeInterval: '2026-01-01T00:00:00Z/2099-01-01T00:00:00Z',
-      }),
+    const created = await system.call('POST', '/id/users/alice/rights', TestSystem.clientAuthorization('acme'), {
+      grantorId: 'acme',
+      sku: 'news',
+      timeInterval: '2026-01-01T00:00:00Z/2099-01-01T00:00:00Z',
     });
     expect(created.status).toBe(201);
     const { access_token: read } = (await (

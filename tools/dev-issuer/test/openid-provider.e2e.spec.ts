@@ -167,14 +167,10 @@ describe('the development OpenID Provider', () => {
   });
 
   it('when the acme agent signs in to the console with PKCE, then its token reads and suspends a right of an acme user, and its refresh token gives another', async () => {
-    const created = await fetch(`${system.gatewayUrl}/id/users/alice/rights`, {
-      method: 'POST',
-      headers: { authorization: TestSystem.clientAuthorization('acme'), 'content-type': 'application/json' },
-      body: JSON.stringify({
-        grantorId: 'acme',
-        sku: 'news',
-        timeInterval: '2026-01-01T00:00:00Z/2099-01-01T00:00:00Z',
-      }),
+    const created = await system.call('POST', '/id/users/alice/rights', TestSystem.clientAuthorization('acme'), {
+      grantorId: 'acme',
+      sku: 'news',
+      timeInterval: '2026-01-01T00:00:00Z/2099-01-01T00:00:00Z',
     });
     const { rightId } = (await created.json()) as { rightId: string };
     const right = `/id/users/alice/rights/${rightId}`;

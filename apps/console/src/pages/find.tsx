@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { Refused, type Api } from '../api';
-import { Problem } from '../components';
+import { Problem, useAttempt } from '../components';
 import { hrefOf } from '../route';
 
 /** What an id named: a user, or a right or subscription of one (its user's page shows it). */
@@ -17,24 +17,17 @@ interface Found {
  */
 export function FindPage(props: { api: Api }) {
   const [found, setFound] = useState<{ id: string; matches: Found[] } | null>(null);
-  const [error, setError] = useState<unknown>(null);
-  const [searching, setSearching] = useState(false);
+  const { busy: searching, error, attempt } = useAttempt();
 
   const submit = async (event: Event) => {
     event.preventDefault();
     const id = String(new FormData(event.currentTarget as HTMLFormElement).get('id') ?? '').trim();
     if (!id) return;
-    setSearching(true);
-    setError(null);
-    try {
+    await attempt(async () => {
       const matches = await findAll(props.api, id);
       if (matches.length === 1) location.hash = hrefOf.user(matches[0]!.connectId);
       else setFound({ id, matches });
-    } catch (failure) {
-      setError(failure);
-    } finally {
-      setSearching(false);
-    }
+    });
   };
 
   return (

@@ -2,7 +2,7 @@ import type { Schemas } from '@rs/client';
 import { useState } from 'preact/hooks';
 import type { Api } from '../api';
 import { ActionDialog, Problem, Section, Table, useLoad, type ActionField } from '../components';
-import { usePaged } from '../paged';
+import { PagedTable, pageQuery, usePaged } from '../paged';
 import { Timeline } from '../timeline';
 import { hrefOf } from '../route';
 import type { StaffMember } from '../session';
@@ -10,11 +10,6 @@ import type { StaffMember } from '../session';
 type Right = Schemas['Right'];
 type Subscription = Schemas['Subscription'];
 type Entitlement = Schemas['Entitlement'];
-
-/** Items a list shows at first, and each "more" adds (docs/api.md "Listing filters"). */
-const PAGE = 50;
-/** The query of a page: its size, and where the previous one ended. */
-const pageQuery = (cursor: string | null | undefined) => ({ limit: PAGE, ...(cursor ? { cursor } : {}) });
 
 /** An action under way: the dialog that asks for it. */
 type Asking = {
@@ -46,24 +41,21 @@ export function UserPage(props: { api: Api; member: StaffMember; connectId: stri
     () => api.read((client) => client.GET('/id/users/{connectId}/entitlements', { params: { path } })),
     [connectId, done],
   );
+  // A member who is not an admin lists one grantor's; the two lists name the filter differently.
+  const rightsQuery = (cursor?: string) => ({ ...pageQuery(cursor), ...(grantor ? { grantorId: grantor } : {}) });
+  const subsQuery = (cursor?: string) => ({ ...pageQuery(cursor), ...(grantor ? { grantorid: grantor } : {}) });
   const rights = usePaged<Right>(
     (cursor) =>
       api.read((client) =>
-        client.GET('/id/users/{connectId}/rights', {
-          params: { path, query: { ...pageQuery(cursor), ...(grantor ? { grantorId: grantor } : {}) } },
-        }),
+        client.GET('/id/users/{connectId}/rights', { params: { path, query: rightsQuery(cursor) } }),
       ),
-    (page) => (page as { right: Right[] }).right,
+    'right',
     [connectId, grantor, done],
   );
   const subscriptions = usePaged<Subscription>(
     (cursor) =>
-      api.read((client) =>
-        client.GET('/id/users/{connectId}/subs', {
-          params: { path, query: { ...pageQuery(cursor), ...(grantor ? { grantorid: grantor } : {}) } },
-        }),
-      ),
-    (page) => (page as { subscription: Subscription[] }).subscription,
+      api.read((client) => client.GET('/id/users/{connectId}/subs', { params: { path, query: subsQuery(cursor) } })),
+    'subscription',
     [connectId, grantor, done],
   );
 
@@ -85,6 +77,80 @@ export function UserPage(props: { api: Api; member: StaffMember; connectId: stri
         ),
     };
   };
+
+  /** Grants a right of a SKU for a while from now, metered or not. */
+  const grantAsking = (): Asking => ({
+    title: `Grant a right to ${connectId}`,
+    submitLabel: 'Grant',
+    fields: [
+      { name: 'sku', label: 'SKU', required: true },
+      ...(member.role === 'admin'
+        ? [{ name: 'grantorId', label: 'Grantor', required: true }]
+        : [
+            {
+              name: 'grantorId',
+              label: 'Grantor',
+              required: true,
+              options: member.grantors,
+              initial: grantor ?? '',
+            },
+          ]),
+      { name: 'duration', label: 'For (ISO 8601 duration)', required: true, initial: 'P30D' },
+      { name: 'quantity', label: 'Units (empty: not metered)', number: true },
+    ],
+    run: (values, headers) =>
+      api.read((client) =>
+        client.POST('/id/users/{connectId}/rights', {
+          params: { path },
+          headers,
+          body: {
+            sku: values.sku!,
+            grantorId: values.grantorId!,
+            state: 'ACTIVE',
+            timeInterval: `${new Date().toISOString().replace(/\.\d{3}Z$/, 'Z')}/${values.duration}`,
+            ...(values.quantity ? { quantity: Number(values.quantity) } : {}),
+          },
+        }),
+      ),
+  });
+  /** Adds units to a metered right, or takes them away. */
+  const adjustment = (right: Right): Asking => ({
+    title: `Adjust the units of ${right.sku}`,
+    submitLabel: 'Adjust',
+    fields: [
+      {
+        name: 'amount',
+        label: 'Units to add (negative: take away)',
+        number: true,
+        required: true,
+      },
+    ],
+    run: (values, headers) =>
+      api.read((client) =>
+        client.POST('/id/users/{connectId}/rights/{rightId}/adjustments', {
+          params: rightPath(right),
+          headers,
+          body: { amount: Number(values.amount) },
+        }),
+      ),
+  });
+  /** Changes a subscription's plan from now or from its next period. */
+  const planChange = (sub: Subscription): Asking => ({
+    title: 'Change the plan',
+    submitLabel: 'Change',
+    fields: [
+      { name: 'sku', label: 'New plan (SKU)', required: true },
+      { name: 'at', label: 'When', options: ['next-period', 'now'], initial: 'next-period' },
+    ],
+    run: (values, headers) =>
+      api.read((client) =>
+        client.POST('/id/users/{connectId}/subs/{subscriptionId}/change', {
+          params: subscriptionPath(sub),
+          headers,
+          body: { rightsSpec: [{ sku: values.sku! }], at: values.at as 'now' | 'next-period' },
+        }),
+      ),
+  });
 
   if (user.error) return <Problem error={user.error} />;
   return (
@@ -122,58 +188,14 @@ export function UserPage(props: { api: Api; member: StaffMember; connectId: stri
 
       <Section
         title="Rights"
-        actions={
-          writes && (
-            <button
-              type="button"
-              onClick={() =>
-                ask({
-                  title: `Grant a right to ${connectId}`,
-                  submitLabel: 'Grant',
-                  fields: [
-                    { name: 'sku', label: 'SKU', required: true },
-                    ...(member.role === 'admin'
-                      ? [{ name: 'grantorId', label: 'Grantor', required: true }]
-                      : [
-                          {
-                            name: 'grantorId',
-                            label: 'Grantor',
-                            required: true,
-                            options: member.grantors,
-                            initial: grantor ?? '',
-                          },
-                        ]),
-                    { name: 'duration', label: 'For (ISO 8601 duration)', required: true, initial: 'P30D' },
-                    { name: 'quantity', label: 'Units (empty: not metered)', number: true },
-                  ],
-                  run: (values, headers) =>
-                    api.read((client) =>
-                      client.POST('/id/users/{connectId}/rights', {
-                        params: { path },
-                        headers,
-                        body: {
-                          sku: values.sku!,
-                          grantorId: values.grantorId!,
-                          state: 'ACTIVE',
-                          timeInterval: `${new Date().toISOString().replace(/\.\d{3}Z$/, 'Z')}/${values.duration}`,
-                          ...(values.quantity ? { quantity: Number(values.quantity) } : {}),
-                        },
-                      }),
-                    ),
-                })
-              }
-            >
-              Grant a right
-            </button>
-          )
-        }
+        actions={writes && <AskButton label="Grant a right" asking={grantAsking()} onAsk={ask} />}
       >
-        <Problem error={rights.error} />
-        <Table
+        <PagedTable
+          list={rights}
           caption={`Rights of ${connectId}`}
           columns={['SKU', 'State', 'Interval', 'Units left', 'Grantor', 'Clock', ...(writes ? ['Actions'] : [])]}
-        >
-          {rights.items.map((right) => (
+          more="More rights"
+          row={(right) => (
             <tr key={right.rightId} data-right={right.rightId}>
               <td>{right.sku}</td>
               <td>{right.state}</td>
@@ -190,53 +212,22 @@ export function UserPage(props: { api: Api; member: StaffMember; connectId: stri
                     <AskButton label="Activate" asking={lifecycle(right, 'activate')} onAsk={ask} />
                   )}
                   {right.quantity !== null && right.state !== 'EXPIRED' && (
-                    <button
-                      type="button"
-                      onClick={() =>
-                        ask({
-                          title: `Adjust the units of ${right.sku}`,
-                          submitLabel: 'Adjust',
-                          fields: [
-                            {
-                              name: 'amount',
-                              label: 'Units to add (negative: take away)',
-                              number: true,
-                              required: true,
-                            },
-                          ],
-                          run: (values, headers) =>
-                            api.read((client) =>
-                              client.POST('/id/users/{connectId}/rights/{rightId}/adjustments', {
-                                params: rightPath(right),
-                                headers,
-                                body: { amount: Number(values.amount) },
-                              }),
-                            ),
-                        })
-                      }
-                    >
-                      Adjust
-                    </button>
+                    <AskButton label="Adjust" asking={adjustment(right)} onAsk={ask} />
                   )}
                 </td>
               )}
             </tr>
-          ))}
-        </Table>
-        {rights.next && (
-          <button type="button" class="secondary" onClick={rights.more}>
-            More rights
-          </button>
-        )}
+          )}
+        />
       </Section>
 
       <Section title="Subscriptions">
-        <Problem error={subscriptions.error} />
-        <Table
+        <PagedTable
+          list={subscriptions}
           caption={`Subscriptions of ${connectId}`}
           columns={['Plan', 'State', 'Periods', 'Pending change', 'Grantor', 'Clock', ...(writes ? ['Actions'] : [])]}
-        >
-          {subscriptions.items.map((sub) => (
+          more="More subscriptions"
+          row={(sub) => (
             <tr key={sub.subscriptionId} data-subscription={sub.subscriptionId}>
               <td>{sub.rightsSpec.map((template) => template.sku).join(', ')}</td>
               <td>{sub.state}</td>
@@ -248,39 +239,12 @@ export function UserPage(props: { api: Api; member: StaffMember; connectId: stri
               <td>{sub.clockId ?? '—'}</td>
               {writes && (
                 <td class="actions">
-                  <button
-                    type="button"
-                    onClick={() =>
-                      ask({
-                        title: 'Change the plan',
-                        submitLabel: 'Change',
-                        fields: [
-                          { name: 'sku', label: 'New plan (SKU)', required: true },
-                          { name: 'at', label: 'When', options: ['next-period', 'now'], initial: 'next-period' },
-                        ],
-                        run: (values, headers) =>
-                          api.read((client) =>
-                            client.POST('/id/users/{connectId}/subs/{subscriptionId}/change', {
-                              params: subscriptionPath(sub),
-                              headers,
-                              body: { rightsSpec: [{ sku: values.sku! }], at: values.at as 'now' | 'next-period' },
-                            }),
-                          ),
-                      })
-                    }
-                  >
-                    Change plan
-                  </button>
+                  <AskButton label="Change plan" asking={planChange(sub)} onAsk={ask} />
                 </td>
               )}
             </tr>
-          ))}
-        </Table>
-        {subscriptions.next && (
-          <button type="button" class="secondary" onClick={subscriptions.more}>
-            More subscriptions
-          </button>
-        )}
+          )}
+        />
       </Section>
 
       <Section title="Timeline">

@@ -2,7 +2,7 @@ import type { Schemas } from '@rs/client';
 import { useState } from 'preact/hooks';
 import type { Api } from '../api';
 import { ActionDialog, Problem, Section, Table, useLoad } from '../components';
-import { usePaged } from '../paged';
+import { PagedTable, pageQuery, usePaged } from '../paged';
 import type { StaffMember } from '../session';
 
 type Endpoint = Schemas['WebhookEndpoint'];
@@ -46,21 +46,19 @@ function Deliveries(props: { api: Api; member: StaffMember; endpointId: string }
   const deliveries = usePaged<Delivery>(
     (cursor) =>
       api.read((client) =>
-        client.GET('/webhooks/endpoints/{endpointId}/deliveries', {
-          params: { path, query: { limit: 50, ...(cursor ? { cursor } : {}) } },
-        }),
+        client.GET('/webhooks/endpoints/{endpointId}/deliveries', { params: { path, query: pageQuery(cursor) } }),
       ),
-    (page) => (page as { deliveries: Delivery[] }).deliveries,
+    'deliveries',
     [endpointId, round],
   );
   return (
     <Section title="Deliveries">
-      <Problem error={deliveries.error} />
-      <Table
+      <PagedTable
+        list={deliveries}
         caption="Deliveries, newest first"
         columns={['Event', 'Status', 'Attempts', 'Last answer', 'Next attempt', ...(writes ? ['Actions'] : [])]}
-      >
-        {deliveries.items.map((delivery) => (
+        more="More deliveries"
+        row={(delivery) => (
           <tr key={delivery.deliveryId} data-delivery={delivery.deliveryId}>
             <td>{delivery.type}</td>
             <td>{delivery.status}</td>
@@ -77,13 +75,8 @@ function Deliveries(props: { api: Api; member: StaffMember; endpointId: string }
               </td>
             )}
           </tr>
-        ))}
-      </Table>
-      {deliveries.next && (
-        <button type="button" class="secondary" onClick={deliveries.more}>
-          More deliveries
-        </button>
-      )}
+        )}
+      />
       {retrying && (
         <ActionDialog
           title={`Send ${retrying.type} again`}
