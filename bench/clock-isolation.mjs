@@ -15,7 +15,7 @@
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { EventCollector, startBenchSystem, TestSystem } from './system.mjs';
+import { EventCollector, gatewayCaller, startBenchSystem, TestSystem } from './system.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(import.meta.url);
@@ -37,15 +37,7 @@ const { system, stop } = await startBenchSystem({
   env: { SCHEDULER_TICK_MS: '200', TEST_CLOCKS_MAX: String(Math.max(10, CLOCKS)) },
 });
 
-async function call(method, pathname, authorization, body) {
-  const response = await fetch(`${system.gatewayUrl}${pathname}`, {
-    method,
-    headers: { authorization, ...(body ? { 'content-type': 'application/json' } : {}) },
-    ...(body ? { body: JSON.stringify(body) } : {}),
-  });
-  if (response.status >= 300) throw new Error(`${method} ${pathname}: ${response.status} ${await response.text()}`);
-  return response.status === 204 ? null : response.json();
-}
+const call = gatewayCaller(system.gatewayUrl);
 
 /** Creates `count` subscriptions of `authorization`'s grantor, PARALLEL at a time, over the users. */
 async function subscribeAll(authorization, grantorId, count, body) {

@@ -11,7 +11,7 @@
 import { connect } from 'node:net';
 import { clearInterval, setInterval } from 'node:timers';
 import { performance } from 'node:perf_hooks';
-import { startBenchSystem, TestSystem } from './system.mjs';
+import { gatewayCaller, startBenchSystem, TestSystem } from './system.mjs';
 
 const CALLS = Number(process.env.BENCH_EDGE_CALLS ?? 40);
 const READS = Number(process.env.BENCH_EDGE_READS ?? 200);
@@ -25,15 +25,8 @@ const gateway = new URL(system.gatewayUrl);
 const iso = (offsetMs) => new Date(Date.now() + offsetMs).toISOString();
 const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
 
-async function call(method, route, body, authorization = VICTIM) {
-  const response = await fetch(`${system.gatewayUrl}${route}`, {
-    method,
-    headers: { authorization, ...(body ? { 'content-type': 'application/json' } : {}) },
-    ...(body ? { body: JSON.stringify(body) } : {}),
-  });
-  if (response.status >= 300) throw new Error(`${method} ${route}: ${response.status} ${await response.text()}`);
-  return response.status === 204 ? null : response.json();
-}
+const asVictim = gatewayCaller(system.gatewayUrl);
+const call = (method, route, body, authorization = VICTIM) => asVictim(method, route, authorization, body);
 
 async function timed(fn) {
   const start = performance.now();

@@ -9,7 +9,7 @@
 //   one replica; until an entitlement check on the other shows it, then no longer shows it.
 // It prints p50, p99 and the slowest of each against the promise.
 import { performance } from 'node:perf_hooks';
-import { startBenchSystem, TestSystem } from './system.mjs';
+import { gatewayCaller, startBenchSystem, TestSystem } from './system.mjs';
 
 const CHANGES = Number(process.env.BENCH_LATENCY_CHANGES ?? 100);
 /** Longer than this and the change is reported as not seen (the run stops). */
@@ -27,15 +27,9 @@ const FIRST = system.service('gateway').url;
 const SECOND = system.service('gateway#2').url;
 const iso = (offsetMs) => new Date(Date.now() + offsetMs).toISOString();
 
-async function call(base, method, route, body) {
-  const response = await fetch(`${base}${route}`, {
-    method,
-    headers: { authorization: A, ...(body ? { 'content-type': 'application/json' } : {}) },
-    ...(body ? { body: JSON.stringify(body) } : {}),
-  });
-  if (response.status >= 300) throw new Error(`${method} ${route}: ${response.status} ${await response.text()}`);
-  return response.status === 204 ? null : response.json();
-}
+const gateways = { [FIRST]: gatewayCaller(FIRST), [SECOND]: gatewayCaller(SECOND) };
+/** A call as the bench grantor's client through the gateway at `base` (FIRST or SECOND). */
+const call = (base, method, route, body) => gateways[base](method, route, A, body);
 
 /** Milliseconds from now until `seen()` holds, polled every 10 ms. */
 async function until(what, seen) {

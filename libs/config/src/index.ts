@@ -87,6 +87,17 @@ export const env = {
     .default('rights'),
   /** Shared key of the internal tokens (docs/api.md); at least 32 characters. */
   secret: z.string().min(32, 'must be at least 32 characters'),
+  /** Text that `parse` reads into a value (`undefined`: refused, saying `message`); `fallback` when unset. */
+  parsed: <T>(fallback: string, parse: (text: string) => T | undefined, message: string) =>
+    z
+      .string()
+      .default(fallback)
+      .transform((text, ctx) => {
+        const value = parse(text);
+        if (value !== undefined) return value;
+        ctx.addIssue({ code: 'custom', message });
+        return z.NEVER;
+      }),
 };
 
 /**

@@ -12,6 +12,17 @@ const SUBSCRIPTIONS = 300;
 // As the reliability test's: longer than the worst renewal lag with the suite running beside it.
 const PERIOD_S = 24;
 const PERIODS = 3;
+/** The subscriptions: how many, of how many users, on which periods, created from how far ahead. */
+const LOAD = {
+  count: SUBSCRIPTIONS,
+  users: 10,
+  periodS: PERIOD_S,
+  periods: PERIODS,
+  userPrefix: 'clustered',
+  // 300 creations through the gateway: time enough under the suite's load.
+  leadMs: 25_000,
+  creators: 8,
+};
 
 let system: TestSystem;
 let rightEvents: EventCollector;
@@ -28,20 +39,7 @@ describe.runIf(existsSync('/usr/lib/rabbitmq/bin/rabbitmq-server'))('a three-nod
     });
     // On node 2, which stays up.
     rightEvents = await EventCollector.start(system.amqpUrl.split(',')[1]!, 'rights.events');
-    load = new PeriodicSubscriptions(system, {
-      count: SUBSCRIPTIONS,
-      users: 10,
-      periodS: PERIOD_S,
-      periods: PERIODS,
-      userPrefix: 'clustered',
-      // 300 creations through the gateway: time enough under the suite's load.
-      leadMs: 25_000,
-      creators: 8,
-      authorization: TestSystem.clientAuthorization('grantor-a'),
-      grantorId: 'A',
-      sku: 'news',
-    });
-    await load.seed('grantor-a');
+    load = await PeriodicSubscriptions.seeded(system, LOAD);
   }, 240_000);
   afterAll(async () => {
     await rightEvents?.close();

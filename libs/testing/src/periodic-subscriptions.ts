@@ -1,6 +1,6 @@
 import type { EventCollector } from './event-collector';
 import { passExpiryMarker } from './markers';
-import type { TestSystem } from './system';
+import { TestSystem } from './system';
 
 /** The user the marker of `passed` is created for (registered by `seed`). */
 const MARKER_USER = 'marker';
@@ -24,10 +24,13 @@ export interface PeriodicSubscriptionsOptions {
   leadMs: number;
   /** Creations in flight. */
   creators: number;
-  authorization: string;
-  grantorId: string;
-  sku: string;
+  /** Whose they are: by default grantor A's, through its client `grantor-a`, of the SKU `news`. */
+  authorization?: string;
+  grantorId?: string;
+  sku?: string;
 }
+
+const GRANTOR_A = { clientId: 'grantor-a', grantorId: 'A', sku: 'news' };
 
 /**
  * Subscriptions on short periods, their starts spread over one period, created through the
@@ -40,11 +43,26 @@ export class PeriodicSubscriptions {
   /** subscriptionId -> its index. */
   readonly indexOf = new Map<string, number>();
 
+  private readonly options: Required<PeriodicSubscriptionsOptions>;
+
   constructor(
     private readonly system: TestSystem,
-    private readonly options: PeriodicSubscriptionsOptions,
+    options: PeriodicSubscriptionsOptions,
   ) {
+    this.options = {
+      authorization: TestSystem.clientAuthorization(GRANTOR_A.clientId),
+      grantorId: GRANTOR_A.grantorId,
+      sku: GRANTOR_A.sku,
+      ...options,
+    };
     this.base = Math.ceil(Date.now() / 1000) * 1000 + options.leadMs;
+  }
+
+  /** Plans them from now and registers what they need (`seed`). */
+  static async seeded(system: TestSystem, options: PeriodicSubscriptionsOptions): Promise<PeriodicSubscriptions> {
+    const load = new PeriodicSubscriptions(system, options);
+    await load.seed();
+    return load;
   }
 
   userOf = (i: number): string => `${this.options.userPrefix}-${i % this.options.users}`;
@@ -54,7 +72,7 @@ export class PeriodicSubscriptions {
   }
 
   /** Registers what they need through the gateway: the grantor's client, their users, the SKU. */
-  seed(clientId: string): Promise<void> {
+  seed(clientId = GRANTOR_A.clientId): Promise<void> {
     const { grantorId, sku } = this.options;
     return this.system.seed({
       clients: [{ clientId, grantorId }],

@@ -16,6 +16,18 @@ const USERS = 10;
 // of which delays the period's rights by seconds (docs/performance.md has the lag measured).
 const PERIOD_S = 24;
 const PERIODS = 4;
+/** The subscriptions: how many, of how many users, on which periods, created from how far ahead. */
+const LOAD = {
+  count: SUBSCRIPTIONS,
+  users: USERS,
+  periodS: PERIOD_S,
+  periods: PERIODS,
+  userPrefix: 'reliable',
+  // The seed and 1,000 creations, at the suite's start beside an `npm install` and a cluster
+  // test: 20 s was not always enough in CI.
+  leadMs: 45_000,
+  creators: 16,
+};
 
 let system: TestSystem;
 let rightEvents: EventCollector;
@@ -33,21 +45,7 @@ beforeAll(async () => {
   rightEvents = await EventCollector.start(system.amqpUrl, 'rights.events');
   subscriptionEvents = await EventCollector.start(system.amqpUrl, 'subscriptions.events');
   // Starts spread over one period, from a second well after the last create.
-  load = new PeriodicSubscriptions(system, {
-    count: SUBSCRIPTIONS,
-    users: USERS,
-    periodS: PERIOD_S,
-    periods: PERIODS,
-    userPrefix: 'reliable',
-    // The seed and 1,000 creations, at the suite's start beside an `npm install` and a cluster
-    // test: 20 s was not always enough in CI.
-    leadMs: 45_000,
-    creators: 16,
-    authorization: TestSystem.clientAuthorization('grantor-a'),
-    grantorId: 'A',
-    sku: 'news',
-  });
-  await load.seed('grantor-a');
+  load = await PeriodicSubscriptions.seeded(system, LOAD);
 }, 120_000);
 afterAll(async () => {
   await rightEvents?.close();

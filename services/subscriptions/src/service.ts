@@ -1,6 +1,6 @@
 import { ClockTimes, NowFor } from '@rs/http';
 import { followClockDeletions } from '@rs/messaging';
-import { directoriesEnvShape, historyEnvShape, publicApiShape, serviceEnvShape } from '@rs/config';
+import { directoriesEnvShape, env, historyEnvShape, publicApiShape, serviceEnvShape } from '@rs/config';
 import { startSkuDirectory } from '@rs/catalog-client';
 import { defineService, serveHttp, startPurge, startRelay } from '@rs/runtime';
 import { parseDuration } from '@rs/time';
@@ -19,17 +19,14 @@ export const Config = z.object({
   ...historyEnvShape,
   ...directoriesEnvShape,
   /** docs/operations.md: the shortest period a subscription may have, at least PT1S. */
-  SUBSCRIPTION_MIN_PERIOD: z
-    .string()
-    .default('PT1M')
-    .transform((text, ctx) => {
+  SUBSCRIPTION_MIN_PERIOD: env.parsed(
+    'PT1M',
+    (text) => {
       const period = parseDuration(text);
-      if (!period.ok || period.value.toMillis() < SHORTEST_PERIOD.toMillis()) {
-        ctx.addIssue({ code: 'custom', message: 'must be an ISO 8601 duration of at least PT1S' });
-        return z.NEVER;
-      }
-      return period.value;
-    }),
+      return period.ok && period.value.toMillis() >= SHORTEST_PERIOD.toMillis() ? period.value : undefined;
+    },
+    'must be an ISO 8601 duration of at least PT1S',
+  ),
 });
 
 /**

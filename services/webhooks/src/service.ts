@@ -23,15 +23,11 @@ export const Config = z
     ...serviceEnvShape('webhooks'),
     ...publicApiShape,
     /** docs/operations.md: delays between delivery attempts. */
-    WEBHOOK_RETRY_SCHEDULE: z
-      .string()
-      .default('5s,5m,30m,2h,5h,10h,10h')
-      .transform((text, context) => {
-        const delays = parseRetrySchedule(text);
-        if (delays) return delays;
-        context.addIssue({ code: 'custom', message: 'must be comma-separated durations like 5s,5m,2h' });
-        return z.NEVER;
-      }),
+    WEBHOOK_RETRY_SCHEDULE: env.parsed(
+      '5s,5m,30m,2h,5h,10h,10h',
+      (text) => parseRetrySchedule(text) ?? undefined,
+      'must be comma-separated durations like 5s,5m,2h',
+    ),
     WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(10_000),
     /** Default: false, but true in development (local receivers on plain http). */
     WEBHOOK_ALLOW_PRIVATE_TARGETS: flag,

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { AuditReason, type AuditActor, type AuditEntry, type Principal } from '@rs/contracts';
 import { parseDuration } from '@rs/time';
-import { z } from 'zod';
+import { env } from '@rs/config';
 
 /**
  * The audit log's rules (docs/audit.md): which requests it records, who their actor is, what
@@ -174,18 +174,15 @@ function isAdminOrStaff(principal: Principal): boolean {
  * AUDIT_RETENTION (docs/audit.md): an ISO 8601 duration of whole days or more (`P400D` by
  * default, `P1Y`…), as days.
  */
-export const AuditRetention = z
-  .string()
-  .default('P400D')
-  .transform((text, ctx) => {
+export const AuditRetention = env.parsed(
+  'P400D',
+  (text) => {
     const parsed = parseDuration(text);
     const days = parsed.ok ? Math.floor(parsed.value.as('days')) : 0;
-    if (days < 1 || days > 36_500) {
-      ctx.addIssue({ code: 'custom', message: 'must be an ISO 8601 duration from P1D to P100Y, e.g. P400D' });
-      return z.NEVER;
-    }
-    return days;
-  });
+    return days >= 1 && days <= 36_500 ? days : undefined;
+  },
+  'must be an ISO 8601 duration from P1D to P100Y, e.g. P400D',
+);
 
 /**
  * How long after its start an entry may still be completed by its request: the longest a
