@@ -25,6 +25,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { floorTable, measureFloor, rightDocument } from './floor.mjs';
+import { resetStatements, statementsSince, statementsTable } from './statements.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(import.meta.url);
@@ -35,7 +36,8 @@ const { MongoClient } = require(path.join(root, 'node_modules/mongodb'));
 const amqp = require(path.join(root, 'node_modules/amqplib'));
 
 const N = Number(process.env.BENCH_RENEWALS ?? 10_000);
-const USERS = Math.min(1_000, Math.max(1, Math.ceil(N / 100)));
+/** The subscriptions' users (BENCH_RENEWAL_USERS; by default a hundred subscriptions each, at most 1,000 users). */
+const USERS = Number(process.env.BENCH_RENEWAL_USERS ?? Math.min(1_000, Math.max(1, Math.ceil(N / 100))));
 const PARALLEL = 32;
 /** Subscriptions per second the gateway is assumed to create, with margin; the run stops if it was slower. */
 const CREATE_RATE = Number(process.env.BENCH_CREATE_RATE ?? 150);
@@ -208,7 +210,13 @@ async function renewAll(users) {
   const completeAt = (collector) =>
     collector.waitFor((messages) => messages.length >= N, 3_600_000).then(() => (Date.now() - due.getTime()) / 1000);
   // What each service spent of the machine from the due second to the last event.
-  const cpuAtDue = new Promise((resolve) => setTimeout(() => resolve(cpuSeconds()), due.getTime() - Date.now()));
+  // And the statements the database ran in that window (bench/statements.mjs).
+  const cpuAtDue = new Promise((resolve) =>
+    setTimeout(() => {
+      resetStatements();
+      resolve(cpuSeconds());
+    }, due.getTime() - Date.now()),
+  );
   const [renewedAt, createdAt2] = await Promise.all([completeAt(renewed), completeAt(rights)]);
   const seconds = (Date.now() - due.getTime()) / 1000;
   const cpuAtEnd = cpuSeconds();
@@ -224,6 +232,8 @@ async function renewAll(users) {
     `last subscription.renewed at ${renewedAt.toFixed(1)} s, last right.created at ${createdAt2.toFixed(1)} s`,
   );
   console.log(`renewed ${N} in ${seconds.toFixed(1)} s`);
+  console.log(`\nthe database's statements from the due second to the last event:\n`);
+  console.log(statementsTable(statementsSince('bench_renewal'), N, 'renewal'));
   await rights.close();
   await renewed.close();
   return seconds;

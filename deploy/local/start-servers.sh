@@ -41,13 +41,20 @@ start_postgres() {
     # synchronous_commit=off: a local test server need not wait for each commit's fsync
     # (a crash may lose the last moment of writes, never consistency). plan_cache_mode: see
     # the end of ferretdb-indexes.sql (a generic plan never uses an index FerretDB's queries need).
+    # pg_stat_statements (where installed): the benchmarks count the statements an operation
+    # costs (bench/statements.mjs, docs/performance.md).
+    local statements=""
+    [ ! -f "$bin/../lib/pg_stat_statements.so" ] || statements="-c shared_preload_libraries=pg_stat_statements"
     (cd / && as_postgres "$bin/pg_ctl" -D "$PG_DATA" -l "$PG_DATA/server.log" -w -t 60 -o \
-      "-p $PG_PORT -k $PG_DATA -c listen_addresses=127.0.0.1 -c synchronous_commit=off -c max_connections=450 -c plan_cache_mode=force_custom_plan" \
+      "-p $PG_PORT -k $PG_DATA -c listen_addresses=127.0.0.1 -c synchronous_commit=off -c max_connections=450 -c plan_cache_mode=force_custom_plan $statements" \
       start >/dev/null) ||
       { tail -n 20 "$PG_DATA/server.log" >&2; exit 1; }
   fi
   if ! "$bin/psql" -h 127.0.0.1 -p "$PG_PORT" -U postgres -tAc "SELECT 1 FROM pg_database WHERE datname = 'ferretdb'" | grep -q 1; then
     "$bin/psql" -h 127.0.0.1 -p "$PG_PORT" -U postgres -qc "CREATE DATABASE ferretdb" >/dev/null
+  fi
+  if "$bin/psql" -h 127.0.0.1 -p "$PG_PORT" -U postgres -tAc "SHOW shared_preload_libraries" | grep -q pg_stat_statements; then
+    "$bin/psql" -h 127.0.0.1 -p "$PG_PORT" -U postgres -d ferretdb -qc "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" >/dev/null
   fi
   apply_indexes "$bin"
 }
