@@ -10,6 +10,7 @@
 // cost goes, and a figure less noisy than a rate.
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { resetStatements, statementsSince, statementsTable } from './statements.mjs';
 import { cpuMeter, gatewayCaller, pooled, processesOf, startBenchSystem, TestSystem } from './system.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -66,7 +67,10 @@ try {
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
   };
+  // The database's statements of each writer's runs (bench/statements.mjs), summed.
+  const statements = Object.fromEntries(Object.keys(writers).map((name) => [name, []]));
   for (const [name, { authorization, headers }] of [...Object.entries(writers), ...Object.entries(writers).reverse()]) {
+    resetStatements();
     const before = cpuNow();
     const ms = await pooled(perRun, AT_ONCE, (i) => {
       const change = Math.floor(i / RIGHTS) % 2 === 0 ? 'suspend' : 'activate';
@@ -80,6 +84,7 @@ try {
     });
     rates[name].push((perRun / ms) * 1000);
     await relayed();
+    statements[name].push(...(statementsSince('bench_staff_writes') ?? []));
     for (const [process, seconds] of Object.entries(spent(before, cpuNow())))
       cpu[name][process] = (cpu[name][process] ?? 0) + (seconds * 1000) / (2 * perRun);
   }
@@ -94,6 +99,17 @@ try {
     const total = Object.values(processes).reduce((sum, ms) => sum + ms, 0);
     const each = Object.entries(processes).map(([process, ms]) => `${process} ${ms.toFixed(2)}`);
     console.log(`${name}: CPU ms per change ${total.toFixed(2)} (${each.join(', ')})`);
+  }
+  for (const [name, rows] of Object.entries(statements)) {
+    const summed = new Map();
+    for (const row of rows) {
+      const key = `${row.database}\t${row.collection}\t${row.verb}`;
+      const sum = summed.get(key) ?? { ...row, calls: 0, rows: 0, ms: 0 };
+      summed.set(key, { ...sum, calls: sum.calls + row.calls, rows: sum.rows + row.rows, ms: sum.ms + row.ms });
+    }
+    const table = [...summed.values()].sort((a, b) => b.calls - a.calls);
+    console.log(`\n${name}, the database's statements (both runs, until relayed):\n`);
+    console.log(statementsTable(rows.length ? table : null, 2 * perRun, 'change'));
   }
 } finally {
   await stop();
