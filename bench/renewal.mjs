@@ -15,7 +15,9 @@
 // It prints seconds, renewals/s, its ratios to raw docs/s and to the floor, when the last
 // subscription.renewed and the last right.created arrived, expiries/s, and the peak resident
 // memory (VmHWM) of each service, and the CPU seconds each service and each server spent in
-// the renewal window. N defaults to 10,000 (BENCH_RENEWALS). BENCH_NODE_OPTIONS is handed to
+// the renewal window, and the database's statements in that window per renewal (where the
+// local PostgreSQL keeps them: bench/statements.mjs). N defaults to 10,000 (BENCH_RENEWALS),
+// of N / 100 users, at most 1,000 (BENCH_RENEWAL_USERS). BENCH_NODE_OPTIONS is handed to
 // the services: `--max-old-space-size=256` holds each V8 heap to 256 MB like a container's
 // limit (a service over it dies, and the run never ends).
 import { readdirSync, readFileSync } from 'node:fs';

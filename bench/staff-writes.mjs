@@ -7,7 +7,8 @@
 // file on the commit before the log (a `git worktree`) and on today's, in the same hour, and
 // compare the agent's rates (docs/performance.md). Beside the rates, the CPU each process spent
 // per change (the events of a run relayed before it ends): on two busy cores, where the log's
-// cost goes, and a figure less noisy than a rate.
+// cost goes, and a figure less noisy than a rate; and the database's statements per change of
+// each writer (bench/statements.mjs, where the local PostgreSQL keeps them).
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { resetStatements, statementsSince, statementsTable } from './statements.mjs';
