@@ -4,19 +4,14 @@
 // them after; each FerretDB collection is a table in the schema of its database, so the rows
 // are grouped by database, collection and verb (docs/performance.md).
 import { execFileSync } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 
 const PORT = process.env.RS_LOCAL_PG_PORT ?? '5433';
 
 /** psql of the newest PostgreSQL installed, or null when there is none. */
 function psqlPath() {
-  const versions = (() => {
-    try {
-      return readdirSync('/usr/lib/postgresql').sort((a, b) => Number(a) - Number(b));
-    } catch {
-      return [];
-    }
-  })();
+  if (!existsSync('/usr/lib/postgresql')) return null;
+  const versions = readdirSync('/usr/lib/postgresql').sort((a, b) => Number(a) - Number(b));
   return versions.length === 0 ? null : `/usr/lib/postgresql/${versions.at(-1)}/bin/psql`;
 }
 

@@ -14,7 +14,7 @@ export function usePaged<T>(
   list: string,
   keys: unknown[],
 ) {
-  const itemsOf = (page: unknown) => (page as Record<string, T[]>)[list] ?? [];
+  const itemsOf = (page: unknown) => (page as Record<string, T[]>)[list]!;
   const [extra, setExtra] = useState<{ items: T[]; next: string | undefined; error?: unknown } | null>(null);
   const first = useLoad(async () => {
     setExtra(null);

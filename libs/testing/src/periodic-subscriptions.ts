@@ -1,6 +1,7 @@
 import type { EventCollector } from './event-collector';
 import { passExpiryMarker } from './markers';
-import { TestSystem } from './system';
+import { PARTIES } from './fixture';
+import type { TestSystem } from './system';
 
 /** The user the marker of `passed` is created for (registered by `seed`). */
 const MARKER_USER = 'marker';
@@ -24,13 +25,10 @@ export interface PeriodicSubscriptionsOptions {
   leadMs: number;
   /** Creations in flight. */
   creators: number;
-  /** Whose they are: by default grantor A's, through its client `grantor-a`, of the SKU `news`. */
-  authorization?: string;
-  grantorId?: string;
-  sku?: string;
 }
 
-const GRANTOR_A = { clientId: 'grantor-a', grantorId: 'A', sku: 'news' };
+/** Whose they are: grantor A's, through its client `grantor-a` (`PARTIES.A`), of the SKU `news`. */
+const OWNER = { clientId: 'grantor-a', grantorId: 'A', authorization: PARTIES.A, sku: 'news' };
 
 /**
  * Subscriptions on short periods, their starts spread over one period, created through the
@@ -43,18 +41,10 @@ export class PeriodicSubscriptions {
   /** subscriptionId -> its index. */
   readonly indexOf = new Map<string, number>();
 
-  private readonly options: Required<PeriodicSubscriptionsOptions>;
-
-  constructor(
+  private constructor(
     private readonly system: TestSystem,
-    options: PeriodicSubscriptionsOptions,
+    private readonly options: PeriodicSubscriptionsOptions,
   ) {
-    this.options = {
-      authorization: TestSystem.clientAuthorization(GRANTOR_A.clientId),
-      grantorId: GRANTOR_A.grantorId,
-      sku: GRANTOR_A.sku,
-      ...options,
-    };
     this.base = Math.ceil(Date.now() / 1000) * 1000 + options.leadMs;
   }
 
@@ -72,8 +62,8 @@ export class PeriodicSubscriptions {
   }
 
   /** Registers what they need through the gateway: the grantor's client, their users, the SKU. */
-  seed(clientId = GRANTOR_A.clientId): Promise<void> {
-    const { grantorId, sku } = this.options;
+  private seed(): Promise<void> {
+    const { clientId, grantorId, sku } = OWNER;
     return this.system.seed({
       clients: [{ clientId, grantorId }],
       users: [...this.users, MARKER_USER],
@@ -86,13 +76,14 @@ export class PeriodicSubscriptions {
    * resolves the marker right's id, whose events are in `events` too.
    */
   passed(events: EventCollector): Promise<string> {
-    const { authorization, grantorId, sku } = this.options;
+    const { authorization, grantorId, sku } = OWNER;
     return passExpiryMarker(this.system, { authorization, user: MARKER_USER, grantorId, sku, events });
   }
 
   /** Creates them all; throws if one is refused or creating took past the first start. */
   async create(): Promise<void> {
-    const { count, creators, periods, periodS, authorization, grantorId, sku } = this.options;
+    const { count, creators, periods, periodS } = this.options;
+    const { authorization, grantorId, sku } = OWNER;
     let next = 0;
     await Promise.all(
       Array.from({ length: creators }, async () => {
@@ -120,7 +111,7 @@ export class PeriodicSubscriptions {
     const listed: ListedRight[] = [];
     for (const user of this.users) {
       const response = await fetch(`${this.system.gatewayUrl}/id/users/${user}/rights?limit=1000`, {
-        headers: { authorization: this.options.authorization },
+        headers: { authorization: OWNER.authorization },
       });
       if (response.status !== 200) throw new Error(`list: ${response.status} ${await response.text()}`);
       listed.push(...((await response.json()) as { right: ListedRight[] }).right);
