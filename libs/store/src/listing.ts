@@ -2,6 +2,7 @@ import { LRUCache } from 'lru-cache';
 import pLimit from 'p-limit';
 import type { mongo } from 'mongoose';
 import { BY_ID, type CollectionIndexes, type IndexedQuery } from './indexes';
+import { WriteFailed } from './items';
 
 /**
  * Lists read a page through an index on every server (docs/decisions/0049). A document is
@@ -16,6 +17,23 @@ export const LIST_BLOCK = 32;
 
 /** Blocks read at once while a page fills. */
 const BLOCKS_AT_ONCE = 8;
+
+/**
+ * Positions a counter write reserves in each list it writes (more when a placement needs more):
+ * a process placing one document of an owner after another writes the owner's counter once in
+ * as many.
+ */
+const RESERVED_AHEAD = LIST_BLOCK;
+
+/**
+ * How long after this process last saw an owner's counter at the generation it wrote it takes
+ * positions from its reservation without reading the counter again: documents another process
+ * places for the same owner within this time may be listed in either order (decision 0062).
+ */
+const TRUSTED_FOR_MS = 10_000;
+
+/** After how many placements a process that found the owners it did not know existing tries making counters together again. */
+const RETRY_MAKING_AFTER = 64;
 
 /** Owners whose counters one placement writes at once (FerretDB's updates run on a bounded pool). */
 const OWNERS_AT_ONCE = 16;
@@ -76,7 +94,7 @@ export const listCountersOf = (collection: string) => `${collection}_lists`;
  */
 export interface CounterWrites {
   readonly collection: mongo.Collection;
-  insert(doc: { _id: string }, outbox: []): Promise<boolean>;
+  insertEach(docs: ReadonlyArray<{ doc: { _id: string }; outbox: [] }>): Promise<Array<boolean | WriteFailed>>;
   compareAndSet(change: { id: string; generation: number; set: object; outbox: [] }): Promise<boolean>;
 }
 
@@ -86,10 +104,20 @@ export class Lists {
   private readonly waiting = new Map<string, WaitingPlacement[]>();
   /** Owners whose placements are being written by this process. */
   private readonly taking = new Set<string>();
-  /** Counters as this process last wrote them, by owner. */
-  private readonly known = new LRUCache<string, Counter>({ max: 10_000 });
+  /** Positions this process reserved ahead in each owner's lists, by owner. */
+  private readonly reserved = new LRUCache<string, Reservation>({ max: 50_000 });
+  /** Counter reads and writes under way at once (FerretDB's updates run on a bounded pool). */
+  private readonly counterCalls = pLimit(OWNERS_AT_ONCE);
+  /** Of the owners this process last tried to make counters for together, the share that were new. */
+  private newShare = 1;
+  /** Placements since this process last tried making counters together. */
+  private sinceTried = 0;
 
-  constructor(private readonly counters: CounterWrites) {}
+  /** `now`: the time in milliseconds, for the trust in a reservation (tests move it). */
+  constructor(
+    private readonly counters: CounterWrites,
+    private readonly now: () => number = Date.now,
+  ) {}
 
   /**
    * Places documents in their lists: each takes the next position of every list `listsOf`
@@ -107,11 +135,17 @@ export class Lists {
       members.push({ index, names });
       byOwner.set(owner, members);
     });
+    const counts = new Map(
+      [...byOwner].map(([owner, members]) => {
+        const ofOwner: Record<string, number> = {};
+        for (const { names } of members) for (const name of names) ofOwner[name] = (ofOwner[name] ?? 0) + 1;
+        return [owner, ofOwner];
+      }),
+    );
+    const firsts = await this.takeAll(counts);
     const placed: Array<D & ListedFields> = [];
-    await pLimit(OWNERS_AT_ONCE).map([...byOwner], async ([owner, members]) => {
-      const counts: Record<string, number> = {};
-      for (const { names } of members) for (const name of names) counts[name] = (counts[name] ?? 0) + 1;
-      const next = await this.take(owner, counts);
+    for (const [owner, members] of byOwner) {
+      const next = firsts.get(owner)!;
       for (const { index, names } of members) {
         const listed: Record<string, number> = {};
         for (const name of names) listed[name] = next[name]!++;
@@ -121,7 +155,7 @@ export class Lists {
           listBlocks: names.map((name) => blockKey(owner, name, Math.floor(listed[name]! / LIST_BLOCK))),
         };
       }
-    });
+    }
     return placed;
   }
 
@@ -188,17 +222,63 @@ export class Lists {
   }
 
   /**
-   * Takes `counts` positions in each named list of `owner`; the first position taken in each.
+   * Takes `counts` positions in each named list of each owner; the first position taken in each.
    * Placements of one owner in this process wait for the one under way and then take their
-   * positions together, in one counter write: a grantor creating many rights of one user at
-   * once costs a few counter writes, not one each, and never races itself.
+   * positions together, from one reservation or counter write: a grantor creating many rights
+   * of one user at once costs a few counter writes, not one each, and never races itself.
+   * Owners this process holds nothing of may be new (a burst of new users' first documents): while
+   * most such owners have been, their counters are made together, by one insert for them all.
    */
-  private take(owner: string, counts: Record<string, number>): Promise<Record<string, number>> {
+  private async takeAll(counts: Map<string, Record<string, number>>): Promise<Map<string, Record<string, number>>> {
+    const taken = [...counts].map(([owner, ofOwner]) => this.enqueue(owner, ofOwner));
+    const starting = [...counts.keys()].filter((owner) => !this.taking.has(owner));
+    for (const owner of starting) this.taking.add(owner);
+    const unknown = starting.filter((owner) => !this.reserved.has(owner));
+    this.sinceTried += 1;
+    if (unknown.length > 0 && (this.newShare >= 0.5 || this.sinceTried >= RETRY_MAKING_AFTER)) {
+      // A failure here leaves each owner to be read and written alone below.
+      await this.makeCounters(unknown).catch(() => undefined);
+    }
+    for (const owner of starting) void this.takeWaiting(owner);
+    const firsts = await Promise.all(taken);
+    return new Map([...counts.keys()].map((owner, index) => [owner, firsts[index]!]));
+  }
+
+  /**
+   * Inserts the counters of `owners`, with the positions their waiting placements need and
+   * those reserved ahead: those that exist already are left to be read and written alone.
+   */
+  private async makeCounters(owners: readonly string[]): Promise<void> {
+    const ranges = owners.map((owner) => {
+      const need = totalOf(this.waiting.get(owner) ?? []);
+      return Object.fromEntries(
+        Object.entries(need).map(([name, count]) => [name, { next: 0, end: Math.max(count, RESERVED_AHEAD) }]),
+      );
+    });
+    const made = await this.counters.insertEach(
+      owners.map((owner, index) => ({
+        doc: {
+          _id: owner,
+          generation: 1,
+          ...Object.fromEntries(Object.entries(ranges[index]!).map(([name, { end }]) => [name, end])),
+        } as { _id: string },
+        outbox: [],
+      })),
+    );
+    const checkedAt = this.now();
+    made.forEach((stored, index) => {
+      if (stored === true) this.reserved.set(owners[index]!, { generation: 1, checkedAt, ranges: ranges[index]! });
+    });
+    this.newShare = made.filter((stored) => stored === true).length / owners.length;
+    this.sinceTried = 0;
+  }
+
+  /** A placement of `owner` waiting its turn; it starts no turn. */
+  private enqueue(owner: string, counts: Record<string, number>): Promise<Record<string, number>> {
     return new Promise((resolve, reject) => {
       const waiting = this.waiting.get(owner) ?? [];
       waiting.push({ counts, resolve, reject });
       this.waiting.set(owner, waiting);
-      if (!this.taking.has(owner)) void this.takeWaiting(owner);
     });
   }
 
@@ -206,12 +286,9 @@ export class Lists {
     this.taking.add(owner);
     for (let waiting = this.waiting.get(owner); waiting; waiting = this.waiting.get(owner)) {
       this.waiting.delete(owner);
-      const total: Record<string, number> = {};
-      for (const { counts } of waiting)
-        for (const [name, count] of Object.entries(counts)) total[name] = (total[name] ?? 0) + count;
       try {
         // Each waiting placement gets the next positions, in the order it asked.
-        const next = await this.takeTogether(owner, total);
+        const next = await this.takeTogether(owner, totalOf(waiting));
         for (const { counts, resolve } of waiting) {
           resolve(Object.fromEntries(Object.keys(counts).map((name) => [name, next[name]!])));
           for (const [name, count] of Object.entries(counts)) next[name]! += count;
@@ -224,31 +301,59 @@ export class Lists {
   }
 
   /**
-   * One counter write: `counts` positions in each named list of `owner`, the first of each
-   * returned. It starts from the counter as this process last wrote it, when it did: with one
-   * writer per owner (the usual case), a placement costs the write alone.
+   * `counts` positions in each named list of `owner`; the first of each. They come from the
+   * positions this process reserved ahead when it last wrote the owner's counter, as long as no
+   * other process has written it since: checked by a read (where a write costs four statements
+   * on FerretDB), or not at all within `TRUSTED_FOR_MS` of the last check. Otherwise one counter
+   * write takes them, with `RESERVED_AHEAD` more. The check keeps lists in the order documents
+   * were placed whichever process placed them: once another process took positions above this
+   * one's reservation, the reservation is left (its positions stay empty).
    */
   private async takeTogether(owner: string, counts: Record<string, number>): Promise<Record<string, number>> {
-    for (let counter = this.known.get(owner) ?? (await this.read(owner)); ; counter = await this.read(owner)) {
-      const before = (name: string) => Number(counter?.[name] ?? 0);
-      const taken = Object.fromEntries(Object.keys(counts).map((name) => [name, before(name)]));
-      const set = Object.fromEntries(Object.entries(counts).map(([name, count]) => [name, before(name) + count]));
-      const generation = (counter?.generation ?? 0) + 1;
-      const stored = counter
-        ? await this.counters.compareAndSet({
-            id: owner,
-            generation: counter.generation,
-            set: { ...set, generation },
-            outbox: [],
-          })
-        : await this.counters.insert({ _id: owner, generation, ...set } as { _id: string }, []);
-      if (stored) {
-        this.known.set(owner, { ...counter, ...set, _id: owner, generation });
-        return taken;
+    const held = this.reserved.get(owner);
+    if (held && this.now() - held.checkedAt < TRUSTED_FOR_MS && fits(held.ranges, counts))
+      return takeFrom(held.ranges, counts);
+    return this.counterCalls(async () => {
+      for (let counter = await this.read(owner); ; counter = await this.read(owner)) {
+        const reservation = this.reserved.get(owner);
+        const ranges = reservation && counter?.generation === reservation.generation ? reservation.ranges : {};
+        if (reservation && ranges === reservation.ranges && fits(ranges, counts)) {
+          reservation.checkedAt = this.now();
+          return takeFrom(ranges, counts);
+        }
+        const next: Record<string, PositionRange> = { ...ranges };
+        for (const [name, count] of Object.entries(counts)) {
+          if (roomIn(ranges[name]) >= count) continue;
+          // A reservation this process still holds goes on where it ends; others start at the counter.
+          const start = ranges[name]?.next ?? Number(counter?.[name] ?? 0);
+          next[name] = { next: start, end: start + Math.max(count, RESERVED_AHEAD) };
+        }
+        const set = Object.fromEntries(
+          Object.entries(next)
+            .filter(([name, range]) => range !== ranges[name])
+            .map(([name, range]) => [name, range.end]),
+        );
+        const generation = (counter?.generation ?? 0) + 1;
+        const stored = counter
+          ? await this.counters.compareAndSet({
+              id: owner,
+              generation: counter.generation,
+              set: { ...set, generation },
+              outbox: [],
+            })
+          : (
+              await this.counters.insertEach([
+                { doc: { _id: owner, generation, ...set } as { _id: string }, outbox: [] },
+              ])
+            )[0]!;
+        if (stored instanceof WriteFailed) throw stored.error;
+        if (stored) {
+          this.reserved.set(owner, { generation, checkedAt: this.now(), ranges: next });
+          return takeFrom(next, counts);
+        }
+        // Another process wrote the counter since it was read: read it again.
       }
-      // Another process placed documents of this owner since: read its counter again.
-      this.known.delete(owner);
-    }
+    });
   }
 
   private async read(owner: string): Promise<Counter | null> {
@@ -271,6 +376,48 @@ interface WaitingPlacement {
 
 /** An owner's counter: the positions taken in each of its lists, and its generation. */
 type Counter = { _id: string; generation: number } & Record<string, unknown>;
+
+/** Positions reserved in one list: `next` is the first not yet taken, `end` the first beyond. */
+interface PositionRange {
+  next: number;
+  end: number;
+}
+
+/**
+ * What this process reserved in an owner's lists with the counter write of `generation`, and
+ * when it last saw the counter at that generation.
+ */
+interface Reservation {
+  generation: number;
+  checkedAt: number;
+  ranges: Record<string, PositionRange>;
+}
+
+/** Whether `ranges` have room for `counts` positions in each list. */
+const fits = (ranges: Record<string, PositionRange>, counts: Record<string, number>): boolean =>
+  Object.entries(counts).every(([name, count]) => roomIn(ranges[name]) >= count);
+
+/** The positions waiting placements need together, by list. */
+function totalOf(waiting: readonly WaitingPlacement[]): Record<string, number> {
+  const total: Record<string, number> = {};
+  for (const { counts } of waiting)
+    for (const [name, count] of Object.entries(counts)) total[name] = (total[name] ?? 0) + count;
+  return total;
+}
+
+/** How many positions are left in a range (none when there is no range). */
+const roomIn = (range: PositionRange | undefined): number => (range ? range.end - range.next : 0);
+
+/** Takes `counts` positions from `ranges`, each of which has room for them; the first of each. */
+function takeFrom(ranges: Record<string, PositionRange>, counts: Record<string, number>): Record<string, number> {
+  const taken: Record<string, number> = {};
+  for (const [name, count] of Object.entries(counts)) {
+    const range = ranges[name]!;
+    taken[name] = range.next;
+    range.next += count;
+  }
+  return taken;
+}
 
 /** Whether the item at `a` comes after (is older than) the one at `b` in a newest-first list. */
 const isOlder = (a: ListPosition, b: ListPosition): boolean =>

@@ -7,9 +7,12 @@ import { OUTBOX_PROJECTION, PENDING_EVENTS } from './outbox';
 /** A page of a list reads where each document stands in it, not its outbox. */
 const LISTED_PAGE_FIELDS = { ...OUTBOX_PROJECTION, listBlocks: 0 };
 
-/** The lists of `collection` (docs/decisions/0049), their counters kept beside it. */
-export const listsOfCollection = (db: mongo.Db, collection: string): Lists =>
-  new Lists(new OutboxCollection(db, listCountersOf(collection)));
+/**
+ * The lists of `collection` (docs/decisions/0049, 0062), their counters kept beside it; `now`,
+ * the time in milliseconds (tests move it).
+ */
+export const listsOfCollection = (db: mongo.Db, collection: string, now?: () => number): Lists =>
+  new Lists(new OutboxCollection(db, listCountersOf(collection)), now);
 
 /**
  * The queries of a collection of documents that belong to users: a document by id, a block of

@@ -1,7 +1,7 @@
 import { testDatabase, type TestDatabase } from '@rs/testing';
 import mongoose, { type mongo } from 'mongoose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LIST_BLOCK, listName, listsOfCollection, type ListPosition } from '../src/index';
+import { LIST_BLOCK, listName, listsOfCollection, type Lists, type ListPosition } from '../src/index';
 
 // docs/decisions/0049: a page of a list reads that page (and at most a block or two beside it),
 // whatever the length of the list and of the owner's other lists. What a read costs is counted
@@ -23,15 +23,24 @@ let database: TestDatabase;
 let monitored: mongoose.Connection;
 let returned = 0;
 
-/** `count` items of `owner`, numbered from `from`, every other one of grantor a, placed in their lists and stored. */
-async function store(db: mongo.Db, owner: string, from: number, count: number): Promise<void> {
+/**
+ * `count` items of `owner`, numbered from `from`, every other one of grantor a, placed in their
+ * lists (by `lists`, a process of its own unless given) and stored.
+ */
+async function store(
+  db: mongo.Db,
+  owner: string,
+  from: number,
+  count: number,
+  lists: Lists = listsOfCollection(db, 'items'),
+): Promise<void> {
   const items: Item[] = Array.from({ length: count }, (_, i) => ({
     _id: `${owner}-${String(from + i).padStart(6, '0')}`,
     owner,
     grantor: (from + i) % 2 === 0 ? 'grantor.a' : 'grantor.b',
     n: from + i,
   }));
-  const placed = await listsOfCollection(db, 'items').place(items, (item) => ({
+  const placed = await lists.place(items, (item) => ({
     owner: item.owner,
     names: [ALL, listName('g', item.grantor)],
   }));
@@ -140,5 +149,49 @@ describe('a page of a list reads that page', () => {
     await Promise.all(Array.from({ length: 40 }, (_, batch) => store(db, 'racing', batch * 5, 5)));
     const { ns } = await walk('racing', ALL, 30);
     expect(ns.toSorted((a, b) => a - b)).toEqual(Array.from({ length: 200 }, (_, i) => i));
+  });
+
+  it("when one process places an owner's items one after another, then it writes the owner's counter once in a block of them", async () => {
+    const db = database.db.db!;
+    const lists = listsOfCollection(db, 'items');
+    for (let n = 0; n < 2 * LIST_BLOCK; n += 1) await store(db, 'one-by-one', n, 1, lists);
+    const counter = await db.collection('items_lists').findOne({ _id: 'one-by-one' as never });
+    // Grantor a's list and the list of all begun with the first item, grantor b's with the
+    // second, the list of all reserved again at its 33rd: three writes, not 64.
+    expect(counter?.generation).toBe(3);
+    const { ns } = await walk('one-by-one', ALL, 10);
+    expect(ns).toEqual(Array.from({ length: 2 * LIST_BLOCK }, (_, i) => 2 * LIST_BLOCK - 1 - i));
+  });
+
+  it("when two processes place an owner's items in turn, seconds apart, then the list is in the order they were placed", async () => {
+    const db = database.db.db!;
+    let now = Date.now();
+    const processes = [listsOfCollection(db, 'items', () => now), listsOfCollection(db, 'items', () => now)];
+    for (let n = 0; n < 12; n += 1) {
+      now += 60_000;
+      await store(db, 'in-turn', n, 1, processes[n % 2]);
+    }
+    const { ns } = await walk('in-turn', ALL, 5);
+    expect(ns).toEqual(Array.from({ length: 12 }, (_, i) => 11 - i));
+  });
+
+  it('when one batch places the first items of many owners, some placed before by another process, then each list reads whole', async () => {
+    const db = database.db.db!;
+    const owners = Array.from({ length: 60 }, (_, i) => `many-${i}`);
+    await Promise.all(owners.filter((_, i) => i % 3 === 0).map((owner) => store(db, owner, 0, 2)));
+    const items = owners.flatMap((owner, i) =>
+      [2, 3].map((n) => ({ _id: `${owner}-${n}`, owner, grantor: 'grantor.a', n: i % 3 === 0 ? n : n - 2 })),
+    );
+    const placed = await listsOfCollection(db, 'items').place(items, (item) => ({ owner: item.owner, names: [ALL] }));
+    await db.collection('items').insertMany(placed as never[]);
+    for (const [i, owner] of owners.entries()) {
+      const { ns } = await walk(owner, ALL, 10);
+      expect(ns, owner).toEqual(i % 3 === 0 ? [3, 2, 1, 0] : [1, 0]);
+    }
+    const counters = await db
+      .collection('items_lists')
+      .find({ _id: { $in: owners } as never })
+      .toArray();
+    expect(counters.filter((counter) => counter.generation === 1)).toHaveLength(40);
   });
 });
