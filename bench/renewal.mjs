@@ -19,7 +19,10 @@
 // local PostgreSQL keeps them: bench/statements.mjs). N defaults to 10,000 (BENCH_RENEWALS),
 // of N / 100 users, at most 1,000 (BENCH_RENEWAL_USERS). BENCH_NODE_OPTIONS is handed to
 // the services: `--max-old-space-size=256` holds each V8 heap to 256 MB like a container's
-// limit (a service over it dies, and the run never ends).
+// limit (a service over it dies, and the run never ends). BENCH_RENEWAL_WEBHOOK=1 gives the
+// grantor an endpoint (on this machine, answering at once) subscribed to right.created, and
+// prints when the renewals' first attempts reached it, from the due second (p50, p99, last),
+// with the dispatcher's counters of put-offs and late finds.
 import { readdirSync, readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { clearInterval, setInterval } from 'node:timers';
@@ -28,6 +31,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { floorTable, measureFloor, rightDocument } from './floor.mjs';
 import { resetStatements, statementsSince, statementsTable } from './statements.mjs';
+import { dispatcherCounters, percentile, registerEndpoint, startWebhookReceiver } from './system.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(import.meta.url);
@@ -43,6 +47,8 @@ const USERS = Number(process.env.BENCH_RENEWAL_USERS ?? Math.min(1_000, Math.max
 const PARALLEL = 32;
 /** Subscriptions per second the gateway is assumed to create, with margin; the run stops if it was slower. */
 const CREATE_RATE = Number(process.env.BENCH_CREATE_RATE ?? 150);
+/** An endpoint of the grantor's receives every renewal's right.created (BENCH_RENEWAL_WEBHOOK=1). */
+const receiver = process.env.BENCH_RENEWAL_WEBHOOK ? await startWebhookReceiver() : null;
 
 const servers = await useTestServers();
 
@@ -97,7 +103,7 @@ const system = await TestSystem.start({
   // As the images run them: one process per service (the figures are of processes).
   processes: true,
   name: 'bench_renewal',
-  backends: ['catalog', 'rights', 'subscriptions', 'scheduler'],
+  backends: ['catalog', 'rights', 'subscriptions', 'scheduler', ...(receiver ? ['webhooks'] : [])],
   env: {
     LOG_LEVEL: 'warn',
     RATE_LIMIT_PER_SECOND: '0',
@@ -163,6 +169,7 @@ async function renewAll(users) {
   const rights = await EventCollector.start(system.amqpUrl, 'rights.events', 'right.created');
   const renewed = await EventCollector.start(system.amqpUrl, 'subscriptions.events', 'subscription.renewed');
   const created = await EventCollector.start(system.amqpUrl, 'subscriptions.events', 'subscription.created');
+  if (receiver) await registerEndpoint(system, authorization, receiver.url, ['right.created']);
 
   // Creating N subscriptions takes a while here: start them after that, all at the same second.
   const due = new Date(Math.ceil((Date.now() + 15_000 + (N / CREATE_RATE) * 1000) / 1000) * 1000);
@@ -234,11 +241,24 @@ async function renewAll(users) {
     `last subscription.renewed at ${renewedAt.toFixed(1)} s, last right.created at ${createdAt2.toFixed(1)} s`,
   );
   console.log(`renewed ${N} in ${seconds.toFixed(1)} s`);
+  if (receiver) await webhooksDelivered(due);
   console.log(`\nthe database's statements from the due second to the last event:\n`);
   console.log(statementsTable(statementsSince('bench_renewal'), N, 'renewal'));
   await rights.close();
   await renewed.close();
   return seconds;
+}
+
+/** When the renewals' right.created reached the grantor's endpoint, from the due second. */
+async function webhooksDelivered(due) {
+  const deadline = Date.now() + 600_000;
+  while (receiver.firstAttempt.size < N && Date.now() < deadline)
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  const lags = [...receiver.firstAttempt.values()].map((at) => (at - due.getTime()) / 1000).sort((a, b) => a - b);
+  console.log(
+    `webhooks: ${receiver.firstAttempt.size} of ${N} right.created reached the endpoint (${receiver.attempts()} attempts); from the due second p50 ${percentile(lags, 50).toFixed(1)} s, p99 ${percentile(lags, 99).toFixed(1)} s, last ${lags.at(-1).toFixed(1)} s`,
+  );
+  console.log(await dispatcherCounters(system));
 }
 
 try {
@@ -316,6 +336,7 @@ try {
     `| ${N} | ${raw.toFixed(0)} | ${floor.floorRate.toFixed(0)} | ${seconds ? `${seconds.toFixed(1)} s | ${rate.toFixed(1)} | ${(rate / raw).toFixed(3)} | ${(rate / floor.floorRate).toFixed(3)}` : '– | – | – | –'} | ${expirySeconds.toFixed(1)} s | ${(N / expirySeconds).toFixed(0)} |`,
   );
 } finally {
+  receiver?.close();
   await system.stop();
   await servers.stop();
 }

@@ -184,3 +184,56 @@ export const processesOf = (system, services) => () => ({
   postgres: pidsOf('postgres'),
   rabbitmq: pidsOf('beam.smp'),
 });
+
+/**
+ * A webhook endpoint on this machine that answers 204 at once: its URL, when each webhook-id
+ * first arrived (`firstAttempt`), how many attempts arrived in all, and `close`.
+ */
+export async function startWebhookReceiver() {
+  const { default: http } = await import('node:http');
+  const firstAttempt = new Map();
+  const counted = { attempts: 0 };
+  const receiver = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      counted.attempts += 1;
+      const id = String(req.headers['webhook-id']);
+      if (!firstAttempt.has(id)) firstAttempt.set(id, Date.now());
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${receiver.address().port}/hook`,
+    firstAttempt,
+    attempts: () => counted.attempts,
+    close: () => receiver.close(),
+  };
+}
+
+/** Registers `url` as an endpoint of the grantor `authorization` names, for `events`. */
+export async function registerEndpoint(system, authorization, url, events) {
+  const registered = await fetch(`${system.gatewayUrl}/webhooks/endpoints`, {
+    method: 'POST',
+    headers: { authorization, 'content-type': 'application/json' },
+    body: JSON.stringify({ url, events }),
+  });
+  if (registered.status !== 201) throw new Error(`register: ${registered.status} ${await registered.text()}`);
+}
+
+/**
+ * Why deliveries were late, by the webhooks service's own counters: put off (lane or memory
+ * full), found again only by the second look at a second already swept, claims lost.
+ */
+export async function dispatcherCounters(system) {
+  const metrics = await (await fetch(system.service('webhooks').metricsUrl)).text();
+  const count = (name) => {
+    const value = new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(metrics)?.[1];
+    if (value === undefined) throw new Error(`the webhooks service reports no ${name}`);
+    return Number(value);
+  };
+  return `put off: ${count('webhook_put_offs_total')}; found late by the second look: ${count('webhook_deliveries_found_late_total')}; claims lost: ${count('webhook_claims_lost_total')}`;
+}
+
+/** The `p`th percentile of sorted numbers. */
+export const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];

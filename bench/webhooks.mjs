@@ -9,12 +9,19 @@
 //   last), and its ratio to the first;
 // - for each event, the time from its arrival on rights.events to its first attempt at the
 //   endpoint: p50 and p99.
-import http from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { cpuMeter, processesOf, startBenchSystem } from './system.mjs';
+import {
+  cpuMeter,
+  dispatcherCounters,
+  percentile,
+  processesOf,
+  registerEndpoint,
+  startBenchSystem,
+  startWebhookReceiver,
+} from './system.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(import.meta.url);
@@ -24,27 +31,14 @@ const amqp = require(path.join(root, 'node_modules/amqplib'));
 const N = Number(process.env.BENCH_WEBHOOK_EVENTS ?? 10_000);
 const PER_COMMAND = 100;
 
-/** The endpoint: answers 204 at once and notes when each webhook-id first arrived. */
-const firstAttempt = new Map();
-let attempts = 0;
-const receiver = http.createServer((req, res) => {
-  req.resume();
-  req.on('end', () => {
-    attempts += 1;
-    const id = String(req.headers['webhook-id']);
-    if (!firstAttempt.has(id)) firstAttempt.set(id, Date.now());
-    res.writeHead(204).end();
-  });
-});
-await new Promise((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-const receiverUrl = `http://127.0.0.1:${receiver.address().port}/hook`;
+const receiver = await startWebhookReceiver();
+const { firstAttempt } = receiver;
 
 const { system, stop } = await startBenchSystem({
   // As the images run them: one process per service (the figures are of processes).
   name: 'bench_webhooks',
   backends: ['catalog', 'rights', 'webhooks'],
 });
-const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 
 try {
   await system.seed({
@@ -53,12 +47,7 @@ try {
     skus: { monthly: {} },
   });
   const authorization = TestSystem.clientAuthorization('bench-grantor');
-  const registered = await fetch(`${system.gatewayUrl}/webhooks/endpoints`, {
-    method: 'POST',
-    headers: { authorization, 'content-type': 'application/json' },
-    body: JSON.stringify({ url: receiverUrl, events: ['right.created'] }),
-  });
-  if (registered.status !== 201) throw new Error(`register: ${registered.status} ${await registered.text()}`);
+  await registerEndpoint(system, authorization, receiver.url, ['right.created']);
 
   // When rights.events carries each event: a consumer of our own on the exchange.
   const connection = await amqp.connect(system.amqpUrl);
@@ -101,18 +90,8 @@ try {
   const carriedRate = N / span([...carried.values()]);
   const deliveredRate = N / span([...firstAttempt.values()]);
   const lags = [...firstAttempt].map(([id, at]) => at - carried.get(id)).sort((a, b) => a - b);
-  // Why deliveries were late, by the dispatcher's own counters: put off (lane or memory full),
-  // and found again only by the second look at a second already swept.
-  const metrics = await (await fetch(system.service('webhooks').metricsUrl)).text();
-  const count = (name) => {
-    const value = new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(metrics)?.[1];
-    if (value === undefined) throw new Error(`the webhooks service reports no ${name}`);
-    return Number(value);
-  };
-  console.log(`${N} events; ${attempts} attempts reached the endpoint`);
-  console.log(
-    `put off: ${count('webhook_put_offs_total')}; found late by the second look: ${count('webhook_deliveries_found_late_total')}; claims lost: ${count('webhook_claims_lost_total')}`,
-  );
+  console.log(`${N} events; ${receiver.attempts()} attempts reached the endpoint`);
+  console.log(await dispatcherCounters(system));
   const busy = Object.entries(cpu).map(([name, seconds]) => `${name} ${((seconds * 1000) / N).toFixed(2)}`);
   const cores = Object.values(cpu).reduce((sum, seconds) => sum + seconds, 0) / wallS;
   console.log(
