@@ -3,10 +3,15 @@
 // document, alternating, after the gateway path is warm; for each, the CPU each process spent
 // per request (from /proc: the gateway, the rights service, FerretDB, PostgreSQL, the baseline,
 // this load generator). Quicker than `npm run bench` for trying a change to the path; its
-// ratio is the same figure (docs/performance.md).
-// BENCH_SERVICE_ENV: more settings for every service, e.g. '{"OTEL_SDK_DISABLED":"true"}'.
+// ratio is the same figure (docs/performance.md). Beside them, the entitlement check of the
+// same user (answered from the gateway's memory) against a bare `node:http` server answering
+// the check's own document as a constant (bench/bare-constant.mjs): what every request's path
+// costs when the work itself is a few microseconds.
+// BENCH_SERVICE_ENV: more settings for every service, e.g. '{"OTEL_SDK_DISABLED":"true"}', or
+// '{"NODE_OPTIONS":"--cpu-prof --cpu-prof-dir=/tmp/prof"}' for a CPU profile of each service.
+// BENCH_TARGETS: the pairs to run, `retrieve`, `check` or both (the default: `retrieve,check`).
 import autocannon from 'autocannon';
-import { cpuMeter, pidsOf, startBare, startBenchSystem } from './system.mjs';
+import { cpuMeter, pidsOf, startBare, startBareConstant, startBenchSystem } from './system.mjs';
 
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 6);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
@@ -42,25 +47,45 @@ try {
   const { rightId } = await created.json();
   const bare = await startBare(system.mongoUrlFor('rights'));
   stops.unshift(bare.stop);
+  // The check answers from the gateway's projection once the right's event has reached it.
+  const checkUrl = `${system.gatewayUrl}/id/users/bench-user/entitlements/bench-sku`;
+  let check;
+  for (let waited = 0; waited < 100; waited++) {
+    check = await fetch(checkUrl, { headers: { authorization } });
+    if (check.status === 200 && (await check.clone().json()).entitled) break;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  if (check.status !== 200) throw new Error(`the check answered ${check.status}`);
+  const constant = await startBareConstant(check.headers.get('content-type'), await check.text());
+  stops.unshift(constant.stop);
 
-  const targets = {
-    gateway: { url: `${system.gatewayUrl}/id/users/bench-user/rights/${rightId}`, headers: { authorization } },
-    bare: { url: `${bare.url}/${rightId}`, headers: {} },
+  const pairs = {
+    retrieve: {
+      gateway: { url: `${system.gatewayUrl}/id/users/bench-user/rights/${rightId}`, headers: { authorization } },
+      bare: { url: `${bare.url}/${rightId}`, headers: {} },
+    },
+    check: {
+      check: { url: checkUrl, headers: { authorization } },
+      'bare constant': { url: constant.url, headers: {} },
+    },
   };
+  const chosen = (process.env.BENCH_TARGETS ?? 'retrieve,check').split(',');
+  const targets = Object.assign({}, ...chosen.map((pair) => pairs[pair]));
   const processes = () => ({
     gateway: [system.service('gateway').pid],
     rights: [system.service('rights').pid],
     ferretdb: pidsOf('ferretdb'),
     postgres: pidsOf('postgres'),
     bare: [bare.pid],
+    'bare constant': [constant.pid],
   });
   const { cpuNow, spent } = cpuMeter(processes);
   const run = (target, duration) =>
     autocannon({ ...targets[target], connections: CONNECTIONS, duration, pipelining: 1 });
 
   // Warm: the gateway path long enough for both processes' code to be optimized.
-  await run('gateway', 8);
-  await run('bare', 2);
+  for (const [target, seconds] of Object.entries({ gateway: 8, bare: 2, check: 4, 'bare constant': 2 }))
+    if (targets[target]) await run(target, seconds);
   const totals = Object.fromEntries(
     Object.keys(targets).map((target) => [target, { requests: 0, seconds: 0, p50: [], p99: [], cpu: {} }]),
   );
@@ -98,10 +123,15 @@ try {
   }
   const rate = (target) => totals[target].requests / totals[target].seconds;
   const gateway = totals.gateway;
-  console.log(
-    `\nretrieve right, gateway/bare findOne: ${(rate('gateway') / rate('bare')).toFixed(2)} (target >= 0.6); ` +
-      `gateway p99 ÷ p50: ${(mean(gateway.p99) / mean(gateway.p50)).toFixed(1)} (target <= 3)`,
-  );
+  if (gateway)
+    console.log(
+      `\nretrieve right, gateway/bare findOne: ${(rate('gateway') / rate('bare')).toFixed(2)} (target >= 0.6); ` +
+        `gateway p99 ÷ p50: ${(mean(gateway.p99) / mean(gateway.p50)).toFixed(1)} (target <= 3)`,
+    );
+  if (totals.check)
+    console.log(
+      `entitlement check, gateway/bare constant: ${(rate('check') / rate('bare constant')).toFixed(2)} (target >= 0.25)`,
+    );
 } finally {
   for (const stopOne of stops) await stopOne();
 }

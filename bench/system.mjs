@@ -35,18 +35,29 @@ export async function startBenchSystem(options) {
   return { system, stop };
 }
 
-/**
- * Starts the bare baseline of the request path (bench/bare-findone.mjs: `node:http` and one
- * driver `findOne`) in its own process on `collection` of `mongoUrl`; resolves its URL, its
- * process id and a stop function.
- */
-export async function startBare(mongoUrl, collection = 'rights') {
-  const child = spawn(process.execPath, [path.join(root, 'bench/bare-findone.mjs'), mongoUrl, collection], {
+/** Starts `script` of bench/ with `args` in its own process; resolves the URL it prints, its process id and a stop function. */
+async function startBareProcess(script, args) {
+  const child = spawn(process.execPath, [path.join(root, 'bench', script), ...args], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const [line] = await once(readline.createInterface({ input: child.stdout }), 'line');
   return { url: `http://127.0.0.1:${JSON.parse(line).port}`, pid: child.pid, stop: () => child.kill('SIGTERM') };
 }
+
+/**
+ * Starts the bare baseline of the request path (bench/bare-findone.mjs: `node:http` and one
+ * driver `findOne`) in its own process on `collection` of `mongoUrl`; resolves its URL, its
+ * process id and a stop function.
+ */
+export const startBare = (mongoUrl, collection = 'rights') =>
+  startBareProcess('bare-findone.mjs', [mongoUrl, collection]);
+
+/**
+ * Starts the bare constant server (bench/bare-constant.mjs: `node:http` answering `body` as
+ * `mediaType` to every request) in its own process; resolves as `startBare` does.
+ */
+export const startBareConstant = (mediaType, body) =>
+  startBareProcess('bare-constant.mjs', [mediaType, Buffer.from(body).toString('base64')]);
 
 /**
  * Issues `count` rights of grantor B's SKU `monthly`, ending in a day, as renewals do
