@@ -116,6 +116,12 @@ const system = await TestSystem.start({
 // Interrupted (Ctrl-C, timeout): stop the services too, or they keep loading the servers.
 for (const signal of ['SIGINT', 'SIGTERM'])
   process.once(signal, () => void system.stop().finally(() => process.exit(130)));
+// An error thrown outside the run's `try` (a timer's callback) would end this process and leave
+// the services running, loading the servers under the next measurement: stop them first.
+process.once('uncaughtException', (error) => {
+  console.error(error);
+  void system.stop().finally(() => process.exit(1));
+});
 
 /** Peak resident memory (VmHWM) of each service process, in MB. */
 function peakMemory() {

@@ -32,6 +32,11 @@ export async function startBenchSystem(options) {
   });
   const stop = () => system.stop().finally(() => servers.stop());
   for (const signal of ['SIGINT', 'SIGTERM']) process.once(signal, () => void stop().finally(() => process.exit(1)));
+  // An error thrown outside a bench's `try` (a timer's callback) would leave the services running.
+  process.once('uncaughtException', (error) => {
+    console.error(error);
+    void stop().finally(() => process.exit(1));
+  });
   return { system, stop };
 }
 
