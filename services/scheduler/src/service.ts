@@ -59,6 +59,7 @@ export const start = defineService('scheduler', Config, async (runtime) => {
     clock,
     liveClocks: live,
     recordings,
+    createdOnClock: (clockId, ids) => clocks.confirmPlaces(clockId, ids),
   });
   await followEvents(runtime.broker, recording, runtime.logger);
   await followHolds(runtime.broker, recording, runtime.logger);

@@ -97,7 +97,7 @@ export class ClockUseCases {
     // While advancing, the service refuses the creation (409): it takes no place.
     if (clock.status !== 'ready') return clock;
     const { maxObjects } = this.options;
-    if (!(await this.store.takePlace(clockId, maxObjects)))
+    if (!(await this.store.takePlace(clockId, creation.id, maxObjects, this.options.clock())))
       throw DomainError.conflict(
         `clock ${clockId} holds ${maxObjects} subscriptions and rights, the most one may (TEST_CLOCK_MAX_OBJECTS)`,
       );

@@ -39,6 +39,8 @@ export interface DueRecordingOptions {
   liveClocks: LiveClocks;
   /** Told what is recorded on test clocks, for this replica's clock driver. */
   recordings: ClockRecordings;
+  /** Told which objects were seen created on a clock: their places there are confirmed (domain/clock-places.ts). */
+  createdOnClock: (clockId: string, ids: readonly string[]) => Promise<void>;
 }
 
 /**
@@ -136,6 +138,11 @@ export class DueRecording {
     // an advance never sees the one without the other.
     recordings.recorded('expiry', await stores.rightExpiries.recordOnClocks(onClocks.flatMap(expectedOf), clock));
     recordings.recorded(kind, await store.recordOnClocks(versions, clock));
+    // An object's first version is its creation: the place its announcement took is its own now.
+    const created = new Map<string, string[]>();
+    for (const { id, sequence, clockId } of versions)
+      if (sequence === 1) created.set(clockId, [...(created.get(clockId) ?? []), id]);
+    for (const [clockId, ids] of created) await this.options.createdOnClock(clockId, ids);
     await commandOnClock(
       broker,
       kind,

@@ -16,6 +16,15 @@ import {
 } from '@rs/store';
 import type { Connection, mongo } from 'mongoose';
 import type { ClockEntity } from '../domain/clock';
+import { confirmPlaces, NO_PLACES, takePlaces, type ClockPlaces } from '../domain/clock-places';
+
+/** A place asked for the object `id` on a clock holding at most `max`, at `now`. */
+interface PlaceAsked {
+  clockId: string;
+  id: string;
+  max: number;
+  now: Date;
+}
 
 interface ClockDocument extends Omit<ClockEntity, 'clockId'> {
   _id: string;
@@ -23,14 +32,20 @@ interface ClockDocument extends Omit<ClockEntity, 'clockId'> {
 }
 
 /**
- * How many subscriptions and rights were created on a clock through the API: a document of its
- * own, whose `generation` is that count, so that taking a place is a compare-and-set that
- * neither contends with the clock's own changes (an advance's steps) nor is undone by them.
+ * The places of a clock (domain/clock-places.ts): a document of its own, changed by
+ * compare-and-set on its `generation`, so that taking a place neither contends with the
+ * clock's own changes (an advance's steps) nor is undone by them. A document written before
+ * places were confirmed has no `confirmed`: its `generation` was the count of places taken.
  */
 interface ClockPlacesDocument {
   _id: string;
   generation: number;
+  confirmed?: number;
+  pending?: Array<{ id: string; at: Date }>;
 }
+
+const placesOf = (doc: ClockPlacesDocument | null): ClockPlaces =>
+  doc ? { confirmed: doc.confirmed ?? doc.generation, pending: doc.pending ?? [] } : NO_PLACES;
 
 const schema = documentSchema<ClockDocument>('clocks', {
   grantorId: 'string',
@@ -47,7 +62,7 @@ export const CLOCK_INDEXES: CollectionIndexes = {
   queries: [BY_ID, byGrantor('its clocks: their list, its limit'), PENDING_EVENTS],
 };
 
-/** The count of a clock's places, by the clock's id. */
+/** The places of each clock, by the clock's id. */
 export const CLOCK_PLACES_INDEXES: CollectionIndexes = { collection: 'clockPlaces', queries: [BY_ID] };
 
 const toEntity = ({ _id, deleted: _deleted, ...fields }: ClockDocument): ClockEntity => ({ clockId: _id, ...fields });
@@ -59,10 +74,7 @@ export class ClockStore extends OutboxStore<ClockDocument, ClockEntity> {
    * Creations on clocks asked while places are being counted are counted together by the next
    * count: a burst of creations on one clock costs a few writes, not one after another each.
    */
-  private readonly placing = new GroupCommit<{ clockId: string; max: number }, boolean>(
-    (asked) => this.takePlaces(asked),
-    500,
-  );
+  private readonly placing = new GroupCommit<PlaceAsked, boolean>((asked) => this.takePlaces(asked), 500);
 
   constructor(db: Connection) {
     super(db, 'Clock', schema, { tombstone: 'deleted', toEntity, indexes: CLOCK_INDEXES });
@@ -92,43 +104,76 @@ export class ClockStore extends OutboxStore<ClockDocument, ClockEntity> {
   }
 
   /**
-   * Takes one of a clock's places for an object created on it: false once it holds `max`
-   * (TEST_CLOCK_MAX_OBJECTS). A compare-and-set of the count (on FerretDB its guard makes it
-   * exact: docs/decisions/0046), of all the places asked of a clock meanwhile at once.
+   * Takes one of a clock's places for the object `id` about to be created on it: false once it
+   * holds `max` (TEST_CLOCK_MAX_OBJECTS). A compare-and-set of the clock's places (on FerretDB its
+   * guard makes it exact: docs/decisions/0046), of all the places asked of a clock meanwhile at once.
    */
-  takePlace(clockId: string, max: number): Promise<boolean> {
-    return this.placing.add({ clockId, max });
+  takePlace(clockId: string, id: string, max: number, now: Date): Promise<boolean> {
+    return this.placing.add({ clockId, id, max, now });
   }
 
-  private async takePlaces(asked: ReadonlyArray<{ clockId: string; max: number }>): Promise<boolean[]> {
-    const stamped = !(await serverLimits(this.places.db)).usesDriverIndexes;
+  /** Confirms the places of objects `ids` of a clock, now that their creation was seen (domain/clock-places.ts). */
+  async confirmPlaces(clockId: string, ids: readonly string[]): Promise<void> {
+    await this.changePlaces(clockId, (places) => {
+      const next = confirmPlaces(places, ids);
+      return next && { next, answer: undefined };
+    });
+  }
+
+  private async takePlaces(asked: ReadonlyArray<PlaceAsked>): Promise<boolean[]> {
     const byClock = new Map<string, number[]>();
     asked.forEach(({ clockId }, index) => byClock.set(clockId, [...(byClock.get(clockId) ?? []), index]));
     const granted = asked.map(() => false);
     await Promise.all(
       [...byClock].map(async ([clockId, indexes]) => {
-        const max = asked[indexes[0]!]!.max;
-        for (;;) {
-          const taken = (await this.places.findOne({ _id: clockId }))?.generation ?? 0;
-          const given = Math.min(indexes.length, Math.max(0, max - taken));
-          if (given === 0 || (await this.countPlaces(clockId, taken, given, stamped))) {
-            for (const index of indexes.slice(0, given)) granted[index] = true;
-            return;
-          }
-        }
+        const { max, now } = asked[indexes[0]!]!;
+        const taken = await this.changePlaces(clockId, (places) => {
+          const { next, granted } = takePlaces(
+            places,
+            indexes.map((index) => asked[index]!.id),
+            max,
+            now,
+          );
+          return { next, answer: granted };
+        });
+        taken?.forEach((given, at) => (granted[indexes[at]!] = given));
       }),
     );
     return granted;
   }
 
-  /** Counts `given` places more if the clock still has `taken`; false when another process was first. */
-  private async countPlaces(clockId: string, taken: number, given: number, stamped: boolean): Promise<boolean> {
+  /**
+   * Changes a clock's places as `decide` says (null: nothing to change), by compare-and-set on
+   * their generation, read again until it holds; resolves with the decision's answer.
+   */
+  private async changePlaces<A>(
+    clockId: string,
+    decide: (places: ClockPlaces) => { next: ClockPlaces; answer: A } | null,
+  ): Promise<A | undefined> {
+    const stamped = !(await serverLimits(this.places.db)).usesDriverIndexes;
+    for (;;) {
+      const doc = await this.places.findOne({ _id: clockId });
+      const decided = decide(placesOf(doc));
+      if (!decided) return undefined;
+      const { confirmed, pending } = decided.next;
+      if (await this.writePlaces(clockId, doc?.generation ?? 0, { confirmed, pending: [...pending] }, stamped))
+        return decided.answer;
+    }
+  }
+
+  /** Writes a clock's places if they are still at `generation`; false when another process was first. */
+  private async writePlaces(
+    clockId: string,
+    generation: number,
+    places: Pick<ClockPlacesDocument, 'confirmed' | 'pending'>,
+    stamped: boolean,
+  ): Promise<boolean> {
     try {
-      if (taken === 0) {
-        await this.places.insertOne({ _id: clockId, generation: given });
+      if (generation === 0) {
+        await this.places.insertOne({ _id: clockId, generation: 1, ...places });
         return true;
       }
-      const change = { id: clockId, generation: taken, set: { generation: taken + given }, outbox: [] };
+      const change = { id: clockId, generation, set: { generation: generation + 1, ...places }, outbox: [] };
       const { filter, update } = compareAndSetWrite(change, {}, stamped);
       return (await this.places.updateOne(filter, update as never)).modifiedCount === 1;
     } catch (error) {
