@@ -15,7 +15,7 @@
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { EventCollector, gatewayCaller, startBenchSystem, TestSystem } from './system.mjs';
+import { EventCollector, gatewayCaller, percentile, startBenchSystem, TestSystem } from './system.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(import.meta.url);
@@ -56,11 +56,10 @@ async function subscribeAll(authorization, grantorId, count, body) {
   );
 }
 
-const percentile = (values, p) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+const summary = (ms) => {
+  const sorted = [...ms].sort((a, b) => a - b);
+  return { p50: percentile(sorted, 50), p99: percentile(sorted, 99), worst: sorted.at(-1) };
 };
-const summary = (ms) => ({ p50: percentile(ms, 50), p99: percentile(ms, 99), worst: Math.max(...ms) });
 
 /**
  * G's `REAL` subscriptions whose first period starts at a second a little ahead: how late each

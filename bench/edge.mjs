@@ -11,7 +11,7 @@
 import { connect } from 'node:net';
 import { clearInterval, setInterval } from 'node:timers';
 import { performance } from 'node:perf_hooks';
-import { gatewayCaller, startBenchSystem, TestSystem } from './system.mjs';
+import { gatewayCaller, percentile, startBenchSystem, TestSystem } from './system.mjs';
 
 const CALLS = Number(process.env.BENCH_EDGE_CALLS ?? 40);
 const READS = Number(process.env.BENCH_EDGE_READS ?? 200);
@@ -23,7 +23,6 @@ const VICTIM = TestSystem.clientAuthorization('victim');
 const ATTACKER = TestSystem.clientAuthorization('attacker');
 const gateway = new URL(system.gatewayUrl);
 const iso = (offsetMs) => new Date(Date.now() + offsetMs).toISOString();
-const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
 
 const asVictim = gatewayCaller(system.gatewayUrl);
 const call = (method, route, body, authorization = VICTIM) => asVictim(method, route, authorization, body);

@@ -9,7 +9,7 @@
 //   one replica; until an entitlement check on the other shows it, then no longer shows it.
 // It prints p50, p99 and the slowest of each against the promise.
 import { performance } from 'node:perf_hooks';
-import { gatewayCaller, startBenchSystem, TestSystem } from './system.mjs';
+import { gatewayCaller, percentile, startBenchSystem, TestSystem } from './system.mjs';
 
 const CHANGES = Number(process.env.BENCH_LATENCY_CHANGES ?? 100);
 /** Longer than this and the change is reported as not seen (the run stops). */
@@ -106,8 +106,6 @@ async function replicaLatencies() {
   }
   return latencies;
 }
-
-const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
 
 try {
   const users = [

@@ -251,5 +251,5 @@ export async function dispatcherCounters(system) {
   return `put off: ${count('webhook_put_offs_total')}; found late by the second look: ${count('webhook_deliveries_found_late_total')}; claims lost: ${count('webhook_claims_lost_total')}`;
 }
 
-/** The `p`th percentile of sorted numbers. */
-export const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+/** The `p`th percentile of sorted numbers (nearest rank). */
+export const percentile = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];

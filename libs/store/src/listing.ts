@@ -35,8 +35,8 @@ const TRUSTED_FOR_MS = 10_000;
 /** After how many placements a process that found the owners it did not know existing tries making counters together again. */
 const RETRY_MAKING_AFTER = 64;
 
-/** Owners whose counters one placement writes at once (FerretDB's updates run on a bounded pool). */
-const OWNERS_AT_ONCE = 16;
+/** Counter reads and writes under way at once in a process (FerretDB's updates run on a bounded pool). */
+const COUNTER_CALLS_AT_ONCE = 16;
 
 /** Where an item stands in a list: its position (newest highest), and its id for ties. */
 export interface ListPosition {
@@ -106,8 +106,8 @@ export class Lists {
   private readonly taking = new Set<string>();
   /** Positions this process reserved ahead in each owner's lists, by owner. */
   private readonly reserved = new LRUCache<string, Reservation>({ max: 50_000 });
-  /** Counter reads and writes under way at once (FerretDB's updates run on a bounded pool). */
-  private readonly counterCalls = pLimit(OWNERS_AT_ONCE);
+  /** Bounds the counter reads and writes under way at once. */
+  private readonly counterCalls = pLimit(COUNTER_CALLS_AT_ONCE);
   /** Of the owners this process last tried to make counters for together, the share that were new. */
   private newShare = 1;
   /** Placements since this process last tried making counters together. */
@@ -121,8 +121,9 @@ export class Lists {
 
   /**
    * Places documents in their lists: each takes the next position of every list `listsOf`
-   * names, in the order given, with one counter write per owner. A position taken by a document
-   * that is then not stored (its id was taken) stays empty.
+   * names, in the order given, from this process's reservation or one counter write per owner
+   * (decision 0062). A position taken by a document that is then not stored (its id was taken)
+   * stays empty.
    */
   async place<D>(
     docs: readonly D[],
@@ -251,9 +252,7 @@ export class Lists {
   private async makeCounters(owners: readonly string[]): Promise<void> {
     const ranges = owners.map((owner) => {
       const need = totalOf(this.waiting.get(owner) ?? []);
-      return Object.fromEntries(
-        Object.entries(need).map(([name, count]) => [name, { next: 0, end: Math.max(count, RESERVED_AHEAD) }]),
-      );
+      return Object.fromEntries(Object.entries(need).map(([name, count]) => [name, reserve(0, count)]));
     });
     const made = await this.counters.insertEach(
       owners.map((owner, index) => ({
@@ -305,7 +304,7 @@ export class Lists {
    * positions this process reserved ahead when it last wrote the owner's counter, as long as no
    * other process has written it since: checked by a read (where a write costs four statements
    * on FerretDB), or not at all within `TRUSTED_FOR_MS` of the last check. Otherwise one counter
-   * write takes them, with `RESERVED_AHEAD` more. The check keeps lists in the order documents
+   * write takes them, reserving at least `RESERVED_AHEAD`. The check keeps lists in the order documents
    * were placed whichever process placed them: once another process took positions above this
    * one's reservation, the reservation is left (its positions stay empty).
    */
@@ -326,7 +325,7 @@ export class Lists {
           if (roomIn(ranges[name]) >= count) continue;
           // A reservation this process still holds goes on where it ends; others start at the counter.
           const start = ranges[name]?.next ?? Number(counter?.[name] ?? 0);
-          next[name] = { next: start, end: start + Math.max(count, RESERVED_AHEAD) };
+          next[name] = reserve(start, count);
         }
         const set = Object.fromEntries(
           Object.entries(next)
@@ -404,6 +403,12 @@ function totalOf(waiting: readonly WaitingPlacement[]): Record<string, number> {
     for (const [name, count] of Object.entries(counts)) total[name] = (total[name] ?? 0) + count;
   return total;
 }
+
+/** The positions a counter write reserves from `start` for a placement of `count` (`RESERVED_AHEAD` at least). */
+const reserve = (start: number, count: number): PositionRange => ({
+  next: start,
+  end: start + Math.max(count, RESERVED_AHEAD),
+});
 
 /** How many positions are left in a range (none when there is no range). */
 const roomIn = (range: PositionRange | undefined): number => (range ? range.end - range.next : 0);

@@ -25,15 +25,17 @@ export const NO_PLACES: ClockPlaces = { confirmed: 0, pending: [] };
 
 /**
  * Places for the objects `ids` announced at `now` on a clock holding at most `max`: whether
- * each got one (an object announced again keeps the place it has), and the places after. Pure.
+ * each got one (an object announced again keeps the place it has), and the places after, null
+ * when they are unchanged (none taken, none lapsed). Pure.
  */
 export function takePlaces(
   places: ClockPlaces,
   ids: readonly string[],
   max: number,
   now: Date,
-): { next: ClockPlaces; granted: boolean[] } {
-  const pending = places.pending.filter(({ at }) => now.getTime() - at.getTime() < PLACE_LAPSES_AFTER_MS);
+): { next: ClockPlaces | null; granted: boolean[] } {
+  const live = places.pending.filter(({ at }) => now.getTime() - at.getTime() < PLACE_LAPSES_AFTER_MS);
+  const pending = [...live];
   const held = new Set(pending.map(({ id }) => id));
   const granted = ids.map((id) => {
     if (held.has(id)) return true;
@@ -42,7 +44,9 @@ export function takePlaces(
     held.add(id);
     return true;
   });
-  return { next: { confirmed: places.confirmed, pending }, granted };
+  // Changed when a place lapsed or one was taken.
+  const changed = live.length !== places.pending.length || pending.length !== live.length;
+  return { next: changed ? { confirmed: places.confirmed, pending } : null, granted };
 }
 
 /** The places once the objects `ids` were seen created: null when none of them held a pending place. Pure. */

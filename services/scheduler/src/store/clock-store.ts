@@ -114,10 +114,7 @@ export class ClockStore extends OutboxStore<ClockDocument, ClockEntity> {
 
   /** Confirms the places of objects `ids` of a clock, now that their creation was seen (domain/clock-places.ts). */
   async confirmPlaces(clockId: string, ids: readonly string[]): Promise<void> {
-    await this.changePlaces(clockId, (places) => {
-      const next = confirmPlaces(places, ids);
-      return next && { next, answer: undefined };
-    });
+    await this.changePlaces(clockId, (places) => ({ next: confirmPlaces(places, ids), answer: undefined }));
   }
 
   private async takePlaces(asked: ReadonlyArray<PlaceAsked>): Promise<boolean[]> {
@@ -136,28 +133,28 @@ export class ClockStore extends OutboxStore<ClockDocument, ClockEntity> {
           );
           return { next, answer: granted };
         });
-        taken?.forEach((given, at) => (granted[indexes[at]!] = given));
+        taken.forEach((given, at) => (granted[indexes[at]!] = given));
       }),
     );
     return granted;
   }
 
   /**
-   * Changes a clock's places as `decide` says (null: nothing to change), by compare-and-set on
-   * their generation, read again until it holds; resolves with the decision's answer.
+   * Changes a clock's places as `decide` says (`next` null: nothing to write, as when a full
+   * clock refuses), by compare-and-set on their generation, read again until it holds; resolves
+   * with the decision's answer.
    */
   private async changePlaces<A>(
     clockId: string,
-    decide: (places: ClockPlaces) => { next: ClockPlaces; answer: A } | null,
-  ): Promise<A | undefined> {
+    decide: (places: ClockPlaces) => { next: ClockPlaces | null; answer: A },
+  ): Promise<A> {
     const stamped = !(await serverLimits(this.places.db)).usesDriverIndexes;
     for (;;) {
       const doc = await this.places.findOne({ _id: clockId });
-      const decided = decide(placesOf(doc));
-      if (!decided) return undefined;
-      const { confirmed, pending } = decided.next;
-      if (await this.writePlaces(clockId, doc?.generation ?? 0, { confirmed, pending: [...pending] }, stamped))
-        return decided.answer;
+      const { next, answer } = decide(placesOf(doc));
+      if (!next) return answer;
+      const places = { confirmed: next.confirmed, pending: [...next.pending] };
+      if (await this.writePlaces(clockId, doc?.generation ?? 0, places, stamped)) return answer;
     }
   }
 
