@@ -26,6 +26,8 @@ CREATE OR REPLACE FUNCTION rs_ferretdb_index_fields(target text) RETURNS text[] 
     WHEN target ~ '\.clocks_[0-9a-f]{8}$' THEN ARRAY['_id', 'grantorId', 'outboxPending']::text[] -- scheduler
     WHEN target ~ '\.clockPlaces_[0-9a-f]{8}$' THEN ARRAY['_id']::text[] -- scheduler
     WHEN target ~ '\.deliveries_[0-9a-f]{8}$' THEN ARRAY['_id', 'endpointId', 'due']::text[] -- webhooks
+    WHEN target ~ '\.delivery_outcomes_[0-9a-f]{8}$' THEN ARRAY['_id', 'due']::text[] -- webhooks
+    WHEN target ~ '\.delivery_holds_[0-9a-f]{8}$' THEN ARRAY['_id', 'due']::text[] -- webhooks
     WHEN target ~ '\.endpoints_[0-9a-f]{8}$' THEN ARRAY['_id', 'grantorId']::text[] -- webhooks
     ELSE ARRAY['_id']
   END

@@ -65,7 +65,7 @@ export const start = defineService('webhooks', Config, async (runtime) => {
   const db = runtime.db.db!;
   const endpointStore = await runtime.migrated(new EndpointStore(db));
   const deliveryStore = await runtime.migrated(new DeliveryStore(db, config.WEBHOOK_DELIVERY_RETENTION_DAYS));
-  startPurge(runtime, deliveryStore.retained);
+  for (const retained of deliveryStore.retained) startPurge(runtime, retained);
   const sender = new Sender({
     timeoutMs: config.WEBHOOK_TIMEOUT_MS,
     allowPrivate: allowPrivateTargets,

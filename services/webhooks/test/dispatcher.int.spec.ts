@@ -212,3 +212,106 @@ describe('a write that lands in a second already swept', () => {
     }
   });
 });
+
+describe('final outcomes inserted beside their deliveries, and holds (docs/decisions/0064)', () => {
+  const stored = () => database.db.db!.collection<{ _id: string; status: string; attempts: number }>('deliveries');
+  let taking: WebhookReceiver;
+  beforeAll(async () => {
+    taking = new WebhookReceiver(() => ({ status: 204 }));
+    await taking.start();
+  });
+  afterAll(() => taking.stop());
+  const sentTimes = (eventId: string) => taking.received.filter((r) => r.headers['webhook-id'] === eventId).length;
+  const pendingOf = async (slot: string, endpointId: string) =>
+    (await store.pendingIn(slot)).filter((d) => d.endpointId === endpointId).map((d) => d.deliveryId);
+
+  it('when an attempt delivers, then the delivery reads delivered at once and its hold’s end finds nothing to attempt', async () => {
+    store.slowByMs = 0;
+    const delivering = dispatcherOf(() => taking.url, ['F']);
+    try {
+      const heldUntil = delivering.ownLeaseUntil(clock());
+      await deliver('F1', delivering, 'F');
+      await expect.poll(() => store.find('F', 'F1')).toMatchObject({ status: 'delivered', attempts: 1 });
+      expect((await store.page('F', 10, null)).items).toMatchObject([{ deliveryId: 'F1', status: 'delivered' }]);
+      expect(await store.backlog(['F'])).toEqual(new Map([['F', 0]]));
+
+      clock.advance(heldUntil.getTime() - clock().getTime() + 1_000);
+      expect(await pendingOf(slotOf(heldUntil), 'F')).toEqual([]);
+      expect(await store.find('F', 'F1')).toMatchObject({ status: 'delivered', attempts: 1 });
+      expect(sentTimes('event-F1')).toBe(1);
+    } finally {
+      await delivering.stop();
+    }
+  });
+
+  it('when the process that stored a delivery dies before attempting it, then its hold’s end puts it where the sweeper finds it, and it is delivered', async () => {
+    store.slowByMs = 0;
+    const heldUntil = new Date(clock().getTime() + 25_000);
+    await store.insertMany([pendingDelivery('K1', 'K'), pendingDelivery('K2', 'K')], heldUntil);
+    // K1's attempt was made and recorded; K2's process died first.
+    await store.recordAttempt(
+      pendingDelivery('K1', 'K'),
+      { status: 'delivered', lastStatus: 204, nextAttemptAt: null },
+      heldUntil,
+    );
+    expect(await store.backlog(['K'])).toEqual(new Map([['K', 1]]));
+
+    clock.advance(26_000);
+    const found = await pendingOf(slotOf(heldUntil), 'K');
+    expect(found).toEqual(['K2']);
+    // A second look at the slot finds it again while it waits (the hold is gone; it lies in the slot).
+    expect(await pendingOf(slotOf(heldUntil), 'K')).toEqual(['K2']);
+    const finder = dispatcherOf(() => taking.url, ['K']);
+    try {
+      finder.enqueue(await store.pendingIn(slotOf(heldUntil)));
+      await expect.poll(() => store.find('K', 'K2')).toMatchObject({ status: 'delivered', attempts: 1 });
+      expect(await store.find('K', 'K1')).toMatchObject({ status: 'delivered', attempts: 1 });
+      expect(sentTimes('event-K2')).toBe(1);
+      expect(sentTimes('event-K1')).toBe(0);
+    } finally {
+      await finder.stop();
+    }
+  });
+
+  it('when the process dies between storing deliveries and their hold, then the event handled again holds them, and its hold’s end finds them', async () => {
+    const firstLease = new Date(clock().getTime() + 25_000);
+    await store.insertMany([pendingDelivery('J1', 'J')], firstLease);
+    // The crash: as if the hold had never been stored.
+    await database.db.db!.collection('delivery_holds').deleteMany({ deliveryIds: 'J1' });
+
+    clock.advance(1_000); // the event comes again, to another process
+    const secondLease = new Date(clock().getTime() + 25_000);
+    expect(await store.insertMany([pendingDelivery('J1', 'J')], secondLease)).toEqual(new Set());
+    clock.advance(26_000);
+    expect(await pendingOf(slotOf(secondLease), 'J')).toEqual(['J1']);
+  });
+
+  it('when an outcome is written after its attempt’s hold ended, then a claim by another attempt finds the attempt made and sends nothing', async () => {
+    store.slowByMs = 0;
+    const delivery = pendingDelivery('G1', 'G');
+    const heldUntil = new Date(clock().getTime() + 1_000);
+    await store.insertMany([delivery], heldUntil);
+    clock.advance(2_000); // the hold ended; the outcome had not landed yet
+    await store.recordAttempt(delivery, { status: 'delivered', lastStatus: 204, nextAttemptAt: null }, heldUntil);
+
+    expect(await store.claim(delivery, clock(), new Date(clock().getTime() + 5_000))).toBe(false);
+    expect(await stored().findOne({ _id: 'G1' })).toMatchObject({ status: 'delivered', attempts: 1 });
+  });
+
+  it('when a delivered delivery is retried by hand, then the retry counts as its next attempt', async () => {
+    store.slowByMs = 0;
+    const retrying = dispatcherOf(() => taking.url, ['H']);
+    try {
+      await deliver('H1', retrying, 'H');
+      await expect.poll(() => store.find('H', 'H1')).toMatchObject({ status: 'delivered', attempts: 1 });
+
+      const again = await store.retryNow('H', 'H1', clock());
+      expect(again).toMatchObject({ status: 'pending', attempts: 1 });
+      retrying.enqueue([again!]);
+      await expect.poll(() => store.find('H', 'H1')).toMatchObject({ status: 'delivered', attempts: 2 });
+      expect(sentTimes('event-H1')).toBe(2);
+    } finally {
+      await retrying.stop();
+    }
+  });
+});

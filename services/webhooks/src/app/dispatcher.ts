@@ -1,4 +1,3 @@
-import pLimit from 'p-limit';
 import { landedLate, SecondSweeper, secondOf, type SweepCursor, type SweepTiming } from '@rs/due';
 import type { Logger } from '@rs/logging';
 import { counter, gauge, histogram } from '@rs/telemetry/metrics';
@@ -126,8 +125,6 @@ export class Dispatcher {
   private readonly busy = new Set<string>();
   /** Ids stored leased to this process, with the lease's end: attempted without a claim while it lasts. */
   private readonly owned = new Map<string, Date>();
-  /** Writes of attempts' outcomes under way at once (FerretDB: 16 concurrent updates is its best rate). */
-  private readonly recordings = pLimit(16);
   private readonly sweeper: SecondSweeper<Delivery>;
   private sweeping: Repeating | undefined;
   private stopped = false;
@@ -259,8 +256,8 @@ export class Dispatcher {
 
   /**
    * Starts attempts while the lane has room. A lane's slot is held while its request is
-   * under way, not while its outcome is written: the write goes to `recordings` (a bound
-   * shared by all lanes), so a slow database does not hold endpoints' slots.
+   * under way, not while its outcome is written (the store bounds and batches those writes
+   * for all lanes), so a slow database does not hold endpoints' slots.
    */
   private pump(endpointId: string): void {
     const lane = this.laneOf(endpointId);
@@ -282,7 +279,7 @@ export class Dispatcher {
       const attempt = this.send(delivery)
         .then(async (record) => {
           release();
-          if (record) retry = await this.recordings(record);
+          if (record) retry = await record();
         })
         .catch((error: unknown) =>
           this.logger.warn({ err: error, delivery_id: delivery.deliveryId }, 'delivery attempt failed; will retry'),
@@ -309,6 +306,8 @@ export class Dispatcher {
     const owned = this.owned.get(delivery.deliveryId);
     this.owned.delete(delivery.deliveryId);
     const ownLeaseHolds = owned !== undefined && owned.getTime() - now.getTime() > this.options.timeoutMs + 5_000;
+    // Until when this attempt holds the delivery: its outcome is recorded in that slot.
+    const heldUntil = ownLeaseHolds ? owned : leaseUntil;
     if (!ownLeaseHolds && !(await this.store.claim(delivery, now, leaseUntil))) {
       claimsLost.inc();
       return null;
@@ -317,7 +316,11 @@ export class Dispatcher {
     if (!found) {
       // The endpoint was deleted: nothing more is sent to it.
       return async () => {
-        await this.store.recordAttempt(delivery, { status: 'failed', lastStatus: null, nextAttemptAt: null });
+        await this.store.recordAttempt(
+          delivery,
+          { status: 'failed', lastStatus: null, nextAttemptAt: null },
+          heldUntil,
+        );
         return null;
       };
     }
@@ -350,7 +353,7 @@ export class Dispatcher {
       );
     const recorded = { ...next, lastStatus: result.status };
     return async () => {
-      await this.store.recordAttempt(delivery, recorded);
+      await this.store.recordAttempt(delivery, recorded, heldUntil);
       // Outcomes wait for a database that may be slow: one that lands after a sweeper may have
       // passed its retry's second would never be swept. Its retry is due: this process makes it.
       return recorded.nextAttemptAt && this.mayHaveSwept(recorded.nextAttemptAt)

@@ -1,7 +1,8 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { SweepCursor } from '@rs/due';
 import {
   declareIndexes,
+  GroupCommit,
   isDuplicateKey,
   retentionQueries,
   BY_ID,
@@ -15,6 +16,7 @@ import {
 import { chunks } from '@rs/batching';
 import { SCRAPE_QUERY_MAX_TIME_MS } from '@rs/telemetry/metrics';
 import type { mongo } from 'mongoose';
+import pLimit from 'p-limit';
 import type { DeliveryStatus } from '../domain/delivery';
 
 export interface Delivery {
@@ -44,6 +46,50 @@ interface DeliveryDocument extends Omit<Delivery, 'deliveryId'> {
   leaseUntil: Date | null;
 }
 
+/**
+ * The final outcome of an attempt (delivered, or failed for good), inserted beside its delivery
+ * rather than written into it (docs/decisions/0064): one insert among many instead of a
+ * read-modify-write each, the dearest write FerretDB has. The delivery is read through it. It
+ * lies in the slot where the attempt's hold ends, where the sweeper reads it with the delivery.
+ */
+interface OutcomeDocument {
+  /** `deliveryId:attempts`: one outcome per attempt. */
+  _id: string;
+  deliveryId: string;
+  /** The delivery's attempts with this one. */
+  attempts: number;
+  endpointId: string;
+  status: Exclude<DeliveryStatus, 'pending'>;
+  lastStatus: number | null;
+  due: string;
+  /** The delivery's: an outcome is kept (and purged) with its delivery. */
+  createdAt: Date;
+}
+
+/**
+ * The deliveries one process stored leased to itself for their first attempt (a batch of the
+ * event consumer's), in the slot where the lease ends. Those deliveries lie in no slot
+ * themselves: nothing is written into them when their first attempt ends well. The sweeper
+ * reads the hold at its slot, puts those with no outcome by then (their process died) into
+ * the slot to be swept like any other, and deletes it.
+ */
+interface HoldDocument {
+  _id: string;
+  due: string;
+  deliveryIds: string[];
+  /** Its lease's end: kept (and purged) like a delivery. */
+  createdAt: Date;
+}
+
+/** What an attempt came to, as the dispatcher records it. */
+export interface AttemptRecord {
+  status: DeliveryStatus;
+  lastStatus: number | null;
+  nextAttemptAt: Date | null;
+}
+
+const outcomeIdOf = (deliveryId: string, attempts: number): string => `${deliveryId}:${attempts}`;
+
 /** The second slot of an instant. */
 export const slotOf = (at: Date): string => String(Math.floor(at.getTime() / 1000));
 
@@ -56,8 +102,24 @@ const toDelivery = ({ _id, due: _due, leaseUntil: _lease, ...fields }: DeliveryD
   ...fields,
 });
 
+/** What a delivery becomes with a final outcome. */
+const foldedFields = (outcome: OutcomeDocument) => ({
+  status: outcome.status,
+  attempts: outcome.attempts,
+  lastStatus: outcome.lastStatus,
+  nextAttemptAt: null,
+  due: null,
+  leaseUntil: null,
+});
+
+/** A delivery read through the outcome recorded for its next attempt, if there is one. */
+const throughOutcome = (doc: DeliveryDocument, outcome: OutcomeDocument | null): DeliveryDocument =>
+  outcome ? { ...doc, ...foldedFields(outcome) } : doc;
+
 const DELIVERIES = 'deliveries';
-/** A delivery is kept by the time it was created (WEBHOOK_DELIVERY_RETENTION_DAYS). */
+const OUTCOMES = 'delivery_outcomes';
+const HOLDS = 'delivery_holds';
+/** A delivery (and an outcome not yet folded into it) is kept by the time it was created (WEBHOOK_DELIVERY_RETENTION_DAYS). */
 const RETAINED_BY = 'createdAt';
 
 /**
@@ -94,11 +156,33 @@ export const deliveryIndexes = (retentionDays?: number): CollectionIndexes => ({
   ],
 });
 
+/** Outcomes are read by `_id` (a delivery's next attempt) and swept by their slot, as holds are. */
+const sweptBySlot = (collection: string, what: string, retentionDays?: number): CollectionIndexes => ({
+  collection,
+  queries: [
+    BY_ID,
+    {
+      query: `the ${what} in one second (sweeper)`,
+      mongodb: [{ key: { due: 1 }, name: 'by_due_second' }],
+      ferretdb: ['due'],
+    },
+    ...retentionQueries(retentionOf(RETAINED_BY, retentionDays)),
+  ],
+});
+export const outcomeIndexes = (retentionDays?: number) => sweptBySlot(OUTCOMES, 'final outcomes', retentionDays);
+export const holdIndexes = (retentionDays?: number) => sweptBySlot(HOLDS, 'holds ending', retentionDays);
+
 export class DeliveryStore {
   private readonly deliveries: mongo.Collection<DeliveryDocument>;
+  private readonly outcomes: mongo.Collection<OutcomeDocument>;
+  private readonly holds: mongo.Collection<HoldDocument>;
+  /** Final outcomes waiting to be inserted: those handed in while an insert is under way go together. */
+  private readonly outcomeInserts = new GroupCommit<OutcomeDocument, void>((docs) => this.insertOutcomes(docs), 1_000);
+  /** Updates of deliveries under way at once (FerretDB: 16 concurrent updates is its best rate). */
+  private readonly updates = pLimit(16);
 
-  /** The deliveries and their retention (`purgeExpired` applies it where no TTL index does). */
-  readonly retained: RetainedCollection;
+  /** The deliveries, their outcomes and holds, with their retention (`purgeExpired` applies it where no TTL index does). */
+  readonly retained: RetainedCollection[];
 
   /** `retentionDays`: how long a delivery is kept after it was created (WEBHOOK_DELIVERY_RETENTION_DAYS). */
   constructor(
@@ -106,22 +190,23 @@ export class DeliveryStore {
     retentionDays?: number,
   ) {
     this.deliveries = db.collection<DeliveryDocument>(DELIVERIES);
-    this.retained = {
-      db,
-      collection: this.deliveries.collectionName,
-      retention: retentionOf(RETAINED_BY, retentionDays),
-    };
+    this.outcomes = db.collection<OutcomeDocument>(OUTCOMES);
+    this.holds = db.collection<HoldDocument>(HOLDS);
+    const retention = retentionOf(RETAINED_BY, retentionDays);
+    this.retained = [DELIVERIES, OUTCOMES, HOLDS].map((collection) => ({ db, collection, retention }));
   }
 
   async ensureIndexes(): Promise<void> {
-    await declareIndexes(this.db, deliveryIndexes(this.retained.retention?.days));
+    const days = this.retained[0]!.retention?.days;
+    for (const indexes of [deliveryIndexes(days), outcomeIndexes(days), holdIndexes(days)])
+      await declareIndexes(this.db, indexes);
   }
 
   /**
    * Stores new deliveries, leased until `leaseUntil` to the process that stores them (it
-   * attempts them at once, without a claim; if it dies, the sweeper finds them when the lease
-   * ends). Those that exist (an event handled again) stay as they are; returns the ids of
-   * those stored now.
+   * attempts them at once, without a claim), and their hold: if the process dies, the sweeper
+   * finds them by it when the lease ends. Those that exist (an event handled again) stay as
+   * they are; returns the ids of those stored now.
    */
   async insertMany(deliveries: readonly Delivery[], leaseUntil: Date): Promise<Set<string>> {
     const { maxInsertDocuments } = await serverLimits(this.db);
@@ -132,7 +217,7 @@ export class DeliveryStore {
           chunk.map(({ deliveryId, ...fields }) => ({
             _id: deliveryId,
             ...fields,
-            due: slotOf(leaseUntil),
+            due: null,
             leaseUntil,
           })),
           { ordered: false },
@@ -146,6 +231,15 @@ export class DeliveryStore {
         });
       }
     }
+    // Those stored before too: after a crash between their insert and their hold's, the event
+    // comes again and finds them stored, leased still, and unheld.
+    if (deliveries.length > 0)
+      await this.holds.insertOne({
+        _id: randomUUID(),
+        due: slotOf(leaseUntil),
+        deliveryIds: deliveries.map((delivery) => delivery.deliveryId),
+        createdAt: leaseUntil,
+      });
     return inserted;
   }
 
@@ -164,27 +258,73 @@ export class DeliveryStore {
       },
       { $set: { leaseUntil, due: slotOf(leaseUntil) } },
     );
-    return result.modifiedCount === 1;
+    if (result.modifiedCount !== 1) return false;
+    // An attempt whose hold had ended before its final outcome was written (a slow database):
+    // that attempt was made, so this one is not.
+    const outcome = await this.outcomes.findOne({ _id: outcomeIdOf(delivery.deliveryId, delivery.attempts + 1) });
+    if (!outcome) return true;
+    await this.fold(outcome);
+    return false;
   }
 
-  /** Records an attempt's outcome (the one that claimed it at `attempts`). */
-  async recordAttempt(
-    delivery: Delivery,
-    outcome: { status: DeliveryStatus; lastStatus: number | null; nextAttemptAt: Date | null },
-  ): Promise<void> {
-    await this.deliveries.updateOne(
-      { _id: delivery.deliveryId, attempts: delivery.attempts },
-      {
-        $set: {
-          status: outcome.status,
-          attempts: delivery.attempts + 1,
-          lastStatus: outcome.lastStatus,
-          nextAttemptAt: outcome.nextAttemptAt,
-          due: outcome.nextAttemptAt ? slotOf(outcome.nextAttemptAt) : null,
-          leaseUntil: null,
+  /**
+   * Records an attempt's outcome (the one that held it at `attempts`, until `heldUntil`): a
+   * final one as an inserted outcome in the hold's slot, a retry into the delivery (its slot
+   * moves to the retry's second).
+   */
+  async recordAttempt(delivery: Delivery, outcome: AttemptRecord, heldUntil: Date): Promise<void> {
+    if (outcome.status !== 'pending') {
+      await this.outcomeInserts.add({
+        _id: outcomeIdOf(delivery.deliveryId, delivery.attempts + 1),
+        deliveryId: delivery.deliveryId,
+        attempts: delivery.attempts + 1,
+        endpointId: delivery.endpointId,
+        status: outcome.status,
+        lastStatus: outcome.lastStatus,
+        due: slotOf(heldUntil),
+        createdAt: delivery.createdAt,
+      });
+      return;
+    }
+    await this.updates(() =>
+      this.deliveries.updateOne(
+        { _id: delivery.deliveryId, attempts: delivery.attempts },
+        {
+          $set: {
+            status: outcome.status,
+            attempts: delivery.attempts + 1,
+            lastStatus: outcome.lastStatus,
+            nextAttemptAt: outcome.nextAttemptAt,
+            due: outcome.nextAttemptAt ? slotOf(outcome.nextAttemptAt) : null,
+            leaseUntil: null,
+          },
         },
-      },
+      ),
     );
+  }
+
+  /** An outcome found there already is another attempt's at the same number (see `claim`): the first stands. */
+  private async insertOutcomes(docs: OutcomeDocument[]): Promise<void[]> {
+    const { maxInsertDocuments } = await serverLimits(this.db);
+    for (const chunk of chunks(docs, maxInsertDocuments))
+      await this.outcomes.insertMany(chunk, { ordered: false }).catch((error: unknown) => {
+        if (!isDuplicateKey(error)) throw error;
+      });
+    return docs.map(() => undefined);
+  }
+
+  /** Writes an outcome into its delivery (if it is still at the attempt before), and deletes it. */
+  private async fold(outcome: OutcomeDocument): Promise<void> {
+    await this.deliveries.updateOne(
+      { _id: outcome.deliveryId, attempts: outcome.attempts - 1 },
+      { $set: foldedFields(outcome) },
+    );
+    await this.outcomes.deleteOne({ _id: outcome._id });
+  }
+
+  /** The outcome recorded for a delivery's next attempt, if it has not been folded in. */
+  private async outcomeOf(doc: DeliveryDocument): Promise<OutcomeDocument | null> {
+    return doc.status === 'pending' ? this.outcomes.findOne({ _id: outcomeIdOf(doc._id, doc.attempts + 1) }) : null;
   }
 
   /**
@@ -206,10 +346,32 @@ export class DeliveryStore {
     );
   }
 
-  /** Pending deliveries whose slot is `slot` (due, or whose attempt's lease ends then). */
+  /**
+   * Pending deliveries whose slot is `slot` (due, or whose attempt's hold ends then), the held
+   * deliveries whose first attempt has no outcome by the end of their hold among them. Those
+   * with an outcome recorded in the slot are pending no more.
+   */
   async pendingIn(slot: string): Promise<Delivery[]> {
+    const [holds, outcomes] = await Promise.all([
+      this.holds.find({ due: slot }).toArray(),
+      this.outcomes.find({ due: slot }).toArray(),
+    ]);
+    const recorded = new Set(outcomes.map((outcome) => outcome._id));
+    if (holds.length > 0) {
+      // Into the slot, unless an attempt took it on since (a retry's, a put-off's or a claim's
+      // slot): then it lies where that attempt put it.
+      const unrecorded = holds.flatMap((hold) => hold.deliveryIds).filter((id) => !recorded.has(outcomeIdOf(id, 1)));
+      await Promise.all(
+        unrecorded.map((id) =>
+          this.updates(() => this.deliveries.updateOne({ _id: id, attempts: 0, due: null }, { $set: { due: slot } })),
+        ),
+      );
+      await this.holds.deleteMany({ due: slot, _id: { $in: holds.map((hold) => hold._id) } });
+    }
     const docs = await this.deliveries.find({ due: slot }).toArray();
-    return docs.filter((doc) => doc.status === 'pending').map(toDelivery);
+    return docs
+      .filter((doc) => doc.status === 'pending' && !recorded.has(outcomeIdOf(doc._id, doc.attempts + 1)))
+      .map(toDelivery);
   }
 
   /**
@@ -219,7 +381,7 @@ export class DeliveryStore {
    */
   async find(endpointId: string, deliveryId: string): Promise<Delivery | null> {
     const doc = await this.deliveries.findOne({ _id: deliveryId });
-    return doc && doc.endpointId === endpointId ? toDelivery(doc) : null;
+    return doc && doc.endpointId === endpointId ? toDelivery(throughOutcome(doc, await this.outcomeOf(doc))) : null;
   }
 
   /**
@@ -236,13 +398,21 @@ export class DeliveryStore {
       .batchSize(limit)
       .toArray();
     const last = docs.at(-1);
-    return { items: docs.map(toDelivery), last: last ? { position: last.createdAt.getTime(), id: last._id } : null };
+    const outcomes = await Promise.all(docs.map((doc) => this.outcomeOf(doc)));
+    return {
+      items: docs.map((doc, index) => toDelivery(throughOutcome(doc, outcomes[index]!))),
+      last: last ? { position: last.createdAt.getTime(), id: last._id } : null,
+    };
   }
 
   /** Makes a delivery pending again, due now (a manual retry); null when it is not this endpoint's. */
   async retryNow(endpointId: string, deliveryId: string, now: Date): Promise<Delivery | null> {
     // Found first by id alone (see `find`); an endpoint's deliveries stay its own.
-    if (!(await this.find(endpointId, deliveryId))) return null;
+    const doc = await this.deliveries.findOne({ _id: deliveryId });
+    if (!doc || doc.endpointId !== endpointId) return null;
+    // Its last attempt counts before the next one is made: its outcome is folded in first.
+    const outcome = await this.outcomeOf(doc);
+    if (outcome) await this.fold(outcome);
     const result = await this.deliveries.findOneAndUpdate(
       { _id: deliveryId },
       { $set: { status: 'pending', nextAttemptAt: now, due: slotOf(now), leaseUntil: null } },
@@ -253,14 +423,16 @@ export class DeliveryStore {
 
   /** Pending deliveries of each endpoint (the backlog metric). */
   async backlog(endpointIds: readonly string[]): Promise<Map<string, number>> {
-    // One query for all endpoints (docs/operations.md), served on MongoDB by `by_pending_endpoint`.
-    const pending = await this.deliveries
-      .aggregate<{ _id: string; count: number }>(
-        [{ $match: { status: 'pending' } }, { $group: { _id: '$endpointId', count: { $sum: 1 } } }],
-        { maxTimeMS: SCRAPE_QUERY_MAX_TIME_MS },
-      )
-      .toArray();
+    // One query for all endpoints (docs/operations.md), served on MongoDB by `by_pending_endpoint`,
+    // less the final outcomes not folded into their deliveries yet (a few seconds' worth).
+    const byEndpoint = (match: object) => [{ $match: match }, { $group: { _id: '$endpointId', count: { $sum: 1 } } }];
+    const options = { maxTimeMS: SCRAPE_QUERY_MAX_TIME_MS };
+    const [pending, settled] = await Promise.all([
+      this.deliveries.aggregate<{ _id: string; count: number }>(byEndpoint({ status: 'pending' }), options).toArray(),
+      this.outcomes.aggregate<{ _id: string; count: number }>(byEndpoint({}), options).toArray(),
+    ]);
     const counts = new Map(pending.map(({ _id, count }) => [_id, count]));
+    for (const { _id, count } of settled) counts.set(_id, Math.max(0, (counts.get(_id) ?? 0) - count));
     return new Map(endpointIds.map((endpointId) => [endpointId, counts.get(endpointId) ?? 0]));
   }
 }

@@ -1,5 +1,5 @@
 import type { CollectionIndexes } from '@rs/store';
-import { deliveryIndexes } from './delivery-store';
+import { deliveryIndexes, holdIndexes, outcomeIndexes } from './delivery-store';
 import { ENDPOINT_INDEXES } from './endpoint-store';
 
 /**
@@ -9,5 +9,7 @@ import { ENDPOINT_INDEXES } from './endpoint-store';
  */
 export const collectionIndexes = (deliveryRetentionDays?: number): CollectionIndexes[] => [
   deliveryIndexes(deliveryRetentionDays),
+  outcomeIndexes(deliveryRetentionDays),
+  holdIndexes(deliveryRetentionDays),
   ENDPOINT_INDEXES,
 ];
