@@ -19,7 +19,8 @@
 // local PostgreSQL keeps them: bench/statements.mjs). N defaults to 10,000 (BENCH_RENEWALS),
 // of N / 100 users, at most 1,000 (BENCH_RENEWAL_USERS). BENCH_NODE_OPTIONS is handed to
 // the services: `--max-old-space-size=256` holds each V8 heap to 256 MB like a container's
-// limit (a service over it dies, and the run never ends). BENCH_RENEWAL_WEBHOOK=1 gives the
+// limit (a service over it dies, and the run never ends); BENCH_SERVICE_ENV more settings for
+// every service, e.g. '{"WEBHOOK_CONCURRENCY_PER_ENDPOINT":"32"}'. BENCH_RENEWAL_WEBHOOK=1 gives the
 // grantor an endpoint (on this machine, answering at once) subscribed to right.created, and
 // prints when the renewals' first attempts reached it, from the due second (p50, p99, last),
 // with the dispatcher's counters of put-offs and late finds.
@@ -111,6 +112,7 @@ const system = await TestSystem.start({
     RATE_LIMIT_OPEN_PER_SECOND: '0',
     SCHEDULER_TICK_MS: '200',
     ...(process.env.BENCH_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS } : {}),
+    ...JSON.parse(process.env.BENCH_SERVICE_ENV ?? '{}'),
   },
 });
 // Interrupted (Ctrl-C, timeout): stop the services too, or they keep loading the servers.
