@@ -249,16 +249,22 @@ async function renewAll(users) {
     `last subscription.renewed at ${renewedAt.toFixed(1)} s, last right.created at ${createdAt2.toFixed(1)} s`,
   );
   console.log(`renewed ${N} in ${seconds.toFixed(1)} s`);
-  if (receiver) await webhooksDelivered(due);
+  const statements = statementsSince('bench_renewal');
+  if (receiver) await webhooksDelivered(due, rights);
   console.log(`\nthe database's statements from the due second to the last event:\n`);
-  console.log(statementsTable(statementsSince('bench_renewal'), N, 'renewal'));
+  console.log(statementsTable(statements, N, 'renewal'));
   await rights.close();
   await renewed.close();
   return seconds;
 }
 
-/** When the renewals' right.created reached the grantor's endpoint, from the due second. */
-async function webhooksDelivered(due) {
+/**
+ * When the renewals' right.created reached the grantor's endpoint, from the due second; and where
+ * each event's time went: from rights.events (`rights`, its own queue on the exchange) to the
+ * webhooks' event consumer (the delivery's `createdAt`, when its batch was handled), and from
+ * there to the endpoint.
+ */
+async function webhooksDelivered(due, rights) {
   const deadline = Date.now() + 600_000;
   while (receiver.firstAttempt.size < N && Date.now() < deadline)
     await new Promise((resolve) => setTimeout(resolve, 200));
@@ -266,6 +272,31 @@ async function webhooksDelivered(due) {
   console.log(
     `webhooks: ${receiver.firstAttempt.size} of ${N} right.created reached the endpoint (${receiver.attempts()} attempts); from the due second p50 ${percentile(lags, 50).toFixed(1)} s, p99 ${percentile(lags, 99).toFixed(1)} s, last ${lags.at(-1).toFixed(1)} s`,
   );
+  const carried = new Map(rights.messages.map(({ body, receivedAt }) => [body.id, receivedAt]));
+  const client = await MongoClient.connect(system.mongoUrlFor('webhooks'));
+  try {
+    const handled = await client
+      .db()
+      .collection('deliveries')
+      .find({}, { projection: { eventId: 1, createdAt: 1 } })
+      .toArray();
+    const toConsumer = [];
+    const toEndpoint = [];
+    for (const { eventId, createdAt } of handled) {
+      const at = createdAt.getTime();
+      if (carried.has(eventId)) toConsumer.push(at - carried.get(eventId));
+      if (receiver.firstAttempt.has(eventId)) toEndpoint.push(receiver.firstAttempt.get(eventId) - at);
+    }
+    const spread = (ms) => {
+      ms.sort((a, b) => a - b);
+      return `p50 ${percentile(ms, 50)} ms, p99 ${percentile(ms, 99)} ms`;
+    };
+    console.log(
+      `each event from rights.events to the webhooks' consumer: ${spread(toConsumer)}; from there to the endpoint: ${spread(toEndpoint)}`,
+    );
+  } finally {
+    await client.close();
+  }
   console.log(await dispatcherCounters(system));
 }
 
