@@ -360,10 +360,16 @@ export class DeliveryStore {
     if (holds.length > 0) {
       // Into the slot, unless an attempt took it on since (a retry's, a put-off's or a claim's
       // slot): then it lies where that attempt put it.
+      // Read first: most of them were attempted and retried (an endpoint down), and on FerretDB a
+      // read is one statement, an update that finds nothing to change three (begin, select, commit).
       const unrecorded = holds.flatMap((hold) => hold.deliveryIds).filter((id) => !recorded.has(outcomeIdOf(id, 1)));
       await Promise.all(
         unrecorded.map((id) =>
-          this.updates(() => this.deliveries.updateOne({ _id: id, attempts: 0, due: null }, { $set: { due: slot } })),
+          this.updates(async () => {
+            const doc = await this.deliveries.findOne({ _id: id });
+            if (doc?.attempts === 0 && doc.due === null)
+              await this.deliveries.updateOne({ _id: id, attempts: 0, due: null }, { $set: { due: slot } });
+          }),
         ),
       );
       await this.holds.deleteMany({ due: slot, _id: { $in: holds.map((hold) => hold._id) } });
