@@ -26,7 +26,12 @@ const EVERY = [
   'apps/*/test/**/*.spec.ts',
   'examples/test/**/*.spec.ts',
 ];
-const ALONE = ['services/scheduler/test/clock-isolation.e2e.spec.ts'];
+const ALONE = [
+  'services/scheduler/test/clock-isolation.e2e.spec.ts',
+  // A clock of 1,000 rights deleted "within a minute" (decision 0048): a bound that is the
+  // assertion, which the full suite's load beside it broke in two of three fresh-clone runs.
+  'services/scheduler/test/clock-rehearsal.int.spec.ts',
+];
 /**
  * The README's quick start runs two whole systems by `npm start`, each given 90 s to be ready:
  * beside the suite's heaviest files the second was not. It runs once the others are done, before
@@ -72,7 +77,11 @@ export default defineConfig({
         },
       },
       { extends: true, test: { name: 'npm-start', include: NPM_START, sequence: { groupOrder: 1 } } },
-      { extends: true, test: { name: 'alone', include: ALONE, sequence: { groupOrder: 2 } } },
+      // One file after the other: each is alone.
+      {
+        extends: true,
+        test: { name: 'alone', include: ALONE, fileParallelism: false, sequence: { groupOrder: 2 } },
+      },
     ],
   },
 });
