@@ -40,6 +40,7 @@ interface DeliveryDocument extends Omit<Delivery, 'deliveryId'> {
    * The second (Unix, as text) in which the sweeper looks at it again, while it is pending:
    * when its next attempt is due, or when the lease of an attempt under way ends. Every
    * sweep is one equality on it, which FerretDB answers from an index (docs/decisions/0017).
+   * Null while its batch's hold stands for it (stored for a first attempt; decision 0064).
    */
   due: string | null;
   /** Until when an attempt under way holds it; another attempt may start only after. */
@@ -430,7 +431,8 @@ export class DeliveryStore {
   /** Pending deliveries of each endpoint (the backlog metric). */
   async backlog(endpointIds: readonly string[]): Promise<Map<string, number>> {
     // One query for all endpoints (docs/operations.md), served on MongoDB by `by_pending_endpoint`,
-    // less the final outcomes not folded into their deliveries yet (a few seconds' worth).
+    // less the final outcomes stored beside their deliveries (decision 0064: kept as long as
+    // they are, so this reads both collections whole, as the deliveries' read alone did before).
     const byEndpoint = (match: object) => [{ $match: match }, { $group: { _id: '$endpointId', count: { $sum: 1 } } }];
     const options = { maxTimeMS: SCRAPE_QUERY_MAX_TIME_MS };
     const [pending, settled] = await Promise.all([
