@@ -3,7 +3,9 @@ import { defineService, serveHttp, startRelay } from '@rs/runtime';
 import { parseDuration } from '@rs/time';
 import { z } from 'zod';
 import { ClockUseCases } from './app/clocks';
+import { ClockLaneShares } from './app/clock-shares';
 import { ClockRecordings } from './app/clock-view';
+import { ADVANCE_PATIENCE } from './domain/clock';
 import { startScheduling } from './app/scheduling';
 import { clockRoutes } from './http/routes';
 import { ClockMessages } from './messages/clock-events';
@@ -26,6 +28,11 @@ export const Config = z.object({
       const parsed = parseDuration(text);
       return parsed.ok && parsed.value.toMillis() > 0;
     }, 'must be an ISO 8601 duration above zero, such as P10Y'),
+  /**
+   * The items on test clocks a replica keeps commanded at once, shared equally by the grantors
+   * that have some (docs/decisions/0065): what another grantor's rehearsal waits behind at most.
+   */
+  TEST_CLOCK_LANE_ITEMS: z.coerce.number().int().min(1).max(1_000_000).default(1000),
   SCHEDULER_TICK_MS: z.coerce.number().int().positive().default(1000),
   SUBSCRIPTIONS_URL: serviceUrl('subscriptions'),
   RIGHTS_URL: serviceUrl('rights'),
@@ -51,6 +58,11 @@ export const start = defineService('scheduler', Config, async (runtime) => {
   const clocks = await runtime.migrated(new ClockStore(runtime.db));
   // What this replica records on test clocks goes straight to its clock driver too.
   const recordings = new ClockRecordings();
+  const shares = new ClockLaneShares({
+    total: config.TEST_CLOCK_LANE_ITEMS,
+    forgetAfterMs: ADVANCE_PATIENCE.recommandAfterMs,
+    clock,
+  });
   const live = (ids: readonly string[]) => clocks.live(ids);
   const recording = new DueRecording({
     broker: runtime.broker,
@@ -59,6 +71,7 @@ export const start = defineService('scheduler', Config, async (runtime) => {
     clock,
     liveClocks: live,
     recordings,
+    shares,
     createdOnClock: (clockId, ids) => clocks.confirmPlaces(clockId, ids),
   });
   await followEvents(runtime.broker, recording, runtime.logger);
@@ -67,7 +80,7 @@ export const start = defineService('scheduler', Config, async (runtime) => {
   const clockMessages = new ClockMessages(config.PUBLIC_BASE_URL);
   const scheduling = await startScheduling({
     stores,
-    clocks: { store: clocks, messages: clockMessages, recordings },
+    clocks: { store: clocks, messages: clockMessages, recordings, shares },
     broker: runtime.broker,
     signer: runtime.signer,
     urls: { subscriptions: config.SUBSCRIPTIONS_URL, rights: config.RIGHTS_URL },

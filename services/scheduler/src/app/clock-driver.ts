@@ -16,6 +16,7 @@ import { partitionOf } from '../domain/due';
 import { CLOCK_EVENTS, type ClockMessages } from '../messages/clock-events';
 import type { ClockStore } from '../store/clock-store';
 import { commandOnClock } from './clock-commands';
+import type { ClockLaneShares } from './clock-shares';
 import { ClockView, KINDS, viewed, type ClockRecordings, type ClockStores } from './clock-view';
 
 const steps = counter('scheduler_clock_steps_total', 'Steps of test clocks: commands sent, moves, advances done', [
@@ -34,6 +35,8 @@ export interface ClockDriverOptions {
   othersRecord: () => boolean;
   messages: ClockMessages;
   stores: ClockStores;
+  /** What each grantor has in the clock lane: what it may command now (docs/decisions/0065). */
+  shares: ClockLaneShares;
   broker: AmqpClient;
   logger: Logger;
   clock: Clock;
@@ -86,18 +89,25 @@ export class ClockDriver {
     }
     if (next.command.length > 0) {
       const now = this.options.clock();
+      const commanded: ClockWork[] = [];
       for (const kind of Object.keys(KINDS) as Array<ClockWork['kind']>) {
-        const due = next.command.filter((one) => one.kind === kind);
+        // Within the grantor's share of the clock lane; the rest at a later step (docs/decisions/0065).
+        const due = this.options.shares.take(
+          clock.grantorId,
+          kind,
+          next.command.filter((one) => one.kind === kind),
+        );
         if (due.length === 0) continue;
         await commandOnClock(
           this.options.broker,
           kind,
           due.map((one) => ({ ...view.item(one.ref), dueAt: one.dueAt! })),
         );
+        commanded.push(...due);
         // A lapse makes no version of its own to wait for: its command, durable, is enough.
         if (kind === 'hold') await view.remove(due);
       }
-      for (const one of next.command) {
+      for (const one of commanded) {
         const count = (attempts.get(one.ref)?.count ?? (one.commandedAt ? 1 : 0)) + 1;
         attempts.set(one.ref, { count, lastAt: now });
         if (count === ADVANCE_PATIENCE.maxAttempts) {
@@ -105,7 +115,7 @@ export class ClockDriver {
           logger.warn({ clock_id: clock.clockId, item: one.ref }, 'a test clock item was commanded thrice in vain');
         }
       }
-      steps.inc({ step: 'command' });
+      if (commanded.length > 0) steps.inc({ step: 'command' });
     }
     if (next.ready && current) {
       await this.save(current, { status: 'ready' }, CLOCK_EVENTS.ready);

@@ -7,10 +7,13 @@ import { dueWithin, type ClockEntity, type ClockWork } from '../domain/clock';
 import { dueAfterRightEvent, dueAfterSubscriptionEvent, type DueAfter } from '../domain/due';
 import type { ClockDueItem, DueItem, DueStore } from '../store/due-store';
 import { commandOnClock } from './clock-commands';
+import type { ClockLaneShares } from './clock-shares';
 import type { ClockRecordings } from './clock-view';
 
 /** The live test clocks among these ids (a deleted one is absent), as the recorders need them. */
-export type LiveClocks = (clockIds: readonly string[]) => Promise<Map<string, Pick<ClockEntity, 'advancingTo'>>>;
+export type LiveClocks = (
+  clockIds: readonly string[],
+) => Promise<Map<string, Pick<ClockEntity, 'advancingTo' | 'grantorId'>>>;
 
 const landedLate = counter(
   'scheduler_due_items_landed_late_total',
@@ -39,6 +42,8 @@ export interface DueRecordingOptions {
   liveClocks: LiveClocks;
   /** Told what is recorded on test clocks, for this replica's clock driver. */
   recordings: ClockRecordings;
+  /** What each grantor has in the clock lane: what it may command now (docs/decisions/0065). */
+  shares: ClockLaneShares;
   /** Told which objects were seen created on a clock: their places there are confirmed (domain/clock-places.ts). */
   createdOnClock: (clockId: string, ids: readonly string[]) => Promise<void>;
 }
@@ -116,13 +121,13 @@ export class DueRecording {
     const { broker, stores, clock, recordings } = this.options;
     const live = await this.live(events.map((event) => event.data.clockId));
     const onClocks = events.filter((event) => event.data.clockId && live.has(event.data.clockId));
-    // A version due within its clock's advance is commanded as soon as it is recorded (its mark
-    // tells the clock's driver so: it commands it again only if nothing came of it).
+    // A version due within its clock's advance is commanded as soon as it is recorded, within
+    // its grantor's share of the clock lane (its mark tells the clock's driver so: it commands
+    // it again only if nothing came of it); one beyond waits for the driver's next step.
     const commandedAt = clock();
     const versions = onClocks.map((event) => {
       const { id, dueAt, snapshot, instant } = dueOf(event);
       const { sequence, connectId, clockId } = event.data;
-      const due = dueWithin(live.get(clockId!)!, dueAt);
       return {
         id,
         dueAt,
@@ -130,23 +135,28 @@ export class DueRecording {
         connectId,
         clockId: clockId!,
         ...(snapshot ? { snapshot } : {}),
-        ...(due ? { commandedAt } : {}),
         ...(instant === undefined ? {} : { instant }),
       };
     });
+    this.options.shares.done(
+      kind,
+      versions.map(({ id }) => id),
+    );
+    const admitted = new Set(this.admitted(kind, versions, live));
+    const marked = versions.map((version) => (admitted.has(version) ? { ...version, commandedAt } : version));
     // The rights a change on a clock issued are expected before the change itself is recorded:
     // an advance never sees the one without the other.
     recordings.recorded('expiry', await stores.rightExpiries.recordOnClocks(onClocks.flatMap(expectedOf), clock));
-    recordings.recorded(kind, await store.recordOnClocks(versions, clock));
+    recordings.recorded(kind, await store.recordOnClocks(marked, clock));
     // An object's first version is its creation: the place its announcement took is its own now.
     const created = new Map<string, string[]>();
-    for (const { id, sequence, clockId } of versions)
+    for (const { id, sequence, clockId } of marked)
       if (sequence === 1) created.set(clockId, [...(created.get(clockId) ?? []), id]);
     for (const [clockId, ids] of created) await this.options.createdOnClock(clockId, ids);
     await commandOnClock(
       broker,
       kind,
-      versions.flatMap((version) => (version.commandedAt ? [{ ...version, dueAt: version.dueAt! }] : [])),
+      marked.flatMap((version) => ('commandedAt' in version ? [{ ...version, dueAt: version.dueAt! }] : [])),
     );
     await this.recordDue(
       store,
@@ -160,10 +170,27 @@ export class DueRecording {
     );
   }
 
+  /** The versions due within their clock's advance that their grantors' shares let be commanded now. */
+  private admitted<Version extends { id: string; dueAt: Date | null; clockId: string }>(
+    kind: ClockWork['kind'],
+    versions: readonly Version[],
+    live: Map<string, Pick<ClockEntity, 'advancingTo' | 'grantorId'>>,
+  ): Version[] {
+    const byGrantor = new Map<string, Version[]>();
+    for (const version of versions) {
+      const onClock = live.get(version.clockId)!;
+      if (!dueWithin(onClock, version.dueAt)) continue;
+      byGrantor.set(onClock.grantorId, [...(byGrantor.get(onClock.grantorId) ?? []), version]);
+    }
+    return [...byGrantor].flatMap(([grantorId, due]) => this.options.shares.take(grantorId, kind, due));
+  }
+
   /** The live clocks among those named (none asked when none is named). */
   private async live(clockIds: ReadonlyArray<string | null | undefined>) {
     const named = [...new Set(clockIds.flatMap((clockId) => (clockId ? [clockId] : [])))];
-    return named.length === 0 ? new Map<string, Pick<ClockEntity, 'advancingTo'>>() : this.options.liveClocks(named);
+    return named.length === 0
+      ? new Map<string, Pick<ClockEntity, 'advancingTo' | 'grantorId'>>()
+      : this.options.liveClocks(named);
   }
 
   /** Records due items; those that may have landed after their second was swept are counted and logged. */

@@ -9,6 +9,7 @@ import type { createStores } from '../store/stores';
 import { rebuildSchedules } from './rebuild';
 import { DueSweeper, ownedPartitionsGauge, type SweeperOptions } from './sweeper';
 import { ClockDriver } from './clock-driver';
+import type { ClockLaneShares } from './clock-shares';
 import type { ClockRecordings } from './clock-view';
 import type { ClockMessages } from '../messages/clock-events';
 import type { ClockStore } from '../store/clock-store';
@@ -22,7 +23,7 @@ export interface SchedulingOptions {
    * The test clocks, which the replica owning a clock's partition drives (docs/decisions/0048),
    * told what this replica records on them.
    */
-  clocks: { store: ClockStore; messages: ClockMessages; recordings: ClockRecordings };
+  clocks: { store: ClockStore; messages: ClockMessages; recordings: ClockRecordings; shares: ClockLaneShares };
   broker: AmqpClient;
   signer: InternalTokenSigner;
   urls: { subscriptions: string; rights: string };
@@ -80,6 +81,7 @@ export async function startScheduling(options: SchedulingOptions): Promise<{ sto
     clocks: options.clocks.store,
     messages: options.clocks.messages,
     recordings: options.clocks.recordings,
+    shares: options.clocks.shares,
     othersRecord: () => replicas.members.some((member) => member !== me),
     stores,
     broker: options.broker,
