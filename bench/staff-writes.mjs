@@ -8,7 +8,8 @@
 // compare the agent's rates (docs/performance.md). Beside the rates, the CPU each process spent
 // per change (the events of a run relayed before it ends): on two busy cores, where the log's
 // cost goes, and a figure less noisy than a rate; and the database's statements per change of
-// each writer (bench/statements.mjs, where the local PostgreSQL keeps them).
+// each writer (bench/statements.mjs, where the local PostgreSQL keeps them). BENCH_SERVICE_ENV:
+// more settings for every service, e.g. '{"NODE_OPTIONS":"--cpu-prof --cpu-prof-dir=/tmp/prof"}'.
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { resetStatements, statementsSince, statementsTable } from './statements.mjs';
@@ -25,7 +26,7 @@ await issuer.start();
 const { system, stop } = await startBenchSystem({
   name: 'bench_staff_writes',
   backends: ['catalog', 'rights'],
-  env: issuer.env,
+  env: { ...issuer.env, ...JSON.parse(process.env.BENCH_SERVICE_ENV ?? '{}') },
 });
 const ACME = TestSystem.clientAuthorization('acme');
 
