@@ -180,7 +180,9 @@ export class DueRecording {
     for (const version of versions) {
       const onClock = live.get(version.clockId)!;
       if (!dueWithin(onClock, version.dueAt)) continue;
-      byGrantor.set(onClock.grantorId, [...(byGrantor.get(onClock.grantorId) ?? []), version]);
+      const due = byGrantor.get(onClock.grantorId);
+      if (due) due.push(version);
+      else byGrantor.set(onClock.grantorId, [version]);
     }
     return [...byGrantor].flatMap(([grantorId, due]) => this.options.shares.take(grantorId, kind, due));
   }
