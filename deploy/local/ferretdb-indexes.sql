@@ -10,6 +10,12 @@
 --
 -- fastupdate = off: with GIN's pending list on (PostgreSQL's default) lookups slow down as
 -- the list fills (docs/performance.md, "Measurements behind the code").
+--
+-- toast_tuple_target = 8160: FerretDB stores a document as jsonb with a type schema beside its
+-- values, about twice its BSON size, so a right of 1 KB became a row over PostgreSQL's 2 KB
+-- threshold: each insert compressed it and each indexed expression (`_jsonb -> 'field'`, seven
+-- on rights) decompressed it again. Rows up to a page are stored as they are
+-- (docs/decisions/0066).
 SET client_min_messages = warning;
 
 CREATE OR REPLACE FUNCTION rs_index_name(target regclass, field text) RETURNS text LANGUAGE sql IMMUTABLE AS $$
@@ -20,6 +26,9 @@ CREATE OR REPLACE FUNCTION rs_index_ferretdb_table(target regclass) RETURNS void
 DECLARE
   field text;
 BEGIN
+  IF NOT coalesce((SELECT reloptions FROM pg_class WHERE oid = target) @> ARRAY['toast_tuple_target=8160'], false) THEN
+    EXECUTE format('ALTER TABLE %s SET (toast_tuple_target = 8160)', target);
+  END IF;
   FOREACH field IN ARRAY rs_ferretdb_index_fields(replace(target::text, '"', '')) LOOP
     EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON %s USING gin ((_jsonb -> %L)) WITH (fastupdate = off)',
                    rs_index_name(target, field), target, field);
@@ -52,8 +61,8 @@ BEGIN
 END
 $$;
 
--- Tables created before this file changed: the indexes they lack, none of ours on a field
--- their collection no longer declares, and no pending list anywhere.
+-- Tables created before this file changed: the indexes they lack, rows kept whole, none of
+-- our indexes on a field their collection no longer declares, and no pending list anywhere.
 DO $$
 DECLARE
   existing record;

@@ -12,13 +12,28 @@ function psqlPath(): string {
   return `/usr/lib/postgresql/${latest}/bin/psql`;
 }
 
+const quoted = (text: string) => `'${text.replaceAll("'", "''")}'`;
+
+/** The rows of one query on the local PostgreSQL's `ferretdb` database, as psql prints them unaligned. */
+async function psql(sql: string): Promise<string[]> {
+  const { stdout } = await promisify(execFile)(psqlPath(), [
+    ...['-h', '127.0.0.1', '-p', PG_PORT, '-U', 'postgres', '-d', 'ferretdb'],
+    ...['-tA', '-v', 'ON_ERROR_STOP=1', '-c', sql],
+  ]);
+  return stdout.split('\n').filter(Boolean);
+}
+
+/** The table FerretDB keeps `collection` of `database` in, from its own metadata. */
+const tableOf = (database: string, collection: string) =>
+  `SELECT m._jsonb ->> 'table' FROM "${database.replaceAll('"', '""')}"._ferretdb_database_metadata m
+    WHERE m._jsonb ->> '_id' = ${quoted(collection)}`;
+
 /**
  * The fields with a GIN index on the local FerretDB's table for `collection` of `database`
  * (deploy/local/ferretdb-indexes.sql): what FerretDB 1.x answers a top-level equality from.
  * Read from PostgreSQL itself, FerretDB's own metadata naming the collection's table.
  */
 export async function ferretdbGinFields(database: string, collection: string): Promise<string[]> {
-  const quoted = (text: string) => `'${text.replaceAll("'", "''")}'`;
   // From the catalogs, filtered to the collection's own table before any index definition is
   // read: pg_indexes reads the definition of every index it scans, and one of another test's
   // database being dropped meanwhile fails the query ("could not open relation").
@@ -28,22 +43,26 @@ export async function ferretdbGinFields(database: string, collection: string): P
       JOIN pg_namespace n ON n.oid = t.relnamespace
       JOIN pg_class i ON i.oid = x.indexrelid
       JOIN pg_am am ON am.oid = i.relam
-      JOIN "${database.replaceAll('"', '""')}"._ferretdb_database_metadata m ON t.relname = m._jsonb ->> 'table'
-    WHERE n.nspname = ${quoted(database)} AND m._jsonb ->> '_id' = ${quoted(collection)} AND am.amname = 'gin'`;
-  const { stdout } = await promisify(execFile)(psqlPath(), [
-    '-h',
-    '127.0.0.1',
-    '-p',
-    PG_PORT,
-    '-U',
-    'postgres',
-    '-d',
-    'ferretdb',
-    '-tA',
-    '-v',
-    'ON_ERROR_STOP=1',
-    '-c',
-    sql,
-  ]);
-  return stdout.split('\n').filter(Boolean).sort();
+    WHERE n.nspname = ${quoted(database)} AND t.relname = (${tableOf(database, collection)}) AND am.amname = 'gin'`;
+  return (await psql(sql)).sort();
+}
+
+/**
+ * For each document of `collection` of `database` on the local FerretDB, the bytes its row's
+ * value takes as stored and whether PostgreSQL compressed it (docs/decisions/0066).
+ */
+export async function ferretdbStoredRows(
+  database: string,
+  collection: string,
+): Promise<Array<{ id: string; bytes: number; compressed: boolean }>> {
+  const table = (await psql(tableOf(database, collection)))[0];
+  if (!table) throw new Error(`no table for ${database}.${collection} on the local FerretDB`);
+  const rows = await psql(
+    `SELECT _jsonb ->> '_id', pg_column_size(_jsonb), pg_column_compression(_jsonb) IS NOT NULL
+      FROM "${database.replaceAll('"', '""')}"."${table.replaceAll('"', '""')}"`,
+  );
+  return rows.map((row) => {
+    const [id, bytes, compressed] = row.split('|');
+    return { id: id!, bytes: Number(bytes), compressed: compressed === 't' };
+  });
 }
