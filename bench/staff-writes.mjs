@@ -2,8 +2,10 @@
 // The services as processes trust one test issuer; an acme `write` agent (Bearer, audited) and
 // acme's own API client (Basic, not audited) each suspend and activate BENCH_STAFF_RIGHTS rights
 // (default 100) of one user, BENCH_STAFF_WRITES changes a run (default 1,500), 16 at a time, in
-// the order A, B, B, A (the database slows as a run goes on). Prints each writer's mean rate and
-// their ratio. The promise is about the same agent's writes with and without the log: run this
+// the order A, B, B, A (the database slows as a run goes on). Prints each writer's mean rate,
+// of answers and of changes answered and relayed (a run's events all out: the rate a writer
+// can keep up, where answers alone leave part of the work behind them), and their ratios. The
+// promise is about the same agent's writes with and without the log: run this
 // file on the commit before the log (a `git worktree`) and on today's, in the same hour, and
 // compare the agent's rates (docs/performance.md). Beside the rates, the CPU each process spent
 // per change (the events of a run relayed before it ends): on two busy cores, where the log's
@@ -52,6 +54,9 @@ try {
   // Every right is ACTIVE between runs: a run suspends and activates each in turn.
   const perRun = Math.floor(WRITES / (2 * RIGHTS)) * 2 * RIGHTS || 2 * RIGHTS;
   const rates = Object.fromEntries(Object.keys(writers).map((name) => [name, []]));
+  // The same changes until their events are all out (the log's included): a rate a writer can
+  // keep up, where the rate of answers alone leaves part of each change's work behind it.
+  const sustained = Object.fromEntries(Object.keys(writers).map((name) => [name, []]));
   const cpu = Object.fromEntries(Object.keys(writers).map((name) => [name, {}]));
   const { cpuNow, spent } = cpuMeter(processesOf(system, ['gateway', 'rights']));
   /** Until no service has an event left to relay (the audit log's included). */
@@ -85,18 +90,25 @@ try {
       );
     });
     rates[name].push((perRun / ms) * 1000);
+    const answered = Date.now();
     await relayed();
+    sustained[name].push((perRun / (ms + Date.now() - answered)) * 1000);
     statements[name].push(...(statementsSince('bench_staff_writes') ?? []));
     for (const [process, seconds] of Object.entries(spent(before, cpuNow())))
       cpu[name][process] = (cpu[name][process] ?? 0) + (seconds * 1000) / (2 * perRun);
   }
-  const mean = (name) => rates[name].reduce((sum, rate) => sum + rate, 0) / rates[name].length;
-  for (const name of Object.keys(writers))
-    console.log(
-      `${name}: ${mean(name).toFixed(0)} changes/s (${rates[name].map((rate) => rate.toFixed(0)).join(', ')})`,
-    );
-  const [audited, plain] = Object.keys(writers).map(mean);
-  console.log(`agent ÷ client: ${(audited / plain).toFixed(2)}`);
+  const mean = (of) => (name) => of[name].reduce((sum, rate) => sum + rate, 0) / of[name].length;
+  for (const [what, of] of [
+    ['answered', rates],
+    ['answered and relayed', sustained],
+  ]) {
+    for (const name of Object.keys(writers))
+      console.log(
+        `${name}, ${what}: ${mean(of)(name).toFixed(0)} changes/s (${of[name].map((rate) => rate.toFixed(0)).join(', ')})`,
+      );
+    const [audited, plain] = Object.keys(writers).map(mean(of));
+    console.log(`agent ÷ client, ${what}: ${(audited / plain).toFixed(2)}`);
+  }
   for (const [name, processes] of Object.entries(cpu)) {
     const total = Object.values(processes).reduce((sum, ms) => sum + ms, 0);
     const each = Object.entries(processes).map(([process, ms]) => `${process} ${ms.toFixed(2)}`);
