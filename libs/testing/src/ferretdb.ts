@@ -13,6 +13,7 @@ function psqlPath(): string {
 }
 
 const quoted = (text: string) => `'${text.replaceAll("'", "''")}'`;
+const identifier = (name: string) => `"${name.replaceAll('"', '""')}"`;
 
 /** The rows of one query on the local PostgreSQL's `ferretdb` database, as psql prints them unaligned. */
 async function psql(sql: string): Promise<string[]> {
@@ -25,7 +26,7 @@ async function psql(sql: string): Promise<string[]> {
 
 /** The table FerretDB keeps `collection` of `database` in, from its own metadata. */
 const tableOf = (database: string, collection: string) =>
-  `SELECT m._jsonb ->> 'table' FROM "${database.replaceAll('"', '""')}"._ferretdb_database_metadata m
+  `SELECT m._jsonb ->> 'table' FROM ${identifier(database)}._ferretdb_database_metadata m
     WHERE m._jsonb ->> '_id' = ${quoted(collection)}`;
 
 /**
@@ -59,7 +60,7 @@ export async function ferretdbStoredRows(
   if (!table) throw new Error(`no table for ${database}.${collection} on the local FerretDB`);
   const rows = await psql(
     `SELECT _jsonb ->> '_id', pg_column_size(_jsonb), pg_column_compression(_jsonb) IS NOT NULL
-      FROM "${database.replaceAll('"', '""')}"."${table.replaceAll('"', '""')}"`,
+      FROM ${identifier(database)}.${identifier(table)}`,
   );
   return rows.map((row) => {
     const [id, bytes, compressed] = row.split('|');
