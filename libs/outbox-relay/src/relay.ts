@@ -10,6 +10,7 @@ import {
   pendingKeyAt,
   PENDING_KEYS,
   type HistoryLog,
+  type InsertedPending,
   type OutboxEntry,
   type PendingKey,
   type StoredOutboxEntry,
@@ -69,6 +70,8 @@ const ALL_PENDING_KEYS: readonly PendingKey[] = Array.from({ length: PENDING_KEY
 /** Clocks of replicas may differ by this much: a relay reads the keys of the seconds around its own. */
 const RECENT_SKEW_MS = 1_000;
 const LEASES = 'outbox_leases';
+/** Batches of handed documents a relay keeps for its next run; beyond, it reads them instead. */
+const HANDED_BATCHES = 4;
 
 /**
  * Publishes pending events with confirms, many per confirm wait, then clears them from
@@ -88,6 +91,11 @@ export class OutboxRelay {
   private running: Promise<void> | undefined;
   /** What the next run reads, when a kick came during a run: the recent keys, or every key. */
   private again: 'recent' | 'all' | undefined;
+  /**
+   * Documents this process inserted with events, as stored, that the next run publishes
+   * without reading them (docs/decisions/0068); bounded: beyond, the next run reads instead.
+   */
+  private handed: InsertedPending[] = [];
   private stopped = true;
   private stopListening: (() => void) | undefined;
   /** Until when this relay holds the lease, as far as it knows (ms since the epoch). */
@@ -110,7 +118,9 @@ export class OutboxRelay {
   start(): void {
     this.stopped = false;
     relays.add(this);
-    this.stopListening = whenPending(this.options.db, this.options.collection, () => this.kick());
+    this.stopListening = whenPending(this.options.db, this.options.collection, (inserted) =>
+      inserted ? this.hand(inserted) : this.kick(),
+    );
     // The poll catches what no kick announced (a write of another replica, a broker outage).
     this.polling = repeat(() => this.kick(), {
       everyMs: this.options.pollIntervalMs ?? 500,
@@ -125,6 +135,7 @@ export class OutboxRelay {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.handed = [];
     relays.delete(this);
     this.stopListening?.();
     await Promise.all([this.polling?.stop(), this.fullPass?.stop()]);
@@ -145,12 +156,45 @@ export class OutboxRelay {
       if (this.again !== 'all') this.again = keys;
       return;
     }
-    this.running = this.drain(keys === 'all' ? ALL_PENDING_KEYS : recentPendingKeys(Date.now())).finally(() => {
+    this.run(keys === 'all' ? ALL_PENDING_KEYS : recentPendingKeys(Date.now()));
+  }
+
+  /**
+   * Publish now the events of documents this process has just inserted, known as stored: a
+   * run publishes them without reading the collection. Past a few batches of them, they are
+   * dropped and read instead (they are stored, under the recent keys).
+   */
+  private hand(inserted: readonly InsertedPending[]): void {
+    if (this.stopped) return;
+    if (this.handed.length + inserted.length > this.batchSize * HANDED_BATCHES) {
+      this.handed = [];
+      this.kick();
+      return;
+    }
+    this.handed.push(...inserted);
+    if (!this.running) this.run([]);
+  }
+
+  /** One run: the handed documents, then what is pending under `keys`; then the next, if kicked meanwhile. */
+  private run(keys: readonly PendingKey[]): void {
+    this.running = this.drain(keys).finally(() => {
       this.running = undefined;
       const again = this.again;
       this.again = undefined;
       if (again) this.kick(again);
+      else if (this.handed.length > 0 && !this.stopped) this.run([]);
     });
+  }
+
+  /** Handed documents a read found (handed while it ran): published with what it read, not again. */
+  private forgetHanded(read: readonly OutboxDocument[]): void {
+    if (this.handed.length === 0) return;
+    const ids = new Set(read.map(({ _id }) => _id));
+    this.handed = this.handed.filter(({ _id }) => !ids.has(_id));
+  }
+
+  private get batchSize(): number {
+    return this.options.batchSize ?? 500;
   }
 
   async backlog(): Promise<number> {
@@ -192,17 +236,24 @@ export class OutboxRelay {
     return `outbox:${this.options.collection}`;
   }
 
-  /** Publishes what is pending under `keys`, a key at a time, a batch at a time. */
+  /**
+   * Publishes the handed documents, then what is pending under `keys`, a key at a time, a batch
+   * at a time. Handed documents this relay cannot publish now (no broker, another relay's
+   * lease) are left to the reads that find every pending document.
+   */
   private async drain(keys: readonly PendingKey[]): Promise<void> {
+    const handed = this.handed.splice(0, this.batchSize);
     if (!this.options.client.connected) return;
     try {
+      if (handed.length > 0 && !this.stopped && (await this.holdLease()))
+        await this.publishBatch(handed.map((document) => ({ ...document, outbox: loadedEntries(document.outbox) })));
       for (const key of keys) {
         for (;;) {
           if (this.stopped || !(await this.holdLease())) return;
           // Unsorted: events of different documents have no order to keep (each document's
           // are in order in its array), and a sort would make FerretDB read the whole key's
           // documents each round instead of stopping after a batch.
-          const batchSize = this.options.batchSize ?? 500;
+          const batchSize = this.batchSize;
           const batch = (
             (await this.documents
               .find({ outboxPending: key }, { projection: { _id: 1, generation: 1, outboxPending: 1, outbox: 1 } })
@@ -210,6 +261,7 @@ export class OutboxRelay {
               .toArray()) as unknown as Array<OutboxDocument & { outbox: StoredOutboxEntry[] }>
           ).map((document) => ({ ...document, outbox: loadedEntries(document.outbox) }));
           if (batch.length === 0) break;
+          this.forgetHanded(batch);
           if (!(await this.publishBatch(batch))) return; // broker trouble: wait for the next kick or pass
           // A short batch was all this key had; a write since then has kicked for another run.
           if (batch.length < batchSize) break;

@@ -3,9 +3,17 @@ import { createCloudEvent } from '@rs/contracts';
 import { createLogger } from '@rs/logging';
 import { AmqpClient } from '@rs/messaging';
 import { EventCollector, RabbitAdmin, testDatabase, type TestDatabase, testName } from '@rs/testing';
-import type { mongo } from 'mongoose';
+import mongoose, { type mongo } from 'mongoose';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { HistoryLog, newOutbox, outboxEntry, PENDING_KEYS, pendingKeyAt, setWithOutbox } from '@rs/store';
+import {
+  HistoryLog,
+  newOutbox,
+  OutboxCollection,
+  outboxEntry,
+  PENDING_KEYS,
+  pendingKeyAt,
+  setWithOutbox,
+} from '@rs/store';
 import { OutboxRelay } from '../src/index';
 
 // The outbox relay (docs/architecture.md) against the real database and broker, in this process
@@ -59,13 +67,13 @@ function keysFarFromNow(): [number, number] {
   return [far[0]!, far[1]!];
 }
 
-const startRelay = (fullPassMs: number, history?: HistoryLog) => {
+const startRelay = (fullPassMs: number, history?: HistoryLog, db = database.db.db!, pollIntervalMs = 100) => {
   relay = new OutboxRelay({
-    db: database.db.db!,
+    db,
     collection: 'things',
     client,
     logger,
-    pollIntervalMs: 100,
+    pollIntervalMs,
     fullPassMs,
     history,
   });
@@ -149,5 +157,40 @@ describe('the outbox relay reads pending documents a key at a time', () => {
     // Each event once: none published again for a document whose clean-up lost the race.
     const subjects = published.messages.map((message) => message.body.subject as string);
     expect(subjects.filter((subject) => expected.includes(subject))).toHaveLength(expected.length);
+  });
+});
+
+describe('the outbox relay publishes what this process inserts as it was stored', () => {
+  it('when a write of this process inserts documents with events, then the relay publishes them and clears the documents without reading them back', async () => {
+    // The same database through a connection whose commands the test sees (the driver's own monitoring).
+    const watched = mongoose.createConnection(process.env.MONGODB_URL!, {
+      dbName: database.db.name,
+      monitorCommands: true,
+    });
+    await watched.asPromise();
+    try {
+      const reads: unknown[] = [];
+      watched.getClient().on('commandStarted', (started) => {
+        if (started.commandName === 'find' && started.command.find === 'things') reads.push(started.command.filter);
+      });
+      startRelay(60_000, undefined, watched.db!, 60_000);
+      // The pass at start reads every key; then nothing reads until the next poll, a minute away.
+      for (let seen = -1; seen !== reads.length;) {
+        seen = reads.length;
+        await new Promise((resolve) => setTimeout(resolve, 300));
+      }
+      reads.length = 0;
+      const ids = ['first', 'second'].map((name) => `inserted-${name}-${randomBytes(3).toString('hex')}`);
+      await new OutboxCollection(watched.db!, 'things').insertMany(
+        ids.map((id) => ({ doc: { _id: id, generation: 1 }, outbox: [event(id)] })),
+      );
+      await published.waitFor(() => ids.every((id) => publishedSubjects().has(id)));
+      await expect.poll(() => pendingLeft(ids)).toBe(0);
+      expect(reads).toEqual([]);
+    } finally {
+      await relay?.stop();
+      relay = undefined;
+      await watched.close();
+    }
   });
 });

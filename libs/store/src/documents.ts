@@ -8,7 +8,7 @@ import { isDuplicateKey, isTransient, WriteFailed } from './items';
 import { serverLimits } from './server-limits';
 import { chunks } from '@rs/batching';
 import { declareIndexes, type CollectionIndexes, type IndexedQuery } from './indexes';
-import { announcePending } from './pending';
+import { announcePending, type InsertedPending } from './pending';
 import { bucketOf } from '@rs/hashing';
 import { LISTING_PROJECTION } from './listing';
 
@@ -28,6 +28,14 @@ const withBucket = (doc: { _id: string; bucket?: number }, outbox: OutboxEntry[]
   ...doc,
   ...newOutbox(outbox),
 });
+
+/** The documents an unordered `insertMany` refused, by their index in it (undefined: not such an error). */
+function writeErrorsOf(error: unknown): Array<{ index: number; code?: number; errmsg?: string }> | undefined {
+  const writeErrors = (error as { writeErrors?: unknown }).writeErrors;
+  return Array.isArray(writeErrors)
+    ? (writeErrors as Array<{ index: number; code?: number; errmsg?: string }>)
+    : undefined;
+}
 
 /** A change decided from the document at `generation`, to store only if it is still there. */
 export interface StoredChange {
@@ -71,9 +79,10 @@ export class OutboxCollection {
 
   /** Stores a new document with its events; false when its `_id` exists (also as a tombstone). */
   async insert(doc: { _id: string }, outbox: OutboxEntry[]): Promise<boolean> {
+    const stored = withBucket(doc, outbox);
     try {
-      await this.collection.insertOne(withBucket(doc, outbox) as never);
-      this.announce(outbox);
+      await this.collection.insertOne(stored as never);
+      this.announceInserted([stored]);
       return true;
     } catch (error) {
       if (isDuplicateKey(error)) return false;
@@ -89,19 +98,21 @@ export class OutboxCollection {
   async insertMany(docs: ReadonlyArray<{ doc: { _id: string }; outbox: OutboxEntry[] }>): Promise<number> {
     const { maxInsertDocuments } = await serverLimits(this.db);
     let inserted = 0;
+    const stored: InsertedPending[] = [];
     for (const chunk of chunks(docs, maxInsertDocuments)) {
+      const written = chunk.map(({ doc, outbox }) => withBucket(doc, outbox));
       try {
-        const result = await this.collection.insertMany(
-          chunk.map(({ doc, outbox }) => withBucket(doc, outbox) as never),
-          { ordered: false },
-        );
+        const result = await this.collection.insertMany(written as never[], { ordered: false });
         inserted += result.insertedCount;
+        stored.push(...written);
       } catch (error) {
         if (!isDuplicateKey(error)) throw error;
         inserted += (error as { result?: { insertedCount?: number } }).result?.insertedCount ?? 0;
+        const refused = new Set(writeErrorsOf(error)?.map(({ index }) => index));
+        stored.push(...written.filter((_, index) => !refused.has(index)));
       }
     }
-    if (inserted > 0) this.announce(docs.flatMap(({ outbox }) => outbox));
+    this.announceInserted(stored);
     return inserted;
   }
 
@@ -116,23 +127,22 @@ export class OutboxCollection {
   ): Promise<Array<boolean | WriteFailed>> {
     const { maxInsertDocuments } = await serverLimits(this.db);
     const outcomes: Array<boolean | WriteFailed> = [];
+    const stored: InsertedPending[] = [];
     for (const chunk of chunks(docs, maxInsertDocuments)) {
+      const written = chunk.map(({ doc, outbox }) => withBucket(doc, outbox));
       const done: Array<boolean | WriteFailed> = chunk.map(() => true);
       try {
-        await this.collection.insertMany(
-          chunk.map(({ doc, outbox }) => withBucket(doc, outbox) as never),
-          { ordered: false },
-        );
+        await this.collection.insertMany(written as never[], { ordered: false });
       } catch (error) {
-        const writeErrors = (error as { writeErrors?: Array<{ index: number; code?: number; errmsg?: string }> })
-          .writeErrors;
-        if (isTransient(error) || !Array.isArray(writeErrors)) throw error;
+        const writeErrors = writeErrorsOf(error);
+        if (isTransient(error) || writeErrors === undefined) throw error;
         for (const failure of writeErrors)
           done[failure.index] = failure.code === 11000 ? false : new WriteFailed(new Error(failure.errmsg));
       }
       outcomes.push(...done);
+      stored.push(...written.filter((_, index) => done[index] === true));
     }
-    this.announce(docs.flatMap(({ outbox }, index) => (outcomes[index] === true ? outbox : [])));
+    this.announceInserted(stored);
     return outcomes;
   }
 
@@ -152,9 +162,15 @@ export class OutboxCollection {
     return true;
   }
 
-  /** Wakes the collection's relay when a write stored entries (`whenPending`). */
+  /** Wakes the collection's relay when a change stored entries (`whenPending`). */
   private announce(entries: readonly OutboxEntry[]): void {
     if (entries.length > 0) announcePending(this.db, this.name);
+  }
+
+  /** Hands the relay the documents just inserted with entries, as stored (`whenPending`). */
+  private announceInserted(stored: readonly InsertedPending[]): void {
+    const pending = stored.filter(({ outbox }) => outbox.length > 0);
+    if (pending.length > 0) announcePending(this.db, this.name, pending);
   }
 
   /**
