@@ -26,6 +26,14 @@ const BLOCKS_AT_ONCE = 8;
 const RESERVED_AHEAD = LIST_BLOCK;
 
 /**
+ * A list whose reservation ran out within this time of being made reserves twice as many the
+ * next time, up to `MOST_RESERVED_AHEAD` (decision 0069): a busy list (the audit log's, a user
+ * receiving rights by the thousand) writes its counter about once a second, not once in 32.
+ */
+const QUICKLY_USED_MS = 1_000;
+const MOST_RESERVED_AHEAD = 32 * LIST_BLOCK;
+
+/**
  * How long after this process last saw an owner's counter at the generation it wrote it takes
  * positions from its reservation without reading the counter again: documents another process
  * places for the same owner within this time may be listed in either order (decision 0062).
@@ -252,7 +260,8 @@ export class Lists {
   private async makeCounters(owners: readonly string[]): Promise<void> {
     const ranges = owners.map((owner) => {
       const need = totalOf(this.waiting.get(owner) ?? []);
-      return Object.fromEntries(Object.entries(need).map(([name, count]) => [name, reserve(0, count)]));
+      const now = this.now();
+      return Object.fromEntries(Object.entries(need).map(([name, count]) => [name, reserve(0, count, undefined, now)]));
     });
     const made = await this.counters.insertEach(
       owners.map((owner, index) => ({
@@ -325,7 +334,7 @@ export class Lists {
           if (roomIn(ranges[name]) >= count) continue;
           // A reservation this process still holds goes on where it ends; others start at the counter.
           const start = ranges[name]?.next ?? Number(counter?.[name] ?? 0);
-          next[name] = reserve(start, count);
+          next[name] = reserve(start, count, ranges[name], this.now());
         }
         const set = Object.fromEntries(
           Object.entries(next)
@@ -376,10 +385,15 @@ interface WaitingPlacement {
 /** An owner's counter: the positions taken in each of its lists, and its generation. */
 type Counter = { _id: string; generation: number } & Record<string, unknown>;
 
-/** Positions reserved in one list: `next` is the first not yet taken, `end` the first beyond. */
+/**
+ * Positions reserved in one list: `next` is the first not yet taken, `end` the first beyond;
+ * reserved at `at` (ms), `ahead` beyond what the placement that made it needed.
+ */
 interface PositionRange {
   next: number;
   end: number;
+  at: number;
+  ahead: number;
 }
 
 /**
@@ -404,11 +418,17 @@ function totalOf(waiting: readonly WaitingPlacement[]): Record<string, number> {
   return total;
 }
 
-/** The positions a counter write reserves from `start` for a placement of `count` (`RESERVED_AHEAD` at least). */
-const reserve = (start: number, count: number): PositionRange => ({
-  next: start,
-  end: start + Math.max(count, RESERVED_AHEAD),
-});
+/**
+ * The positions a counter write reserves from `start` for a placement of `count` at `now`:
+ * `RESERVED_AHEAD` at least, twice the `previous` reservation's when that was used up quickly.
+ */
+function reserve(start: number, count: number, previous: PositionRange | undefined, now: number): PositionRange {
+  const ahead =
+    previous && now - previous.at < QUICKLY_USED_MS
+      ? Math.min(previous.ahead * 2, MOST_RESERVED_AHEAD)
+      : RESERVED_AHEAD;
+  return { next: start, end: start + Math.max(count, ahead), at: now, ahead };
+}
 
 /** How many positions are left in a range (none when there is no range). */
 const roomIn = (range: PositionRange | undefined): number => (range ? range.end - range.next : 0);

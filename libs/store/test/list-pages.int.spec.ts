@@ -163,6 +163,23 @@ describe('a page of a list reads that page', () => {
     expect(ns).toEqual(Array.from({ length: 2 * LIST_BLOCK }, (_, i) => 2 * LIST_BLOCK - 1 - i));
   });
 
+  it("when one process places an owner's items quickly, then each reservation is twice the last, and a block again after a pause", async () => {
+    const db = database.db.db!;
+    let now = Date.now();
+    const lists = listsOfCollection(db, 'items', () => now);
+    const reservedInAll = async () =>
+      (await db.collection('items_lists').findOne({ _id: 'busy' as never }))?.[ALL] as number;
+    for (let n = 0; n < 100; n += 1) await store(db, 'busy', n, 1, lists);
+    // Used up within a second each: 32, then 64, then 128 positions.
+    expect(await reservedInAll()).toBe(LIST_BLOCK * (1 + 2 + 4));
+    now += 5_000;
+    for (let n = 100; n < 228; n += 1) await store(db, 'busy', n, 1, lists);
+    // The reservation of 128 lasted seconds: the next is a block.
+    expect(await reservedInAll()).toBe(LIST_BLOCK * (1 + 2 + 4 + 1));
+    const { ns } = await walk('busy', ALL, 50);
+    expect(ns).toEqual(Array.from({ length: 228 }, (_, i) => 227 - i));
+  });
+
   it("when two processes place an owner's items in turn, seconds apart, then the list is in the order they were placed", async () => {
     const db = database.db.db!;
     let now = Date.now();

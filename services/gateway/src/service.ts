@@ -10,6 +10,7 @@ import { IssuerConfigError, issuersFrom } from './auth/issuers';
 import { FailureThrottle } from './auth/failure-throttle';
 import { hashSecret, verifySecret } from './auth/secrets';
 import { Forwarder } from './http/forward';
+import { projectedRightsOf } from './http/projected-rights';
 import { Administration } from './app/administration';
 import { Forwarding } from './app/forwarding';
 import { gatewayRoutes } from './http/routes';
@@ -20,7 +21,6 @@ import { IdempotencyStore } from './store/idempotency-store';
 import { Idempotency } from './app/idempotency';
 import { repeat } from '@rs/time';
 import { ReplicaRegistry } from '@rs/replicas';
-import { decodeProjectedRights, PROJECTED_RIGHT_HEADER } from '@rs/contracts';
 import { Entitlements } from './app/entitlements';
 import { AuditLog } from './app/audit';
 import { AuditRetention, openLeaseMs } from './domain/audit';
@@ -173,8 +173,7 @@ export const start = defineService(
     const forwarder = new Forwarder({
       timeoutMs: config.UPSTREAM_TIMEOUT_MS,
       onAnswer: (headers) => {
-        for (const right of decodeProjectedRights(headers[PROJECTED_RIGHT_HEADER] as string | undefined))
-          entitlements.applyAnswer(right);
+        for (const right of projectedRightsOf(headers)) entitlements.applyAnswer(right);
       },
     });
     runtime.onStop(() => forwarder.close());
@@ -219,6 +218,8 @@ export const start = defineService(
       onError: (error) => logger.warn({ err: error }, 'cannot close the audit entries a stopped gateway left yet'),
     });
     runtime.onStop(() => closing.stop());
+    // The entries of the last answered requests are stored before the database closes.
+    runtime.onStop(() => auditStore.flush());
     logger.info({ public_base_url: publicBaseUrl, bearer: bearer !== null }, 'gateway configured');
     return serveHttp(runtime, config.GATEWAY_PORT, {
       public: true,

@@ -1,8 +1,9 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { decodeProjectedRights, PROJECTED_RIGHT_HEADER, type Principal } from '@rs/contracts';
+import type { Principal } from '@rs/contracts';
 import { currentTraceId } from '@rs/telemetry/trace-context';
 import type { Request, Response } from 'express';
 import type { AuditLog } from '../app/audit';
+import { projectedRightsOf } from './projected-rights';
 
 /**
  * The audit log's side of a request (docs/audit.md): its entry is begun before the change is
@@ -48,7 +49,7 @@ export class AuditedRequests {
 
   /** What the service's answer to an audited request said of the right it changed. */
   answeredBy(res: Response, headers: IncomingHttpHeaders): void {
-    const [right] = decodeProjectedRights(headers[PROJECTED_RIGHT_HEADER] as string | undefined);
+    const [right] = projectedRightsOf(headers);
     if (right) this.answerGrantors.set(res, right.grantorId);
   }
 }

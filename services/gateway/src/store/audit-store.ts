@@ -74,6 +74,13 @@ export interface Completion {
  */
 const MAX_BATCH = 50;
 
+/**
+ * How long completions wait for more to be stored with them: no caller waits for a completion
+ * (its request has its answer), and each store is a few statements whatever its size
+ * (`npm run bench:staff-writes`, docs/performance.md). An entry is listed that much later.
+ */
+const COMPLETION_LINGER_MS = 50;
+
 /** The queries of the audit log: by id, a block of a list, the retention's purge; its groups and events. */
 export const auditIndexes = (retentionDays: number): CollectionIndexes[] => [
   {
@@ -129,6 +136,7 @@ export class AuditStore {
   private readonly completions = new GroupCommit<Completion, boolean | WriteFailed>(
     (completions) => this.completeTogether(completions),
     MAX_BATCH,
+    COMPLETION_LINGER_MS,
   );
 
   constructor(
@@ -152,6 +160,11 @@ export class AuditStore {
       { db: this.db, collection: AUDIT, retention: retentionOf('at', this.retentionDays) },
       { db: this.db, collection: AUDIT_EVENTS, retention: retentionOf('createdAt', this.retentionDays) },
     ];
+  }
+
+  /** Stores the completions handed in so far now (a stopping gateway's answered requests). */
+  flush(): Promise<void> {
+    return this.completions.flush();
   }
 
   /** Records an entry whose request begins now; resolves once it is stored. */
