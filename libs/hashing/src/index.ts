@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 /**
  * Buckets of a collection: reading all of it (the scheduler's rebuild) goes a bucket at a
@@ -10,12 +10,12 @@ export const BUCKETS = 64;
 
 /** FNV-1a (32 bits) of an id: stable and evenly spread, for buckets and partitions. */
 export function hashOf(id: string): number {
-  let hash = 0x811c9dc5;
+  let value = 0x811c9dc5;
   for (let i = 0; i < id.length; i++) {
-    hash ^= id.charCodeAt(i);
-    hash = Math.imul(hash, 0x01000193);
+    value ^= id.charCodeAt(i);
+    value = Math.imul(value, 0x01000193);
   }
-  return hash >>> 0;
+  return value >>> 0;
 }
 
 export const bucketOf = (id: string): number => hashOf(id) % BUCKETS;
@@ -31,5 +31,5 @@ export const bucketOf = (id: string): number => hashOf(id) % BUCKETS;
 export function periodRightId(subscriptionId: string, periodStart: string, templateIndex: number, plan = 0): string {
   const instant = new Date(periodStart).toISOString();
   const key = `${subscriptionId}|${instant}|${templateIndex}${plan === 0 ? '' : `|${plan}`}`;
-  return createHash('sha256').update(key).digest('hex').slice(0, 32);
+  return hash('sha256', key, 'hex').slice(0, 32);
 }

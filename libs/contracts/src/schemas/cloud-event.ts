@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { z } from 'zod';
 import { Actor } from './history';
 import { newId } from './ids';
@@ -36,7 +36,7 @@ export const CLOUD_EVENT_CONTENT_TYPE = 'application/cloudevents+json; charset=u
  * publishes its events again, and consumers de-duplicate them by id).
  */
 export function eventIdOf(subject: string, sequence: number, type: string): string {
-  return createHash('sha256').update(`${subject}|${sequence}|${type}`).digest('hex').slice(0, 32);
+  return hash('sha256', `${subject}|${sequence}|${type}`, 'hex').slice(0, 32);
 }
 
 export function createCloudEvent<Data>(input: {

@@ -1,5 +1,5 @@
 import type { Clock } from '@rs/time';
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { AppError, basicChallenge, serviceUnavailable, tooManyRequests, unauthorized, type Principal } from '@rs/http';
 import { LRUCache } from 'lru-cache';
@@ -125,7 +125,7 @@ export class Authenticator {
     const credentials = parseBasic(authorization);
     if (!credentials) throw unauthorized('malformed Basic credentials', challenge);
     const { clientId, secret } = credentials;
-    const key = `${clientId}\u0000${createHash('sha256').update(secret).digest('base64')}`;
+    const key = `${clientId}\u0000${hash('sha256', secret, 'base64')}`;
     // A secret verified before is never throttled nor hashed again while its client's hash stays.
     const verifiedAgainst = this.verified.get(key);
     if (verifiedAgainst !== undefined) {

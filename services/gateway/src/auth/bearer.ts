@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { decodeJwt, errors, jwtVerify, type JWTPayload } from 'jose';
 import type { Logger } from '@rs/logging';
 import type { Clock } from '@rs/time';
@@ -98,16 +98,16 @@ export class BearerVerifier {
 
   async verify(token: string): Promise<AccessToken> {
     if (token.length > MAX_TOKEN_LENGTH || !COMPACT_JWS.test(token)) throw new BearerRejected('malformed');
-    const hash = createHash('sha256').update(token).digest('base64url');
+    const tokenHash = hash('sha256', token, 'base64url');
     const now = Math.floor((this.options.clock?.() ?? new Date()).getTime() / 1000);
-    const remembered = this.verified.get(hash);
+    const remembered = this.verified.get(tokenHash);
     if (remembered && remembered.exp + this.tolerance > now) {
       bearerVerifications.inc({ outcome: 'remembered' });
       return remembered;
     }
     const access = await this.check(token, now);
     bearerVerifications.inc({ outcome: 'verified' });
-    this.verified.set(hash, access);
+    this.verified.set(tokenHash, access);
     return access;
   }
 
