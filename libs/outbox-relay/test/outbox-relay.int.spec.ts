@@ -174,11 +174,8 @@ describe('the outbox relay publishes what this process inserts as it was stored'
         if (started.commandName === 'find' && started.command.find === 'things') reads.push(started.command.filter);
       });
       startRelay(60_000, undefined, watched.db!, 60_000);
-      // The pass at start reads every key; then nothing reads until the next poll, a minute away.
-      for (let seen = -1; seen !== reads.length;) {
-        seen = reads.length;
-        await new Promise((resolve) => setTimeout(resolve, 300));
-      }
+      // The pass at start reads every key once; then nothing reads until the next poll, a minute away.
+      await expect.poll(() => reads.length).toBe(PENDING_KEYS);
       reads.length = 0;
       const ids = ['first', 'second'].map((name) => `inserted-${name}-${randomBytes(3).toString('hex')}`);
       await new OutboxCollection(watched.db!, 'things').insertMany(

@@ -1,5 +1,4 @@
 import { hash, randomUUID } from 'node:crypto';
-import { LRUCache } from 'lru-cache';
 import { AuditReason, type AuditActor, type AuditEntry, type Principal } from '@rs/contracts';
 import { parseDuration } from '@rs/time';
 import { env } from '@rs/config';
@@ -94,20 +93,8 @@ export function subjectPath(subject: string, publicBaseUrl: string): string {
   return path.split('?')[0]!.replace(/\/+$/, '') || '/';
 }
 
-/**
- * A list's party as a token lists accept, whatever its text (ids and paths may hold any
- * character). Remembered: an entry names eight lists or so, the same few parties again and
- * again (its actor, grantor, user), and a hash each was a visible part of an audited change.
- */
-const tokens = new LRUCache<string, string>({ max: 10_000 });
-function token(text: string): string {
-  let known = tokens.get(text);
-  if (known === undefined) {
-    known = hash('sha256', text, 'base64url').slice(0, 22);
-    tokens.set(text, known);
-  }
-  return known;
-}
+/** A list's party as a token lists accept, whatever its text (ids and paths may hold any character). */
+const token = (text: string) => hash('sha256', text, 'base64url').slice(0, 22);
 
 /**
  * A list of the log: its name, and the owner whose counter numbers it. The log's own lists (all,
