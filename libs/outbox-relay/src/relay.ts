@@ -89,11 +89,18 @@ export class OutboxRelay {
   private polling: Repeating | undefined;
   private fullPass: Repeating | undefined;
   private running: Promise<void> | undefined;
-  /** What the next run reads, when a kick came during a run: the recent keys, or every key. */
-  private again: 'recent' | 'all' | undefined;
   /**
-   * Documents this process inserted with events, as stored, that the next run publishes
-   * without reading them (docs/decisions/0068); bounded: beyond, the next run reads instead.
+   * Keys kicks asked to read, as of each kick: read before what is left of a full pass, so a
+   * write's event does not wait behind 64 reads, nor for a pass that has moved past its second
+   * (docs/decisions/0070).
+   */
+  private readonly kicked = new Set<PendingKey>();
+  /** The keys of the full pass under way not read yet; and whether another pass was asked for meanwhile. */
+  private passLeft: PendingKey[] = [];
+  private passAgain = false;
+  /**
+   * Documents this process inserted with events, as stored, that the relay publishes
+   * without reading them (docs/decisions/0068); bounded: beyond, it reads them instead.
    */
   private handed: InsertedPending[] = [];
   private stopped = true;
@@ -135,7 +142,7 @@ export class OutboxRelay {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    this.handed = [];
+    this.forgetWork();
     relays.delete(this);
     this.stopListening?.();
     await Promise.all([this.polling?.stop(), this.fullPass?.stop()]);
@@ -147,22 +154,21 @@ export class OutboxRelay {
   }
 
   /**
-   * Publish now what the recent seconds made pending, or everything pending (coalesced with a
-   * run already under way).
+   * Publish now what the recent seconds made pending, or everything pending. A run under way
+   * takes the recent keys before the rest of its pass; a pass asked for during a pass follows it.
    */
   kick(keys: 'recent' | 'all' = 'recent'): void {
     if (this.stopped) return;
-    if (this.running) {
-      if (this.again !== 'all') this.again = keys;
-      return;
-    }
-    this.run(keys === 'all' ? ALL_PENDING_KEYS : recentPendingKeys(Date.now()));
+    if (keys === 'recent') for (const key of recentPendingKeys(Date.now())) this.kicked.add(key);
+    else if (this.passLeft.length > 0) this.passAgain = true;
+    else this.passLeft = [...ALL_PENDING_KEYS];
+    this.wake();
   }
 
   /**
-   * Publish now the events of documents this process has just inserted, known as stored: a
-   * run publishes them without reading the collection. Past a few batches of them, they are
-   * dropped and read instead (they are stored, under the recent keys).
+   * Publish now the events of documents this process has just inserted, known as stored: the
+   * relay publishes them without reading the collection, before anything it reads. Past a few
+   * batches of them, they are dropped and read instead (they are stored, under the recent keys).
    */
   private hand(inserted: readonly InsertedPending[]): void {
     if (this.stopped) return;
@@ -172,18 +178,88 @@ export class OutboxRelay {
       return;
     }
     this.handed.push(...inserted);
-    if (!this.running) this.run([]);
+    this.wake();
   }
 
-  /** One run: the handed documents, then what is pending under `keys`; then the next, if kicked meanwhile. */
-  private run(keys: readonly PendingKey[]): void {
-    this.running = this.drain(keys).finally(() => {
+  /** Starts a run unless one is under way (it takes what was asked meanwhile). */
+  private wake(): void {
+    if (this.running || this.stopped) return;
+    this.running = this.drain().finally(() => {
       this.running = undefined;
-      const again = this.again;
-      this.again = undefined;
-      if (again) this.kick(again);
-      else if (this.handed.length > 0 && !this.stopped) this.run([]);
     });
+  }
+
+  /**
+   * Runs until nothing is asked: the handed documents a batch at a time, then a batch of a kicked
+   * key, then a batch of the pass's next key, each time taking first what arrived meanwhile. A
+   * key whose batch was full is read again. When the relay cannot publish now (no broker, another
+   * relay's lease, an error), what was asked is dropped: the broker's return, the lease's holder
+   * and the polls read every pending document again.
+   */
+  private async drain(): Promise<void> {
+    try {
+      while (!this.stopped) {
+        if (!this.options.client.connected) return this.forgetWork();
+        if (this.handed.length > 0) {
+          const handed = this.handed.splice(0, this.batchSize);
+          if (!(await this.holdLease())) return this.forgetWork();
+          const documents = handed.map((document) => ({ ...document, outbox: loadedEntries(document.outbox) }));
+          if (!(await this.publishBatch(documents))) return this.forgetWork();
+          continue;
+        }
+        const next = this.nextKey();
+        if (next === undefined) return;
+        if (!(await this.holdLease())) return this.forgetWork();
+        const read = await this.readBatch(next.key);
+        if (read === 'failed') return this.forgetWork();
+        if (read === 'full' && next.kicked) this.kicked.add(next.key);
+        else if (read === 'full') this.passLeft.unshift(next.key);
+      }
+    } catch (error) {
+      this.forgetWork();
+      this.log.warn({ err: error }, 'outbox relay run failed; will retry');
+    }
+  }
+
+  /** The next key to read: a kicked one first, else the pass's next (a pass asked for meanwhile starts after it). */
+  private nextKey(): { key: PendingKey; kicked: boolean } | undefined {
+    for (const key of this.kicked) {
+      this.kicked.delete(key);
+      this.passLeft = this.passLeft.filter((left) => left !== key);
+      return { key, kicked: true };
+    }
+    if (this.passLeft.length === 0 && this.passAgain) {
+      this.passAgain = false;
+      this.passLeft = [...ALL_PENDING_KEYS];
+    }
+    const key = this.passLeft.shift();
+    return key === undefined ? undefined : { key, kicked: false };
+  }
+
+  /**
+   * Reads and publishes one batch of the documents pending under `key`. Unsorted: events of
+   * different documents have no order to keep (each document's are in order in its array), and
+   * a sort would make FerretDB read the whole key's documents each round instead of stopping
+   * after a batch.
+   */
+  private async readBatch(key: PendingKey): Promise<'all' | 'full' | 'failed'> {
+    const batch = (
+      (await this.documents
+        .find({ outboxPending: key }, { projection: { _id: 1, generation: 1, outboxPending: 1, outbox: 1 } })
+        .limit(this.batchSize)
+        .toArray()) as unknown as Array<OutboxDocument & { outbox: StoredOutboxEntry[] }>
+    ).map((document) => ({ ...document, outbox: loadedEntries(document.outbox) }));
+    if (batch.length === 0) return 'all';
+    this.forgetHanded(batch);
+    if (!(await this.publishBatch(batch))) return 'failed';
+    return batch.length < this.batchSize ? 'all' : 'full';
+  }
+
+  private forgetWork(): void {
+    this.handed = [];
+    this.kicked.clear();
+    this.passLeft = [];
+    this.passAgain = false;
   }
 
   /** Handed documents a read found (handed while it ran): published with what it read, not again. */
@@ -234,42 +310,6 @@ export class OutboxRelay {
 
   private get leaseId(): string {
     return `outbox:${this.options.collection}`;
-  }
-
-  /**
-   * Publishes the handed documents, then what is pending under `keys`, a key at a time, a batch
-   * at a time. Handed documents this relay cannot publish now (no broker, another relay's
-   * lease) are left to the reads that find every pending document.
-   */
-  private async drain(keys: readonly PendingKey[]): Promise<void> {
-    const handed = this.handed.splice(0, this.batchSize);
-    if (!this.options.client.connected) return;
-    try {
-      if (handed.length > 0 && !this.stopped && (await this.holdLease()))
-        await this.publishBatch(handed.map((document) => ({ ...document, outbox: loadedEntries(document.outbox) })));
-      for (const key of keys) {
-        for (;;) {
-          if (this.stopped || !(await this.holdLease())) return;
-          // Unsorted: events of different documents have no order to keep (each document's
-          // are in order in its array), and a sort would make FerretDB read the whole key's
-          // documents each round instead of stopping after a batch.
-          const batchSize = this.batchSize;
-          const batch = (
-            (await this.documents
-              .find({ outboxPending: key }, { projection: { _id: 1, generation: 1, outboxPending: 1, outbox: 1 } })
-              .limit(batchSize)
-              .toArray()) as unknown as Array<OutboxDocument & { outbox: StoredOutboxEntry[] }>
-          ).map((document) => ({ ...document, outbox: loadedEntries(document.outbox) }));
-          if (batch.length === 0) break;
-          this.forgetHanded(batch);
-          if (!(await this.publishBatch(batch))) return; // broker trouble: wait for the next kick or pass
-          // A short batch was all this key had; a write since then has kicked for another run.
-          if (batch.length < batchSize) break;
-        }
-      }
-    } catch (error) {
-      this.log.warn({ err: error }, 'outbox relay run failed; will retry');
-    }
   }
 
   /**

@@ -60,11 +60,15 @@ async function pendingDocument(id: string, key: number): Promise<void> {
   await documents.insertOne({ _id: id, generation: 1, outbox, outboxPending: key } as never);
 }
 
-/** Two keys, in the order a full pass reads them, that no write of the next half minute makes. */
-function keysFarFromNow(): [number, number] {
+/**
+ * Two keys, in the order a full pass reads them, that no write of the next half minute makes;
+ * `adjacent`: the second is read right after the first.
+ */
+function keysFarFromNow({ adjacent = false } = {}): [number, number] {
   const soon = new Set(Array.from({ length: 40 }, (_, s) => pendingKeyAt(Date.now() + (s - 5) * 1000)));
   const far = Array.from({ length: PENDING_KEYS }, (_, i) => i + 1).filter((key) => !soon.has(key));
-  return [far[0]!, far[1]!];
+  const first = adjacent ? far.find((key) => far.includes(key + 1))! : far[0]!;
+  return [first, adjacent ? first + 1 : far[1]!];
 }
 
 const startRelay = (fullPassMs: number, history?: HistoryLog, db = database.db.db!, pollIntervalMs = 100) => {
@@ -114,6 +118,39 @@ describe('the outbox relay reads pending documents a key at a time', () => {
     relay!.kick('all');
     await published.waitFor(() => publishedSubjects().has(old!));
     await expect.poll(() => pendingLeft([seen!, old!, fresh!])).toBe(0);
+  });
+
+  it('when a write kicks the relay while a full pass is under way, then its event goes out before the rest of the pass', async () => {
+    const [earlier, next] = keysFarFromNow({ adjacent: true });
+    const [slow, behind, fresh] = ['slow', 'behind', 'fresh'].map(
+      (name) => `${name}-${randomBytes(3).toString('hex')}`,
+    );
+    await pendingDocument(slow!, earlier);
+    await pendingDocument(behind!, next);
+    // The pass at start stops at `slow`'s batch (while its history is recorded) until released.
+    const history = new HistoryLog(database.db.db!, 'things_history', new Set(['right.created']), {
+      kind: 'system',
+      id: 'test',
+    });
+    const record = history.record.bind(history);
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let held = false;
+    history.record = async (events) => {
+      if (events.some((event) => event.subject === slow)) {
+        held = true;
+        await released;
+      }
+      return record(events);
+    };
+    startRelay(60_000, history, database.db.db!, 60_000);
+    await expect.poll(() => held).toBe(true);
+    await pendingDocument(fresh!, pendingKeyAt(Date.now()));
+    relay!.kick();
+    release();
+    await published.waitFor(() => [slow, behind, fresh].every((id) => publishedSubjects().has(id!)));
+    const order = published.messages.map((message) => message.body.subject as string);
+    expect(order.indexOf(fresh!)).toBeLessThan(order.indexOf(behind!));
   });
 
   it('when a document is flagged pending with nothing to publish (a stop between its clean-up steps), then the relay unflags it', async () => {
