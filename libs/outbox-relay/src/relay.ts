@@ -190,17 +190,20 @@ export class OutboxRelay {
   }
 
   /**
-   * Runs until nothing is asked: the handed documents a batch at a time, then a batch of a kicked
-   * key, then a batch of the pass's next key, each time taking first what arrived meanwhile. A
-   * key whose batch was full is read again. When the relay cannot publish now (no broker, another
-   * relay's lease, an error), what was asked is dropped: the broker's return, the lease's holder
-   * and the polls read every pending document again.
+   * Runs until nothing is asked, a batch at a time, each time taking first what arrived
+   * meanwhile: the handed documents, then a kicked key, then the pass's next key; handed batches
+   * take turns with the keys, so a stream of inserts holds no read back. A key whose batch was
+   * full is read again. When the relay cannot publish now (no broker, another relay's lease, an
+   * error), what was asked is dropped: the broker's return, the lease's holder and the polls read
+   * every pending document again.
    */
   private async drain(): Promise<void> {
     try {
+      let handedLast = false;
       while (!this.stopped) {
         if (!this.options.client.connected) return this.forgetWork();
-        if (this.handed.length > 0) {
+        handedLast = this.handed.length > 0 && !(handedLast && this.keysAsked());
+        if (handedLast) {
           const handed = this.handed.splice(0, this.batchSize);
           if (!(await this.holdLease())) return this.forgetWork();
           const documents = handed.map((document) => ({ ...document, outbox: loadedEntries(document.outbox) }));
@@ -219,6 +222,10 @@ export class OutboxRelay {
       this.forgetWork();
       this.log.warn({ err: error }, 'outbox relay run failed; will retry');
     }
+  }
+
+  private keysAsked(): boolean {
+    return this.kicked.size > 0 || this.passLeft.length > 0 || this.passAgain;
   }
 
   /** The next key to read: a kicked one first, else the pass's next (a pass asked for meanwhile starts after it). */

@@ -118,7 +118,9 @@ describe('a consumption retried with its Idempotency-Key, however many came betw
       }
     }
     expect(await remainingOf('ben', rightId)).toBe(expected);
-  });
+    // Over 600 consumptions one after another (concurrent ones on one right may be told to retry):
+    // a loaded machine takes about a minute.
+  }, 180_000);
 });
 
 describe('settling a reservation (docs/api.md "Reservations")', () => {
