@@ -5,12 +5,12 @@
 // the order A, B, B, A (the database slows as a run goes on). Prints each writer's mean rate,
 // of answers and of changes answered and relayed (a run's events all out: the rate a writer
 // can keep up, where answers alone leave part of the work behind them), and their ratios. The
-// promise is about the same agent's writes with and without the log: run this
-// file on the commit before the log (a `git worktree`) and on today's, in the same hour, and
-// compare the agent's rates (docs/performance.md). Beside the rates, the CPU each process spent
-// per change (the events of a run relayed before it ends): on two busy cores, where the log's
-// cost goes, and a figure less noisy than a rate; and the database's statements per change of
-// each writer (bench/statements.mjs, where the local PostgreSQL keeps them). BENCH_SERVICE_ENV:
+// promise is about the same agent's writes with and without the log: run this file on the
+// commit before the log (a `git worktree`) and on today's, in the same hour, and compare the
+// agent's rates (docs/performance.md). Beside the rates, the CPU each process spent per change
+// (until a run's events were received from the broker): on two busy cores, where the log's cost
+// goes, and a figure less noisy than a rate; and the database's statements per change of each
+// writer (bench/statements.mjs, where the local PostgreSQL keeps them). BENCH_SERVICE_ENV:
 // more settings for every service, e.g. '{"NODE_OPTIONS":"--cpu-prof --cpu-prof-dir=/tmp/prof"}'.
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -18,7 +18,7 @@ import { resetStatements, statementsSince, statementsTable } from './statements.
 import { cpuMeter, gatewayCaller, pooled, processesOf, startBenchSystem, TestSystem } from './system.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const { TokenIssuer } = await import(path.join(root, 'libs/testing/dist/index.js'));
+const { EventCollector, TokenIssuer } = await import(path.join(root, 'libs/testing/dist/index.js'));
 const RIGHTS = Number(process.env.BENCH_STAFF_RIGHTS ?? 100);
 const WRITES = Number(process.env.BENCH_STAFF_WRITES ?? 1_500);
 const AT_ONCE = 16;
@@ -59,21 +59,22 @@ try {
   const sustained = Object.fromEntries(Object.keys(writers).map((name) => [name, []]));
   const cpu = Object.fromEntries(Object.keys(writers).map((name) => [name, {}]));
   const { cpuNow, spent } = cpuMeter(processesOf(system, ['gateway', 'rights']));
-  /** Until no service has an event left to relay (the audit log's included). */
-  const relayed = async () => {
-    for (let waited = 0; waited < 300; waited++) {
-      const pending = await Promise.all(
-        ['gateway', 'rights'].map(async (service) =>
-          (await (await fetch(system.service(service).metricsUrl)).text())
-            .split('\n')
-            .filter((line) => line.startsWith('outbox_pending_documents{'))
-            .some((line) => !line.endsWith(' 0')),
-        ),
-      );
-      if (!pending.includes(true)) return;
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
+  // Until a run's events are all out: each change's right event, and the agent's audit.recorded.
+  // Counted as received from the broker: asking the services (their outbox gauges read every
+  // pending key at each scrape) would add its own hundreds of statements to every run's count.
+  const rightsEvents = await EventCollector.start(system.amqpUrl, 'rights.events', '#');
+  const auditEvents = await EventCollector.start(system.amqpUrl, 'platform.events', 'audit.recorded');
+  const distinct = (collector) => new Set(collector.messages.map(({ body }) => body.id)).size;
+  const relayed = async (expected) => {
+    for (const [collector, count] of [
+      [rightsEvents, expected.rights],
+      [auditEvents, expected.audit],
+    ])
+      await collector.waitFor(() => distinct(collector) >= count, 300_000);
   };
+  const expected = { rights: 0, audit: 0 };
+  // The code before the audit log (run beside it) records nothing: its agent's writes only.
+  const logged = (await fetch(`${system.gatewayUrl}/admin/audit`, { headers: system.adminHeaders() })).status !== 404;
   // The database's statements of each writer's runs (bench/statements.mjs), summed.
   const statements = Object.fromEntries(Object.keys(writers).map((name) => [name, []]));
   for (const [name, { authorization, headers }] of [...Object.entries(writers), ...Object.entries(writers).reverse()]) {
@@ -91,11 +92,15 @@ try {
     });
     rates[name].push((perRun / ms) * 1000);
     const answered = Date.now();
-    await relayed();
+    expected.rights += perRun;
+    if (logged && headers['x-audit-reason']) expected.audit += perRun;
+    await relayed(expected);
     sustained[name].push((perRun / (ms + Date.now() - answered)) * 1000);
-    statements[name].push(...(statementsSince('bench_staff_writes') ?? []));
     for (const [process, seconds] of Object.entries(spent(before, cpuNow())))
       cpu[name][process] = (cpu[name][process] ?? 0) + (seconds * 1000) / (2 * perRun);
+    // The relays clear what they published: counted with this run, not the next.
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    statements[name].push(...(statementsSince('bench_staff_writes') ?? []));
   }
   const mean = (of) => (name) => of[name].reduce((sum, rate) => sum + rate, 0) / of[name].length;
   for (const [what, of] of [
@@ -125,6 +130,8 @@ try {
     console.log(`\n${name}, the database's statements (both runs, until relayed):\n`);
     console.log(statementsTable(rows.length ? table : null, 2 * perRun, 'change'));
   }
+  await rightsEvents.close();
+  await auditEvents.close();
 } finally {
   await stop();
   await issuer.close();
