@@ -206,8 +206,7 @@ export class OutboxRelay {
         if (handedLast) {
           const handed = this.handed.splice(0, this.batchSize);
           if (!(await this.holdLease())) return this.forgetWork();
-          const documents = handed.map((document) => ({ ...document, outbox: loadedEntries(document.outbox) }));
-          if (!(await this.publishBatch(documents))) return this.forgetWork();
+          if (!(await this.publishBatch(handed.map(loaded)))) return this.forgetWork();
           continue;
         }
         const next = this.nextKey();
@@ -255,7 +254,7 @@ export class OutboxRelay {
         .find({ outboxPending: key }, { projection: { _id: 1, generation: 1, outboxPending: 1, outbox: 1 } })
         .limit(this.batchSize)
         .toArray()) as unknown as Array<OutboxDocument & { outbox: StoredOutboxEntry[] }>
-    ).map((document) => ({ ...document, outbox: loadedEntries(document.outbox) }));
+    ).map(loaded);
     if (batch.length === 0) return 'all';
     this.forgetHanded(batch);
     if (!(await this.publishBatch(batch))) return 'failed';
@@ -468,6 +467,12 @@ async function orNoneModified(
     throw error;
   }
 }
+
+/** A pending document as stored (read, or handed by its insert), its entries ready to publish. */
+const loaded = (document: Omit<OutboxDocument, 'outbox'> & { outbox: StoredOutboxEntry[] }): OutboxDocument => ({
+  ...document,
+  outbox: loadedEntries(document.outbox),
+});
 
 /** The keys of the seconds around `now`: what writes of any replica made pending just now. */
 function recentPendingKeys(now: number): PendingKey[] {
