@@ -10,8 +10,10 @@
 // agent's rates (docs/performance.md). Beside the rates, the CPU each process spent per change
 // (until a run's events were received from the broker): on two busy cores, where the log's cost
 // goes, and a figure less noisy than a rate; and the database's statements per change of each
-// writer (bench/statements.mjs, where the local PostgreSQL keeps them). BENCH_SERVICE_ENV:
-// more settings for every service, e.g. '{"NODE_OPTIONS":"--cpu-prof --cpu-prof-dir=/tmp/prof"}'.
+// writer (bench/statements.mjs, where the local PostgreSQL keeps them). BENCH_STAFF_RATE: both
+// writers held to that many changes a second, to compare their CPU at the same pace (below).
+// BENCH_SERVICE_ENV: more settings for every service, e.g.
+// '{"NODE_OPTIONS":"--cpu-prof --cpu-prof-dir=/tmp/prof"}'.
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { resetStatements, statementsSince, statementsTable } from './statements.mjs';
@@ -22,6 +24,13 @@ const { EventCollector, TokenIssuer } = await import(path.join(root, 'libs/testi
 const RIGHTS = Number(process.env.BENCH_STAFF_RIGHTS ?? 100);
 const WRITES = Number(process.env.BENCH_STAFF_WRITES ?? 1_500);
 const AT_ONCE = 16;
+/**
+ * BENCH_STAFF_RATE: changes a second both writers are held to (a steady stream, 16 at a time
+ * at most), below what either can keep up: the CPU per change then compares the same work at
+ * the same pace, where at full speed a saturated system batches more of its own work (its
+ * relays clear more events per write) and the faster writer is credited for it.
+ */
+const PACE = process.env.BENCH_STAFF_RATE ? Number(process.env.BENCH_STAFF_RATE) : undefined;
 
 const issuer = new TokenIssuer();
 await issuer.start();
@@ -80,16 +89,21 @@ try {
   for (const [name, { authorization, headers }] of [...Object.entries(writers), ...Object.entries(writers).reverse()]) {
     resetStatements();
     const before = cpuNow();
-    const ms = await pooled(perRun, AT_ONCE, (i) => {
-      const change = Math.floor(i / RIGHTS) % 2 === 0 ? 'suspend' : 'activate';
-      return call(
-        'POST',
-        `/id/users/heavy/rights/${rightIds[i % RIGHTS]}/${change}`,
-        authorization,
-        undefined,
-        headers,
-      );
-    });
+    const ms = await pooled(
+      perRun,
+      AT_ONCE,
+      (i) => {
+        const change = Math.floor(i / RIGHTS) % 2 === 0 ? 'suspend' : 'activate';
+        return call(
+          'POST',
+          `/id/users/heavy/rights/${rightIds[i % RIGHTS]}/${change}`,
+          authorization,
+          undefined,
+          headers,
+        );
+      },
+      { perSecond: PACE },
+    );
     rates[name].push((perRun / ms) * 1000);
     const answered = Date.now();
     expected.rights += perRun;

@@ -135,13 +135,19 @@ export function gatewayCaller(gatewayUrl) {
   };
 }
 
-/** Runs `task(i)` for i < count, `atOnce` at a time; the wall time in ms. */
-export async function pooled(count, atOnce, task) {
+/** Runs `task(i)` for i < count, `atOnce` at a time (and, with `perSecond`, no faster); the wall time in ms. */
+export async function pooled(count, atOnce, task, { perSecond } = {}) {
   let next = 0;
   const started = performance.now();
   await Promise.all(
     Array.from({ length: atOnce }, async () => {
-      while (next < count) await task(next++);
+      while (next < count) {
+        const i = next++;
+        // Paced: task i starts no sooner than its place in a steady stream of `perSecond`.
+        const wait = perSecond ? started + (i * 1000) / perSecond - performance.now() : 0;
+        if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+        await task(i);
+      }
     }),
   );
   return performance.now() - started;
