@@ -50,6 +50,8 @@ class LongWaitsFirst extends BaseSequencer {
 export default defineConfig({
   test: {
     globalSetup: ['libs/testing/src/global-setup.ts'],
+    // A failed test's report shows what the services logged while it ran.
+    setupFiles: ['libs/testing/src/failure-logs.ts'],
     env: { TZ: 'UTC' },
     pool: 'forks',
     testTimeout: 60_000,

@@ -6,6 +6,7 @@ import { InProcessService } from './in-process';
 import type { TestService } from './test-service';
 import { freePort, ServiceProcess } from './processes';
 import { RabbitAdmin } from './rabbit-admin';
+import { runningSystems } from './running-systems';
 import { REPO_ROOT } from './servers';
 import { databasesNamed, dropDatabases, testName } from './test-databases';
 
@@ -82,7 +83,21 @@ export class TestSystem {
       await system.stop();
       throw error;
     }
+    runningSystems.add(system);
     return system;
+  }
+
+  /**
+   * What each service logged since `since` (ms since the epoch), at `info` and above, the last
+   * `perService` lines of each: the story of a test that failed, beside its assertion.
+   * @public (read by libs/testing/src/failure-logs.ts, through `runningSystems`)
+   */
+  logsSince(since: number, perService = 40): string {
+    const told = [...this.services].flatMap(([label, service]) => {
+      const lines = service.logs.filter((line) => loggedSince(line, since)).slice(-perService);
+      return lines.length === 0 ? [] : [`--- ${label}`, ...lines];
+    });
+    return told.join('\n');
   }
 
   /**
@@ -244,6 +259,7 @@ export class TestSystem {
   }
 
   async stop(): Promise<void> {
+    runningSystems.delete(this);
     await Promise.all([...this.services.values()].map((process) => process.stop()));
     await this.rabbit.deleteVhost(this.vhost).catch(() => undefined);
     // Every database of the system, those only migrated or written by a test included.
@@ -335,5 +351,15 @@ export class TestSystem {
           throw new Error(`${label} did not become ready within 30 s`);
       }
     }
+  }
+}
+
+/** Whether a service's log line was written at `info` or above since `since`; a line that is not a record (a crash's output) is kept. */
+function loggedSince(line: string, since: number): boolean {
+  try {
+    const record = JSON.parse(line) as { level?: string; time?: string };
+    return record.level !== 'debug' && record.level !== 'trace' && Date.parse(record.time ?? '') >= since;
+  } catch {
+    return true;
   }
 }
