@@ -26,6 +26,14 @@ beforeAll(fx.start);
 afterAll(fx.stop);
 const call = (method: string, path: string, body?: unknown) => fx.call(method, path, A, body);
 
+/**
+ * How long a rebuild at start may take here: it reads the subscriptions', rights' and holds'
+ * listings bucket by bucket (3 × 64 requests, one after the other), and beside the suite's
+ * heaviest files, with this file's short-period subscriptions renewing, each took about 100 ms
+ * (CI of 2026-12-02: no rebuild logged within 19 s of the restart).
+ */
+const REBUILD = { timeout: 90_000 };
+
 /** Starts the stopped scheduler once the events it was sent meanwhile are in `queue`, without them. */
 async function startLosingEvents(queue: string): Promise<void> {
   const { rabbit, vhost } = fx.system;
@@ -108,8 +116,8 @@ describe('renewal (docs/api.md "Renewal")', () => {
     });
     const { subscriptionId } = (await response.json()) as { subscriptionId: string };
     await startLosingEvents('scheduler.subscriptions-events');
-    await expect.poll(async () => (await rightsOf(subscriptionId)).length).toBe(1);
-  });
+    await expect.poll(async () => (await rightsOf(subscriptionId)).length, REBUILD).toBe(1);
+  }, 150_000);
 
   it('when the scheduler lost the events of a right, then it rebuilds its expiries from the rights service at start', async () => {
     await fx.system.service('scheduler').stop();
@@ -125,7 +133,8 @@ describe('renewal (docs/api.md "Renewal")', () => {
       .poll(
         async () =>
           ((await (await call('GET', `/id/users/frank/rights/${rightId}`)).json()) as { state: string }).state,
+        REBUILD,
       )
       .toBe('EXPIRED');
-  });
+  }, 150_000);
 });
