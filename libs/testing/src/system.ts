@@ -354,7 +354,10 @@ export class TestSystem {
   }
 }
 
-/** Whether a service's log line was written at `info` or above since `since`; a line that is not a record (a crash's output) is kept. */
+/**
+ * Whether a service's log line was written at `info` or above since `since`; a line that is not
+ * a record (a crash's output) is kept.
+ */
 function loggedSince(line: string, since: number): boolean {
   try {
     const record = JSON.parse(line) as { level?: string; time?: string };
