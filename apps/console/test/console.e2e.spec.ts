@@ -160,6 +160,16 @@ async function find(page: Page, id: string): Promise<void> {
 
 const cellOf = (page: Page, row: string, column: number) => page.locator(`${row} td`).nth(column).innerText();
 
+/** Waits until the page lists a row of `selector`; when it never does, the failure says what the page showed. */
+async function untilListed(page: Page, selector: string): Promise<void> {
+  try {
+    await expect.poll(() => page.locator(selector).count()).toBeGreaterThan(0);
+  } catch (error) {
+    const shown = await page.locator('body').innerText();
+    throw new Error(`no ${selector} at ${page.url()}; the page showed:\n${shown}`, { cause: error });
+  }
+}
+
 describe('the console (docs/console.md)', () => {
   it('when an acme write agent signs in, finds a user, grants a metered right, adjusts it, suspends it and changes a plan, then the audit page shows each with the reason and the agent', async () => {
     await inBrowser(async (page, requested) => {
@@ -226,7 +236,7 @@ describe('the console (docs/console.md)', () => {
       });
       await signIn(page, 'acme-reader');
       await page.goto(`${system.gatewayUrl}/console#/users/alice`);
-      await expect.poll(() => page.locator('tr[data-right]').count()).toBeGreaterThan(0);
+      await untilListed(page, 'tr[data-right]');
       expect(await page.getByRole('button', { name: /Grant|Adjust|Suspend|Activate|Change plan/ }).count()).toBe(0);
       const rightId = await page.locator('tr[data-right]').first().getAttribute('data-right');
       // Quoted only the right's id, the agent finds its user.
@@ -269,7 +279,7 @@ describe('the console (docs/console.md)', () => {
     await inBrowser(async (page) => {
       await signIn(page, 'operator');
       await page.goto(`${system.gatewayUrl}/console#/users/alice`);
-      await expect.poll(() => page.locator('tr[data-right]').count()).toBeGreaterThan(0);
+      await untilListed(page, 'tr[data-right]');
       // In the page (a string: the tests are typed for Node, not the DOM).
       const overflow = await page.evaluate<number>('document.documentElement.scrollWidth - window.innerWidth');
       expect(overflow).toBeLessThanOrEqual(0);
