@@ -11,11 +11,14 @@
 // '{"NODE_OPTIONS":"--cpu-prof --cpu-prof-dir=/tmp/prof"}' for a CPU profile of each service.
 // BENCH_TARGETS: the pairs to run, `retrieve`, `check` or both (the default: `retrieve,check`).
 import autocannon from 'autocannon';
-import { cpuMeter, pidsOf, startBare, startBareConstant, startBenchSystem } from './system.mjs';
+import { cpuMeter, pidsOf, startBare, startBareConstant, startBenchSystem, startExpressConstant } from './system.mjs';
 
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 6);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
+// BENCH_RATE: requests a second for every target, below what each keeps up: the CPU each
+// process spends per request at the same pace (steadier than a rate at full speed).
+const pace = process.env.BENCH_RATE ? { overallRate: Number(process.env.BENCH_RATE) } : {};
 const { system, stop } = await startBenchSystem({
   name: 'request-path',
   backends: ['catalog', 'rights'],
@@ -56,8 +59,11 @@ try {
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   if (check.status !== 200) throw new Error(`the check answered ${check.status}`);
-  const constant = await startBareConstant(check.headers.get('content-type'), await check.text());
+  const checkBody = await check.text();
+  const constant = await startBareConstant(check.headers.get('content-type'), checkBody);
   stops.unshift(constant.stop);
+  const framework = await startExpressConstant(check.headers.get('content-type'), checkBody);
+  stops.unshift(framework.stop);
 
   const pairs = {
     retrieve: {
@@ -67,6 +73,8 @@ try {
     check: {
       check: { url: checkUrl, headers: { authorization } },
       'bare constant': { url: constant.url, headers: {} },
+      // The same path as the check's, so the app's router matches as it would.
+      'express constant': { url: `${framework.url}/id/users/bench-user/entitlements/bench-sku`, headers: {} },
     },
   };
   const chosen = (process.env.BENCH_TARGETS ?? 'retrieve,check').split(',');
@@ -78,13 +86,20 @@ try {
     postgres: pidsOf('postgres'),
     bare: [bare.pid],
     'bare constant': [constant.pid],
+    'express constant': [framework.pid],
   });
   const { cpuNow, spent } = cpuMeter(processes);
   const run = (target, duration) =>
-    autocannon({ ...targets[target], connections: CONNECTIONS, duration, pipelining: 1 });
+    autocannon({ ...targets[target], connections: CONNECTIONS, duration, pipelining: 1, ...pace });
 
   // Warm: the gateway path long enough for both processes' code to be optimized.
-  for (const [target, seconds] of Object.entries({ gateway: 8, bare: 2, check: 4, 'bare constant': 2 }))
+  for (const [target, seconds] of Object.entries({
+    gateway: 8,
+    bare: 2,
+    check: 4,
+    'bare constant': 2,
+    'express constant': 2,
+  }))
     if (targets[target]) await run(target, seconds);
   const totals = Object.fromEntries(
     Object.keys(targets).map((target) => [target, { requests: 0, seconds: 0, p50: [], p99: [], cpu: {} }]),
@@ -130,7 +145,9 @@ try {
     );
   if (totals.check)
     console.log(
-      `entitlement check, gateway/bare constant: ${(rate('check') / rate('bare constant')).toFixed(2)} (target >= 0.25)`,
+      `entitlement check, gateway/bare constant: ${(rate('check') / rate('bare constant')).toFixed(2)} (target >= 0.25); ` +
+        `Express with no middleware/bare constant: ${(rate('express constant') / rate('bare constant')).toFixed(2)}; ` +
+        `check/Express: ${(rate('check') / rate('express constant')).toFixed(2)}`,
     );
 } finally {
   for (const stopOne of stops) await stopOne();

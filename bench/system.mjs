@@ -64,6 +64,10 @@ export const startBare = (mongoUrl, collection = 'rights') =>
 export const startBareConstant = (mediaType, body) =>
   startBareProcess('bare-constant.mjs', [mediaType, Buffer.from(body).toString('base64')]);
 
+/** Starts the Express floor of the same (bench/express-constant.mjs); resolves as `startBare` does. */
+export const startExpressConstant = (mediaType, body) =>
+  startBareProcess('express-constant.mjs', [mediaType, Buffer.from(body).toString('base64')]);
+
 /**
  * Issues `count` rights of grantor B's SKU `monthly`, ending in a day, as renewals do
  * (`rights.issue` commands, `perCommand` rights each), and waits for every `right.created`;
