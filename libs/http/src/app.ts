@@ -19,7 +19,7 @@ import {
   unsupportedMediaType,
 } from './errors';
 import { requireServiceCaller } from './internal-token';
-import { httpMetrics, initMetrics, metricsRegistry } from './metrics';
+import { initMetrics, metricsRegistry, recordRequest } from './metrics';
 import { bucketPage, pageParams } from './request';
 import { traceRequests } from './tracing';
 
@@ -60,10 +60,10 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
  * nothing, an HTML error page included, loads anything or is framed. A page that needs more
  * (the API reference) widens its own policy.
  */
-const SECURITY_HEADERS = {
-  'X-Content-Type-Options': 'nosniff',
-  'Content-Security-Policy': "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
-};
+const SECURITY_HEADERS = [
+  ['X-Content-Type-Options', 'nosniff'],
+  ['Content-Security-Policy', "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"],
+] as const;
 const QUIET_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 
 /** Express 5 app with request ids, one log line per request, metrics, health, and the error format of docs/architecture.md. */
@@ -78,25 +78,23 @@ export function createHttpApp(options: HttpAppOptions): Express {
   app.set('case sensitive routing', true);
   app.set('strict routing', true);
 
-  // An absolute-form request target (`GET http://evil.example/…`) is read as its path and
-  // query alone, before anything looks at it: no host a caller writes into the request line
-  // ever reaches a link, a redirect or a forwarded request (every URL is PUBLIC_BASE_URL's).
-  app.use((req, _res, next) => {
+  // Every request's first steps, as one middleware (`sequence`). An absolute-form request
+  // target (`GET http://evil.example/…`) is read as its path and query alone, before anything
+  // looks at it: no host a caller writes into the request line ever reaches a link, a redirect
+  // or a forwarded request (every URL is PUBLIC_BASE_URL's). Then its span, then what every
+  // answer carries and what every request leaves behind, with one `finish` listener.
+  const originFormOnly: RequestHandler = (req, _res, next) => {
     if (!req.url.startsWith('/')) req.url = req.originalUrl = originForm(req.url);
     next();
-  });
-  app.use(traceRequests(QUIET_PATHS));
-  app.use((_req, res, next) => {
-    res.set(SECURITY_HEADERS);
-    next();
-  });
-  app.use((req, res, next) => {
-    const incoming = req.get('x-request-id');
-    res.locals.requestId = incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID();
-    res.set('X-Request-Id', res.locals.requestId);
+  };
+  const bookkeeping: RequestHandler = (req, res, next) => {
+    for (const [name, value] of SECURITY_HEADERS) res.setHeader(name, value);
+    const incoming = req.headers['x-request-id'];
+    const requestId = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    res.setHeader('X-Request-Id', requestId);
+    res.locals.requestId = requestId;
     // The request's logger is made when something logs (most requests log their line alone):
     // a child logger per request was a measurable part of the request path (docs/performance.md).
-    const requestId = res.locals.requestId;
     let log: Logger | undefined;
     Object.defineProperty(res.locals, 'log', {
       get: () => (log ??= options.logger.child({ request_id: requestId })),
@@ -104,6 +102,8 @@ export function createHttpApp(options: HttpAppOptions): Express {
     });
     const started = process.hrtime.bigint();
     res.on('finish', () => {
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      recordRequest(req, res, seconds);
       const principal = res.locals.principal as Partial<Principal> | undefined;
       const client = principal?.clientId;
       // A person acting (a staff member) is named by their identity provider (docs/identity-providers.md).
@@ -113,7 +113,7 @@ export function createHttpApp(options: HttpAppOptions): Express {
         method: req.method,
         path: req.path,
         status: res.statusCode,
-        duration_ms: Number(process.hrtime.bigint() - started) / 1e6,
+        duration_ms: seconds * 1e3,
         ...(client ? { client } : {}),
         ...(person ? { actor: { issuer: person.issuer, subject: person.subject, name: person.name } } : {}),
         ...(res.locals.errorReason ? { reason: res.locals.errorReason } : {}),
@@ -124,8 +124,8 @@ export function createHttpApp(options: HttpAppOptions): Express {
       else options.logger.info(record, 'request');
     });
     next();
-  });
-  app.use(httpMetrics);
+  };
+  app.use(sequence(originFormOnly, traceRequests(QUIET_PATHS), bookkeeping));
 
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'alive' });
@@ -156,6 +156,32 @@ export function createHttpApp(options: HttpAppOptions): Express {
     sendError(req, res, appError);
   });
   return app;
+}
+
+/**
+ * Handlers run one after the other as one middleware, as Express runs a layer each: a handler
+ * that throws, or whose promise rejects, passes its error to the error handlers; `next()` runs
+ * the next one, and after the last the app's next layer. Without a layer's matching and
+ * bookkeeping per request, which was a quarter of what the gateway allocated for a check
+ * (docs/performance.md, 2026-12-02 (day)).
+ */
+export function sequence(...handlers: RequestHandler[]): RequestHandler {
+  return (req, res, next) => {
+    let at = 0;
+    const step = (error?: unknown): void => {
+      if (error !== undefined && error !== null) return next(error);
+      const handler = handlers[at++];
+      if (!handler) return next();
+      try {
+        const result: unknown = handler(req, res, step as NextFunction);
+        if (result instanceof Promise)
+          result.catch((failure: unknown) => step(failure ?? new Error('Rejected promise')));
+      } catch (failure) {
+        step(failure);
+      }
+    };
+    step();
+  };
 }
 
 /** The path and query of a request target in any form (RFC 9112 3.2), never its host. */

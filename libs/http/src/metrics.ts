@@ -1,4 +1,4 @@
-import type { NextFunction, Request, Response } from 'express';
+import type { Request, Response } from 'express';
 import client from 'prom-client';
 import { histogram } from '@rs/telemetry/metrics';
 import { routeOf } from './tracing';
@@ -25,11 +25,10 @@ const requestDuration = histogram(
   [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
 );
 
-/** Records rate, errors (by status) and latency of every request, labelled by route template. */
-export function httpMetrics(req: Request, res: Response, next: NextFunction): void {
-  const stop = requestDuration.startTimer();
-  res.on('finish', () => {
-    stop({ method: req.method, route: routeOf(req, res), status: String(res.statusCode) });
-  });
-  next();
+/**
+ * Records one answered request: rate, errors (by status) and latency, labelled by route
+ * template. Called by the request's one `finish` listener (app.ts), which also writes its log line.
+ */
+export function recordRequest(req: Request, res: Response, seconds: number): void {
+  requestDuration.observe({ method: req.method, route: routeOf(req, res), status: String(res.statusCode) }, seconds);
 }

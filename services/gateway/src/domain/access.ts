@@ -11,6 +11,8 @@ export interface Operation {
   owner: RouteOwner;
   /** The user of a /id/users/{connectId}… path, percent-decoded. */
   connectId: string | null;
+  /** The path's parameters by their names in the template, each percent-decoded once. */
+  params: Record<string, string>;
   caller: PublicRoute['caller'];
   bearer: PublicRoute['bearer'];
   list: 'subscriptions' | 'rights' | null;
@@ -24,12 +26,15 @@ export type Classified =
   | { kind: 'method_not_allowed'; allow: string[] }
   | { kind: 'malformed' };
 
-/** A template's segments: a literal to compare exactly, or a parameter (null). */
-const TABLE = ROUTES.map((route: PublicRoute) => ({
-  route,
-  segments: route.path.split('/').map((segment) => (/^\{[^}]+\}$/.test(segment) ? null : segment)),
-  connectIdAt: route.path.split('/').indexOf('{connectId}'),
-}));
+/** A template's segments: a literal to compare exactly, or a parameter (null), and the parameters' names by position. */
+const TABLE = ROUTES.map((route: PublicRoute) => {
+  const named = route.path.split('/').map((segment) => /^\{([^}]+)\}$/.exec(segment)?.[1] ?? null);
+  return {
+    route,
+    segments: route.path.split('/').map((segment, i) => (named[i] === null ? segment : null)),
+    names: named.flatMap((name, at) => (name === null ? [] : [{ name, at }])),
+  };
+});
 
 /** A `%` not followed by two hex digits. */
 const BAD_ESCAPE = /%(?![0-9A-Fa-f]{2})/;
@@ -47,28 +52,24 @@ export function classify(method: string, rawPath: string): Classified {
   if (BAD_ESCAPE.test(rawPath)) return { kind: 'malformed' };
   const segments = rawPath.split('/');
   const wanted = method === 'HEAD' ? 'GET' : method;
-  const allow = new Set<string>();
-  for (const { route, segments: template, connectIdAt } of TABLE) {
+  // Plain loops, no closures: this runs for every request (docs/performance.md, 2026-12-02 (day)).
+  let allow: Set<string> | undefined;
+  for (const { route, segments: template, names } of TABLE) {
     if (!matches(template, segments)) continue;
     if (route.method !== wanted) {
-      allow.add(route.method);
+      (allow ??= new Set()).add(route.method);
       continue;
     }
-    let connectId: string | null = null;
-    if (connectIdAt >= 0) {
-      try {
-        connectId = decodeURIComponent(segments[connectIdAt]!);
-      } catch {
-        return { kind: 'malformed' };
-      }
-    }
-    if (!segments.every(decodes)) return { kind: 'malformed' };
+    for (const segment of segments) if (!decodes(segment)) return { kind: 'malformed' };
+    const params: Record<string, string> = {};
+    for (const { name, at } of names) params[name] = decodeURIComponent(segments[at]!);
     return {
       kind: 'operation',
       operation: {
         route,
         owner: route.owner,
-        connectId,
+        connectId: params.connectId ?? null,
+        params,
         caller: route.caller,
         bearer: route.bearer,
         list: 'list' in route ? (route.list ?? null) : null,
@@ -76,24 +77,26 @@ export function classify(method: string, rawPath: string): Classified {
       },
     };
   }
-  if (allow.size === 0) return { kind: 'not_found' };
+  if (allow === undefined) return { kind: 'not_found' };
   if (allow.has('GET')) allow.add('HEAD');
   return { kind: 'method_not_allowed', allow: [...allow] };
 }
 
 function matches(template: ReadonlyArray<string | null>, segments: readonly string[]): boolean {
   if (template.length !== segments.length) return false;
-  return template.every((literal, i) => {
+  for (let i = 0; i < template.length; i++) {
+    const literal = template[i];
     const segment = segments[i]!;
-    if (literal !== null) return segment === literal;
-    return segment !== '' && !DOT_SEGMENT.test(segment);
-  });
+    if (literal !== null ? segment !== literal : segment === '' || DOT_SEGMENT.test(segment)) return false;
+  }
+  return true;
 }
 
 /** `.` and `..`, also encoded (`%2e`): never a parameter (RFC 3986 5.2.4 would remove them). */
 const DOT_SEGMENT = /^(?:\.|%2[eE]){1,2}$/;
 
 function decodes(segment: string): boolean {
+  if (!segment.includes('%')) return true;
   try {
     decodeURIComponent(segment);
     return true;

@@ -11,6 +11,7 @@ import {
   RevocationBody,
   SkuName,
   takesIdempotencyKey,
+  type OperationId,
   type Principal,
   type RouteOwner,
 } from '@rs/contracts';
@@ -19,8 +20,8 @@ import {
   AppError,
   badRequest,
   basicChallenge,
-  exactRouter,
   jsonBody,
+  sequence,
   malformedPath,
   methodNotAllowed,
   notAcceptable,
@@ -31,12 +32,11 @@ import {
   parseListPosition,
   parseParam,
   sendDone,
-  serveRoutes,
   setNextLink,
   unauthorized,
   type InternalTokenSigner,
 } from '@rs/http';
-import type { Request, RequestHandler, Response, Router } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
 import { type Authenticator, bearerChallenge, insufficientScopeChallenge, isBearer } from '../auth/authenticator';
 import type { Administration } from '../app/administration';
 import type { Forwarding } from '../app/forwarding';
@@ -95,9 +95,13 @@ export interface GatewayRoutesOptions {
 /** Forwarded bodies are at most this large (the services' own limit). */
 const MAX_BODY_BYTES = 64 * 1024;
 
-export function gatewayRoutes(options: GatewayRoutesOptions): Router {
+/**
+ * The gateway's edge and its own routes, as one middleware of steps (`sequence`): which
+ * operation, who calls, their budget, what they accept, then forwarded, redirected or answered
+ * here.
+ */
+export function gatewayRoutes(options: GatewayRoutesOptions): RequestHandler {
   const { realm, authenticator } = options;
-  const router = exactRouter();
   const openApi = readFileSync(options.openApiPath, 'utf8');
   const reference = apiReference();
   const idempotent = idempotentForwarder(options.idempotency, options.forwarder);
@@ -108,7 +112,7 @@ export function gatewayRoutes(options: GatewayRoutesOptions): Router {
   // docs/api.md "Routes match exactly": which route of the table the request is, once, before
   // any credential is checked, any body read or any handler run; what the table does not
   // name ends here.
-  router.use((req, res, next) => {
+  const classifyRequest: RequestHandler = (req, res, next) => {
     const found = classify(req.method, req.path);
     switch (found.kind) {
       case 'not_found':
@@ -123,7 +127,7 @@ export function gatewayRoutes(options: GatewayRoutesOptions): Router {
         res.locals.routeLabel = found.operation.route.path;
         return next();
     }
-  });
+  };
   // Every route but the open ones needs a caller; each caller is rate limited.
   const authenticate: RequestHandler = async (req, res, next) => {
     const operation = res.locals.operation;
@@ -146,15 +150,14 @@ export function gatewayRoutes(options: GatewayRoutesOptions): Router {
       budgetOf(res.locals.operation.caller === 'none' ? undefined : res.locals.principal, sourceAddress(req)),
     options.clock,
   );
-  router.use(authenticate, limit);
   // docs/api.md "Content negotiation": after authentication, before anything is done.
-  router.use((req, res, next) => {
+  const acceptable: RequestHandler = (req, res, next) => {
     if (res.locals.operation.json && !admitsJson(req))
       return next(notAcceptable('this operation answers application/json, which the Accept header excludes'));
     next();
-  });
+  };
   // docs/api.md: the forwarding use case decides; this carries it out.
-  router.use(async (req, res, next) => {
+  const route: RequestHandler = async (req, res, next) => {
     const operation = res.locals.operation;
     const routing = await options.forwarding.route({
       operation,
@@ -197,9 +200,11 @@ export function gatewayRoutes(options: GatewayRoutesOptions): Router {
         return options.forwarder.forward(req, res, upstream, outgoing);
       }
     }
-  });
+  };
   // The gateway parses only its own bodies; forwarded ones stream through untouched.
-  router.use('/admin', jsonBody('16kb'));
+  const parseJson = sequence(...jsonBody('16kb'));
+  const ownBody: RequestHandler = (req, res, next) =>
+    res.locals.operation.route.body === undefined ? next() : parseJson(req, res, next);
 
   const principalOf = (res: Response): Principal | undefined => res.locals.principal;
   const clientParam = (req: Request) => parseParam(ClientId, 'clientId', req.params.clientId);
@@ -214,7 +219,7 @@ export function gatewayRoutes(options: GatewayRoutesOptions): Router {
 
   // The gateway's own routes (docs/operations.md); who may call them was decided above, and each
   // admin use case checks it again (docs/api.md).
-  serveRoutes(router, 'gateway', {
+  const answer = ownRoutes({
     getOpenApi: (_req, res) => {
       res.type('application/json').send(openApi);
     },
@@ -327,7 +332,23 @@ export function gatewayRoutes(options: GatewayRoutesOptions): Router {
       sendDone(res);
     },
   });
-  return router;
+  return sequence(classifyRequest, authenticate, limit, acceptable, route, ownBody, answer);
+}
+
+/**
+ * Answers the gateway's own operations of the route table, a handler per operation id (the
+ * compiler refuses a table route without its handler). The edge has already found the
+ * operation and its parameters (`classify`), so the request goes straight to its handler:
+ * matching the path again route by route was a measurable part of every check
+ * (docs/performance.md, 2026-12-02 (day)).
+ */
+function ownRoutes(handlers: Record<OperationId<'gateway'>, RequestHandler>): RequestHandler {
+  return (req, res, next) => {
+    const { route, params } = res.locals.operation;
+    if (route.owner !== 'gateway') return next(notFound('no resource at this path'));
+    req.params = params;
+    return handlers[route.operationId as OperationId<'gateway'>](req, res, next);
+  };
 }
 
 /** The `grantorId` of a body the gateway parsed itself (an API client's). */
