@@ -10,6 +10,11 @@
 // BENCH_SERVICE_ENV: more settings for every service, e.g. '{"OTEL_SDK_DISABLED":"true"}', or
 // '{"NODE_OPTIONS":"--cpu-prof --cpu-prof-dir=/tmp/prof"}' for a CPU profile of each service.
 // BENCH_TARGETS: the pairs to run, `retrieve`, `check` or both (the default: `retrieve,check`).
+// BENCH_PIN=1: the gateway alone on the second core, everything this benchmark starts (the load
+// generator, the baselines, the other services) on the first: the check's rate is then the
+// gateway's own CPU per check, less disturbed by what shares its core (`taskset`, util-linux).
+// BENCH_SERVICE_ENV with bench/allocations.mjs: what the gateway allocates per request.
+import { execFileSync } from 'node:child_process';
 import autocannon from 'autocannon';
 import { cpuMeter, pidsOf, startBare, startBareConstant, startBenchSystem, startExpressConstant } from './system.mjs';
 
@@ -19,12 +24,17 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
 // BENCH_RATE: requests a second for every target, below what each keeps up: the CPU each
 // process spends per request at the same pace (steadier than a rate at full speed).
 const pace = process.env.BENCH_RATE ? { overallRate: Number(process.env.BENCH_RATE) } : {};
+const PIN = process.env.BENCH_PIN === '1';
+const pin = (pid, cpu) => execFileSync('taskset', ['--all-tasks', '--pid', '--cpu-list', String(cpu), String(pid)]);
+// What this process starts inherits its core.
+if (PIN) pin(process.pid, 0);
 const { system, stop } = await startBenchSystem({
   name: 'request-path',
   backends: ['catalog', 'rights'],
   env: JSON.parse(process.env.BENCH_SERVICE_ENV ?? '{}'),
 });
 const stops = [stop];
+if (PIN) pin(system.service('gateway').pid, 1);
 try {
   const admin = (method, url, body) =>
     fetch(`${system.gatewayUrl}${url}`, {

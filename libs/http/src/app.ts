@@ -104,6 +104,9 @@ export function createHttpApp(options: HttpAppOptions): Express {
     res.on('finish', () => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       recordRequest(req, res, seconds);
+      // Probes, scrapes and the services' reads of each other (rebuilds, projections) are routine.
+      const routine = QUIET_PATHS.has(req.path) || (req.path.startsWith('/internal/') && res.statusCode < 400);
+      if (!options.logger.isLevelEnabled(routine ? 'debug' : 'info')) return;
       const principal = res.locals.principal as Partial<Principal> | undefined;
       const client = principal?.clientId;
       // A person acting (a staff member) is named by their identity provider (docs/identity-providers.md).
@@ -118,8 +121,6 @@ export function createHttpApp(options: HttpAppOptions): Express {
         ...(person ? { actor: { issuer: person.issuer, subject: person.subject, name: person.name } } : {}),
         ...(res.locals.errorReason ? { reason: res.locals.errorReason } : {}),
       };
-      // Probes, scrapes and the services' reads of each other (rebuilds, projections) are routine.
-      const routine = QUIET_PATHS.has(req.path) || (req.path.startsWith('/internal/') && res.statusCode < 400);
       if (routine) options.logger.debug(record, 'request');
       else options.logger.info(record, 'request');
     });

@@ -41,6 +41,8 @@ export interface RoutedRequest {
  * user check of `/id/users/{connectId}…` (404 for an unknown user), the list rule of rules
  * 2 and 5, and whose budget the call spends. The HTTP layer carries out what it decides.
  */
+const ANSWER: Routing = { kind: 'answer' };
+
 export class Forwarding {
   constructor(
     private readonly options: {
@@ -55,13 +57,13 @@ export class Forwarding {
     const { operation, principal } = request;
     if (principal === undefined) {
       // An open route reaches its service as the gateway, spending its source address's budget.
-      if (operation.owner === 'gateway') return { kind: 'answer' };
+      if (operation.owner === 'gateway') return ANSWER;
       const budget = budgetOf(undefined, request.sourceAddress);
       return { kind: 'forward', service: operation.owner, caller: this.options.gateway, budget };
     }
     const refusal = authorize(operation, principal);
     if (refusal) return { kind: 'refuse', refusal };
-    if (operation.owner === 'gateway') return { kind: 'answer' };
+    if (operation.owner === 'gateway') return ANSWER;
     if (operation.connectId !== null) await this.requireUser(operation.connectId);
     const rule = listRule(operation, principal, grantorFilter(new URL(request.url, 'http://gateway').searchParams));
     if (rule && 'redirectWith' in rule)

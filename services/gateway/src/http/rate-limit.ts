@@ -67,15 +67,15 @@ export function rateLimit(
     buckets.set(id, bucket);
     if (buckets.size > MAX_BUCKETS) buckets.delete(buckets.keys().next().value!);
     const name = POLICY[budget.kind];
-    res.set('RateLimit-Policy', policies[budget.kind]);
+    res.setHeader('RateLimit-Policy', policies[budget.kind]);
     if (bucket.tokens < 1) {
       const retryAfter = Math.ceil((1 - bucket.tokens) / perSecond);
-      res.set('RateLimit', `"${name}";r=0;t=${retryAfter}`);
+      res.setHeader('RateLimit', `"${name}";r=0;t=${retryAfter}`);
       return next(tooManyRequests(`rate limit of ${rate.perSecond} requests per second exceeded`, retryAfter));
     }
     bucket.tokens -= 1;
     const refill = Math.ceil((burst - bucket.tokens) / perSecond);
-    res.set('RateLimit', `"${name}";r=${Math.floor(bucket.tokens)};t=${refill}`);
+    res.setHeader('RateLimit', `"${name}";r=${Math.floor(bucket.tokens)};t=${refill}`);
     next();
   };
 }

@@ -174,7 +174,7 @@ export function gatewayRoutes(options: GatewayRoutesOptions): RequestHandler {
       audited && reason?.ok ? options.audit.record(req, res, principal!, reason.reason, bodyGrantor) : undefined;
     switch (routing.kind) {
       case 'answer':
-        await auditing(() => grantorOfParsedBody(req.body));
+        if (audited) await auditing(() => grantorOfParsedBody(req.body));
         return next();
       case 'refuse':
         throw refused(routing.refusal, realm);
@@ -310,7 +310,8 @@ export function gatewayRoutes(options: GatewayRoutesOptions): RequestHandler {
         ...(amount === undefined ? {} : { amount }),
         ...(clockId === undefined ? {} : { clockId }),
       });
-      res.set('Cache-Control', 'no-store').json(answer);
+      res.setHeader('Cache-Control', 'no-store');
+      res.json(answer);
     },
     listUsers: async (req, res) => {
       const page = pageParams(req);
