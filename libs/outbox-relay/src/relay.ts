@@ -103,6 +103,12 @@ export class OutboxRelay {
    * without reading them (docs/decisions/0068); bounded: beyond, it reads them instead.
    */
   private handed: InsertedPending[] = [];
+  /**
+   * The documents the latest reads published, by id, with their generation: an insert hands its
+   * document after its write returns, so a read in between may publish it first; its hand is
+   * then not published again. Bounded: the oldest are forgotten first.
+   */
+  private readonly readLately = new Map<string, number | undefined>();
   private stopped = true;
   private stopListening: (() => void) | undefined;
   /** Until when this relay holds the lease, as far as it knows (ms since the epoch). */
@@ -170,8 +176,13 @@ export class OutboxRelay {
    * relay publishes them without reading the collection, before anything it reads. Past a few
    * batches of them, they are dropped and read instead (they are stored, under the recent keys).
    */
-  private hand(inserted: readonly InsertedPending[]): void {
+  private hand(handedNow: readonly InsertedPending[]): void {
     if (this.stopped) return;
+    const inserted = handedNow.filter(({ _id, generation }) => {
+      const id = String(_id);
+      return !this.readLately.has(id) || this.readLately.get(id) !== generation;
+    });
+    if (inserted.length === 0) return;
     if (this.handed.length + inserted.length > this.batchSize * HANDED_BATCHES) {
       this.handed = [];
       this.kick();
@@ -258,6 +269,14 @@ export class OutboxRelay {
     if (batch.length === 0) return 'all';
     this.forgetHanded(batch);
     if (!(await this.publishBatch(batch))) return 'failed';
+    for (const { _id, generation } of batch) {
+      this.readLately.delete(String(_id));
+      this.readLately.set(String(_id), generation);
+    }
+    for (const id of this.readLately.keys()) {
+      if (this.readLately.size <= this.batchSize * HANDED_BATCHES) break;
+      this.readLately.delete(id);
+    }
     return batch.length < this.batchSize ? 'all' : 'full';
   }
 

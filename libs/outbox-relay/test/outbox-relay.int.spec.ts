@@ -6,6 +6,7 @@ import { EventCollector, RabbitAdmin, testDatabase, type TestDatabase, testName 
 import mongoose, { type mongo } from 'mongoose';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
+  announcePending,
   HistoryLog,
   newOutbox,
   OutboxCollection,
@@ -226,5 +227,25 @@ describe('the outbox relay publishes what this process inserts as it was stored'
       relay = undefined;
       await watched.close();
     }
+  });
+
+  it('when a read publishes an inserted document before its insert hands it over, then the hand publishes nothing again', async () => {
+    startRelay(60_000);
+    // Inserted without being handed (as if its insert had not returned yet): the next poll reads it.
+    const named = (name: string) => `late-hand-${name}-${randomBytes(3).toString('hex')}`;
+    const [read, handed] = [named('read'), named('handed')];
+    const { outbox } = newOutbox([event(read)]);
+    const stored = { _id: read, generation: 1, outbox, outboxPending: pendingKeyAt(Date.now()) };
+    await documents.insertOne({ ...stored } as never);
+    await published.waitFor(() => publishedSubjects().has(read));
+    await expect.poll(() => pendingLeft([read])).toBe(0);
+    // Its insert now hands it over, then another insert hands a second document: handed documents
+    // are published in the order they were handed, so a second copy would come before the second.
+    announcePending(database.db.db!, 'things', [stored]);
+    const second = { doc: { _id: handed, generation: 1 }, outbox: [event(handed)] };
+    await new OutboxCollection(database.db.db!, 'things').insertMany([second]);
+    await published.waitFor(() => publishedSubjects().has(handed));
+    const subjects = published.messages.map((message) => message.body.subject as string);
+    expect(subjects.filter((subject) => subject === read)).toHaveLength(1);
   });
 });
