@@ -36,13 +36,14 @@ export interface RoutedRequest {
   sourceAddress: string;
 }
 
+/** A route the gateway answers itself: one object for every such request. */
+const ANSWER: Routing = { kind: 'answer' };
+
 /**
  * The gateway's forwarding use case (docs/api.md): the one decision of who may call what, the
  * user check of `/id/users/{connectId}…` (404 for an unknown user), the list rule of rules
  * 2 and 5, and whose budget the call spends. The HTTP layer carries out what it decides.
  */
-const ANSWER: Routing = { kind: 'answer' };
-
 export class Forwarding {
   constructor(
     private readonly options: {
