@@ -125,10 +125,29 @@ process.once('uncaughtException', (error) => {
   void system.stop().finally(() => process.exit(1));
 });
 
+/**
+ * This benchmark's service processes by name, found by what they run (`services/<name>/dist/…`)
+ * among its children: an older build's test system, measured beside today's
+ * (docs/performance.md), names none of its processes.
+ */
+function serviceProcesses() {
+  const found = new Map();
+  for (const pid of readdirSync('/proc').filter((entry) => /^\d+$/.test(entry))) {
+    try {
+      if (Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')[1]) !== process.pid) continue;
+      const service = /services\/([a-z-]+)\/dist\//.exec(readFileSync(`/proc/${pid}/cmdline`, 'utf8'));
+      if (service) found.set(service[1], { pid });
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return found;
+}
+
 /** Peak resident memory (VmHWM) of each service process, in MB. */
 function peakMemory() {
   const peaks = {};
-  for (const [name, service] of system.services) {
+  for (const [name, service] of serviceProcesses()) {
     const status = readFileSync(`/proc/${service.pid}/status`, 'utf8');
     peaks[name] = Math.round(Number(/VmHWM:\s+(\d+)/.exec(status)[1]) / 1024);
   }
@@ -145,6 +164,14 @@ function cpuOf(pid) {
   }
 }
 
+/** CPU seconds each service and server has used since `before` (a `cpuSeconds()`). */
+function spentSince(before) {
+  const now = cpuSeconds();
+  return Object.fromEntries(
+    Object.entries(now).map(([name, used]) => [name, Number((used - before[name]).toFixed(2))]),
+  );
+}
+
 /** The servers' processes by what they run (PostgreSQL's backends come and go: summed by name). */
 const SERVER_COMMANDS = {
   ferretdb: /^ferretdb$/,
@@ -155,7 +182,7 @@ const SERVER_COMMANDS = {
 /** CPU seconds each service process, and each server (all its processes), has used so far. */
 function cpuSeconds() {
   const used = {};
-  for (const [name, service] of system.services) used[name] = cpuOf(service.pid);
+  for (const [name, service] of serviceProcesses()) used[name] = cpuOf(service.pid);
   used.bench = cpuOf(process.pid);
   for (const name of Object.keys(SERVER_COMMANDS)) used[name] = 0;
   for (const pid of readdirSync('/proc').filter((entry) => /^\d+$/.test(entry))) {
@@ -187,6 +214,8 @@ async function renewAll(users) {
     rightsSpec: [{ sku: 'monthly' }],
   });
   let next = 0;
+  resetStatements();
+  const cpuBeforeCreating = cpuSeconds();
   const createdAt = Date.now();
   await Promise.all(
     Array.from({ length: PARALLEL }, async () => {
@@ -202,11 +231,15 @@ async function renewAll(users) {
     }),
   );
   const creating = (Date.now() - createdAt) / 1000;
+  const creationStatements = statementsSince('bench_renewal');
+  const cpuCreating = spentSince(cpuBeforeCreating);
   if (Date.now() >= due.getTime())
     throw new Error(`creating ${N} subscriptions took past the due time; lower BENCH_CREATE_RATE`);
   console.log(
     `created ${N} subscriptions of ${USERS} users in ${creating.toFixed(1)} s (${(N / creating).toFixed(0)}/s, ${PARALLEL} in flight); due at ${due.toISOString()}`,
   );
+  console.log(`CPU seconds of each service and server while creating: ${JSON.stringify(cpuCreating)}`);
+  console.log(`\nthe database's statements while creating:\n\n${statementsTable(creationStatements, N, 'creation')}\n`);
   // The scheduler learns of a subscription from its subscription.created: renewal is timed
   // only once the outbox relay has published them all, or it would time the relay's backlog.
   const createdEnd = Date.now();
@@ -236,14 +269,9 @@ async function renewAll(users) {
   );
   const [renewedAt, createdAt2] = await Promise.all([completeAt(renewed), completeAt(rights)]);
   const seconds = (Date.now() - due.getTime()) / 1000;
-  const cpuAtEnd = cpuSeconds();
-  const atDue = await cpuAtDue;
+  const cpuRenewing = spentSince(await cpuAtDue);
   console.log(
-    `CPU seconds of each service and server from the due second to the last event: ${JSON.stringify(
-      Object.fromEntries(
-        Object.entries(cpuAtEnd).map(([name, used]) => [name, Number((used - atDue[name]).toFixed(2))]),
-      ),
-    )}`,
+    `CPU seconds of each service and server from the due second to the last event: ${JSON.stringify(cpuRenewing)}`,
   );
   console.log(
     `last subscription.renewed at ${renewedAt.toFixed(1)} s, last right.created at ${createdAt2.toFixed(1)} s`,

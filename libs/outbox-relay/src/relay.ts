@@ -51,9 +51,16 @@ export interface OutboxRelayOptions {
   collection: string;
   client: AmqpClient;
   logger: Logger;
-  /** Backstop polling of the recent seconds' keys; writes in this process wake the relay (`whenPending`). */
+  /**
+   * How often the recent seconds' keys are read, for what other replicas wrote; writes of this
+   * process tell the relay where to read (`whenPending`).
+   */
   pollIntervalMs?: number;
-  /** How often every key is read, for what the recent ones miss: a relay that fell behind, a broker outage. */
+  /**
+   * How often every key is read, for what nothing told the relay of: another replica's write that
+   * took longer than the recent keys' reach. A broker's return, a lease taken over and a run that
+   * failed ask for a full pass of their own (docs/decisions/0072).
+   */
   fullPassMs?: number;
   /** How long a relay holds the collection's relay lease without renewing it. */
   leaseMs?: number;
@@ -109,6 +116,11 @@ export class OutboxRelay {
    * then not published again. Bounded: the oldest are forgotten first.
    */
   private readonly readLately = new Map<string, number | undefined>();
+  /**
+   * Work was dropped (a failed run) or the lease was taken anew: the next poll reads every key,
+   * not the recent ones only.
+   */
+  private passOwed = false;
   private stopped = true;
   private stopListening: (() => void) | undefined;
   /** Until when this relay holds the lease, as far as it knows (ms since the epoch). */
@@ -131,17 +143,17 @@ export class OutboxRelay {
   start(): void {
     this.stopped = false;
     relays.add(this);
-    this.stopListening = whenPending(this.options.db, this.options.collection, (inserted) =>
-      inserted ? this.hand(inserted) : this.kick(),
+    this.stopListening = whenPending(this.options.db, this.options.collection, (written) =>
+      'inserted' in written ? this.hand(written.inserted) : this.kick([written.changedUnder]),
     );
-    // The poll catches what no kick announced (a write of another replica, a broker outage).
-    this.polling = repeat(() => this.kick(), {
+    // The poll catches what another replica wrote; a run that failed asks for a full pass at the next one.
+    this.polling = repeat(() => this.kick(this.passOwed ? 'all' : 'recent'), {
       everyMs: this.options.pollIntervalMs ?? 500,
       immediately: false,
       onError: () => undefined,
     });
     this.fullPass = repeat(() => this.kick('all'), {
-      everyMs: this.options.fullPassMs ?? 5_000,
+      everyMs: this.options.fullPassMs ?? 30_000,
       onError: () => undefined,
     });
   }
@@ -160,14 +172,17 @@ export class OutboxRelay {
   }
 
   /**
-   * Publish now what the recent seconds made pending, or everything pending. A run under way
-   * takes the recent keys before the rest of its pass; a pass asked for during a pass follows it.
+   * Publish now what is pending under `keys`, or what the recent seconds made pending, or
+   * everything pending. A run under way takes the keys before the rest of its pass; a pass asked
+   * for during a pass follows it.
    */
-  kick(keys: 'recent' | 'all' = 'recent'): void {
+  kick(keys: 'recent' | 'all' | readonly PendingKey[] = 'recent'): void {
     if (this.stopped) return;
-    if (keys === 'recent') for (const key of recentPendingKeys(Date.now())) this.kicked.add(key);
-    else if (this.passLeft.length > 0) this.passAgain = true;
-    else this.passLeft = [...ALL_PENDING_KEYS];
+    if (keys === 'all') {
+      this.passOwed = false;
+      if (this.passLeft.length > 0) this.passAgain = true;
+      else this.passLeft = [...ALL_PENDING_KEYS];
+    } else for (const key of keys === 'recent' ? recentPendingKeys(Date.now()) : keys) this.kicked.add(key);
     this.wake();
   }
 
@@ -184,8 +199,9 @@ export class OutboxRelay {
     });
     if (inserted.length === 0) return;
     if (this.handed.length + inserted.length > this.batchSize * HANDED_BATCHES) {
+      const keys = new Set([...this.handed, ...inserted].map(({ outboxPending }) => outboxPending));
       this.handed = [];
-      this.kick();
+      this.kick([...keys]);
       return;
     }
     this.handed.push(...inserted);
@@ -217,19 +233,19 @@ export class OutboxRelay {
         if (handedLast) {
           const handed = this.handed.splice(0, this.batchSize);
           if (!(await this.holdLease())) return this.forgetWork();
-          if (!(await this.publishBatch(handed.map(loaded)))) return this.forgetWork();
+          if (!(await this.publishBatch(handed.map(loaded)))) return this.failed();
           continue;
         }
         const next = this.nextKey();
         if (next === undefined) return;
         if (!(await this.holdLease())) return this.forgetWork();
         const read = await this.readBatch(next.key);
-        if (read === 'failed') return this.forgetWork();
+        if (read === 'failed') return this.failed();
         if (read === 'full' && next.kicked) this.kicked.add(next.key);
         else if (read === 'full') this.passLeft.unshift(next.key);
       }
     } catch (error) {
-      this.forgetWork();
+      this.failed();
       this.log.warn({ err: error }, 'outbox relay run failed; will retry');
     }
   }
@@ -278,6 +294,12 @@ export class OutboxRelay {
       this.readLately.delete(id);
     }
     return batch.length < this.batchSize ? 'all' : 'full';
+  }
+
+  /** A run that could not publish what it was asked: dropped, and every key read at the next poll. */
+  private failed(): void {
+    this.forgetWork();
+    this.passOwed = true;
   }
 
   private forgetWork(): void {
@@ -348,12 +370,16 @@ export class OutboxRelay {
     if (this.leaseUntil - now.getTime() > (leaseMs * 2) / 3) return true;
     try {
       const until = new Date(now.getTime() + leaseMs);
+      const lapsed = this.leaseUntil < now.getTime();
       await this.leases.updateOne(
         { _id: this.leaseId, $or: [{ owner: this.owner }, { until: { $lt: now } }] },
         { $set: { owner: this.owner, until } },
         { upsert: true },
       );
       this.leaseUntil = until.getTime();
+      // Taken anew (after another relay's, or after this one lapsed): what was pending meanwhile
+      // may be under any key. A pass under way reads them all already.
+      if (lapsed && this.passLeft.length === 0) this.passOwed = true;
       return true;
     } catch (error) {
       this.leaseUntil = 0;

@@ -72,7 +72,13 @@ function keysFarFromNow({ adjacent = false } = {}): [number, number] {
   return [first, adjacent ? first + 1 : far[1]!];
 }
 
-const startRelay = (fullPassMs: number, history?: HistoryLog, db = database.db.db!, pollIntervalMs = 100) => {
+const startRelay = (
+  fullPassMs: number,
+  history?: HistoryLog,
+  db = database.db.db!,
+  pollIntervalMs = 100,
+  batchSize?: number,
+) => {
   relay = new OutboxRelay({
     db,
     collection: 'things',
@@ -81,6 +87,7 @@ const startRelay = (fullPassMs: number, history?: HistoryLog, db = database.db.d
     pollIntervalMs,
     fullPassMs,
     history,
+    ...(batchSize === undefined ? {} : { batchSize }),
   });
   relay.start();
   return relay;
@@ -241,11 +248,68 @@ describe('the outbox relay publishes what this process inserts as it was stored'
     await expect.poll(() => pendingLeft([read])).toBe(0);
     // Its insert now hands it over, then another insert hands a second document: handed documents
     // are published in the order they were handed, so a second copy would come before the second.
-    announcePending(database.db.db!, 'things', [stored]);
+    announcePending(database.db.db!, 'things', { inserted: [stored] });
     const second = { doc: { _id: handed, generation: 1 }, outbox: [event(handed)] };
     await new OutboxCollection(database.db.db!, 'things').insertMany([second]);
     await published.waitFor(() => publishedSubjects().has(handed));
     const subjects = published.messages.map((message) => message.body.subject as string);
     expect(subjects.filter((subject) => subject === read)).toHaveLength(1);
+  });
+});
+
+describe('the outbox relay reads where it was told, not every key every few seconds (docs/decisions/0072)', () => {
+  const named = (name: string) => `${name}-${randomBytes(3).toString('hex')}`;
+
+  it('when a change of this process is written under a key the recent seconds no longer reach (a write that took long), then its event goes out at once, without a full pass', async () => {
+    const [far] = keysFarFromNow();
+    startRelay(60_000, undefined, database.db.db!, 60_000);
+    // The pass at start has read every key; the next poll and pass are a minute away.
+    const first = named('first');
+    await pendingDocument(first, pendingKeyAt(Date.now()));
+    relay!.kick();
+    await published.waitFor(() => publishedSubjects().has(first));
+    const slow = named('slow-change');
+    await pendingDocument(slow, far);
+    announcePending(database.db.db!, 'things', { changedUnder: far });
+    await published.waitFor(() => publishedSubjects().has(slow), 10_000);
+    await expect.poll(() => pendingLeft([slow])).toBe(0);
+  });
+
+  it('when more inserted documents are handed than the relay keeps, then it reads the keys they were stored under, recent or not', async () => {
+    const [far] = keysFarFromNow();
+    startRelay(60_000, undefined, database.db.db!, 60_000, 2);
+    const first = named('first');
+    await pendingDocument(first, pendingKeyAt(Date.now()));
+    relay!.kick();
+    await published.waitFor(() => publishedSubjects().has(first));
+    // Ten documents stored under an old key, handed at once: more than four batches of two.
+    const ids = Array.from({ length: 10 }, (_, i) => named(`overflow-${i}`));
+    const stored = ids.map((id) => ({
+      _id: id,
+      generation: 1,
+      outbox: newOutbox([event(id)]).outbox,
+      outboxPending: far,
+    }));
+    await documents.insertMany(stored.map((doc) => ({ ...doc })) as never);
+    announcePending(database.db.db!, 'things', { inserted: stored });
+    await published.waitFor(() => ids.every((id) => publishedSubjects().has(id)), 10_000);
+    await expect.poll(() => pendingLeft(ids)).toBe(0);
+  });
+
+  it('when the relay takes over a lease another relay held, then it reads every key at its next poll, not at its next full pass', async () => {
+    const [far] = keysFarFromNow();
+    // Another relay holds the lease for two more seconds, and left a document pending under an old key.
+    await database.db
+      .db!.collection('outbox_leases')
+      .updateOne(
+        { _id: 'outbox:things' } as never,
+        { $set: { owner: 'another relay', until: new Date(Date.now() + 2_000) } },
+        { upsert: true },
+      );
+    const left = named('left-behind');
+    await pendingDocument(left, far);
+    startRelay(60_000, undefined, database.db.db!, 200);
+    await published.waitFor(() => publishedSubjects().has(left), 10_000);
+    await expect.poll(() => pendingLeft([left])).toBe(0);
   });
 });

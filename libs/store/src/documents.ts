@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import pLimit from 'p-limit';
 import type { Connection, Model, mongo, Schema } from 'mongoose';
 import { documentLock } from './document-lock';
-import { CAS_FIELD, newOutbox, OUTBOX_PROJECTION, setWithOutbox } from './outbox';
+import { CAS_FIELD, newOutbox, OUTBOX_PROJECTION, pendingKeyAt, setWithOutbox } from './outbox';
 import type { OutboxEntry } from './outbox-entry';
 import { isDuplicateKey, isTransient, WriteFailed } from './items';
 import { serverLimits } from './server-limits';
@@ -150,7 +150,9 @@ export class OutboxCollection {
   async compareAndSet(change: StoredChange): Promise<boolean> {
     // FerretDB checks the filter on the document it read, not on the row it writes: its
     // PostgreSQL guard checks the stamp's generations again as it writes (docs/decisions/0046).
-    const { filter, update } = compareAndSetWrite(change, this.guard, !(await serverLimits(this.db)).usesDriverIndexes);
+    const pendingKey = pendingKeyAt(Date.now());
+    const stamped = !(await serverLimits(this.db)).usesDriverIndexes;
+    const { filter, update } = compareAndSetWrite(change, this.guard, stamped, pendingKey);
     try {
       const result = await documentLock.run(this.name, change.id, () => this.collection.updateOne(filter, update));
       if (result.modifiedCount !== 1) return false;
@@ -158,19 +160,15 @@ export class OutboxCollection {
       if (isLostCompareAndSet(error)) return false;
       throw error;
     }
-    this.announce(change.outbox);
+    // The relay reads the key the change was written under, however long the write took.
+    if (change.outbox.length > 0) announcePending(this.db, this.name, { changedUnder: pendingKey });
     return true;
-  }
-
-  /** Wakes the collection's relay when a change stored entries (`whenPending`). */
-  private announce(entries: readonly OutboxEntry[]): void {
-    if (entries.length > 0) announcePending(this.db, this.name);
   }
 
   /** Hands the relay the documents just inserted with entries, as stored (`whenPending`). */
   private announceInserted(stored: readonly InsertedPending[]): void {
-    const pending = stored.filter(({ outbox }) => outbox.length > 0);
-    if (pending.length > 0) announcePending(this.db, this.name, pending);
+    const inserted = stored.filter(({ outbox }) => outbox.length > 0);
+    if (inserted.length > 0) announcePending(this.db, this.name, { inserted });
   }
 
   /**
@@ -193,10 +191,15 @@ export class OutboxCollection {
 
 /**
  * The `updateOne` of a compare-and-set: its filter (the document at one of the generations the
- * change may find, and `guard`), and its update with the change's outbox; `stamped`, with the
- * stamp FerretDB's guard checks (`CAS_FIELD`).
+ * change may find, and `guard`), and its update with the change's outbox, pending under
+ * `pendingKey` (by default, now's); `stamped`, with the stamp FerretDB's guard checks (`CAS_FIELD`).
  */
-export function compareAndSetWrite(change: StoredChange, guard: Record<string, unknown>, stamped: boolean) {
+export function compareAndSetWrite(
+  change: StoredChange,
+  guard: Record<string, unknown>,
+  stamped: boolean,
+  pendingKey?: number,
+) {
   const generations = change.orStoredAt === undefined ? [change.generation] : [change.generation, change.orStoredAt];
   const stamp = stamped ? { [CAS_FIELD]: { from: generations, token: randomUUID() } } : {};
   return {
@@ -205,7 +208,7 @@ export function compareAndSetWrite(change: StoredChange, guard: Record<string, u
       _id: change.id,
       generation: generations.length === 1 ? generations[0] : { $in: generations },
     } as never,
-    update: setWithOutbox({ ...change.set, ...stamp }, change.outbox),
+    update: setWithOutbox({ ...change.set, ...stamp }, change.outbox, pendingKey),
   };
 }
 

@@ -64,11 +64,14 @@ export function newOutbox(entries: OutboxEntry[]): { outbox: StoredOutboxEntry[]
   return { outbox: storedEntries(entries), outboxPending: entries.length > 0 ? pendingKeyAt(Date.now()) : false };
 }
 
-/** An update that sets `fields` and appends `entries` to the document's outbox, in one write. */
-export function setWithOutbox(fields: object, entries: OutboxEntry[]): object {
+/**
+ * An update that sets `fields` and appends `entries` to the document's outbox, in one write,
+ * pending under `pendingKey` (by default, the key of now).
+ */
+export function setWithOutbox(fields: object, entries: OutboxEntry[], pendingKey = pendingKeyAt(Date.now())): object {
   if (entries.length === 0) return { $set: fields };
   return {
-    $set: { ...fields, outboxPending: pendingKeyAt(Date.now()) },
+    $set: { ...fields, outboxPending: pendingKey },
     $push: { outbox: { $each: storedEntries(entries) } },
   };
 }

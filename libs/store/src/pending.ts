@@ -22,10 +22,15 @@ export interface InsertedPending {
 }
 
 /**
- * Told of new entries: the documents inserted with them, or `undefined` when the write does
- * not know a document's whole outbox (a change of a document that may hold earlier entries).
+ * What a write of this process made pending: the documents it inserted, as stored, or the key
+ * it made a changed document pending under (a change does not know the document's whole
+ * outbox, which may hold earlier entries). Either way the relay knows where to read, however
+ * long the write took (docs/decisions/0072).
  */
-export type PendingListener = (inserted: readonly InsertedPending[] | undefined) => void;
+export type PendingWrite = { inserted: readonly InsertedPending[] } | { changedUnder: number };
+
+/** Told of each write that stored entries. */
+export type PendingListener = (written: PendingWrite) => void;
 
 /** Calls `listener` whenever entries are stored in `collection` of `db`; returns how to stop. */
 export function whenPending(db: mongo.Db, collection: string, listener: PendingListener): () => void {
@@ -37,7 +42,7 @@ export function whenPending(db: mongo.Db, collection: string, listener: PendingL
   return () => own.delete(listener);
 }
 
-/** Tells `collection`'s listeners that it holds new entries (in `inserted`, when that is all of them). */
-export function announcePending(db: mongo.Db, collection: string, inserted?: readonly InsertedPending[]): void {
-  for (const listener of listeners.get(db)?.get(collection) ?? []) listener(inserted);
+/** Tells `collection`'s listeners what a write made pending. */
+export function announcePending(db: mongo.Db, collection: string, written: PendingWrite): void {
+  for (const listener of listeners.get(db)?.get(collection) ?? []) listener(written);
 }
