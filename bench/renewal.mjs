@@ -23,14 +23,17 @@
 // every service, e.g. '{"WEBHOOK_CONCURRENCY_PER_ENDPOINT":"32"}'. BENCH_RENEWAL_WEBHOOK=1 gives the
 // grantor an endpoint (on this machine, answering at once) subscribed to right.created, and
 // prints when the renewals' first attempts reached it, from the due second (p50, p99, last),
-// with the dispatcher's counters of put-offs and late finds.
-import { readdirSync, readFileSync } from 'node:fs';
+// with the dispatcher's counters of put-offs and late finds. The creation phase prints its own
+// CPU seconds and statements per creation. BENCH_DOCUMENT_SIZES=1 prints the mean stored size of
+// every collection's documents; BENCH_PERF_OUT a machine-wide `perf` profile (see profileMachine).
+// It finds the service processes by what they run, so it measures an older build too.
 import { performance } from 'node:perf_hooks';
 import { clearInterval, setInterval } from 'node:timers';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { floorTable, measureFloor, rightDocument } from './floor.mjs';
+import { cpuSeconds, peakMemory, profileMachine, spentSince } from './processes.mjs';
 import { resetStatements, statementsSince, statementsTable } from './statements.mjs';
 import { dispatcherCounters, percentile, registerEndpoint, startWebhookReceiver } from './system.mjs';
 
@@ -126,76 +129,27 @@ process.once('uncaughtException', (error) => {
 });
 
 /**
- * This benchmark's service processes by name, found by what they run (`services/<name>/dist/…`)
- * among its children: an older build's test system, measured beside today's
- * (docs/performance.md), names none of its processes.
+ * The mean BSON size of the documents of every collection of the system's databases (a sample of
+ * 200 each; BENCH_DOCUMENT_SIZES=1): what FerretDB converts on every write and read.
  */
-function serviceProcesses() {
-  const found = new Map();
-  for (const pid of readdirSync('/proc').filter((entry) => /^\d+$/.test(entry))) {
-    try {
-      if (Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')[1]) !== process.pid) continue;
-      const service = /services\/([a-z-]+)\/dist\//.exec(readFileSync(`/proc/${pid}/cmdline`, 'utf8'));
-      if (service) found.set(service[1], { pid });
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return found;
-}
-
-/** Peak resident memory (VmHWM) of each service process, in MB. */
-function peakMemory() {
-  const peaks = {};
-  for (const [name, service] of serviceProcesses()) {
-    const status = readFileSync(`/proc/${service.pid}/status`, 'utf8');
-    peaks[name] = Math.round(Number(/VmHWM:\s+(\d+)/.exec(status)[1]) / 1024);
-  }
-  return peaks;
-}
-
-/** CPU seconds (user + system) a process has used so far, from /proc (100 ticks a second); 0 once gone. */
-function cpuOf(pid) {
+async function documentSizes() {
+  const { BSON } = require(path.join(root, 'node_modules/mongodb'));
+  const client = await MongoClient.connect(servers.mongoUrl);
   try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return 0;
-  }
-}
-
-/** CPU seconds each service and server has used since `before` (a `cpuSeconds()`). */
-function spentSince(before) {
-  const now = cpuSeconds();
-  return Object.fromEntries(
-    Object.entries(now).map(([name, used]) => [name, Number((used - before[name]).toFixed(2))]),
-  );
-}
-
-/** The servers' processes by what they run (PostgreSQL's backends come and go: summed by name). */
-const SERVER_COMMANDS = {
-  ferretdb: /^ferretdb$/,
-  postgres: /^postgres$/,
-  rabbitmq: /^(beam\.smp|erl_child_setup|epmd)$/,
-};
-
-/** CPU seconds each service process, and each server (all its processes), has used so far. */
-function cpuSeconds() {
-  const used = {};
-  for (const [name, service] of serviceProcesses()) used[name] = cpuOf(service.pid);
-  used.bench = cpuOf(process.pid);
-  for (const name of Object.keys(SERVER_COMMANDS)) used[name] = 0;
-  for (const pid of readdirSync('/proc').filter((entry) => /^\d+$/.test(entry))) {
-    let command;
-    try {
-      command = readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
-    } catch {
-      continue;
+    const { databases } = await client.db().admin().listDatabases();
+    const rows = [];
+    for (const { name } of databases.filter((database) => database.name.startsWith(`${system.prefix}_`))) {
+      for (const { name: collection } of await client.db(name).listCollections().toArray()) {
+        const docs = await client.db(name).collection(collection).find().limit(200).toArray();
+        if (docs.length === 0) continue;
+        const bytes = docs.reduce((sum, doc) => sum + BSON.calculateObjectSize(doc), 0) / docs.length;
+        rows.push(`| ${name.slice(system.prefix.length + 1)} | ${collection} | ${Math.round(bytes)} |`);
+      }
     }
-    const server = Object.keys(SERVER_COMMANDS).find((name) => SERVER_COMMANDS[name].test(command));
-    if (server) used[server] += cpuOf(pid);
+    console.log(`\n| database | collection | mean bytes |\n|---|---|---:|\n${rows.sort().join('\n')}`);
+  } finally {
+    await client.close();
   }
-  return used;
 }
 
 /** Renewal: N subscriptions created through the gateway, all due at one second; resolves its seconds. */
@@ -215,6 +169,7 @@ async function renewAll(users) {
   });
   let next = 0;
   resetStatements();
+  const creationProfiler = process.env.BENCH_PERF_PHASE === 'create' ? profileMachine() : undefined;
   const cpuBeforeCreating = cpuSeconds();
   const createdAt = Date.now();
   await Promise.all(
@@ -231,6 +186,7 @@ async function renewAll(users) {
     }),
   );
   const creating = (Date.now() - createdAt) / 1000;
+  await creationProfiler?.stop();
   const creationStatements = statementsSince('bench_renewal');
   const cpuCreating = spentSince(cpuBeforeCreating);
   if (Date.now() >= due.getTime())
@@ -261,14 +217,17 @@ async function renewAll(users) {
     collector.waitFor((messages) => messages.length >= N, 3_600_000).then(() => (Date.now() - due.getTime()) / 1000);
   // What each service spent of the machine from the due second to the last event.
   // And the statements the database ran in that window (bench/statements.mjs).
+  let profiler;
   const cpuAtDue = new Promise((resolve) =>
     setTimeout(() => {
       resetStatements();
+      if (process.env.BENCH_PERF_PHASE !== 'create') profiler = profileMachine();
       resolve(cpuSeconds());
     }, due.getTime() - Date.now()),
   );
   const [renewedAt, createdAt2] = await Promise.all([completeAt(renewed), completeAt(rights)]);
   const seconds = (Date.now() - due.getTime()) / 1000;
+  await profiler?.stop();
   const cpuRenewing = spentSince(await cpuAtDue);
   console.log(
     `CPU seconds of each service and server from the due second to the last event: ${JSON.stringify(cpuRenewing)}`,
@@ -402,6 +361,7 @@ try {
   console.log(
     `| ${N} | ${raw.toFixed(0)} | ${floor.floorRate.toFixed(0)} | ${seconds ? `${seconds.toFixed(1)} s | ${rate.toFixed(1)} | ${(rate / raw).toFixed(3)} | ${(rate / floor.floorRate).toFixed(3)}` : '– | – | – | –'} | ${expirySeconds.toFixed(1)} s | ${(N / expirySeconds).toFixed(0)} |`,
   );
+  if (process.env.BENCH_DOCUMENT_SIZES) await documentSizes();
 } finally {
   receiver?.close();
   await system.stop();
