@@ -3,6 +3,9 @@ import { bucketPages, OutboxCollection } from './documents';
 import { BY_ID, type CollectionIndexes, type IndexedQuery } from './indexes';
 import { LIST_BLOCKS, listCountersOf, Lists, type ListedFields, type ListPage, type ListPosition } from './listing';
 import { OUTBOX_PROJECTION, PENDING_EVENTS } from './outbox';
+import type { OutboxEntry } from './outbox-entry';
+import { GroupCommit } from './group-commit';
+import { WriteFailed } from './items';
 
 /** A page of a list reads where each document stands in it, not its outbox. */
 const LISTED_PAGE_FIELDS = { ...OUTBOX_PROJECTION, listBlocks: 0 };
@@ -65,3 +68,39 @@ export class UserLists<Doc extends { _id: string; userId: string }> {
     return { items: page.items.map(({ listed: _listed, ...doc }) => doc as unknown as Doc), last: page.last };
   }
 }
+
+/**
+ * New documents created one by one (an API's creations), each placed in its user's lists and
+ * stored with its events. Creations under way at once are placed and inserted together
+ * (docs/decisions/0073): one placement (one counter insert for the owners that are new, a
+ * counter write or read per other owner it must consult) and one `insertMany`, where each
+ * creation alone cost its own insert and counter write, each a transaction on FerretDB.
+ */
+export class ListedInserts<Doc extends { _id: string; userId: string }> {
+  private readonly together = new GroupCommit<{ doc: Doc; outbox: OutboxEntry[] }, boolean | WriteFailed>(
+    (items) => this.write(items),
+    INSERTED_TOGETHER,
+  );
+
+  constructor(
+    private readonly lists: UserLists<Doc>,
+    private readonly documents: OutboxCollection,
+  ) {}
+
+  /** Stores `doc` with its events; false when its id is taken (also as a tombstone). */
+  async insert(doc: Doc, outbox: OutboxEntry[]): Promise<boolean> {
+    const stored = await this.together.add({ doc, outbox });
+    if (stored instanceof WriteFailed) throw stored.error;
+    return stored;
+  }
+
+  private async write(
+    items: ReadonlyArray<{ doc: Doc; outbox: OutboxEntry[] }>,
+  ): Promise<Array<boolean | WriteFailed>> {
+    const placed = await this.lists.placed(items.map(({ doc }) => doc));
+    return this.documents.insertEach(placed.map((doc, index) => ({ doc, outbox: items[index]!.outbox })));
+  }
+}
+
+/** The most creations one `insertMany` stores: FerretDB inserts rows a hundred at a time. */
+const INSERTED_TOGETHER = 100;

@@ -7,6 +7,7 @@ import {
   OutboxStore,
   READ_CONCURRENCY,
   UserLists,
+  ListedInserts,
   userOwnedIndexes,
 } from '@rs/store';
 import type { EntityUpdate, ListPage, ListPosition, OutboxEntry, SetAsideField } from '@rs/store';
@@ -167,10 +168,12 @@ const listOf = ([kind, ...parties]: Audience): string => listName(kind, ...parti
  */
 export class RightStore extends OutboxStore<RightDocument, RightEntity> {
   private readonly lists: UserLists<RightDocument>;
+  private readonly inserts: ListedInserts<RightDocument>;
 
   constructor(db: Connection) {
     super(db, 'Right', rightSchema, { tombstone: 'removed', toEntity, indexes: RIGHT_INDEXES });
     this.lists = new UserLists<RightDocument>(db.db!, this.model.collection, (right) => audiencesOf(right).map(listOf));
+    this.inserts = new ListedInserts(this.lists, this.documents);
   }
 
   /** A user's live right (another user's is none). */
@@ -287,8 +290,7 @@ export class RightStore extends OutboxStore<RightDocument, RightEntity> {
 
   /** Stores a new right with its messages; false when the id exists (also as a tombstone). */
   async insert(right: RightEntity, outbox: OutboxEntry[]): Promise<boolean> {
-    const [doc] = await this.lists.placed([toDocument(right)]);
-    return this.documents.insert(doc!, outbox);
+    return this.inserts.insert(toDocument(right), outbox);
   }
 
   /**

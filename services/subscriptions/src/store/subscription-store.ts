@@ -13,6 +13,7 @@ import {
   outboxDocumentFields,
   OutboxStore,
   UserLists,
+  ListedInserts,
   READ_CONCURRENCY,
   type EntityUpdate,
   type OutboxEntry,
@@ -154,6 +155,7 @@ const recordOf = (current: SubscriptionEntity, next: SubscriptionEntity, deleted
 export class SubscriptionStore extends OutboxStore<SubscriptionDocument, SubscriptionEntity> {
   private readonly progress: OutboxCollection;
   private readonly lists: UserLists<SubscriptionDocument>;
+  private readonly inserts: ListedInserts<SubscriptionDocument>;
 
   constructor(db: Connection) {
     super(db, 'Subscription', schema, { tombstone: 'deleted', toEntity, indexes: SUBSCRIPTION_INDEXES });
@@ -162,6 +164,7 @@ export class SubscriptionStore extends OutboxStore<SubscriptionDocument, Subscri
       SUBSCRIPTION_LISTS.all,
       SUBSCRIPTION_LISTS.ofGrantor(doc.grantorId),
     ]);
+    this.inserts = new ListedInserts(this.lists, this.documents);
   }
 
   override async ensureIndexes(): Promise<void> {
@@ -262,10 +265,7 @@ export class SubscriptionStore extends OutboxStore<SubscriptionDocument, Subscri
 
   /** Stores a new subscription with its messages; false when its id is taken. */
   async insert(subscription: SubscriptionEntity, outbox: OutboxEntry[]): Promise<boolean> {
-    const [doc] = await this.lists.placed([
-      { _id: subscription.subscriptionId, ...toFields(subscription), deleted: false },
-    ]);
-    return this.documents.insert(doc!, outbox);
+    return this.inserts.insert({ _id: subscription.subscriptionId, ...toFields(subscription), deleted: false }, outbox);
   }
 
   /**
