@@ -17,16 +17,20 @@ import {
 } from '@rs/store';
 import { gauge, SCRAPE_QUERY_MAX_TIME_MS } from '@rs/telemetry/metrics';
 import { repeat, type Repeating } from '@rs/time';
+import { chunks } from '@rs/batching';
 import { publishRecorded } from './publish';
 import type { mongo } from 'mongoose';
 
-// Registered on the process registry; its value is computed at scrape time.
+// Registered on the process registry; their values are read at scrape time, both from one reading.
 gauge(
   'outbox_pending_documents',
   'Documents with events not yet published, by collection',
   ['collection'],
   async function collect() {
-    for (const relay of relays) this.set({ collection: relay.collectionName }, await relay.backlog().catch(() => -1));
+    for (const relay of relays) {
+      const pending = await relay.pending().catch(() => undefined);
+      this.set({ collection: relay.collectionName }, pending ? pending.documents : -1);
+    }
   },
 );
 gauge(
@@ -36,9 +40,12 @@ gauge(
   async function collect() {
     const now = Date.now();
     for (const relay of relays) {
-      const oldest = await relay.oldestPendingAt().catch(() => undefined);
-      if (oldest !== undefined)
-        this.set({ collection: relay.collectionName }, oldest ? (now - oldest.getTime()) / 1000 : 0);
+      const pending = await relay.pending().catch(() => undefined);
+      if (pending)
+        this.set(
+          { collection: relay.collectionName },
+          pending.oldestAt ? (now - pending.oldestAt.getTime()) / 1000 : 0,
+        );
     }
   },
 );
@@ -77,6 +84,16 @@ const ALL_PENDING_KEYS: readonly PendingKey[] = Array.from({ length: PENDING_KEY
 /** Clocks of replicas may differ by this much: a relay reads the keys of the seconds around its own. */
 const RECENT_SKEW_MS = 1_000;
 const LEASES = 'outbox_leases';
+/** A scrape reads both gauges within this time of each other: they share one reading. */
+const PENDING_READ_SHARED_MS = 1_000;
+/** Keys a scrape counts at once. */
+const SCRAPE_READS_AT_ONCE = 8;
+
+/** What a collection has pending, for its gauges. */
+export interface PendingNow {
+  documents: number;
+  oldestAt: Date | null;
+}
 /** Batches of handed documents a relay keeps for its next run; beyond, it reads them instead. */
 const HANDED_BATCHES = 4;
 
@@ -121,6 +138,8 @@ export class OutboxRelay {
    * not the recent ones only.
    */
   private passOwed = false;
+  /** The latest reading of what is pending, shared by the gauges of one scrape. */
+  private pendingRead: { at: number; reading: Promise<PendingNow> } | undefined;
   private stopped = true;
   private stopListening: (() => void) | undefined;
   /** Until when this relay holds the lease, as far as it knows (ms since the epoch). */
@@ -320,28 +339,43 @@ export class OutboxRelay {
     return this.options.batchSize ?? 500;
   }
 
-  async backlog(): Promise<number> {
-    let count = 0;
-    for (const key of ALL_PENDING_KEYS)
-      count += await this.documents.countDocuments({ outboxPending: key }, { maxTimeMS: SCRAPE_QUERY_MAX_TIME_MS });
-    return count;
+  /**
+   * The pending documents and when the oldest pending event was stored (null when none is), read
+   * once for both gauges of a scrape: a count of each key, then the entries of the keys that hold
+   * documents, up to a relay batch of them (unsorted, as the relay reads them; a sort would read
+   * the whole backlog on FerretDB). The oldest is exact up to a batch of backlog and a lower bound
+   * beyond, and a stuck relay re-reads the same documents, so the age it shows keeps growing.
+   */
+  pending(): Promise<PendingNow> {
+    const now = Date.now();
+    if (this.pendingRead && now - this.pendingRead.at < PENDING_READ_SHARED_MS) return this.pendingRead.reading;
+    const reading = this.readPending();
+    this.pendingRead = { at: now, reading };
+    // A failed reading is not shared: the next gauge or scrape reads again.
+    reading.catch(() => {
+      if (this.pendingRead?.reading === reading) this.pendingRead = undefined;
+    });
+    return reading;
   }
 
-  /**
-   * When the oldest pending event was stored, or null when none is pending. Read from one
-   * relay batch of pending documents (unsorted, as the relay reads them; a sort would read
-   * the whole backlog on FerretDB): exact up to a batch of backlog, a lower bound beyond,
-   * and a stuck relay re-reads the same documents, so the age it shows keeps growing.
-   */
-  async oldestPendingAt(): Promise<Date | null> {
-    const batchSize = this.options.batchSize ?? 500;
+  private async readPending(): Promise<PendingNow> {
+    const counts: number[] = [];
+    for (const keys of chunks(ALL_PENDING_KEYS, SCRAPE_READS_AT_ONCE))
+      counts.push(
+        ...(await Promise.all(
+          keys.map((key) =>
+            this.documents.countDocuments({ outboxPending: key }, { maxTimeMS: SCRAPE_QUERY_MAX_TIME_MS }),
+          ),
+        )),
+      );
     const batch: Array<Pick<OutboxDocument, 'outbox'>> = [];
-    for (const key of ALL_PENDING_KEYS) {
-      if (batch.length >= batchSize) break;
+    for (const [index, key] of ALL_PENDING_KEYS.entries()) {
+      if (batch.length >= this.batchSize) break;
+      if (counts[index] === 0) continue;
       batch.push(
         ...((await this.documents
           .find({ outboxPending: key }, { projection: { _id: 0, outbox: 1 } })
-          .limit(batchSize - batch.length)
+          .limit(this.batchSize - batch.length)
           .maxTimeMS(SCRAPE_QUERY_MAX_TIME_MS)
           .toArray()) as unknown as Array<Pick<OutboxDocument, 'outbox'>>),
       );
@@ -352,7 +386,10 @@ export class OutboxRelay {
         const at = new Date(entry.createdAt).getTime();
         if (oldest === null || at < oldest) oldest = at;
       }
-    return oldest === null ? null : new Date(oldest);
+    return {
+      documents: counts.reduce((sum, count) => sum + count, 0),
+      oldestAt: oldest === null ? null : new Date(oldest),
+    };
   }
 
   private get leaseId(): string {

@@ -313,3 +313,50 @@ describe('the outbox relay reads where it was told, not every key every few seco
     await expect.poll(() => pendingLeft([left])).toBe(0);
   });
 });
+
+describe("the outbox gauges' reading", () => {
+  it('when events wait under two keys, then a scrape counts every key once, reads entries of those two alone, and both gauges share the reading', async () => {
+    // A collection of its own, whose lease another relay holds: nothing here publishes it.
+    const db = database.db.db!;
+    await db
+      .collection('outbox_leases')
+      .updateOne(
+        { _id: 'outbox:waiting' } as never,
+        { $set: { owner: 'another relay', until: new Date(Date.now() + 60_000) } },
+        { upsert: true },
+      );
+    const [first, second] = keysFarFromNow();
+    const oldest = new Date(Date.now() - 90_000);
+    const waiting = db.collection('waiting');
+    await waiting.insertMany([
+      {
+        _id: 'a',
+        generation: 1,
+        outbox: [{ ...newOutbox([event('a')]).outbox[0]!, createdAt: oldest }],
+        outboxPending: first,
+      },
+      { _id: 'b', generation: 1, ...newOutbox([event('b')]), outboxPending: second },
+      { _id: 'c', generation: 1, ...newOutbox([event('c')]), outboxPending: second },
+    ] as never[]);
+    const monitored = mongoose.createConnection(process.env.MONGODB_URL!, {
+      dbName: db.databaseName,
+      monitorCommands: true,
+    });
+    await monitored.asPromise();
+    const commands: Record<string, number> = {};
+    monitored.getClient().on('commandStarted', ({ commandName }: mongo.CommandStartedEvent) => {
+      commands[commandName] = (commands[commandName] ?? 0) + 1;
+    });
+    try {
+      const gauges = new OutboxRelay({ db: monitored.db!, collection: 'waiting', client, logger });
+
+      const [forPending, forOldest] = await Promise.all([gauges.pending(), gauges.pending()]);
+
+      expect(forPending).toEqual({ documents: 3, oldestAt: oldest });
+      expect(forOldest).toBe(forPending);
+      expect(commands).toEqual({ aggregate: PENDING_KEYS, find: 2 });
+    } finally {
+      await monitored.close();
+    }
+  });
+});
