@@ -135,7 +135,8 @@ export class OutboxCollection {
         await this.collection.insertMany(written as never[], { ordered: false });
       } catch (error) {
         const writeErrors = writeErrorsOf(error);
-        if (isTransient(error) || writeErrors === undefined) throw error;
+        // No document named: the whole insert failed (and was not stored), whatever the error.
+        if (isTransient(error) || writeErrors === undefined || writeErrors.length === 0) throw error;
         for (const failure of writeErrors)
           done[failure.index] = failure.code === 11000 ? false : new WriteFailed(new Error(failure.errmsg));
       }

@@ -54,6 +54,9 @@ export function isTransient(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
   if (name === 'MongoServerError' && UNAVAILABLE_CODES.has(code as number)) return true;
   if (typeof code === 'string' && NETWORK_CODES.has(code)) return true;
+  // The driver wraps what failed a whole batch of writes (the network, the pool, no server)
+  // in a bulk write error that names no document: nothing was said about any one item.
+  if (name === 'MongoBulkWriteError' && isEmptyList((error as { writeErrors?: unknown }).writeErrors)) return true;
   if (name === 'MongooseError' && typeof message === 'string' && BUFFERING_TIMED_OUT.test(message)) return true;
   if (error instanceof Error && 'errorLabelSet' in error) {
     const labels = (error as { errorLabelSet?: Set<string> }).errorLabelSet;
@@ -61,6 +64,8 @@ export function isTransient(error: unknown): boolean {
   }
   return Array.isArray(errorLabels) && errorLabels.includes('RetryableWriteError');
 }
+
+const isEmptyList = (value: unknown): boolean => Array.isArray(value) && value.length === 0;
 
 /**
  * Runs `each` for every item; an item whose `each` throws a non-transient error is recorded

@@ -1,3 +1,4 @@
+import { mongo } from 'mongoose';
 import { describe, expect, it } from 'vitest';
 import { isTransient } from '../src/index';
 
@@ -16,6 +17,8 @@ describe('isTransient', () => {
       named('MongooseError', { message: 'Operation `rights.insertOne()` buffering timed out after 10000ms' }),
       Object.assign(new Error('This socket has been ended by the other party'), { code: 'EPIPE' }),
       Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }),
+      // An insertMany cut by the network: the driver's bulk error wraps it and names no document.
+      new mongo.MongoBulkWriteError(new mongo.MongoNetworkError('read ECONNRESET'), {} as never),
     ])
       expect(isTransient(error), `${error.name} ${error.message}`).toBe(true);
   });
@@ -24,6 +27,11 @@ describe('isTransient', () => {
     for (const error of [
       named('MongoServerError', { code: 11000 }), // duplicate key
       named('MongoServerError', { code: 2 }), // bad value
+      // A bulk write that the server refused for one document: that document's own failure.
+      new mongo.MongoBulkWriteError(
+        { message: 'invalid key', writeErrors: [{ index: 1, code: 2 }] } as never,
+        {} as never,
+      ),
       named('MongooseError', { message: 'Cast to ObjectId failed' }),
       new TypeError('cannot read properties of undefined'),
       null,
