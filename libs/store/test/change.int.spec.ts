@@ -126,8 +126,12 @@ describe('changeOne', () => {
       steps('c5', {
         load: async () => {
           const current = await load('c5');
-          // The first time, a concurrent writer stores its own change right after this read.
-          if (++reads === 1) expect(await changeOne(steps('c5'))).toMatchObject({ outcome: 'changed' });
+          // The first time, a writer of another process stores its own change right after this
+          // read (in this process, changes of one entity take turns: named apart, it does not wait).
+          if (++reads === 1)
+            expect(await changeOne(steps('c5', { what: 'counter c5, another process' }))).toMatchObject({
+              outcome: 'changed',
+            });
           return current;
         },
       }),
@@ -135,6 +139,21 @@ describe('changeOne', () => {
     expect(reads).toBe(2);
     expect(done).toMatchObject({ outcome: 'changed', change: { next: { generation: 3, value: 12 } } });
     expect(await stored('c5')).toEqual({ generation: 3, value: 12, events: 2 });
+  });
+
+  it('when 16 changes of one entity are asked at once in this process, then they take turns: every one stored, no race lost', async () => {
+    await counter('c7');
+    let writes = 0;
+    const counted = steps('c7', {
+      write: (current, change) => {
+        writes++;
+        return write(current, change);
+      },
+    });
+    const done = await Promise.all(Array.from({ length: 16 }, () => changeOne(counted)));
+    expect(done.map(({ outcome }) => outcome)).toEqual(Array.from({ length: 16 }, () => 'changed'));
+    expect(writes).toBe(16);
+    expect(await stored('c7')).toEqual({ generation: 17, value: 16, events: 16 });
   });
 
   it('when it loses every race, then it gives up as ConcurrentChanges (503) after MAX_RACES attempts', async () => {

@@ -13,7 +13,7 @@ const fx = systemFixture({
   collect: { 'rights.events': 'right.consumed' },
   seed: {
     clients: clientsOf({ 'grantor-a': 'A', 'grantor-b': 'B', 'provider-sp': 'SP', 'app-a': 'A' }),
-    users: ['ann', 'ben', 'cat', 'dan', 'eve', 'fay', 'gus'],
+    users: ['ann', 'ben', 'cat', 'dan', 'eve', 'fay', 'gus', 'hal'],
     skus: { articles: { serviceProviderId: 'SP', grantorIds: ['A', 'B'] } },
   },
 });
@@ -152,6 +152,22 @@ describe('consumption by SKU (docs/api.md "Consumption by SKU")', () => {
       () => expect(rights.flatMap(consumedEvents).reduce((sum, amount) => sum + amount, 0)).toBe(10),
       EVENTUALLY,
     );
+  });
+});
+
+describe('usage of a metered right (docs/api.md "Usage")', () => {
+  it('when 16 usages of 1 unit arrive at once for one right, then every one is taken (none told to retry)', async () => {
+    const rightId = await meteredRight('hal', 100, 5);
+    const statuses = await Promise.all(
+      Array.from({ length: 16 }, () =>
+        call('POST', `/id/users/hal/rights/${rightId}/usage`, SP, { amount: 1 }).then(async (answer) =>
+          answer.status === 204 ? 204 : `${answer.status} ${await answer.text()}`,
+        ),
+      ),
+    );
+    expect(statuses).toEqual(Array.from({ length: 16 }, () => 204));
+    expect(await remainingOf('hal', rightId)).toBe(84);
+    await vi.waitFor(() => expect(consumedEvents(rightId)).toEqual(Array.from({ length: 16 }, () => 1)), EVENTUALLY);
   });
 });
 
