@@ -13,7 +13,7 @@ const fx = systemFixture({
   collect: { 'rights.events': 'right.consumed' },
   seed: {
     clients: clientsOf({ 'grantor-a': 'A', 'grantor-b': 'B', 'provider-sp': 'SP', 'app-a': 'A' }),
-    users: ['ann', 'ben', 'cat', 'dan', 'eve', 'fay', 'gus', 'hal'],
+    users: ['ann', 'ben', 'cat', 'dan', 'eve', 'fay', 'gus', 'hal', 'ian'],
     skus: { articles: { serviceProviderId: 'SP', grantorIds: ['A', 'B'] } },
   },
 });
@@ -173,6 +173,24 @@ describe('usage of a metered right (docs/api.md "Usage")', () => {
 
 describe('reservations (docs/api.md "Reservations")', () => {
   const reservations = (user: string) => `/id/users/${user}/entitlements/articles/reservations`;
+
+  it('when 16 reservations of one right are committed at once, then every commit consumes its unit (none told to retry)', async () => {
+    const rightId = await meteredRight('ian', 20, 5);
+    const made: string[] = [];
+    for (let i = 0; i < 16; i++) {
+      const answer = await call('POST', reservations('ian'), SP, { amount: 1 });
+      made.push(((await answer.json()) as { reservationId: string }).reservationId);
+    }
+    const statuses = await Promise.all(
+      made.map((id) =>
+        call('POST', `${reservations('ian')}/${id}/commit`, SP).then(async (answer) =>
+          answer.status === 200 ? 200 : `${answer.status} ${await answer.text()}`,
+        ),
+      ),
+    );
+    expect(statuses).toEqual(Array.from({ length: 16 }, () => 200));
+    expect(await remainingOf('ian', rightId)).toBe(4);
+  });
 
   it('when units are reserved, then everyone else counts them as consumed; a commit of fewer consumes those and frees the rest, once', async () => {
     const sooner = await meteredRight('eve', 2, 1);
