@@ -1,5 +1,4 @@
 import { DomainError, type Change, type Decision } from '@rs/contracts';
-import { documentLock } from './document-lock';
 import type { OutboxEntry } from './outbox-entry';
 import { RACE_LOST, untilStored } from './retry';
 
@@ -19,7 +18,7 @@ export interface EntityUpdate<E> {
 
 /** One change of one entity, step by step (see `changeOne`). */
 export interface ChangeSteps<E extends { generation: number }, C> {
-  /** The entity, for messages (`right R1`, `SKU news`) and for its turn in this process. */
+  /** The entity, for messages (`right R1`, `SKU news`) and for its turn in this process (`untilStored`). */
   what: string;
   /** Reads the entity as stored now; null when there is none. */
   load(): Promise<E | null>;
@@ -38,22 +37,11 @@ export type ChangeOutcome<E, C> =
 /**
  * The one change pipeline of every service (docs/architecture.md): load, authorize, If-Match,
  * decide, compare-and-set with the outbox, and all of it again when another writer changed
- * the entity in between (`untilStored`). A conflict is a `DomainError` (409); an entity
- * that does not exist is the caller's to answer (404 for most, 204 for some).
- *
- * The changes of one entity in this process take turns (docs/decisions/0074): at once, all but
- * one would lose the race, read again and race again, until the busiest were told to retry
- * (503) though nothing but their neighbours stood in their way. Other processes still race,
- * and lose, by generation.
+ * the entity in between (`untilStored`: in turn with this process's other changes of it). A
+ * conflict is a `DomainError` (409); an entity that does not exist is the caller's to answer
+ * (404 for most, 204 for some).
  */
 export function changeOne<E extends { generation: number }, C>(steps: ChangeSteps<E, C>): Promise<ChangeOutcome<E, C>> {
-  return documentLock.run(CHANGES_OF, steps.what, () => changeInTurn(steps));
-}
-
-/** The key space of the changes' turns, apart from the writes' (`documentLock` by collection). */
-const CHANGES_OF = 'changes of';
-
-function changeInTurn<E extends { generation: number }, C>(steps: ChangeSteps<E, C>): Promise<ChangeOutcome<E, C>> {
   return untilStored<ChangeOutcome<E, C>>(steps.what, async () => {
     const current = await steps.load();
     if (!current) return { outcome: 'missing' };

@@ -52,9 +52,9 @@ export class SkuRights {
 
   /**
    * Runs `attempt` until it is not overtaken by another replica (`RACE_LOST`), in turn with this
-   * process's other consumptions of the user's SKU, each time with the caller's rights of the
-   * SKU read again. Its id is the one the gateway derived from an Idempotency-Key, else a fresh
-   * one each time.
+   * process's other consumptions of the user's SKU (`untilStored`: they change the same few
+   * rights), each time with the caller's rights of the SKU read again. Its id is the one the
+   * gateway derived from an Idempotency-Key, else a fresh one each time.
    */
   attempts<T>(
     principal: Principal,
@@ -62,14 +62,12 @@ export class SkuRights {
     clientId: string | undefined,
     attempt: (context: Attempt) => Promise<T | typeof RACE_LOST>,
   ): Promise<T> {
-    return this.options.store.inTurn(target, () =>
-      untilStored(`the ${target.sku} rights of ${target.userId}`, async () =>
-        attempt({
-          id: clientId ?? newId(this.options.time.real().getTime()),
-          fresh: clientId === undefined,
-          visible: await this.visible(principal, target, { toChange: true }),
-        }),
-      ),
+    return untilStored(`the ${target.sku} rights of ${target.userId}`, async () =>
+      attempt({
+        id: clientId ?? newId(this.options.time.real().getTime()),
+        fresh: clientId === undefined,
+        visible: await this.visible(principal, target, { toChange: true }),
+      }),
     );
   }
 

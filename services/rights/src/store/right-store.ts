@@ -1,6 +1,5 @@
 import pLimit from 'p-limit';
 import {
-  documentLock,
   documentSchema,
   listName,
   outboxDocumentFields,
@@ -254,15 +253,6 @@ export class RightStore extends OutboxStore<RightDocument, RightEntity> {
       .find({ clockId, removed: { $ne: true } }, { _id: 1, userId: 1 })
       .lean<Array<Pick<RightDocument, '_id' | 'userId'>>>();
     return docs.map((doc) => ({ userId: doc.userId, rightId: doc._id }));
-  }
-
-  /**
-   * Runs `work` once this process's earlier work on the user's rights of `sku` has finished.
-   * Consumptions of one SKU change the same few rights: in turns, they do not lose each other's
-   * compare-and-sets over and over (other processes still race, and lose, by generation).
-   */
-  inTurn<T>(of: { userId: string; sku: string }, work: () => Promise<T>): Promise<T> {
-    return documentLock.run('rights of a SKU', `${of.userId}\u0000${of.sku}`, work);
   }
 
   /** A user's rights of one SKU (consumption by SKU: the caller's visibility and the burn order are the use case's). */
