@@ -57,8 +57,10 @@ const consumption = (user: string) => `/id/users/${user}/entitlements/articles/c
 const usage = (user: string, rightId: string) => `/id/users/${user}/rights/${rightId}/usage`;
 const reservations = (user: string) => `/id/users/${user}/entitlements/articles/reservations`;
 
-/** `count` consumptions of one unit each without a key, one after another, each answered 2xx. */
-/** `count` consumptions of 1, eight at a time (one process's consumptions of one right take turns: docs/decisions/0074). */
+/**
+ * `count` consumptions of one unit each without a key, eight at a time (one process's
+ * consumptions of one right take turns: docs/decisions/0074), each answered 2xx.
+ */
 async function consumeMany(path: string, count: number): Promise<void> {
   for (let sent = 0; sent < count; sent += AT_ONCE) {
     const answers = await Promise.all(
