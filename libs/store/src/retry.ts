@@ -11,7 +11,11 @@ export class ConcurrentChanges extends DomainError {
   }
 }
 
-export const MAX_RACES = 8;
+/**
+ * Lost rounds before a loop gives up. In one process loops take turns, so each lost round is to
+ * another replica, which wins about every other round under a burst (docs/decisions/0074).
+ */
+export const MAX_RACES = 16;
 
 /**
  * The one retry loop of every read-decide-write (docs/architecture.md): `attempt` reads the
