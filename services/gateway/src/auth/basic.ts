@@ -24,7 +24,15 @@ export function parseBasic(header: string | undefined): BasicCredentials | null 
   }
   const colon = decoded.indexOf(':');
   if (colon <= 0 || colon === decoded.length - 1) return null;
-  // Control characters have no place in an identifier or a secret.
-  if ([...decoded].some((char) => char.charCodeAt(0) < 0x20 || char.charCodeAt(0) === 0x7f)) return null;
+  if (hasControlCharacter(decoded)) return null;
   return { clientId: decoded.slice(0, colon), secret: decoded.slice(colon + 1) };
+}
+
+/** Control characters have no place in an identifier or a secret (read in place: every request passes here). */
+function hasControlCharacter(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code < 0x20 || code === 0x7f) return true;
+  }
+  return false;
 }
