@@ -56,9 +56,9 @@ async function balanceOfHundred(user: string): Promise<string[]> {
 
 /**
  * One caller, as a well-behaved client: a unit, with its own Idempotency-Key, sent until it is
- * answered 200 or 409. A 409 with Retry-After (its key's first request is still running) is (or a 429 or 503) is
- * sent again after the seconds it names; a 5xx or a dropped connection is sent again with the same key,
- * on the other gateway, after a short back-off. A consumption a crash interrupted is answered 409
+ * answered 200 or 409. An answer with Retry-After (a 409 while its key's first request is still
+ * running, a 429, a 503) is sent again after the seconds it names; another 5xx or a dropped
+ * connection is sent again with the same key, on the other gateway, after a short back-off. A consumption a crash interrupted is answered 409
  * "not completed; nothing was consumed" once its holds lapse: the client sends it again with a
  * new key, as docs/api.md "Consumption by SKU" says. Returns the final status. (Callers that
  * retried every 100 ms whatever the answer made 2,000 requests a second of their own, and slowed
