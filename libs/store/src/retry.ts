@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { DomainError } from '@rs/contracts';
 import { documentLock } from './document-lock';
 
@@ -8,6 +9,18 @@ import { documentLock } from './document-lock';
 export class ConcurrentChanges extends DomainError {
   constructor(message: string) {
     super('unavailable', message, 1);
+  }
+}
+
+/**
+ * Thrown when an attempt starts a loop of its own `what`: that loop would wait for the turn its
+ * caller holds, forever, and every later change of the subject in this process behind it. A bug,
+ * so it fails at once (500) instead.
+ */
+export class OwnTurnAwaited extends Error {
+  constructor(what: string) {
+    super(`a change of ${what} was started within a change of ${what}: it would wait for itself`);
+    this.name = 'OwnTurnAwaited';
   }
 }
 
@@ -25,12 +38,31 @@ export const MAX_RACES = 16;
  * The loops of one `what` in this process take turns (docs/decisions/0074): at once, all but
  * one would lose the race, read again and race again, until the busiest were told to retry
  * (503) though nothing but their neighbours stood in their way. Other processes still race,
- * and lose, by generation. An attempt must not start a loop of its own `what` (it would wait
- * for itself).
+ * and lose, by generation. An attempt that starts a loop of its own `what` is refused
+ * (`OwnTurnAwaited`): it would wait for itself.
  */
 export function untilStored<T>(what: string, attempt: () => Promise<T | typeof RACE_LOST>): Promise<T> {
-  return documentLock.run(TURNS, what, () => racing(what, attempt));
+  for (let held = turns.getStore(); held; held = held.outer)
+    if (held.what === what && !held.over) return Promise.reject(new OwnTurnAwaited(what));
+  return documentLock.run(TURNS, what, async () => {
+    const turn: Turn = { what, over: false, outer: turns.getStore() };
+    try {
+      return await turns.run(turn, () => racing(what, attempt));
+    } finally {
+      // Work the attempt left behind (a timer, a later flush) still sees the turn; once it is
+      // over, a loop of the same subject there waits its turn as any other would.
+      turn.over = true;
+    }
+  });
 }
+
+/** The turns the running code is within, innermost first. */
+interface Turn {
+  readonly what: string;
+  over: boolean;
+  readonly outer: Turn | undefined;
+}
+const turns = new AsyncLocalStorage<Turn>();
 
 /** The key space of the turns, apart from the writes' (`documentLock` by collection). */
 const TURNS = 'turns of';
