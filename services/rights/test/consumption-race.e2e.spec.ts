@@ -67,6 +67,7 @@ async function balanceOfHundred(user: string): Promise<string[]> {
 async function consumeOne(user: string, caller: number): Promise<number> {
   const deadline = Date.now() + 150_000;
   let key = 0;
+  let last = 'nothing';
   for (let attempt = caller; Date.now() < deadline; attempt++) {
     const gateway = fx.system.service(GATEWAYS[attempt % GATEWAYS.length]!).url;
     const answer = await fetch(`${gateway}/id/users/${user}/entitlements/calls/consumption`, {
@@ -75,6 +76,7 @@ async function consumeOne(user: string, caller: number): Promise<number> {
       body: JSON.stringify({ amount: 1 }),
     }).catch(() => undefined);
     const body = answer ? await answer.text() : '';
+    last = answer ? `${answer.status} ${body}` : 'a dropped connection';
     if (answer?.status === 200) return 200;
     if (answer?.headers.has('retry-after')) {
       await sleep(Number(answer.headers.get('retry-after')) * 1000);
@@ -87,7 +89,7 @@ async function consumeOne(user: string, caller: number): Promise<number> {
       await sleep(250);
     }
   }
-  throw new Error(`caller ${caller} of ${user} was not answered 200 or 409 in 150 s`);
+  throw new Error(`caller ${caller} of ${user} was not answered 200 or 409 in 150 s; last answer: ${last}`);
 }
 
 const remainingOf = async (user: string, rightId: string) =>
