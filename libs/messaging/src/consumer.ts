@@ -66,7 +66,7 @@ export interface ConsumerSpec<T> {
   };
   /**
    * The durable queue's clock lane (docs/decisions/0054): `<queue>.clock`, consumed beside it
-   * with the same handlers at half its prefetch and batch, so that a rehearsal's work
+   * with the same handlers, two batches of half the size in flight (`laneShare`), so that a rehearsal's work
    * never queues ahead of real time's and takes a bounded share of the consumer. Messages
    * routed there (`bindings`: commands) wait there; one for the lane (`holds`) that reaches the
    * queue itself (an event: its routing key is its type for every consumer) is moved there as
@@ -80,7 +80,12 @@ export interface ConsumerSpec<T> {
   simulated?: boolean;
 }
 
-/** A lane's share of its queue's consumer while real time is quiet: half its prefetch and of its batches. */
+/**
+ * A lane's share of its queue's consumer while real time is quiet: batches half the size, two
+ * in flight (half its prefetch when it does not batch). Not half the prefetch when it batches: a
+ * queue given more batches in flight for real time's throughput would give them to the
+ * rehearsals too, and real time's deadlines are what the lane protects.
+ */
 const laneShare = (n: number) => Math.max(2, Math.ceil(n / 2));
 
 interface Parsed<T> {
@@ -289,8 +294,9 @@ function laneSpecOf<T>(spec: ConsumerSpec<T>, lane: string): ConsumerSpec<T> {
     bindings: spec.lane?.bindings ?? [],
     lane: undefined,
     simulated: true,
-    prefetch: laneShare(spec.prefetch ?? 16),
-    ...(spec.batch ? { batch: { ...spec.batch, max: laneShare(spec.batch.max) } } : {}),
+    ...(spec.batch
+      ? { prefetch: 2 * laneShare(spec.batch.max), batch: { ...spec.batch, max: laneShare(spec.batch.max) } }
+      : { prefetch: laneShare(spec.prefetch ?? 16) }),
   };
 }
 
