@@ -16,7 +16,7 @@ beforeAll(async () => {
   broker = await testBroker('lane-share');
   await broker.consume('test.batched', {
     parse: (body) => Work.parse(body),
-    // Four batches of eight in flight for real time, as the rights service's commands.
+    // Four batches of eight in flight for real time.
     prefetch: 32,
     lane: { holds: (work) => work.clock },
     handle: () => Promise.resolve(),

@@ -167,11 +167,10 @@ export async function consumeRightsCommands(options: RightsCommandsOptions): Pro
       handle: (command) => handleBatch([command]),
       // Many `rights.issue` arrive at once in a renewal: their rights go into few insertMany
       // calls. Bounded: a command carries up to 1,000 rights (MAX_ISSUE_BATCH_RIGHTS; or 500
-      // expiries), so a batch holds at most 8,000 rights, whatever the messages carry. Four
-      // batches in flight: each waits on the database in turn (its users' list counters, then
-      // its rights, history and confirms), and with two a renewal burst left the rights
-      // service idle between them (docs/decisions/0075). The clock lane keeps two, of four.
-      prefetch: 32,
+      // expiries), so a batch holds at most 8,000 rights, whatever the messages carry. Two
+      // batches in flight: four renewed no faster on two cores, where the database and the
+      // broker are busy throughout a burst (docs/decisions/0075).
+      prefetch: 16,
       batch: { max: 8, lingerMs: 20, handle: (messages) => handleBatch(messages.map(({ message }) => message)) },
     },
     logger.child({ component: 'commands' }),
