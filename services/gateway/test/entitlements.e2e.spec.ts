@@ -112,7 +112,9 @@ describe('entitlement checks (docs/api.md)', () => {
   });
 
   it("when a right's interval starts and ends, then checks follow its instants without any event", async () => {
-    const start = Math.ceil(Date.now() / 1000) * 1000 + 3_000;
+    // Time for the creation to be answered before the start, on a loaded machine (a creation has
+    // taken 3.7 s in CI): the first replica must see the "before" phase.
+    const start = Math.ceil(Date.now() / 1000) * 1000 + 6_000;
     const end = start + 3_000;
     const rightId = await createRight('bob', { timeInterval: `${wholeSecond(start)}/${wholeSecond(end)}` });
     const seen: Array<{ replica: string; at: number; entitled: boolean; until: string | null }> = [];
