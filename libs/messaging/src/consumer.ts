@@ -66,8 +66,9 @@ export interface ConsumerSpec<T> {
   };
   /**
    * The durable queue's clock lane (docs/decisions/0054): `<queue>.clock`, consumed beside it
-   * with the same handlers, two batches of half the size in flight (`laneShare`), so that a rehearsal's work
-   * never queues ahead of real time's and takes a bounded share of the consumer. Messages
+   * with the same handlers, two batches of half the size in flight (`laneShare`), so that a
+   * rehearsal's work never queues ahead of real time's and takes a bounded share of the
+   * consumer. Messages
    * routed there (`bindings`: commands) wait there; one for the lane (`holds`) that reaches the
    * queue itself (an event: its routing key is its type for every consumer) is moved there as
    * soon as it is read.
@@ -288,15 +289,14 @@ function processSpan(queue: string, parent: Context, attributes: Attributes, lin
 }
 
 function laneSpecOf<T>(spec: ConsumerSpec<T>, lane: string): ConsumerSpec<T> {
+  const batch = spec.batch && { ...spec.batch, max: laneShare(spec.batch.max) };
   return {
     ...spec,
     queue: lane,
     bindings: spec.lane?.bindings ?? [],
     lane: undefined,
     simulated: true,
-    ...(spec.batch
-      ? { prefetch: 2 * laneShare(spec.batch.max), batch: { ...spec.batch, max: laneShare(spec.batch.max) } }
-      : { prefetch: laneShare(spec.prefetch ?? 16) }),
+    ...(batch ? { prefetch: 2 * batch.max, batch } : { prefetch: laneShare(spec.prefetch ?? 16) }),
   };
 }
 

@@ -6,6 +6,7 @@ import { testBroker, type TestBroker } from './test-broker';
 let broker: TestBroker;
 
 const Work = z.object({ n: z.number().int(), clock: z.boolean() });
+/** How long a lane batch holds its messages: long enough that the lane's share fills while they wait. */
 const BATCH_WORK_MS = 200;
 
 /** The clock lane's batches as they started: their sizes, and how many lane messages were in hand. */
