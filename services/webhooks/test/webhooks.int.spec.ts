@@ -74,6 +74,13 @@ async function deliveriesOf(endpointId: string, authorization = A): Promise<Deli
   expect(response.status).toBe(200);
   return ((await response.json()) as { deliveries: DeliveryView[] }).deliveries;
 }
+/** Throws unless `key` signed the delivery `request` (Standard Webhooks). */
+const verify = (request: WebhookReceiver['received'][number], key: string) =>
+  new Webhook(key).verify(request.body, {
+    'webhook-id': String(request.headers['webhook-id']),
+    'webhook-timestamp': String(request.headers['webhook-timestamp']),
+    'webhook-signature': String(request.headers['webhook-signature']),
+  });
 const subjectsOf = (target: WebhookReceiver) =>
   target.received.map((request) => (JSON.parse(request.body) as { subject: string }).subject);
 
@@ -233,14 +240,27 @@ describe('endpoints and signed deliveries', () => {
     await expect.poll(() => target.received.length).toBe(1);
     const [request] = target.received;
     expect(String(request!.headers['webhook-signature']).split(' ')).toHaveLength(2);
-    for (const key of [endpoint.secret, secret])
-      expect(() =>
-        new Webhook(key).verify(request!.body, {
-          'webhook-id': String(request!.headers['webhook-id']),
-          'webhook-timestamp': String(request!.headers['webhook-timestamp']),
-          'webhook-signature': String(request!.headers['webhook-signature']),
-        }),
-      ).not.toThrow();
+    for (const key of [endpoint.secret, secret]) expect(() => verify(request!, key)).not.toThrow();
+  });
+
+  it('when its secret is rotated many times at once, then every rotation is answered with a secret of its own, and each of them signs the next delivery', async () => {
+    const target = await receiver();
+    const endpoint = await register(A, target.url, ['right.created']);
+    // One process's rotations of one endpoint take turns (docs/decisions/0074): racing, all but
+    // one would lose each round, and the last of 24 would be told to retry (503).
+    const rotations = await Promise.all(
+      Array.from({ length: 24 }, () => fx.call('POST', `/webhooks/endpoints/${endpoint.endpointId}/secret`, A)),
+    );
+    expect(rotations.map((response) => response.status)).toEqual(Array(24).fill(200));
+    const secrets = await Promise.all(
+      rotations.map(async (response) => ((await response.json()) as { secret: string }).secret),
+    );
+    expect(new Set(secrets).size).toBe(24);
+    await createRight('A');
+    await expect.poll(() => target.received.length).toBe(1);
+    // None was lost: the first secret and every rotation's sign while their overlap lasts.
+    const [request] = target.received;
+    for (const key of [endpoint.secret, ...secrets]) expect(() => verify(request!, key)).not.toThrow();
   });
 });
 

@@ -1,5 +1,5 @@
 import type { mongo } from 'mongoose';
-import { BY_ID, byGrantor, declareIndexes, type CollectionIndexes } from '@rs/store';
+import { BY_ID, byGrantor, CAS_FIELD, declareIndexes, OutboxCollection, type CollectionIndexes } from '@rs/store';
 import { type Sealed, type Sealer } from '@rs/sealing';
 
 /** A secret of an endpoint, sealed; `retiresAt` is set when a newer one replaced it (it signs until then). */
@@ -27,9 +27,11 @@ export interface Endpoint {
 interface EndpointDocument extends Omit<Endpoint, 'endpointId'> {
   _id: string;
   deleted: boolean;
+  /** The stamp of its last compare-and-set (`OutboxCollection.compareAndSet`); never part of an endpoint. */
+  [CAS_FIELD]?: unknown;
 }
 
-const toEndpoint = ({ _id, deleted: _deleted, ...fields }: EndpointDocument): Endpoint => ({
+const toEndpoint = ({ _id, deleted: _deleted, [CAS_FIELD]: _stamp, ...fields }: EndpointDocument): Endpoint => ({
   endpointId: _id,
   ...fields,
   // Endpoints registered before the option receive no clock events, as its default says.
@@ -48,9 +50,19 @@ export const ENDPOINT_INDEXES: CollectionIndexes = {
 
 export class EndpointStore {
   private readonly endpoints: mongo.Collection<EndpointDocument>;
+  /**
+   * The compare-and-sets of a live endpoint's secrets, and of any endpoint's (tombstones too)
+   * when they are sealed again. Through the stores' one compare-and-set: on FerretDB a plain
+   * `updateOne` on the generation lets two replicas that read the same generation both write,
+   * and one rotation's secret, already shown to its caller, was lost (docs/decisions/0046).
+   */
+  private readonly liveDocuments: OutboxCollection;
+  private readonly allDocuments: OutboxCollection;
 
   constructor(private readonly db: mongo.Db) {
     this.endpoints = db.collection<EndpointDocument>(ENDPOINT_INDEXES.collection);
+    this.liveDocuments = new OutboxCollection(db, ENDPOINT_INDEXES.collection, { deleted: false });
+    this.allDocuments = new OutboxCollection(db, ENDPOINT_INDEXES.collection);
   }
 
   /** @public (called by `runtime.migrated`) */
@@ -83,25 +95,33 @@ export class EndpointStore {
     return doc ? toEndpoint(doc) : null;
   }
 
-  /** Marks it deleted; false when there was no live endpoint. */
+  /**
+   * Marks it deleted; false when there was no live endpoint. A new generation, so that a
+   * rotation read before it loses its compare-and-set and finds no endpoint.
+   */
   async delete(endpointId: string): Promise<boolean> {
-    const result = await this.endpoints.updateOne({ _id: endpointId, deleted: false }, { $set: { deleted: true } });
+    const result = await this.endpoints.updateOne(
+      { _id: endpointId, deleted: false },
+      { $set: { deleted: true }, $inc: { generation: 1 } },
+    );
     return result.modifiedCount === 1;
   }
 
   /** Compare-and-set of its secrets on the generation it was read at; false when it changed meanwhile. */
-  async replaceSecrets(endpoint: Endpoint, secrets: StoredSecret[]): Promise<boolean> {
-    const result = await this.endpoints.updateOne(
-      { _id: endpoint.endpointId, generation: endpoint.generation, deleted: false },
-      { $set: { secrets, generation: endpoint.generation + 1 } },
-    );
-    return result.modifiedCount === 1;
+  replaceSecrets(endpoint: Endpoint, secrets: StoredSecret[]): Promise<boolean> {
+    const { endpointId: id, generation } = endpoint;
+    return this.liveDocuments.compareAndSet({
+      id,
+      generation,
+      set: { secrets, generation: generation + 1 },
+      outbox: [],
+    });
   }
 
   /**
    * Migration step of a key rotation (docs/operations.md): seals again, with the current key, every
    * stored secret another key sealed, tombstones included, a page of endpoints at a time; each
-   * a compare-and-set on the secrets as read (the generation, and so the ETag, unchanged: the
+   * a compare-and-set on the generation read, which it leaves as it is (and so the ETag: the
    * secrets are the same). An endpoint changed meanwhile is read again. Returns how many
    * endpoints changed.
    */
@@ -120,11 +140,9 @@ export class EndpointStore {
           const secrets = stored.secrets.map((secret) =>
             sealer.isCurrent(secret.sealed) ? secret : { ...secret, sealed: sealer.seal(sealer.open(secret.sealed)) },
           );
-          const result = await this.endpoints.updateOne(
-            { _id: stored._id, secrets: stored.secrets },
-            { $set: { secrets } },
-          );
-          if (result.modifiedCount === 1) {
+          // A rotation since the read moved the generation on: this one reads again.
+          const { _id: id, generation } = stored;
+          if (await this.allDocuments.compareAndSet({ id, generation, set: { secrets }, outbox: [] })) {
             resealed += 1;
             break;
           }
