@@ -1,5 +1,4 @@
-import mongoose from 'mongoose';
-import { testDatabase, type TestDatabase } from '@rs/testing';
+import { replicaConnections } from '@rs/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compareAndSetWrite, isLostCompareAndSet } from '../src/index';
 
@@ -8,23 +7,16 @@ import { compareAndSetWrite, isLostCompareAndSet } from '../src/index';
 // connections of their own and no in-process lock: as replicas of a service do.
 
 const WRITERS = 12;
-let database: TestDatabase;
-const connections: mongoose.Connection[] = [];
+let replicas: Awaited<ReturnType<typeof replicaConnections>>;
 
 beforeAll(async () => {
-  database = await testDatabase('compare_and_set');
-  const url = process.env.MONGODB_URL!;
-  for (let i = 0; i < 4; i++)
-    connections.push(await mongoose.createConnection(url, { dbName: database.db.name, maxPoolSize: 8 }).asPromise());
+  replicas = await replicaConnections('compare_and_set');
 });
-afterAll(async () => {
-  await Promise.all(connections.map((connection) => connection.close()));
-  await database?.drop();
-});
+afterAll(() => replicas?.drop());
 
 describe('compare-and-set across connections (docs/decisions/0046)', () => {
   it('when writers on several connections race to move one document from a generation to the next, then exactly one is told it won, and its change is the one stored', async () => {
-    const documents = () => connections[0]!.db!.collection('counters');
+    const documents = () => replicas.connections[0]!.db!.collection('counters');
     for (let round = 0; round < 10; round++) {
       const id = `counter-${round}`;
       await documents().insertOne({ _id: id, generation: 1, writer: null, outbox: [], outboxPending: false } as never);
@@ -36,10 +28,9 @@ describe('compare-and-set across connections (docs/decisions/0046)', () => {
             true,
           );
           try {
-            const result = await connections[writer % connections.length]!.db!.collection('counters').updateOne(
-              filter,
-              update,
-            );
+            const result = await replicas.connections[writer % replicas.connections.length]!.db!.collection(
+              'counters',
+            ).updateOne(filter, update);
             return result.modifiedCount === 1 ? writer : null;
           } catch (error) {
             if (isLostCompareAndSet(error)) return null;

@@ -28,6 +28,29 @@ export async function testDatabase(name: string): Promise<TestDatabase> {
   };
 }
 
+/**
+ * A test database and `count` more connections to it, each with a pool of its own, as replicas
+ * of a service have: their writes race in the database, not in one connection's queue.
+ */
+export async function replicaConnections(
+  name: string,
+  count = 4,
+): Promise<{ connections: Connection[]; drop(): Promise<void> }> {
+  const database = await testDatabase(name);
+  const connections = await Promise.all(
+    Array.from({ length: count }, () =>
+      mongoose.createConnection(process.env.MONGODB_URL!, { dbName: database.db.name, maxPoolSize: 8 }).asPromise(),
+    ),
+  );
+  return {
+    connections,
+    async drop() {
+      await Promise.all(connections.map((connection) => connection.close()));
+      await database.drop();
+    },
+  };
+}
+
 /** A catalog of fixed entries, for use cases that only ask whether a SKU exists and how it is set. */
 export function fixedCatalog(
   entries: Record<

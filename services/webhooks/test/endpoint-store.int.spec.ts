@@ -1,5 +1,4 @@
-import mongoose from 'mongoose';
-import { testDatabase, type TestDatabase } from '@rs/testing';
+import { replicaConnections } from '@rs/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EndpointStore, type StoredSecret } from '../src/store/endpoint-store';
 
@@ -9,22 +8,12 @@ import { EndpointStore, type StoredSecret } from '../src/store/endpoint-store';
 // replicas do.
 
 const WRITERS = 12;
-let database: TestDatabase;
-const connections: mongoose.Connection[] = [];
+let replicas: Awaited<ReturnType<typeof replicaConnections>>;
 
 beforeAll(async () => {
-  database = await testDatabase('endpoint_store');
-  for (let i = 0; i < 4; i++)
-    connections.push(
-      await mongoose
-        .createConnection(process.env.MONGODB_URL!, { dbName: database.db.name, maxPoolSize: 8 })
-        .asPromise(),
-    );
+  replicas = await replicaConnections('endpoint_store');
 });
-afterAll(async () => {
-  await Promise.all(connections.map((connection) => connection.close()));
-  await database?.drop();
-});
+afterAll(() => replicas?.drop());
 
 const secretOf = (writer: number): StoredSecret => ({
   sealed: { iv: 'iv', tag: 'tag', data: `secret of writer ${writer}` },
@@ -34,7 +23,7 @@ const secretOf = (writer: number): StoredSecret => ({
 
 describe('secrets replaced by replicas at once', () => {
   it('when replicas replace the secrets of one endpoint from the same generation, then exactly one is told it stored, and its secrets are kept', async () => {
-    const stores = connections.map((connection) => new EndpointStore(connection.db!));
+    const stores = replicas.connections.map((connection) => new EndpointStore(connection.db!));
     for (let round = 0; round < 5; round++) {
       const endpointId = `endpoint-${round}`;
       await stores[0]!.insert({

@@ -1,5 +1,14 @@
 import { randomBytes } from 'node:crypto';
-import { BY_ID, declareIndexes, documentSchema, isDuplicateKey, type CollectionIndexes } from '@rs/store';
+import {
+  BY_ID,
+  compareAndSetWrite,
+  declareIndexes,
+  documentSchema,
+  isDuplicateKey,
+  isLostCompareAndSet,
+  serverLimits,
+  type CollectionIndexes,
+} from '@rs/store';
 import type { Clock } from '@rs/time';
 import type { Connection, Model } from 'mongoose';
 import { onRetry, type KeptRequest } from '../domain/idempotency';
@@ -16,6 +25,12 @@ interface IdempotencyDocument extends KeptRequest {
   /** Drawn when the key is claimed afresh; the resource id of a create derives from it. */
   nonce: string;
   response: KeptResponse | null;
+  /**
+   * Moved on by every write, so that a take-over is a compare-and-set on what it read, which
+   * FerretDB's guard checks across replicas (docs/decisions/0046). Absent on keys claimed before
+   * 2026-12-03, which expire within IDEMPOTENCY_TTL_S.
+   */
+  generation?: number;
 }
 
 const schema = documentSchema<IdempotencyDocument>('idempotency_keys', {
@@ -25,6 +40,7 @@ const schema = documentSchema<IdempotencyDocument>('idempotency_keys', {
   leaseUntil: 'date',
   expiresAt: 'date',
   response: 'json?',
+  generation: 'number?',
 });
 
 /** Keys are claimed and replayed by `_id`; the purge of expired ones is a range. */
@@ -81,6 +97,7 @@ export class IdempotencyStore {
       fingerprint,
       nonce: randomBytes(16).toString('base64url'),
       state: 'running' as const,
+      generation: 1,
       leaseUntil,
       expiresAt: new Date(now + times.ttlS * 1000),
       response: null,
@@ -106,11 +123,47 @@ export class IdempotencyStore {
     // stored); a forgotten key starts afresh. Compare-and-set on what was read: of two
     // retries, one wins and the other waits.
     const claim = next === 'new' ? fresh() : { state: 'running' as const, leaseUntil, nonce: kept.nonce };
-    const taken = await this.model.collection.updateOne(
-      { _id, state: kept.state, leaseUntil: kept.leaseUntil } as never,
-      { $set: claim },
+    return (await this.takeOver(kept, claim)) ? { kind: 'run', nonce: claim.nonce } : { kind: 'running' };
+  }
+
+  /**
+   * Compare-and-set of a key on the state and generation it was read at. On FerretDB, which
+   * checks a filter on the document it read, the stamp lets its guard refuse the write of a
+   * replica that read before another's landed (docs/decisions/0046); a key claimed before keys
+   * had generations is written as before.
+   */
+  private async takeOver(kept: IdempotencyDocument, claim: object): Promise<boolean> {
+    const stamped = kept.generation !== undefined && !(await serverLimits(this.model.db.db!)).usesDriverIndexes;
+    const generation = kept.generation ?? 0;
+    const { filter, update } = compareAndSetWrite(
+      { id: kept._id, generation, set: { ...claim, generation: generation + 1 }, outbox: [] },
+      { state: kept.state, leaseUntil: kept.leaseUntil },
+      stamped,
     );
-    return taken.modifiedCount === 1 ? { kind: 'run', nonce: claim.nonce } : { kind: 'running' };
+    const legacy = kept.generation === undefined ? { generation: { $exists: false } } : {};
+    try {
+      const result = await this.model.collection.updateOne({ ...(filter as object), ...legacy } as never, update);
+      return result.modifiedCount === 1;
+    } catch (error) {
+      if (isLostCompareAndSet(error)) return false;
+      throw error;
+    }
+  }
+
+  /**
+   * The write that ends an attempt, if it still owns the key: a new generation, so that a
+   * take-over read before it loses. Refused by FerretDB's guard when a take-over landed after
+   * this write read the key: the key is the new attempt's then.
+   */
+  private async settle(clientId: string, key: string, fingerprint: string, set: object): Promise<void> {
+    try {
+      await this.model.collection.updateOne({ _id: idOf(clientId, key), fingerprint, state: 'running' } as never, {
+        $set: set,
+        $inc: { generation: 1 },
+      });
+    } catch (error) {
+      if (!isLostCompareAndSet(error)) throw error;
+    }
   }
 
   /** Keeps the response of the request that ran, for `ttlS`. */
@@ -121,9 +174,8 @@ export class IdempotencyStore {
     response: KeptResponse,
     ttlS: number,
   ): Promise<void> {
-    await this.model.collection.updateOne({ _id: idOf(clientId, key), fingerprint, state: 'running' } as never, {
-      $set: { state: 'done', response, expiresAt: new Date(this.clock().getTime() + ttlS * 1000) },
-    });
+    const expiresAt = new Date(this.clock().getTime() + ttlS * 1000);
+    await this.settle(clientId, key, fingerprint, { state: 'done', response, expiresAt });
   }
 
   /**
@@ -131,9 +183,7 @@ export class IdempotencyStore {
    * The key stays bound to its request and nonce: the effect may have happened after all.
    */
   async release(clientId: string, key: string, fingerprint: string): Promise<void> {
-    await this.model.collection.updateOne({ _id: idOf(clientId, key), fingerprint, state: 'running' } as never, {
-      $set: { state: 'released' },
-    });
+    await this.settle(clientId, key, fingerprint, { state: 'released' });
   }
 
   /**
