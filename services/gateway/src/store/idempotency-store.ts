@@ -27,10 +27,9 @@ interface IdempotencyDocument extends KeptRequest {
   response: KeptResponse | null;
   /**
    * Moved on by every write, so that a take-over is a compare-and-set on what it read, which
-   * FerretDB's guard checks across replicas (docs/decisions/0046). Absent on keys claimed before
-   * 2026-12-03, which expire within IDEMPOTENCY_TTL_S.
+   * FerretDB's guard checks across replicas (docs/decisions/0046).
    */
-  generation?: number;
+  generation: number;
 }
 
 const schema = documentSchema<IdempotencyDocument>('idempotency_keys', {
@@ -40,7 +39,7 @@ const schema = documentSchema<IdempotencyDocument>('idempotency_keys', {
   leaseUntil: 'date',
   expiresAt: 'date',
   response: 'json?',
-  generation: 'number?',
+  generation: 'number',
 });
 
 /** Keys are claimed and replayed by `_id`; the purge of expired ones is a range. */
@@ -129,20 +128,18 @@ export class IdempotencyStore {
   /**
    * Compare-and-set of a key on the state and generation it was read at. On FerretDB, which
    * checks a filter on the document it read, the stamp lets its guard refuse the write of a
-   * replica that read before another's landed (docs/decisions/0046); a key claimed before keys
-   * had generations is written as before.
+   * replica that read before another's landed (docs/decisions/0046).
    */
   private async takeOver(kept: IdempotencyDocument, claim: object): Promise<boolean> {
-    const stamped = kept.generation !== undefined && !(await serverLimits(this.model.db.db!)).usesDriverIndexes;
-    const generation = kept.generation ?? 0;
+    const stamped = !(await serverLimits(this.model.db.db!)).usesDriverIndexes;
+    const { _id: id, generation } = kept;
     const { filter, update } = compareAndSetWrite(
-      { id: kept._id, generation, set: { ...claim, generation: generation + 1 }, outbox: [] },
+      { id, generation, set: { ...claim, generation: generation + 1 }, outbox: [] },
       { state: kept.state, leaseUntil: kept.leaseUntil },
       stamped,
     );
-    const legacy = kept.generation === undefined ? { generation: { $exists: false } } : {};
     try {
-      const result = await this.model.collection.updateOne({ ...(filter as object), ...legacy } as never, update);
+      const result = await this.model.collection.updateOne(filter, update);
       return result.modifiedCount === 1;
     } catch (error) {
       if (isLostCompareAndSet(error)) return false;

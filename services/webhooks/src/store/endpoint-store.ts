@@ -1,5 +1,13 @@
 import type { mongo } from 'mongoose';
-import { BY_ID, byGrantor, CAS_FIELD, declareIndexes, OutboxCollection, type CollectionIndexes } from '@rs/store';
+import {
+  BY_ID,
+  byGrantor,
+  CAS_FIELD,
+  declareIndexes,
+  isLostCompareAndSet,
+  OutboxCollection,
+  type CollectionIndexes,
+} from '@rs/store';
 import { type Sealed, type Sealer } from '@rs/sealing';
 
 /** A secret of an endpoint, sealed; `retiresAt` is set when a newer one replaced it (it signs until then). */
@@ -51,18 +59,17 @@ export const ENDPOINT_INDEXES: CollectionIndexes = {
 export class EndpointStore {
   private readonly endpoints: mongo.Collection<EndpointDocument>;
   /**
-   * The compare-and-sets of a live endpoint's secrets, and of any endpoint's (tombstones too)
-   * when they are sealed again. Through the stores' one compare-and-set: on FerretDB a plain
-   * `updateOne` on the generation lets two replicas that read the same generation both write,
-   * and one rotation's secret, already shown to its caller, was lost (docs/decisions/0046).
+   * The compare-and-sets of an endpoint's secrets, through the stores' one compare-and-set: on
+   * FerretDB a plain `updateOne` on the generation lets two replicas that read the same
+   * generation both write, and one rotation's secret, already shown to its caller, was lost
+   * (docs/decisions/0046). A deletion moves the generation on, so no live read matches a
+   * tombstone.
    */
-  private readonly liveDocuments: OutboxCollection;
-  private readonly allDocuments: OutboxCollection;
+  private readonly documents: OutboxCollection;
 
   constructor(private readonly db: mongo.Db) {
     this.endpoints = db.collection<EndpointDocument>(ENDPOINT_INDEXES.collection);
-    this.liveDocuments = new OutboxCollection(db, ENDPOINT_INDEXES.collection, { deleted: false });
-    this.allDocuments = new OutboxCollection(db, ENDPOINT_INDEXES.collection);
+    this.documents = new OutboxCollection(db, ENDPOINT_INDEXES.collection);
   }
 
   /** @public (called by `runtime.migrated`) */
@@ -97,20 +104,27 @@ export class EndpointStore {
 
   /**
    * Marks it deleted; false when there was no live endpoint. A new generation, so that a
-   * rotation read before it loses its compare-and-set and finds no endpoint.
+   * rotation read before it loses its compare-and-set and finds no endpoint. On FerretDB, a
+   * rotation that landed after this write read the endpoint has it refused: it reads again.
    */
   async delete(endpointId: string): Promise<boolean> {
-    const result = await this.endpoints.updateOne(
-      { _id: endpointId, deleted: false },
-      { $set: { deleted: true }, $inc: { generation: 1 } },
-    );
-    return result.modifiedCount === 1;
+    for (;;) {
+      try {
+        const result = await this.endpoints.updateOne(
+          { _id: endpointId, deleted: false },
+          { $set: { deleted: true }, $inc: { generation: 1 } },
+        );
+        return result.modifiedCount === 1;
+      } catch (error) {
+        if (!isLostCompareAndSet(error)) throw error;
+      }
+    }
   }
 
   /** Compare-and-set of its secrets on the generation it was read at; false when it changed meanwhile. */
   replaceSecrets(endpoint: Endpoint, secrets: StoredSecret[]): Promise<boolean> {
     const { endpointId: id, generation } = endpoint;
-    return this.liveDocuments.compareAndSet({
+    return this.documents.compareAndSet({
       id,
       generation,
       set: { secrets, generation: generation + 1 },
@@ -142,7 +156,7 @@ export class EndpointStore {
           );
           // A rotation since the read moved the generation on: this one reads again.
           const { _id: id, generation } = stored;
-          if (await this.allDocuments.compareAndSet({ id, generation, set: { secrets }, outbox: [] })) {
+          if (await this.documents.compareAndSet({ id, generation, set: { secrets }, outbox: [] })) {
             resealed += 1;
             break;
           }
