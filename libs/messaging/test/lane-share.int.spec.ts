@@ -7,7 +7,7 @@ let broker: TestBroker;
 
 const Work = z.object({ n: z.number().int(), clock: z.boolean() });
 /** How long a lane batch holds its messages: long enough that the lane's share fills while they wait. */
-const BATCH_WORK_MS = 200;
+const BATCH_WORK_MS = 500;
 
 /** The clock lane's batches as they started: their sizes, and how many lane messages were in hand. */
 const laneBatches: Array<{ size: number; inHand: number }> = [];
@@ -39,11 +39,16 @@ afterAll(() => broker?.close());
 describe('a clock lane’s share (docs/decisions/0054, 0075)', () => {
   it('when its queue takes four batches at once for real time, then the lane, real time quiet, takes at most two batches of half the size', async () => {
     const lane = 64;
-    for (let n = 0; n < lane; n++)
-      await broker.client.publish('commands', 'test.batched', Buffer.from(JSON.stringify({ n, clock: true })), {
-        persistent: true,
-        contentType: 'application/json',
-      });
+    // Sent together, so that a backlog waits on the lane even on a loaded machine (sent one
+    // after another, they arrived slower than the lane cleared them, and no batch filled).
+    await Promise.all(
+      Array.from({ length: lane }, (_, n) =>
+        broker.client.publish('commands', 'test.batched', Buffer.from(JSON.stringify({ n, clock: true })), {
+          persistent: true,
+          contentType: 'application/json',
+        }),
+      ),
+    );
     await vi.waitFor(() => expect(laneBatches.reduce((sum, { size }) => sum + size, 0)).toBe(lane), {
       timeout: 30_000,
       interval: 50,
