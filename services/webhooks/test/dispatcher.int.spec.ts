@@ -15,9 +15,9 @@ const clock = manualClock('2026-12-01T00:00:00Z');
 /** A database that may answer slowly: the clock moves on while an attempt's outcome is written. */
 class Outcomes extends DeliveryStore {
   slowByMs = 0;
-  override async recordAttempt(...args: Parameters<DeliveryStore['recordAttempt']>): Promise<void> {
+  override async recordAttempt(...args: Parameters<DeliveryStore['recordAttempt']>) {
     clock.advance(this.slowByMs);
-    await super.recordAttempt(...args);
+    return super.recordAttempt(...args);
   }
 }
 
@@ -89,6 +89,7 @@ const pendingDelivery = (deliveryId: string, endpointId = endpoint.endpointId): 
   lastStatus: null,
   nextAttemptAt: null,
   createdAt: clock(),
+  generation: 0,
 });
 
 beforeAll(async () => {
@@ -294,7 +295,7 @@ describe('final outcomes inserted beside their deliveries, and holds (docs/decis
     clock.advance(2_000); // the hold ended; the outcome had not landed yet
     await store.recordAttempt(delivery, { status: 'delivered', lastStatus: 204, nextAttemptAt: null }, heldUntil);
 
-    expect(await store.claim(delivery, clock(), new Date(clock().getTime() + 5_000))).toBe(false);
+    expect(await store.claim(delivery, clock(), new Date(clock().getTime() + 5_000))).toBeNull();
     expect(await stored().findOne({ _id: 'G1' })).toMatchObject({ status: 'delivered', attempts: 1 });
   });
 

@@ -299,21 +299,22 @@ export class Dispatcher {
    * another attempt holds the delivery. The write resolves with the retry this process must
    * make itself, if any (see below).
    */
-  private async send(delivery: Delivery): Promise<(() => Promise<Delivery | null>) | null> {
+  private async send(found: Delivery): Promise<(() => Promise<Delivery | null>) | null> {
     const now = this.clock();
     const leaseUntil = new Date(now.getTime() + this.options.timeoutMs + 5_000);
     // Once claimed, its slot is the lease's: the sweeper finds it again if this process dies.
-    const owned = this.owned.get(delivery.deliveryId);
-    this.owned.delete(delivery.deliveryId);
+    const owned = this.owned.get(found.deliveryId);
+    this.owned.delete(found.deliveryId);
     const ownLeaseHolds = owned !== undefined && owned.getTime() - now.getTime() > this.options.timeoutMs + 5_000;
     // Until when this attempt holds the delivery: its outcome is recorded in that slot.
     const heldUntil = ownLeaseHolds ? owned : leaseUntil;
-    if (!ownLeaseHolds && !(await this.store.claim(delivery, now, leaseUntil))) {
+    const delivery = ownLeaseHolds ? found : await this.store.claim(found, now, leaseUntil);
+    if (!delivery) {
       claimsLost.inc();
       return null;
     }
-    const found = await this.endpoints.withSecrets(delivery.endpointId, now);
-    if (!found) {
+    const live = await this.endpoints.withSecrets(delivery.endpointId, now);
+    if (!live) {
       // The endpoint was deleted: nothing more is sent to it.
       return async () => {
         await this.store.recordAttempt(
@@ -327,12 +328,12 @@ export class Dispatcher {
     const timestamp = Math.floor(now.getTime() / 1000);
     const started = performance.now();
     const result = await this.sender.post(
-      found.endpoint.url,
+      live.endpoint.url,
       {
         'content-type': 'application/json',
         'webhook-id': delivery.eventId,
         'webhook-timestamp': String(timestamp),
-        'webhook-signature': signatureHeader(found.secrets, delivery.eventId, timestamp, delivery.body),
+        'webhook-signature': signatureHeader(live.secrets, delivery.eventId, timestamp, delivery.body),
         'user-agent': 'rights-subscriptions-webhooks/1',
       },
       delivery.body,
@@ -353,12 +354,10 @@ export class Dispatcher {
       );
     const recorded = { ...next, lastStatus: result.status };
     return async () => {
-      await this.store.recordAttempt(delivery, recorded, heldUntil);
+      const retry = await this.store.recordAttempt(delivery, recorded, heldUntil);
       // Outcomes wait for a database that may be slow: one that lands after a sweeper may have
       // passed its retry's second would never be swept. Its retry is due: this process makes it.
-      return recorded.nextAttemptAt && this.mayHaveSwept(recorded.nextAttemptAt)
-        ? { ...delivery, ...recorded, attempts: delivery.attempts + 1 }
-        : null;
+      return retry?.nextAttemptAt && this.mayHaveSwept(retry.nextAttemptAt) ? retry : null;
     };
   }
 

@@ -43,6 +43,7 @@ export async function consumeEventsForWebhooks(
         lastStatus: null,
         nextAttemptAt: now,
         createdAt: now,
+        generation: 0,
       }));
     });
     const leasedUntil = dispatcher.ownLeaseUntil(now);

@@ -1,9 +1,11 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { SweepCursor } from '@rs/due';
 import {
+  compareAndSetWrite,
   declareIndexes,
   GroupCommit,
   isDuplicateKey,
+  isLostCompareAndSet,
   retentionQueries,
   BY_ID,
   type CollectionIndexes,
@@ -32,6 +34,11 @@ export interface Delivery {
   lastStatus: number | null;
   nextAttemptAt: Date | null;
   createdAt: Date;
+  /**
+   * Moved on by every write of the delivery (0 when stored), so that a claim is a compare-and-set
+   * on what its sweeper read, which FerretDB's guard checks across replicas (docs/decisions/0046).
+   */
+  generation: number;
 }
 
 interface DeliveryDocument extends Omit<Delivery, 'deliveryId'> {
@@ -45,6 +52,8 @@ interface DeliveryDocument extends Omit<Delivery, 'deliveryId'> {
   due: string | null;
   /** Until when an attempt under way holds it; another attempt may start only after. */
   leaseUntil: Date | null;
+  /** The stamp of the last claim on FerretDB (`compareAndSetWrite`); not the delivery's. */
+  _cas?: unknown;
 }
 
 /**
@@ -98,7 +107,7 @@ export const slotOf = (at: Date): string => String(Math.floor(at.getTime() / 100
 export const deliveryIdOf = (endpointId: string, eventId: string): string =>
   createHash('sha256').update(`${endpointId}|${eventId}`).digest('hex').slice(0, 32);
 
-const toDelivery = ({ _id, due: _due, leaseUntil: _lease, ...fields }: DeliveryDocument): Delivery => ({
+const toDelivery = ({ _id, due: _due, leaseUntil: _lease, _cas, ...fields }: DeliveryDocument): Delivery => ({
   deliveryId: _id,
   ...fields,
 });
@@ -245,35 +254,71 @@ export class DeliveryStore {
   }
 
   /**
-   * Takes a pending delivery for one attempt, until `leaseUntil`: false when it is not pending
-   * at `attempts` any more, or another attempt holds it. The sweeper looks again when the lease
-   * ends, so an attempt cut short by a crash is made again.
+   * Takes a pending delivery for one attempt, until `leaseUntil`: the delivery as claimed, or
+   * null when it is not pending at `attempts` any more, another attempt holds it, or anything
+   * wrote it since it was read (every replica's sweeper reads the same seconds: of the replicas
+   * that found it, one claims it). The sweeper looks again when the lease ends, so an attempt
+   * cut short by a crash is made again.
    */
-  async claim(delivery: Delivery, now: Date, leaseUntil: Date): Promise<boolean> {
-    const result = await this.deliveries.updateOne(
+  async claim(delivery: Delivery, now: Date, leaseUntil: Date): Promise<Delivery | null> {
+    // FerretDB checks the filter on the document it read: its guard checks the generation again
+    // as it writes (docs/decisions/0046).
+    const stamped = !(await serverLimits(this.db)).usesDriverIndexes;
+    const generation = delivery.generation + 1;
+    const { filter, update } = compareAndSetWrite(
       {
-        _id: delivery.deliveryId,
+        id: delivery.deliveryId,
+        generation: delivery.generation,
+        set: { leaseUntil, due: slotOf(leaseUntil), generation },
+        outbox: [],
+      },
+      {
         status: 'pending',
         attempts: delivery.attempts,
         $or: [{ leaseUntil: null }, { leaseUntil: { $lte: now } }],
       },
-      { $set: { leaseUntil, due: slotOf(leaseUntil) } },
+      stamped,
     );
-    if (result.modifiedCount !== 1) return false;
+    try {
+      const result = await this.deliveries.updateOne(filter, update);
+      if (result.modifiedCount !== 1) return null;
+    } catch (error) {
+      if (isLostCompareAndSet(error)) return null;
+      throw error;
+    }
     // An attempt whose hold had ended before its final outcome was written (a slow database):
     // that attempt was made, so this one is not.
     const outcome = await this.outcomes.findOne({ _id: outcomeIdOf(delivery.deliveryId, delivery.attempts + 1) });
-    if (!outcome) return true;
+    if (!outcome) return { ...delivery, generation };
     await this.fold(outcome);
-    return false;
+    return null;
+  }
+
+  /**
+   * A write of a delivery other than a claim: it moves the generation on, so that a claim read
+   * before it loses. `lost` when FerretDB's guard refused it because a claim landed after it
+   * read: the delivery is that attempt's now.
+   */
+  private async write(
+    filter: mongo.Filter<DeliveryDocument>,
+    set: Partial<DeliveryDocument>,
+  ): Promise<'written' | 'unmatched' | 'lost'> {
+    try {
+      const result = await this.deliveries.updateOne(filter, { $set: set, $inc: { generation: 1 } });
+      return result.modifiedCount === 1 ? 'written' : 'unmatched';
+    } catch (error) {
+      if (isLostCompareAndSet(error)) return 'lost';
+      throw error;
+    }
   }
 
   /**
    * Records an attempt's outcome (the one that held it at `attempts`, until `heldUntil`): a
    * final one as an inserted outcome in the hold's slot, a retry into the delivery (its slot
-   * moves to the retry's second).
+   * moves to the retry's second). Resolves with the delivery as it waits for that retry, or null
+   * (a final outcome, or a retry another attempt's write came before).
    */
-  async recordAttempt(delivery: Delivery, outcome: AttemptRecord, heldUntil: Date): Promise<void> {
+  async recordAttempt(delivery: Delivery, outcome: AttemptRecord, heldUntil: Date): Promise<Delivery | null> {
     if (outcome.status !== 'pending') {
       await this.outcomeInserts.add({
         _id: outcomeIdOf(delivery.deliveryId, delivery.attempts + 1),
@@ -285,23 +330,23 @@ export class DeliveryStore {
         due: slotOf(heldUntil),
         createdAt: delivery.createdAt,
       });
-      return;
+      return null;
     }
-    await this.updates(() =>
-      this.deliveries.updateOne(
+    const retried = { ...delivery, ...outcome, attempts: delivery.attempts + 1 };
+    const written = await this.updates(() =>
+      this.write(
         { _id: delivery.deliveryId, attempts: delivery.attempts },
         {
-          $set: {
-            status: outcome.status,
-            attempts: delivery.attempts + 1,
-            lastStatus: outcome.lastStatus,
-            nextAttemptAt: outcome.nextAttemptAt,
-            due: outcome.nextAttemptAt ? slotOf(outcome.nextAttemptAt) : null,
-            leaseUntil: null,
-          },
+          status: retried.status,
+          attempts: retried.attempts,
+          lastStatus: retried.lastStatus,
+          nextAttemptAt: retried.nextAttemptAt,
+          due: retried.nextAttemptAt ? slotOf(retried.nextAttemptAt) : null,
+          leaseUntil: null,
         },
       ),
     );
+    return written === 'written' ? { ...retried, generation: delivery.generation + 1 } : null;
   }
 
   /** An outcome found there already is another attempt's at the same number (see `claim`): the first stands. */
@@ -314,13 +359,19 @@ export class DeliveryStore {
     return docs.map(() => undefined);
   }
 
-  /** Writes an outcome into its delivery (if it is still at the attempt before), and deletes it. */
-  private async fold(outcome: OutcomeDocument): Promise<void> {
-    await this.deliveries.updateOne(
+  /**
+   * Writes an outcome into its delivery (if it is still at the attempt before), and deletes it;
+   * false, keeping it, when a claim landed after the delivery was read (whoever reads it next
+   * reads through the outcome, and folds it).
+   */
+  private async fold(outcome: OutcomeDocument): Promise<boolean> {
+    const written = await this.write(
       { _id: outcome.deliveryId, attempts: outcome.attempts - 1 },
-      { $set: foldedFields(outcome) },
+      foldedFields(outcome),
     );
+    if (written === 'lost') return false;
     await this.outcomes.deleteOne({ _id: outcome._id });
+    return true;
   }
 
   /** The outcome recorded for a delivery's next attempt, if it has not been folded in. */
@@ -336,14 +387,14 @@ export class DeliveryStore {
    * delivery another attempt holds is left as it is (its lease's end finds it).
    */
   async putOff(delivery: Delivery, { at, now, ownLease }: { at: Date; now: Date; ownLease?: Date | undefined }) {
-    await this.deliveries.updateOne(
+    await this.write(
       {
         _id: delivery.deliveryId,
         status: 'pending',
         attempts: delivery.attempts,
         $or: [{ leaseUntil: null }, { leaseUntil: { $lte: now } }, ...(ownLease ? [{ leaseUntil: ownLease }] : [])],
       },
-      { $set: { due: slotOf(at), leaseUntil: null } },
+      { due: slotOf(at), leaseUntil: null },
     );
   }
 
@@ -369,7 +420,7 @@ export class DeliveryStore {
           this.updates(async () => {
             const doc = await this.deliveries.findOne({ _id: id });
             if (doc?.attempts === 0 && doc.due === null)
-              await this.deliveries.updateOne({ _id: id, attempts: 0, due: null }, { $set: { due: slot } });
+              await this.write({ _id: id, attempts: 0, due: null }, { due: slot });
           }),
         ),
       );
@@ -414,18 +465,28 @@ export class DeliveryStore {
 
   /** Makes a delivery pending again, due now (a manual retry); null when it is not this endpoint's. */
   async retryNow(endpointId: string, deliveryId: string, now: Date): Promise<Delivery | null> {
-    // Found first by id alone (see `find`); an endpoint's deliveries stay its own.
-    const doc = await this.deliveries.findOne({ _id: deliveryId });
-    if (!doc || doc.endpointId !== endpointId) return null;
-    // Its last attempt counts before the next one is made: its outcome is folded in first.
-    const outcome = await this.outcomeOf(doc);
-    if (outcome) await this.fold(outcome);
-    const result = await this.deliveries.findOneAndUpdate(
-      { _id: deliveryId },
-      { $set: { status: 'pending', nextAttemptAt: now, due: slotOf(now), leaseUntil: null } },
-      { returnDocument: 'after' },
-    );
-    return result ? toDelivery(result) : null;
+    for (;;) {
+      // Found first by id alone (see `find`); an endpoint's deliveries stay its own.
+      const doc = await this.deliveries.findOne({ _id: deliveryId });
+      if (!doc || doc.endpointId !== endpointId) return null;
+      // Its last attempt counts before the next one is made: its outcome is folded in first.
+      const outcome = await this.outcomeOf(doc);
+      if (outcome && !(await this.fold(outcome))) continue;
+      try {
+        const result = await this.deliveries.findOneAndUpdate(
+          { _id: deliveryId },
+          {
+            $set: { status: 'pending', nextAttemptAt: now, due: slotOf(now), leaseUntil: null },
+            $inc: { generation: 1 },
+          },
+          { returnDocument: 'after' },
+        );
+        return result ? toDelivery(result) : null;
+      } catch (error) {
+        // A claim landed after FerretDB read it: read it again, as that attempt left it.
+        if (!isLostCompareAndSet(error)) throw error;
+      }
+    }
   }
 
   /** Pending deliveries of each endpoint (the backlog metric). */
