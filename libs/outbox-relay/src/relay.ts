@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from '@rs/logging';
 import type { AmqpClient } from '@rs/messaging';
 import {
+  compareAndSetWrite,
   isLostCompareAndSet,
   documentLock,
   isDuplicateKey,
@@ -14,6 +15,7 @@ import {
   type OutboxEntry,
   type PendingKey,
   type StoredOutboxEntry,
+  serverLimits,
 } from '@rs/store';
 import { gauge, SCRAPE_QUERY_MAX_TIME_MS } from '@rs/telemetry/metrics';
 import { repeat, type Repeating } from '@rs/time';
@@ -84,6 +86,18 @@ const ALL_PENDING_KEYS: readonly PendingKey[] = Array.from({ length: PENDING_KEY
 /** Clocks of replicas may differ by this much: a relay reads the keys of the seconds around its own. */
 const RECENT_SKEW_MS = 1_000;
 const LEASES = 'outbox_leases';
+
+/** A collection's relay lease: which relay publishes it, until when. */
+interface Lease {
+  _id: string;
+  owner: string;
+  until: Date;
+  /**
+   * Moved on by every write of the lease, so that a relay takes it over by a compare-and-set on
+   * the lease as it read it, which FerretDB's guard checks across replicas (docs/decisions/0046).
+   */
+  generation: number;
+}
 /** A scrape reads both gauges within this time of each other: they share one reading. */
 const PENDING_READ_SHARED_MS = 1_000;
 /** Keys a scrape counts at once. */
@@ -103,8 +117,9 @@ const HANDED_BATCHES = 4;
  * delivery is at least once and consumers de-duplicate by event id.
  *
  * Several replicas may run: a lease per collection (in `outbox_leases`) lets one relay
- * publish at a time, and another take over when it stops renewing. Removal is a `$pop`
- * guarded by the entry's id, so it is safe even if two relays ever overlap. (One lease per
+ * publish at a time, and another take over when it stops renewing (a compare-and-set, so that
+ * of the relays that find it lapsed at once one takes it). Removal is a `$pop` guarded by the
+ * entry's id, so it is safe even if two relays ever overlap. (One lease per
  * collection rather than per document: FerretDB 1.x pays a write per leased document, and
  * has no `$pull` by condition; see docs/decisions/0003-outbox-embedded-in-documents.md.)
  */
@@ -144,9 +159,11 @@ export class OutboxRelay {
   private stopListening: (() => void) | undefined;
   /** Until when this relay holds the lease, as far as it knows (ms since the epoch). */
   private leaseUntil = 0;
+  /** The lease's generation as this relay last wrote it (while it holds the lease). */
+  private leaseGeneration = 0;
   private readonly log: Logger;
   private readonly documents: mongo.Collection;
-  private readonly leases: mongo.Collection<{ _id: string; owner: string; until: Date }>;
+  private readonly leases: mongo.Collection<Lease>;
 
   constructor(private readonly options: OutboxRelayOptions) {
     this.log = options.logger.child({ component: 'outbox', collection: options.collection });
@@ -184,10 +201,10 @@ export class OutboxRelay {
     this.stopListening?.();
     await Promise.all([this.polling?.stop(), this.fullPass?.stop()]);
     await this.running;
+    const held = this.leaseUntil > Date.now();
     this.leaseUntil = 0;
-    await this.leases
-      .updateOne({ _id: this.leaseId, owner: this.owner }, { $set: { until: new Date(0) } })
-      .catch(() => undefined);
+    // Given up, so that another replica's relay need not wait for it to lapse.
+    if (held) await this.writeLease(this.leaseGeneration, new Date(0)).catch(() => undefined);
   }
 
   /**
@@ -402,27 +419,59 @@ export class OutboxRelay {
    * per round would cost as much as the events it publishes.
    */
   private async holdLease(): Promise<boolean> {
-    const now = new Date();
+    const now = Date.now();
     const leaseMs = this.options.leaseMs ?? 10_000;
-    if (this.leaseUntil - now.getTime() > (leaseMs * 2) / 3) return true;
+    if (this.leaseUntil - now > (leaseMs * 2) / 3) return true;
+    const until = new Date(now + leaseMs);
+    const lapsed = this.leaseUntil < now;
+    this.leaseUntil = 0;
+    if (!(await this.takeLease(lapsed, now, until))) return false;
+    this.leaseUntil = until.getTime();
+    // Taken anew (after another relay's, or after this one lapsed): what was pending meanwhile
+    // may be under any key. A pass under way reads them all already.
+    if (lapsed && this.passLeft.length === 0) this.passOwed = true;
+    return true;
+  }
+
+  /**
+   * Renews the lease this relay holds from the generation it wrote; otherwise reads the lease,
+   * and takes it if it lapsed (or is this relay's) by a compare-and-set on the generation read:
+   * of the relays that found it lapsed at once, one takes it. A relay that another's lease
+   * keeps waiting only reads.
+   */
+  private async takeLease(lapsed: boolean, now: number, until: Date): Promise<boolean> {
+    if (!lapsed) return this.writeLease(this.leaseGeneration, until);
+    const lease = await this.leases.findOne({ _id: this.leaseId });
+    if (!lease) {
+      try {
+        await this.leases.insertOne({ _id: this.leaseId, owner: this.owner, until, generation: 1 });
+        this.leaseGeneration = 1;
+        return true;
+      } catch (error) {
+        if (isDuplicateKey(error)) return false; // another relay took it first
+        throw error;
+      }
+    }
+    if (lease.owner !== this.owner && lease.until.getTime() >= now) return false;
+    return this.writeLease(lease.generation, until);
+  }
+
+  /** This relay's lease until `until`, if the lease is still at `generation`. */
+  private async writeLease(generation: number, until: Date): Promise<boolean> {
+    const stamped = !(await serverLimits(this.options.db)).usesDriverIndexes;
+    const { filter, update } = compareAndSetWrite(
+      { id: this.leaseId, generation, set: { owner: this.owner, until, generation: generation + 1 }, outbox: [] },
+      {},
+      stamped,
+    );
     try {
-      const until = new Date(now.getTime() + leaseMs);
-      const lapsed = this.leaseUntil < now.getTime();
-      await this.leases.updateOne(
-        { _id: this.leaseId, $or: [{ owner: this.owner }, { until: { $lt: now } }] },
-        { $set: { owner: this.owner, until } },
-        { upsert: true },
-      );
-      this.leaseUntil = until.getTime();
-      // Taken anew (after another relay's, or after this one lapsed): what was pending meanwhile
-      // may be under any key. A pass under way reads them all already.
-      if (lapsed && this.passLeft.length === 0) this.passOwed = true;
-      return true;
+      if ((await this.leases.updateOne(filter, update)).modifiedCount !== 1) return false;
     } catch (error) {
-      this.leaseUntil = 0;
-      if (isDuplicateKey(error)) return false; // held by another relay
+      if (isLostCompareAndSet(error)) return false;
       throw error;
     }
+    this.leaseGeneration = generation + 1;
+    return true;
   }
 
   /**

@@ -303,7 +303,7 @@ describe('the outbox relay reads where it was told, not every key every few seco
       .db!.collection('outbox_leases')
       .updateOne(
         { _id: 'outbox:things' } as never,
-        { $set: { owner: 'another relay', until: new Date(Date.now() + 2_000) } },
+        { $set: { owner: 'another relay', until: new Date(Date.now() + 2_000), generation: 1 } },
         { upsert: true },
       );
     const left = named('left-behind');
@@ -322,7 +322,7 @@ describe("the outbox gauges' reading", () => {
       .collection('outbox_leases')
       .updateOne(
         { _id: 'outbox:waiting' } as never,
-        { $set: { owner: 'another relay', until: new Date(Date.now() + 60_000) } },
+        { $set: { owner: 'another relay', until: new Date(Date.now() + 60_000), generation: 1 } },
         { upsert: true },
       );
     const [first, second] = keysFarFromNow();
