@@ -85,7 +85,9 @@ export async function keepEntitlements(
   const log = logger.child({ component: 'entitlements' });
   let stopped = false;
   const rebuildUntilDone = async (following: boolean) => {
-    for (let delayMs = 500; !stopped; delayMs = Math.min(delayMs * 2, 30_000)) {
+    // At most 5 s apart: a replica that cannot load is not ready (it serves nothing), so it
+    // should be ready within seconds of the rights service's return.
+    for (let delayMs = 500; !stopped; delayMs = Math.min(delayMs * 2, 5_000)) {
       try {
         await entitlements.rebuild(following);
         rebuilds.inc({ outcome: 'done' });
