@@ -84,8 +84,12 @@ describe('a lapsed relay lease found by every replica', () => {
       try {
         for (const relay of relays) relay.start();
         await published.waitFor(() => subjects.every((subject) => timesPublished(subject) > 0), 10_000);
-        // Long enough for every relay to have polled several times.
-        await new Promise((resolve) => setTimeout(resolve, 1_000));
+        // Stopped, every relay has had its publishes confirmed; a marker published after them on
+        // the same channel arrives after every one of them.
+        await Promise.all(relays.map((relay) => relay.stop()));
+        const marker = `${collection}-marker`;
+        await client.publish(EXCHANGE, 'right.created', Buffer.from(JSON.stringify({ subject: marker })), {});
+        await published.waitFor(() => timesPublished(marker) > 0, 10_000);
         expect(
           subjects.filter((subject) => timesPublished(subject) !== 1),
           `round ${round}: events published more than once`,
