@@ -5,8 +5,7 @@ import { documentLock } from './document-lock';
 import { CAS_FIELD, newOutbox, OUTBOX_PROJECTION, pendingKeyAt, setWithOutbox } from './outbox';
 import type { OutboxEntry } from './outbox-entry';
 import { isDuplicateKey, isTransient, WriteFailed } from './items';
-import { serverLimits } from './server-limits';
-import { chunks } from '@rs/batching';
+import { inChunks, serverLimits } from './server-limits';
 import { declareIndexes, type CollectionIndexes, type IndexedQuery } from './indexes';
 import { announcePending, type InsertedPending } from './pending';
 import { bucketOf } from '@rs/hashing';
@@ -96,54 +95,40 @@ export class OutboxCollection {
    * how many were new.
    */
   async insertMany(docs: ReadonlyArray<{ doc: { _id: string }; outbox: OutboxEntry[] }>): Promise<number> {
-    const { maxInsertDocuments } = await serverLimits(this.db);
-    let inserted = 0;
-    const stored: InsertedPending[] = [];
-    for (const chunk of chunks(docs, maxInsertDocuments)) {
-      const written = chunk.map(({ doc, outbox }) => withBucket(doc, outbox));
-      try {
-        const result = await this.collection.insertMany(written as never[], { ordered: false });
-        inserted += result.insertedCount;
-        stored.push(...written);
-      } catch (error) {
-        if (!isDuplicateKey(error)) throw error;
-        inserted += (error as { result?: { insertedCount?: number } }).result?.insertedCount ?? 0;
-        const refused = new Set(writeErrorsOf(error)?.map(({ index }) => index));
-        stored.push(...written.filter((_, index) => !refused.has(index)));
-      }
-    }
-    this.announceInserted(stored);
-    return inserted;
+    const outcomes = await this.insertEach(docs, { failAll: true });
+    return outcomes.filter((stored) => stored === true).length;
   }
 
   /**
-   * Inserts each document, as few `insertMany` calls; for each, whether it was stored (false:
-   * its `_id` was taken), or why the store refused that one (docs/api.md: it fails alone). An
-   * insert keyed by what it claims (docs/decisions/0026) is a compare-and-set that costs an
-   * insert. A transient failure fails the batch.
+   * Inserts each document, as a few `insertMany` calls at once (`inChunks`, docs/decisions/0076);
+   * for each, whether it was stored (false: its `_id` was taken), or why the store refused that
+   * one (docs/api.md: it fails alone). An insert keyed by what it claims (docs/decisions/0026)
+   * is a compare-and-set that costs an insert. A transient failure fails the batch.
    */
   async insertEach(
     docs: ReadonlyArray<{ doc: { _id: string }; outbox: OutboxEntry[] }>,
+    /** `failAll`: a document refused for another reason than its taken id fails the batch. */
+    { failAll = false }: { failAll?: boolean } = {},
   ): Promise<Array<boolean | WriteFailed>> {
-    const { maxInsertDocuments } = await serverLimits(this.db);
-    const outcomes: Array<boolean | WriteFailed> = [];
-    const stored: InsertedPending[] = [];
-    for (const chunk of chunks(docs, maxInsertDocuments)) {
-      const written = chunk.map(({ doc, outbox }) => withBucket(doc, outbox));
-      const done: Array<boolean | WriteFailed> = chunk.map(() => true);
-      try {
-        await this.collection.insertMany(written as never[], { ordered: false });
-      } catch (error) {
-        const writeErrors = writeErrorsOf(error);
-        // No document named: the whole insert failed (and was not stored), whatever the error.
-        if (isTransient(error) || writeErrors === undefined || writeErrors.length === 0) throw error;
-        for (const failure of writeErrors)
-          done[failure.index] = failure.code === 11000 ? false : new WriteFailed(new Error(failure.errmsg));
-      }
-      outcomes.push(...done);
-      stored.push(...written.filter((_, index) => done[index] === true));
-    }
-    this.announceInserted(stored);
+    const written = docs.map(({ doc, outbox }) => withBucket(doc, outbox));
+    const outcomes = (
+      await inChunks(this.db, written, async (chunk): Promise<Array<boolean | WriteFailed>> => {
+        const done: Array<boolean | WriteFailed> = chunk.map(() => true);
+        try {
+          await this.collection.insertMany(chunk as never[], { ordered: false });
+        } catch (error) {
+          const writeErrors = writeErrorsOf(error);
+          // No document named: the whole insert failed (and was not stored), whatever the error.
+          if (isTransient(error) || writeErrors === undefined || writeErrors.length === 0) throw error;
+          for (const failure of writeErrors) {
+            if (failAll && failure.code !== 11000) throw error;
+            done[failure.index] = failure.code === 11000 ? false : new WriteFailed(new Error(failure.errmsg));
+          }
+        }
+        return done;
+      })
+    ).flat();
+    this.announceInserted(written.filter((_, index) => outcomes[index] === true));
     return outcomes;
   }
 

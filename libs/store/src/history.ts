@@ -9,8 +9,7 @@ import {
 } from '@rs/contracts';
 import type { mongo } from 'mongoose';
 import { isDuplicateKey } from './items';
-import { serverLimits } from './server-limits';
-import { chunks } from '@rs/batching';
+import { inChunks } from './server-limits';
 import { declareIndexes, type CollectionIndexes } from './indexes';
 import { retentionOf, retentionQueries, type RetainedCollection } from './retention';
 
@@ -126,14 +125,11 @@ export class HistoryLog {
   async record(events: readonly CloudEvent[]): Promise<void> {
     const records = this.recordsOf(events);
     if (records.length === 0) return;
-    const { maxInsertDocuments } = await serverLimits(this.db);
-    for (const chunk of chunks(records, maxInsertDocuments)) {
-      try {
-        await this.records.insertMany(chunk, { ordered: false });
-      } catch (error) {
+    await inChunks(this.db, records, (chunk) =>
+      this.records.insertMany(chunk, { ordered: false }).catch((error: unknown) => {
         if (!isDuplicateKey(error)) throw error;
-      }
-    }
+      }),
+    );
   }
 
   /** The entries of one page of the history of a resource now at `generation`. */

@@ -10,12 +10,12 @@ import {
   BY_ID,
   type CollectionIndexes,
   retentionOf,
+  inChunks,
   serverLimits,
   type ListPage,
   type ListPosition,
   type RetainedCollection,
 } from '@rs/store';
-import { chunks } from '@rs/batching';
 import { SCRAPE_QUERY_MAX_TIME_MS } from '@rs/telemetry/metrics';
 import type { mongo } from 'mongoose';
 import pLimit from 'p-limit';
@@ -219,9 +219,8 @@ export class DeliveryStore {
    * they are; returns the ids of those stored now.
    */
   async insertMany(deliveries: readonly Delivery[], leaseUntil: Date): Promise<Set<string>> {
-    const { maxInsertDocuments } = await serverLimits(this.db);
     const inserted = new Set<string>();
-    for (const chunk of chunks(deliveries, maxInsertDocuments)) {
+    await inChunks(this.db, deliveries, async (chunk) => {
       try {
         await this.deliveries.insertMany(
           chunk.map(({ deliveryId, ...fields }) => ({
@@ -240,7 +239,7 @@ export class DeliveryStore {
           if (!taken.has(index)) inserted.add(delivery.deliveryId);
         });
       }
-    }
+    });
     // Those stored before too: after a crash between their insert and their hold's, the event
     // comes again and finds them stored, leased still, and unheld.
     if (deliveries.length > 0)
@@ -351,11 +350,11 @@ export class DeliveryStore {
 
   /** An outcome found there already is another attempt's at the same number (see `claim`): the first stands. */
   private async insertOutcomes(docs: OutcomeDocument[]): Promise<void[]> {
-    const { maxInsertDocuments } = await serverLimits(this.db);
-    for (const chunk of chunks(docs, maxInsertDocuments))
-      await this.outcomes.insertMany(chunk, { ordered: false }).catch((error: unknown) => {
+    await inChunks(this.db, docs, (chunk) =>
+      this.outcomes.insertMany(chunk, { ordered: false }).catch((error: unknown) => {
         if (!isDuplicateKey(error)) throw error;
-      });
+      }),
+    );
     return docs.map(() => undefined);
   }
 
