@@ -249,7 +249,8 @@ export async function registerEndpoint(system, authorization, url, events) {
 
 /**
  * Why deliveries were late, by the webhooks service's own counters: put off (lane or memory
- * full), found again only by the second look at a second already swept, claims lost.
+ * full), found again only by the second look at a second already swept, claims lost; and
+ * how long an attempt took on average.
  */
 export async function dispatcherCounters(system) {
   const metrics = await (await fetch(system.service('webhooks').metricsUrl)).text();
@@ -258,7 +259,16 @@ export async function dispatcherCounters(system) {
     if (value === undefined) throw new Error(`the webhooks service reports no ${name}`);
     return Number(value);
   };
-  return `put off: ${count('webhook_put_offs_total')}; found late by the second look: ${count('webhook_deliveries_found_late_total')}; claims lost: ${count('webhook_claims_lost_total')}`;
+  // An attempt's time, from its request's start to the end of the answer: the endpoint's own,
+  // and the time the dispatcher's process took to get to its answer (docs/performance.md).
+  const total = (name) =>
+    [...metrics.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'gm'))].reduce(
+      (sum, [, value]) => sum + Number(value),
+      0,
+    );
+  const attemptMs =
+    (1000 * total('webhook_attempt_duration_seconds_sum')) / total('webhook_attempt_duration_seconds_count');
+  return `put off: ${count('webhook_put_offs_total')}; found late by the second look: ${count('webhook_deliveries_found_late_total')}; claims lost: ${count('webhook_claims_lost_total')}; mean attempt ${attemptMs.toFixed(1)} ms`;
 }
 
 /** The `p`th percentile of sorted numbers (nearest rank). */

@@ -9,6 +9,7 @@
 //   last), and its ratio to the first;
 // - for each event, the time from its arrival on rights.events to its first attempt at the
 //   endpoint: p50 and p99.
+// BENCH_SERVICE_ENV: more settings for every service, e.g. '{"WEBHOOK_CONCURRENCY_PER_ENDPOINT":"16"}'.
 import { performance } from 'node:perf_hooks';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -39,6 +40,7 @@ const { system, stop } = await startBenchSystem({
   // As the images run them: one process per service (the figures are of processes).
   name: 'bench_webhooks',
   backends: ['catalog', 'rights', 'webhooks'],
+  env: JSON.parse(process.env.BENCH_SERVICE_ENV ?? '{}'),
 });
 
 try {
