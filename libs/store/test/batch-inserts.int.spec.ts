@@ -1,5 +1,5 @@
 import { createCloudEvent } from '@rs/contracts';
-import { testDatabase, type TestDatabase } from '@rs/testing';
+import { monitoredConnection, testDatabase, type TestDatabase } from '@rs/testing';
 import mongoose, { type mongo } from 'mongoose';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { HistoryLog, OutboxCollection, serverLimits } from '../src/index';
@@ -18,11 +18,7 @@ const BATCH = 1_100;
 
 beforeAll(async () => {
   database = await testDatabase('batch_inserts');
-  monitored = mongoose.createConnection(process.env.MONGODB_URL!, {
-    dbName: database.db.db!.databaseName,
-    monitorCommands: true,
-  });
-  await monitored.asPromise();
+  monitored = await monitoredConnection(database);
   const client = monitored.getClient();
   const ours = new Set<number>();
   client.on('commandStarted', (started: mongo.CommandStartedEvent) => {

@@ -1,5 +1,5 @@
 import { createCloudEvent, historyOf } from '@rs/contracts';
-import { testDatabase, type TestDatabase } from '@rs/testing';
+import { monitoredConnection, testDatabase, type TestDatabase } from '@rs/testing';
 import mongoose, { type mongo } from 'mongoose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HISTORY_SPAN, HistoryLog } from '../src/index';
@@ -30,11 +30,7 @@ beforeAll(async () => {
   for (let at = 0; at < events.length; at += 1_000) await writer.record(events.slice(at, at + 1_000));
   await writer.record([changed('short', 1, 'ACTIVE')]);
   // The same database through a connection that counts what the server returns.
-  monitored = mongoose.createConnection(process.env.MONGODB_URL!, {
-    dbName: database.db.db!.databaseName,
-    monitorCommands: true,
-  });
-  await monitored.asPromise();
+  monitored = await monitoredConnection(database);
   monitored.getClient().on('commandSucceeded', (event: mongo.CommandSucceededEvent) => {
     const cursor = (event.reply as { cursor?: { firstBatch?: unknown[]; nextBatch?: unknown[] } }).cursor;
     returned += (cursor?.firstBatch ?? cursor?.nextBatch ?? []).length;

@@ -1,4 +1,4 @@
-import { testDatabase, type TestDatabase } from '@rs/testing';
+import { monitoredConnection, testDatabase, type TestDatabase } from '@rs/testing';
 import mongoose, { type mongo } from 'mongoose';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createCloudEvent } from '@rs/contracts';
@@ -32,11 +32,7 @@ function items(name: string): { inserts: ListedInserts<Item>; lists: UserLists<I
 
 beforeAll(async () => {
   database = await testDatabase('listed_inserts');
-  monitored = mongoose.createConnection(process.env.MONGODB_URL!, {
-    dbName: database.db.db!.databaseName,
-    monitorCommands: true,
-  });
-  await monitored.asPromise();
+  monitored = await monitoredConnection(database);
   monitored.getClient().on('commandStarted', (started: mongo.CommandStartedEvent) => {
     if (started.commandName !== 'insert') return;
     const collection = String(started.command.insert);

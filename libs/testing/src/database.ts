@@ -29,6 +29,18 @@ export async function testDatabase(name: string): Promise<TestDatabase> {
 }
 
 /**
+ * Another connection to `database` whose client reports every command it sends (the driver's
+ * command monitoring): what a store asked of the server, for tests of what a read or write costs.
+ */
+export async function monitoredConnection(database: TestDatabase): Promise<Connection> {
+  const connection = mongoose.createConnection(process.env.MONGODB_URL!, {
+    dbName: database.db.name,
+    monitorCommands: true,
+  });
+  return connection.asPromise();
+}
+
+/**
  * A test database and `count` more connections to it, each with a pool of its own, as replicas
  * of a service have: their writes race in the database, not in one connection's queue.
  */

@@ -219,12 +219,12 @@ export class RightCommands {
       failed,
     );
     const made = periods.flatMap(({ value }) => value);
-    const inserted = await this.options.store.insertManyWithoutEvents(made);
+    const taken = await this.options.store.insertManyWithoutEvents(made);
     // Some existed: a command again (its events go out again, as the first time), or rights a
     // later plan change or their grantor removed meanwhile, which nothing brings back
-    // (docs/decisions/0052). Read only then: a renewal's rights are all new.
-    const gone = inserted < made.length ? await this.options.store.tombstonesAmong(made.map((r) => r.rightId)) : null;
-    const rights = gone ? made.filter((right) => !gone.has(right.rightId)) : made;
+    // (docs/decisions/0052). Only those are read: a renewal's rights are all new.
+    const gone = await this.options.store.tombstonesAmong([...taken]);
+    const rights = made.filter((right) => !gone.has(right.rightId));
     const outbox = rights.flatMap((right) =>
       this.options.messages.of(right, [RightEventTypes.created], systemActor('subscriptions')),
     );

@@ -286,11 +286,15 @@ export class RightStore extends OutboxStore<RightDocument, RightEntity> {
   /**
    * Stores new rights in bulk, without pending events: the command that issues them
    * publishes them itself before it is acked (docs/decisions/0011). Those whose id exists
-   * are left alone. Returns how many were new.
+   * are left alone. Returns the ids that existed.
    */
-  async insertManyWithoutEvents(rights: readonly RightEntity[]): Promise<number> {
+  async insertManyWithoutEvents(rights: readonly RightEntity[]): Promise<Set<string>> {
     const docs = await this.lists.placed(rights.map(toDocument));
-    return this.documents.insertMany(docs.map((doc) => ({ doc, outbox: [] })));
+    const stored = await this.documents.insertEach(
+      docs.map((doc) => ({ doc, outbox: [] })),
+      { failAll: true },
+    );
+    return new Set(docs.flatMap((doc, index) => (stored[index] === true ? [] : [doc._id])));
   }
 
   /**
@@ -303,12 +307,13 @@ export class RightStore extends OutboxStore<RightDocument, RightEntity> {
     return this.documents.insert(tombstone, []);
   }
 
-  /** Which of these ids are tombstones: removed, or superseded before they were issued. */
+  /**
+   * Which of these ids are tombstones: removed, or superseded before they were issued. Read
+   * by id, one by one: FerretDB answers a read of many ids (`$in`) by reading every right.
+   */
   async tombstonesAmong(ids: readonly string[]): Promise<Set<string>> {
-    const docs = await this.model
-      .find({ _id: { $in: ids }, removed: true }, { _id: 1 })
-      .lean<Array<Pick<RightDocument, '_id'>>>();
-    return new Set(docs.map((doc) => doc._id));
+    const docs = await pLimit(READ_CONCURRENCY).map(ids, (id) => this.findDocument(id));
+    return new Set(docs.flatMap((doc) => (doc && !this.isLive(doc) ? [doc._id] : [])));
   }
 
   /**
