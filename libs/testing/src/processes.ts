@@ -61,7 +61,7 @@ export class ServiceProcess extends LocalService {
     return this.child?.pid;
   }
 
-  async start(timeoutMs = 30_000): Promise<void> {
+  async start(readyWithinMs = 30_000): Promise<void> {
     const entry = path.join(REPO_ROOT, 'services', this.service, 'dist/main.js');
     const register = path.join(REPO_ROOT, 'libs/telemetry/dist/register.js');
     this.child = spawn(process.execPath, ['--require', register, entry], {
@@ -74,7 +74,7 @@ export class ServiceProcess extends LocalService {
     };
     this.child.stdout!.on('data', collect);
     this.child.stderr!.on('data', collect);
-    if (await this.becameReady(timeoutMs, () => this.child?.exitCode === null)) return;
+    if (await this.becameReady(readyWithinMs, () => this.child?.exitCode === null)) return;
     const tail = this.output.slice(-20).join('\n');
     await this.kill();
     throw new Error(`${this.name} did not become ready (exit code ${this.child.exitCode}):\n${tail}`);

@@ -13,7 +13,8 @@ export interface TestService {
   readonly logs: string[];
   /** Its process id, when it runs as its own process. */
   readonly pid?: number | undefined;
-  start(): Promise<void>;
+  /** Starts it; a process must be ready within `readyWithinMs` (30 s by default). */
+  start(readyWithinMs?: number): Promise<void>;
   /** Changes its environment for its next start, as a rolling change of configuration does (undefined unsets). */
   reconfigure(changes: Record<string, string | undefined>): void;
   /** Graceful stop, as an orchestrator does it. */
