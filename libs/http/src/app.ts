@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { ROUTES, type OperationId, type Principal, type PublicRoute, type RouteOwner } from '@rs/contracts';
 import type { Logger } from '@rs/logging';
+import { CallerLeft } from '@rs/store';
 import express, {
   type Express,
   type NextFunction,
@@ -147,7 +148,8 @@ export function createHttpApp(options: HttpAppOptions): Express {
   app.use((error: unknown, req: Request, res: Response, _next: NextFunction) => {
     const appError = toAppError(error, options.realm);
     res.locals.errorReason = appError.message;
-    if (appError.status >= 500 && !(error instanceof AppError)) {
+    // A change not started because its caller had left is the caller's doing, not a failure.
+    if (appError.status >= 500 && !(error instanceof AppError) && !(error instanceof CallerLeft)) {
       res.locals.log?.error({ err: error }, 'request failed');
     }
     if (res.headersSent) {

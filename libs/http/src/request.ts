@@ -232,3 +232,16 @@ export function bucketPage(page: Page, count: number): { bucket: number; after: 
     throw badRequest(`cursor: must be <bucket> or <bucket>.<id>, the bucket below ${count}`);
   return { bucket, after: cursor[2], limit: page.limit };
 }
+
+/**
+ * Aborted when the client stops waiting for this response: it closed the connection before the
+ * response was done (the gateway does at its deadline, UPSTREAM_TIMEOUT_MS). A change given it
+ * is not started once its caller has gone (`untilStored`; docs/decisions/0077).
+ */
+export function callerSignal(res: Response): AbortSignal {
+  const controller = new AbortController();
+  res.once('close', () => {
+    if (!res.writableFinished) controller.abort();
+  });
+  return controller.signal;
+}

@@ -29,6 +29,8 @@ export interface ChangeSteps<E extends { generation: number }, C> {
   decide(current: E): Decision<C> | Promise<Decision<C>>;
   /** The compare-and-set of the change with its events (the outbox); false when another writer came first. */
   write(current: E, change: Change<C>): Promise<boolean>;
+  /** Aborted when the caller stopped waiting: a change not yet begun then is not begun (`untilStored`). */
+  caller?: AbortSignal | undefined;
 }
 
 export type ChangeOutcome<E, C> =
@@ -42,15 +44,19 @@ export type ChangeOutcome<E, C> =
  * (404 for most, 204 for some).
  */
 export function changeOne<E extends { generation: number }, C>(steps: ChangeSteps<E, C>): Promise<ChangeOutcome<E, C>> {
-  return untilStored<ChangeOutcome<E, C>>(steps.what, async () => {
-    const current = await steps.load();
-    if (!current) return { outcome: 'missing' };
-    steps.authorize?.(current);
-    if (steps.expectedGeneration !== undefined && current.generation !== steps.expectedGeneration)
-      throw DomainError.preconditionFailed(`If-Match does not match the generation of ${steps.what}`);
-    const decision = await steps.decide(current);
-    if (decision.kind === 'conflict') throw DomainError.conflict(decision.reason);
-    if (decision.kind === 'unchanged') return { outcome: 'unchanged', current };
-    return (await steps.write(current, decision)) ? { outcome: 'changed', current, change: decision } : RACE_LOST;
-  });
+  return untilStored<ChangeOutcome<E, C>>(
+    steps.what,
+    async () => {
+      const current = await steps.load();
+      if (!current) return { outcome: 'missing' };
+      steps.authorize?.(current);
+      if (steps.expectedGeneration !== undefined && current.generation !== steps.expectedGeneration)
+        throw DomainError.preconditionFailed(`If-Match does not match the generation of ${steps.what}`);
+      const decision = await steps.decide(current);
+      if (decision.kind === 'conflict') throw DomainError.conflict(decision.reason);
+      if (decision.kind === 'unchanged') return { outcome: 'unchanged', current };
+      return (await steps.write(current, decision)) ? { outcome: 'changed', current, change: decision } : RACE_LOST;
+    },
+    steps.caller,
+  );
 }

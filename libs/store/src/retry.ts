@@ -13,6 +13,18 @@ export class ConcurrentChanges extends DomainError {
 }
 
 /**
+ * Thrown instead of starting a change whose caller stopped waiting before its turn came (a
+ * request whose client, the gateway at its deadline, closed the connection): nothing was
+ * changed. Without it a burst on one subject keeps the process busy with answers nobody reads
+ * while every retry queues behind them (docs/decisions/0077).
+ */
+export class CallerLeft extends DomainError {
+  constructor(what: string) {
+    super('unavailable', `the caller stopped waiting before the change of ${what} began; nothing was changed`, 1);
+  }
+}
+
+/**
  * Thrown when an attempt starts a loop of its own `what`: that loop would wait for the turn its
  * caller holds, forever, and every later change of the subject in this process behind it. A bug,
  * so it fails at once (500) instead.
@@ -40,11 +52,20 @@ export const MAX_RACES = 16;
  * (503) though nothing but their neighbours stood in their way. Other processes still race,
  * and lose, by generation. An attempt that starts a loop of its own `what` is refused
  * (`OwnTurnAwaited`): it would wait for itself.
+ *
+ * `caller`: aborted when whoever asked for the change stopped waiting for it. A change whose
+ * turn comes after that is not started (`CallerLeft`); one under way is carried through, so
+ * only a loop that is the first thing a request writes may be given it.
  */
-export function untilStored<T>(what: string, attempt: () => Promise<T | typeof RACE_LOST>): Promise<T> {
+export function untilStored<T>(
+  what: string,
+  attempt: () => Promise<T | typeof RACE_LOST>,
+  caller?: AbortSignal,
+): Promise<T> {
   for (let held = turns.getStore(); held; held = held.outer)
     if (held.what === what && !held.over) return Promise.reject(new OwnTurnAwaited(what));
   return documentLock.run(TURNS, what, async () => {
+    if (caller?.aborted) throw new CallerLeft(what);
     const turn: Turn = { what, over: false, outer: turns.getStore() };
     try {
       return await turns.run(turn, () => racing(what, attempt));

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { OwnTurnAwaited, untilStored } from '../src/index';
+import { CallerLeft, OwnTurnAwaited, RACE_LOST, untilStored } from '../src/index';
 
 // The turns of read-decide-write loops in one process (docs/decisions/0074), without a database:
 // an attempt here stands for a read, a decision and a compare-and-set.
@@ -32,5 +32,43 @@ describe('untilStored turns', () => {
     });
     release();
     expect(await later).toBe('later');
+  });
+
+  it('when the caller leaves while its change waits its turn, then the change is never begun and the turns after it run', async () => {
+    let held!: () => void;
+    let release!: () => void;
+    const holding = new Promise<void>((resolve) => (held = resolve));
+    const busy = untilStored('right R1', () => {
+      held();
+      return new Promise<string>((resolve) => (release = () => resolve('busy')));
+    });
+    await holding;
+    const caller = new AbortController();
+    let begun = 0;
+    const waiting = untilStored('right R1', async () => ++begun, caller.signal);
+    const next = done('next');
+    caller.abort();
+    release();
+    await expect(waiting).rejects.toBeInstanceOf(CallerLeft);
+    await expect(waiting).rejects.toMatchObject({ code: 'unavailable', retryAfterSeconds: 1 });
+    expect(begun).toBe(0);
+    expect(await busy).toBe('busy');
+    expect(await next).toBe('next');
+  });
+
+  it('when the caller leaves after its change began, then the change is carried through, lost races included', async () => {
+    const caller = new AbortController();
+    let attempts = 0;
+    const carried = await untilStored(
+      'right R1',
+      async () => {
+        attempts += 1;
+        caller.abort();
+        return attempts < 3 ? RACE_LOST : 'stored';
+      },
+      caller.signal,
+    );
+    expect(carried).toBe('stored');
+    expect(attempts).toBe(3);
   });
 });

@@ -1,12 +1,18 @@
 import { clientsOf, systemFixture, TestSystem } from '@rs/testing';
+import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
 // docs/api.md "Consumption by SKU": exact under any concurrency. Two gateways, each in front of
 // its own rights process, one database: 200 callers race for 100 units spread over three rights.
+// The gateways give up on the rights service after 1 s (10 s by default), so on any machine many
+// callers are answered 504 and send again while what they first sent still waits its turn: the
+// rights processes must not spend their turns on callers who have left, or the retries queue
+// behind answers nobody reads and the race never ends (docs/decisions/0077).
 const fx = systemFixture({
   processes: true,
   name: 'consumption_race',
+  env: { UPSTREAM_TIMEOUT_MS: '1000' },
   backends: ['catalog', 'rights', 'scheduler'],
   replicas: { gateway: 2, rights: 2 },
   collect: { 'rights.events': 'right.consumed' },
@@ -33,11 +39,29 @@ const RACE_TIMEOUT_MS = 180_000;
 
 const at = (offsetMs: number) => new Date(Date.now() + offsetMs).toISOString().replace(/\.\d{3}Z$/, 'Z');
 
+/**
+ * A request sent until the service answers it (the gateways' 1 s lets a loaded machine answer
+ * 504 now and then): an answer under 500, or the last after 30 s. A POST carries an
+ * Idempotency-Key, so sending it again creates nothing twice.
+ */
+async function untilAnswered(url: string, init: RequestInit = {}): Promise<Response> {
+  const headers = {
+    ...(init.headers as Record<string, string>),
+    ...(init.method === 'POST' ? { 'idempotency-key': `setup-${randomUUID()}` } : {}),
+  };
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const response = await fetch(url, { ...init, headers }).catch(() => undefined);
+    if (response && (response.status < 500 || Date.now() > deadline)) return response;
+    await sleep(250);
+  }
+}
+
 /** Three ACTIVE metered rights of `calls` for `user`, ending one, two and three days from now: 100 units. */
 async function balanceOfHundred(user: string): Promise<string[]> {
   const ids: string[] = [];
   for (const [index, quantity] of QUANTITIES.entries()) {
-    const response = await fetch(`${fx.system.gatewayUrl}/id/users/${user}/rights`, {
+    const response = await untilAnswered(`${fx.system.gatewayUrl}/id/users/${user}/rights`, {
       method: 'POST',
       headers: { authorization: A, 'content-type': 'application/json' },
       body: JSON.stringify({
@@ -95,7 +119,9 @@ async function consumeOne(user: string, caller: number): Promise<number> {
 const remainingOf = async (user: string, rightId: string) =>
   (
     (await (
-      await fetch(`${fx.system.gatewayUrl}/id/users/${user}/rights/${rightId}`, { headers: { authorization: A } })
+      await untilAnswered(`${fx.system.gatewayUrl}/id/users/${user}/rights/${rightId}`, {
+        headers: { authorization: A },
+      })
     ).json()) as {
       remaining: number;
     }

@@ -73,9 +73,10 @@ export class ConsumptionUseCases {
   consume(
     principal: Principal,
     target: SkuOfUser,
-    request: { amount: number; consumptionId?: string },
+    request: { amount: number; consumptionId?: string; caller?: AbortSignal },
   ): Promise<Consumed<Consumption>> {
-    return this.rights.attempts(principal, target, request.consumptionId, async ({ id, fresh, visible }) => {
+    const asker = { id: request.consumptionId, caller: request.caller };
+    return this.rights.attempts(principal, target, asker, async ({ id, fresh, visible }) => {
       const earlier = fresh ? null : await this.records.earlier(principal, target, id);
       if (earlier) return earlier;
       const plan = this.rights.plan(target, visible, request.amount);
@@ -101,7 +102,7 @@ export class ConsumptionUseCases {
   async useRight(
     principal: Principal,
     target: { userId: string; rightId: string; expectedGeneration?: number },
-    request: { amount: number; consumptionId: string },
+    request: { amount: number; consumptionId: string; caller?: AbortSignal },
   ): Promise<Judged | null> {
     const { userId, rightId } = target;
     const missing = () => DomainError.notFound(`no right ${rightId} for user ${userId}`);
@@ -110,7 +111,8 @@ export class ConsumptionUseCases {
     if (!stored || !canUse(principal, stored)) throw missing();
     if (stored.quantity === null) return null;
     const sku = { userId, sku: stored.sku, clockId: stored.clockId };
-    return this.rights.attempts(principal, sku, request.consumptionId, async ({ id, visible }) => {
+    const asker = { id: request.consumptionId, caller: request.caller };
+    return this.rights.attempts(principal, sku, asker, async ({ id, visible }) => {
       const judged = (right: RightEntity) => ({ right, now: visible.nowOf(right) });
       const earlier = await this.records.earlier(principal, sku, id);
       if (earlier) return judged(earlier.touched.find((right) => right.rightId === rightId) ?? stored);

@@ -44,14 +44,15 @@ export class ReservationUseCases {
   reserve(
     principal: Principal,
     target: SkuOfUser,
-    request: { amount: number; ttl?: string; reservationId?: string },
+    request: { amount: number; ttl?: string; reservationId?: string; caller?: AbortSignal },
   ): Promise<Consumed<Reservation>> {
     // One instant: the ttl measured against a second reading of the clock could lose a millisecond.
     const now = this.time.real();
     const until = reservationUntil(request.ttl ?? DEFAULT_RESERVATION_TTL, now);
     if (!until.ok) throw DomainError.invalid(until.reason);
     const holdMs = until.until.getTime() - now.getTime();
-    return this.rights.attempts(principal, target, request.reservationId, async ({ id, fresh, visible }) => {
+    const asker = { id: request.reservationId, caller: request.caller };
+    return this.rights.attempts(principal, target, asker, async ({ id, fresh, visible }) => {
       if (!fresh) {
         const earlier = await this.records.find(target.userId, id);
         if (earlier) return this.reserved(principal, earlier);

@@ -34,6 +34,8 @@ export interface RightChangeSteps {
   expectedGeneration?: number | undefined;
   /** The right as the caller has just read it: decided on first, read again after a lost race only. */
   known?: RightEntity;
+  /** Aborted when the caller stopped waiting: a change not begun by then is not begun. */
+  caller?: AbortSignal | undefined;
 }
 
 /**
@@ -74,6 +76,7 @@ export class RightChanges {
       expectedGeneration: steps.expectedGeneration,
       decide: steps.decide,
       write: (current, change) => this.write(current, change, steps.actor),
+      caller: steps.caller,
     });
   }
 

@@ -184,15 +184,17 @@ export class RightsUseCases {
     principal: Principal,
     target: { userId: string; rightId: string; expectedGeneration?: number },
     amount = 1,
+    caller?: AbortSignal,
   ): Promise<Changed> {
     // The decision the write went with (a compare-and-set that lost decides again): what to count.
     let decided: Decision | undefined;
     try {
-      const changed = await this.change(principal, target, 'use', async (right, now) => {
+      const decideUsage = async (right: RightEntity, now: Date) => {
         const announce = (await skuForUseCase(this.options.skus, right.sku))?.announceOnUsage ?? false;
         decided = recordUsage(right, { amount, announce }, now);
         return decided;
-      });
+      };
+      const changed = await this.change(principal, target, 'use', decideUsage, caller);
       if (decided?.kind === 'change' && decided.consumed !== undefined) consumptions.inc({ outcome: 'consumed' });
       return changed;
     } catch (error) {
@@ -220,6 +222,7 @@ export class RightsUseCases {
     target: { userId: string; rightId: string; expectedGeneration?: number | undefined },
     permission: 'manage' | 'use',
     decideChange: (right: RightEntity, now: Date) => Decision | Promise<Decision>,
+    caller?: AbortSignal,
   ): Promise<Changed> {
     const { userId, rightId, expectedGeneration } = target;
     let now = this.options.time.real();
@@ -239,6 +242,7 @@ export class RightsUseCases {
         now = await this.options.time.forChange(right);
         return decideChange(right, now);
       },
+      caller,
     });
     if (done.outcome === 'missing') throw DomainError.notFound(`no right ${rightId} for user ${userId}`);
     if (done.outcome === 'unchanged') return { right: done.current, removed: false, now };

@@ -34,6 +34,14 @@ export interface Visible {
   nowOf(right: OnClock): Date;
 }
 
+/** Who asks for a consumption or reservation, as its attempts see it. */
+export interface Asker {
+  /** The id the gateway derived from the request's Idempotency-Key; none: a fresh one each attempt. */
+  id?: string | undefined;
+  /** Aborted when the caller stopped waiting: attempts not begun by then are not begun. */
+  caller?: AbortSignal | undefined;
+}
+
 /** One attempt of a consumption or reservation: its id, whether it is fresh, the rights it sees. */
 export interface Attempt {
   id: string;
@@ -54,20 +62,24 @@ export class SkuRights {
    * Runs `attempt` until it is not overtaken by another replica (`RACE_LOST`), in turn with this
    * process's other consumptions of the user's SKU (`untilStored`: they change the same few
    * rights), each time with the caller's rights of the SKU read again. Its id is the one the
-   * gateway derived from an Idempotency-Key, else a fresh one each time.
+   * gateway derived from an Idempotency-Key, else a fresh one each time. Nothing is begun once
+   * the caller has left: under a burst, its turn would only delay the callers still waiting.
    */
   attempts<T>(
     principal: Principal,
     target: SkuOfUser,
-    clientId: string | undefined,
+    asker: Asker,
     attempt: (context: Attempt) => Promise<T | typeof RACE_LOST>,
   ): Promise<T> {
-    return untilStored(`the ${target.sku} rights of ${target.userId}`, async () =>
-      attempt({
-        id: clientId ?? newId(this.options.time.real().getTime()),
-        fresh: clientId === undefined,
-        visible: await this.visible(principal, target, { toChange: true }),
-      }),
+    return untilStored(
+      `the ${target.sku} rights of ${target.userId}`,
+      async () =>
+        attempt({
+          id: asker.id ?? newId(this.options.time.real().getTime()),
+          fresh: asker.id === undefined,
+          visible: await this.visible(principal, target, { toChange: true }),
+        }),
+      asker.caller,
     );
   }
 

@@ -125,10 +125,12 @@ export function rightsRoutes(
     usageRight: (req, res, next) => {
       const { amount = 1 } = http.parseBody(UsageBody, req.body);
       const consumptionId = http.resourceIdOf(req);
+      const caller = http.callerSignal(res);
       return change(async (principal, userId, rightId, expectedGeneration) => {
         const target = { userId, rightId, expectedGeneration };
-        const keyed = consumptionId && (await consumptions.useRight(principal, target, { amount, consumptionId }));
-        return keyed ? { ...keyed, removed: false } : rights.use(principal, target, amount);
+        const keyed =
+          consumptionId && (await consumptions.useRight(principal, target, { amount, consumptionId, caller }));
+        return keyed ? { ...keyed, removed: false } : rights.use(principal, target, amount, caller);
       })(req, res, next);
     },
     // docs/api.md "Adjustments": answers the right as it now is.
@@ -147,7 +149,11 @@ export function rightsRoutes(
     consumeEntitlement: async (req, res) => {
       const { amount, clockId } = http.parseBody(ConsumptionBody, req.body ?? {});
       const consumptionId = http.resourceIdOf(req);
-      const request = { amount: amount ?? 1, ...(consumptionId ? { consumptionId } : {}) };
+      const request = {
+        amount: amount ?? 1,
+        ...(consumptionId ? { consumptionId } : {}),
+        caller: http.callerSignal(res),
+      };
       const done = await consumptions.consume(res.locals.principal, skuOfUser(req, clockId), request);
       tellProjectionOf(res, done.touched);
       res.json(done.body);
@@ -155,7 +161,12 @@ export function rightsRoutes(
     createReservation: async (req, res) => {
       const { amount, ttl, clockId } = http.parseBody(ReservationBody, req.body ?? {});
       const reservationId = http.resourceIdOf(req);
-      const request = { amount: amount ?? 1, ...(ttl ? { ttl } : {}), ...(reservationId ? { reservationId } : {}) };
+      const request = {
+        amount: amount ?? 1,
+        ...(ttl ? { ttl } : {}),
+        ...(reservationId ? { reservationId } : {}),
+        caller: http.callerSignal(res),
+      };
       const done = await reservations.reserve(res.locals.principal, skuOfUser(req, clockId), request);
       tellProjectionOf(res, done.touched);
       res.status(201).json(done.body);
