@@ -2,7 +2,7 @@ import { InternalTokenSigner, NowFor, RESOURCE_ID_HEADER } from '@rs/http';
 import { clientsOf, EVENTUALLY, fixedCatalog, systemFixture, TEST_INTERNAL_SECRET, TestSystem } from '@rs/testing';
 import mongoose from 'mongoose';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { meteringParts } from '../src/app/consumptions';
+import { ConsumptionUseCases, meteringParts } from '../src/app/consumptions';
 import { ReservationUseCases } from '../src/app/reservations';
 import { RightMessages } from '../src/messages/events';
 import { ConsumptionStore } from '../src/store/consumption-store';
@@ -28,7 +28,7 @@ const fx = systemFixture({
   collect: { 'rights.events': 'right.consumed' },
   seed: {
     clients: clientsOf({ 'grantor-a': 'A', 'provider-sp': 'SP', 'provider-sp-2': 'SP', 'app-a': 'A' }),
-    users: ['ann', 'ben', 'cat', 'dan', 'eve', 'fay'],
+    users: ['ann', 'ben', 'cat', 'dan', 'eve', 'fay', 'gus'],
     skus: { articles: { serviceProviderId: 'SP', grantorIds: ['A'] } },
   },
 });
@@ -71,21 +71,49 @@ async function consumeMany(path: string, count: number): Promise<void> {
 }
 const AT_ONCE = 8;
 
+const provider = { clientId: 'provider-sp', grantorId: 'SP', admin: false, scheme: 'basic' as const };
+const principal = { ...provider, scopes: [], subject: null };
+const signer = new InternalTokenSigner(TEST_INTERNAL_SECRET, 'gateway');
+/** 5 units sent to the rights service under `id`, as the gateway sends a request with an Idempotency-Key. */
+const direct = async (path: string, id: string) =>
+  fetch(`${fx.system.service('rights').url}${path}`, {
+    method: 'POST',
+    headers: {
+      'x-internal-token': await signer.tokenFor(principal, 'rights'),
+      [RESOURCE_ID_HEADER]: id,
+      'content-type': 'application/json',
+    },
+    body: JSON.stringify({ amount: 5 }),
+  });
+
+/**
+ * `act`, by the rights service's own use cases in this process on its database, whose writes of
+ * rights fail (the database went away): to the service, it stops at its first write of a right.
+ */
+async function cutAtFirstRightWrite(act: (parts: ReturnType<typeof meteringParts>) => Promise<unknown>) {
+  class FailingRights extends RightStore {
+    override update(): Promise<boolean> {
+      return Promise.reject(new Error('the database went away'));
+    }
+  }
+  const db = await mongoose.createConnection(fx.system.mongoUrlFor('rights')).asPromise();
+  try {
+    const parts = meteringParts({
+      rights: new FailingRights(db),
+      records: new ConsumptionStore(db),
+      skus: fixedCatalog({ articles: { serviceProviderId: 'SP', grantorIds: ['A'] } }),
+      messages: new RightMessages(fx.system.gatewayUrl),
+      time: new NowFor(() => new Date()),
+    });
+    await expect(act(parts)).rejects.toThrow(/went away/);
+  } finally {
+    await db.close();
+  }
+}
+
 describe('a consumption retried with its Idempotency-Key, however many came between (docs/decisions/0051)', () => {
   it('when the rights service gets a consumption again under its id after 100 others, then its id alone decides: applied once, by SKU and by right', async () => {
     // As the gateway sends it when it has lost the key (a crash): the same id, derived from the key.
-    const signer = new InternalTokenSigner(TEST_INTERNAL_SECRET, 'gateway');
-    const provider = { clientId: 'provider-sp', grantorId: 'SP', admin: false, scheme: 'basic' as const };
-    const direct = async (path: string, id: string) =>
-      fetch(`${fx.system.service('rights').url}${path}`, {
-        method: 'POST',
-        headers: {
-          'x-internal-token': await signer.tokenFor({ ...provider, scopes: [], subject: null }, 'rights'),
-          [RESOURCE_ID_HEADER]: id,
-          'content-type': 'application/json',
-        },
-        body: JSON.stringify({ amount: 5 }),
-      });
     const rightId = await meteredRight('ann', 100_000);
     for (const [path, id, status] of [
       [consumption('ann'), 'consumption0123456789abcdef', 200],
@@ -125,6 +153,27 @@ describe('a consumption retried with its Idempotency-Key, however many came betw
     }
     expect(await remainingOf('ben', rightId)).toBe(expected);
   }, 180_000);
+
+  it('when a retry finds its first attempt under way, then it is asked back in a second (not when the holds lapse), and nothing is consumed twice', async () => {
+    const rightId = await meteredRight('gus', 10);
+    const id = 'underway0123456789abcdef0';
+    // The first attempt stops once its record is stored, before its first hold: to the
+    // service, it is still under way.
+    await cutAtFirstRightWrite((parts) =>
+      new ConsumptionUseCases(parts).consume(
+        principal,
+        { userId: 'gus', sku: 'articles', clockId: null },
+        { amount: 5, consumptionId: id },
+      ),
+    );
+    const retried = await direct(consumption('gus'), id);
+    expect(retried.status).toBe(503);
+    expect(retried.headers.get('retry-after')).toBe('1');
+    expect(await retried.text()).toMatch(
+      /^consumption underway0123456789abcdef0 is under way \(settled within \d+ s\)/,
+    );
+    expect(await remainingOf('gus', rightId)).toBe(10);
+  });
 });
 
 describe('settling a reservation (docs/api.md "Reservations")', () => {
@@ -176,35 +225,10 @@ describe('a commit that fails after it was decided (docs/decisions/0051)', () =>
     const rightId = await meteredRight('fay', 10);
     const reserved = await call('POST', reservations('fay'), SP, { amount: 4, ttl: 'PT10M' });
     const { reservationId } = (await reserved.json()) as { reservationId: string };
-    // The rights service's own use cases on its database, whose writes of rights fail from
-    // the commit on: the record is committed, and the request fails before applying it.
-    const db = await mongoose.createConnection(fx.system.mongoUrlFor('rights')).asPromise();
-    try {
-      class FailingRights extends RightStore {
-        override update(): Promise<boolean> {
-          return Promise.reject(new Error('the database went away'));
-        }
-      }
-      const failing = new ReservationUseCases(
-        meteringParts({
-          rights: new FailingRights(db),
-          records: new ConsumptionStore(db),
-          skus: fixedCatalog({ articles: { serviceProviderId: 'SP', grantorIds: ['A'] } }),
-          messages: new RightMessages(fx.system.gatewayUrl),
-          time: new NowFor(() => new Date()),
-        }),
-      );
-      const provider = { clientId: 'provider-sp', grantorId: 'SP', admin: false, scheme: 'basic' as const };
-      await expect(
-        failing.commit(
-          { ...provider, scopes: [], subject: null },
-          { userId: 'fay', sku: 'articles', reservationId },
-          3,
-        ),
-      ).rejects.toThrow(/went away/);
-    } finally {
-      await db.close();
-    }
+    // The record is committed, and the request fails before applying it to the right.
+    await cutAtFirstRightWrite((parts) =>
+      new ReservationUseCases(parts).commit(principal, { userId: 'fay', sku: 'articles', reservationId }, 3),
+    );
     await vi.waitFor(async () => expect(await remainingOf('fay', rightId)).toBe(7), EVENTUALLY);
     // Every check counts it once its events are out (docs/api.md "Entitlement checks").
     await vi.waitFor(async () => {

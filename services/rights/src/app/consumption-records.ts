@@ -86,14 +86,16 @@ export class ConsumptionRecords {
 
   /**
    * A consumption sent before under `id`, by its record: the id alone decides (docs/decisions/0051).
-   * Null when it is new; 503 while its first attempt is under way.
+   * Null when it is new; 503 while its first attempt is under way. That attempt is most likely
+   * still running (the gateway stopped waiting for it, and its caller sent it again) and done in
+   * a moment, so the retry is asked back in a second; its holds' lapse only bounds a crash.
    */
   async earlier(principal: Principal, target: SkuOfUser, id: string): Promise<Consumed<Consumption> | null> {
     const record = await this.find(target.userId, id);
     if (!record) return null;
     if (record.state === 'holding') {
       const seconds = Math.max(1, Math.ceil((record.until.getTime() - this.options.time.real().getTime()) / 1000));
-      throw DomainError.unavailable(`consumption ${id} is under way; ask again in ${seconds} s`, seconds);
+      throw DomainError.unavailable(`consumption ${id} is under way (settled within ${seconds} s); ask again`, 1);
     }
     return this.settled(principal, record, { announce: await this.options.rights.announces(target.sku) });
   }
