@@ -68,6 +68,8 @@ export interface SystemFixture {
   readonly commands: ConfirmChannel;
   /** `TestSystem.call`: a request through the gateway. */
   readonly call: TestSystem['call'];
+  /** `TestSystem.json`: a request through the gateway as a well-behaved client sends it, its body. */
+  readonly json: TestSystem['json'];
 }
 
 /**
@@ -138,5 +140,6 @@ export function systemFixture(options: SystemFixtureOptions): SystemFixture {
       return started(state.commands, 'the command channel');
     },
     call: (...request) => started(state.system, 'the system').call(...request),
+    json: (...request) => started(state.system, 'the system').json(...request),
   };
 }

@@ -1,5 +1,3 @@
-import { randomUUID } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Exchanges, type CloudEvent, type RightEventData } from '@rs/contracts';
 import { clientsOf, systemFixture, TestSystem, type CollectedMessage } from '@rs/testing';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -29,33 +27,15 @@ const S = TestSystem.clientAuthorization('small-grantor');
 const START = '2026-01-01T00:00:00Z';
 const YEAR_LATER = '2027-01-01T00:00:00Z';
 
-/**
- * A request as a well-behaved client sends it: a 503 (on a loaded machine, a service's read of
- * the clocks may time out while two rehearsals run) is sent again after its Retry-After, a
- * POST under one Idempotency-Key, so nothing is made twice. The answer's body, or an error.
- */
-async function json<T>(method: string, path: string, authorization: string, body?: unknown): Promise<T> {
-  const headers: Record<string, string> = method === 'POST' ? { 'idempotency-key': randomUUID() } : {};
-  for (let attempt = 1; ; attempt++) {
-    const response = await fx.call(method, path, authorization, body, headers);
-    if (response.status === 503 && attempt < 10) {
-      await sleep(Number(response.headers.get('retry-after') ?? 1) * 1000);
-      continue;
-    }
-    if (response.status >= 300) throw new Error(`${method} ${path}: ${response.status} ${await response.text()}`);
-    return (await response.json()) as T;
-  }
-}
-
 /** A clock of the grantor at START with `count` monthly subscriptions on it: its id and theirs. */
 async function rehearsal(authorization: string, grantorId: string, count: number) {
-  const { clockId } = await json<{ clockId: string }>('POST', '/clocks', authorization, { grantorId, time: START });
+  const { clockId } = await fx.json<{ clockId: string }>('POST', '/clocks', authorization, { grantorId, time: START });
   // Ten at a time: well within a client's share of the gateway's connections on a loaded machine.
   const subscriptions: string[] = [];
   for (let first = 0; first < count; first += 10) {
     const made = await Promise.all(
       Array.from({ length: Math.min(10, count - first) }, async (_, i) => {
-        const created = await json<{ subscriptionId: string }>(
+        const created = await fx.json<{ subscriptionId: string }>(
           'POST',
           `/id/users/${['ann', 'ben', 'cid'][(first + i) % 3]}/subs`,
           authorization,
@@ -70,7 +50,7 @@ async function rehearsal(authorization: string, grantorId: string, count: number
 }
 
 const clockOf = (authorization: string, clockId: string) =>
-  json<{ time: string; status: string }>('GET', `/clocks/${clockId}`, authorization);
+  fx.json<{ time: string; status: string }>('GET', `/clocks/${clockId}`, authorization);
 
 /** The rights issued on `rights.events` for each of these subscriptions, by subscription. */
 function issuedFor(subscriptions: readonly string[]): Map<string, string[]> {
@@ -92,13 +72,13 @@ describe('grantors share the clock lane (docs/decisions/0065)', () => {
     const large = [await rehearsal(L, 'L', LARGE), await rehearsal(L, 'L', LARGE)];
     const small = await rehearsal(S, 'S', 2);
 
-    for (const { clockId } of large) await json('POST', `/clocks/${clockId}/advance`, L, { to: YEAR_LATER });
+    for (const { clockId } of large) await fx.json('POST', `/clocks/${clockId}/advance`, L, { to: YEAR_LATER });
     // The large rehearsal fills its part of the lane before the small one asks for any.
     await vi.waitFor(async () => expect((await clockOf(L, large[0]!.clockId)).time > START).toBe(true), {
       timeout: 30_000,
       interval: 100,
     });
-    await json('POST', `/clocks/${small.clockId}/advance`, S, { to: YEAR_LATER });
+    await fx.json('POST', `/clocks/${small.clockId}/advance`, S, { to: YEAR_LATER });
     await vi.waitFor(async () => expect((await clockOf(S, small.clockId)).status).toBe('ready'), {
       timeout: 120_000,
       interval: 100,

@@ -40,20 +40,19 @@ const R = TestSystem.clientAuthorization('rehearsing-grantor');
 const iso = (at: number) => new Date(at).toISOString().replace(/\.\d{3}Z$/, 'Z');
 const p99 = (values: number[]) => [...values].sort((a, b) => a - b)[Math.ceil(0.99 * values.length) - 1]!;
 
-async function json<T>(method: string, path: string, authorization: string, body?: unknown): Promise<T> {
-  const response = await fx.call(method, path, authorization, body);
-  if (response.status >= 300) throw new Error(`${method} ${path}: ${response.status} ${await response.text()}`);
-  return (await response.json()) as T;
-}
-
 /** A monthly subscription of `authorization`'s grantor (G or R) from `start`, on `clockId` if given: its id. */
 async function subscribe(authorization: string, user: string, start: number, clockId?: string): Promise<string> {
-  const { subscriptionId } = await json<{ subscriptionId: string }>('POST', `/id/users/${user}/subs`, authorization, {
-    grantorId: authorization === G ? 'G' : 'R',
-    timeSpec: `R/${iso(start)}/P1M`,
-    rightsSpec: [{ sku: 'monthly' }],
-    ...(clockId ? { clockId } : {}),
-  });
+  const { subscriptionId } = await fx.json<{ subscriptionId: string }>(
+    'POST',
+    `/id/users/${user}/subs`,
+    authorization,
+    {
+      grantorId: authorization === G ? 'G' : 'R',
+      timeSpec: `R/${iso(start)}/P1M`,
+      rightsSpec: [{ sku: 'monthly' }],
+      ...(clockId ? { clockId } : {}),
+    },
+  );
   return subscriptionId;
 }
 
@@ -99,9 +98,9 @@ describe('a rehearsal beside real time (docs/decisions/0054)', () => {
     const receivers = { G: new WebhookReceiver(), R: new WebhookReceiver(), Rclocks: new WebhookReceiver() };
     for (const receiver of Object.values(receivers)) await receiver.start();
     try {
-      await json('POST', '/webhooks/endpoints', G, { url: receivers.G.url, events: ['right.created'] });
-      await json('POST', '/webhooks/endpoints', R, { url: receivers.R.url, events: ['right.created'] });
-      await json('POST', '/webhooks/endpoints', R, {
+      await fx.json('POST', '/webhooks/endpoints', G, { url: receivers.G.url, events: ['right.created'] });
+      await fx.json('POST', '/webhooks/endpoints', R, { url: receivers.R.url, events: ['right.created'] });
+      await fx.json('POST', '/webhooks/endpoints', R, {
         url: receivers.Rclocks.url,
         events: ['right.created'],
         clocks: true,
@@ -114,7 +113,10 @@ describe('a rehearsal beside real time (docs/decisions/0054)', () => {
       const clocks: string[] = [];
       const subscriptions = new Set<string>();
       for (let c = 0; c < CLOCKS; c++) {
-        const { clockId } = await json<{ clockId: string }>('POST', '/clocks', R, { grantorId: 'R', time: iso(start) });
+        const { clockId } = await fx.json<{ clockId: string }>('POST', '/clocks', R, {
+          grantorId: 'R',
+          time: iso(start),
+        });
         clocks.push(clockId);
         for (let i = 0; i < PER_CLOCK; i++) {
           const subscriptionId = await subscribe(R, users[i % users.length]!, start, clockId);
@@ -128,10 +130,10 @@ describe('a rehearsal beside real time (docs/decisions/0054)', () => {
 
       const target = iso(Date.UTC(2026 + YEARS, 0, 1));
       const beside = await realDue(receivers.G, async () => {
-        for (const clockId of clocks) await json('POST', `/clocks/${clockId}/advance`, R, { to: target });
+        for (const clockId of clocks) await fx.json('POST', `/clocks/${clockId}/advance`, R, { to: target });
       });
       const rehearsing = await Promise.all(
-        clocks.map((clockId) => json<{ status: string }>('GET', `/clocks/${clockId}`, R)),
+        clocks.map((clockId) => fx.json<{ status: string }>('GET', `/clocks/${clockId}`, R)),
       );
       expect(
         rehearsing.map((clock) => clock.status),
@@ -139,7 +141,7 @@ describe('a rehearsal beside real time (docs/decisions/0054)', () => {
       ).toContain('advancing');
       await vi.waitFor(async () => {
         const states = await Promise.all(
-          clocks.map((clockId) => json<{ status: string; time: string }>('GET', `/clocks/${clockId}`, R)),
+          clocks.map((clockId) => fx.json<{ status: string; time: string }>('GET', `/clocks/${clockId}`, R)),
         );
         expect(states).toEqual(clocks.map(() => expect.objectContaining({ status: 'ready', time: target })));
       }, LONG);
