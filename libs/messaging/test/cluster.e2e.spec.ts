@@ -9,8 +9,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // the others, the quorum queues keep their messages on the two nodes left, and afterwards
 // every period of every subscription has exactly its right and every right its event.
 const SUBSCRIPTIONS = 300;
-// As the reliability test's: longer than the worst renewal lag with the suite running beside it.
-const PERIOD_S = 24;
+// As the reliability tests': longer than the worst renewal lag with the suite running beside it.
+// At 24 s, period 2 of some subscriptions was renewed 27 s after it fell due, the node down and
+// the suite beside it (2026-12-03), and so never issued (docs/api.md): 30 s.
+const PERIOD_S = 30;
 const PERIODS = 3;
 /** The subscriptions: how many, of how many users, on which periods, created from how far ahead. */
 const LOAD = {
@@ -85,5 +87,5 @@ describe.runIf(existsSync('/usr/lib/rabbitmq/bin/rabbitmq-server'))('a three-nod
     expect(new Set(created.keys())).toEqual(new Set([...listed.map((right) => right.rightId), marker]));
     // One event per right, however often the broker delivered it.
     expect([...created.values()].filter((ids) => ids.size !== 1)).toEqual([]);
-  }, 300_000);
+  }, 360_000);
 });
