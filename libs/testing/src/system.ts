@@ -52,6 +52,9 @@ function required(name: string): string {
  * isolated from other test files by its own RabbitMQ vhost and its own databases
  * (docs/architecture.md), so files run in parallel.
  */
+/** The answers `TestSystem.json` sends again: the gateway or a service could not answer now. */
+const SENT_AGAIN = new Set([502, 503, 504]);
+
 export class TestSystem {
   /** Every running service by label (`rights`, `rights#2`…), in this process or its own. */
   readonly services = new Map<string, TestService>();
@@ -235,16 +238,20 @@ export class TestSystem {
 
   /**
    * A request as a well-behaved client sends it, and the body of its 2xx answer (else an error
-   * naming the answer): a 503 is sent again after its Retry-After, up to ten times (on a loaded
-   * machine a service's read of another may time out), a POST under one Idempotency-Key, so
+   * naming the answer): a 502, 503 or 504 or a dropped connection is sent again after its
+   * Retry-After (else a second), up to ten times (on a loaded machine a service's read of another,
+   * or the gateway's wait for a service, may time out), a POST under one Idempotency-Key, so
    * nothing is made twice.
    */
   async json<T>(method: string, path: string, authorization: string, body?: unknown): Promise<T> {
     const headers: Record<string, string> = method === 'POST' ? { 'idempotency-key': randomUUID() } : {};
     for (let attempt = 1; ; attempt++) {
-      const response = await this.call(method, path, authorization, body, headers);
-      if (response.status === 503 && attempt < 10) {
-        await sleep(Number(response.headers.get('retry-after') ?? 1) * 1000);
+      const response = await this.call(method, path, authorization, body, headers).catch((error: unknown) => {
+        if (attempt < 10) return undefined;
+        throw error;
+      });
+      if (!response || (SENT_AGAIN.has(response.status) && attempt < 10)) {
+        await sleep(Number(response?.headers.get('retry-after') ?? 1) * 1000);
         continue;
       }
       if (response.status >= 300) throw new Error(`${method} ${path}: ${response.status} ${await response.text()}`);
