@@ -4,14 +4,15 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
 // docs/api.md "Consumption by SKU": exact under any concurrency. Two gateways, each in front of
 // its own rights process, one database: 200 callers race for 100 units spread over three rights.
-// The gateways give up on the rights service after 1 s (10 s by default), so on any machine many
-// callers are answered 504 and send again while what they first sent still waits its turn: the
-// rights processes must not spend their turns on callers who have left, or the retries queue
-// behind answers nobody reads and the race never ends (docs/decisions/0077).
+// The gateways give up on the rights service after 2 s (10 s by default), so on a loaded machine
+// many callers are answered 504 and send again while what they first sent still waits its turn:
+// the rights processes must not spend their turns on callers who have left, or the retries queue
+// behind answers nobody reads and the race never ends (docs/decisions/0077). (At 1 s, on CI's
+// slowest hour, a consumption alone took longer than the wait: nobody was ever answered.)
 const fx = systemFixture({
   processes: true,
   name: 'consumption_race',
-  env: { UPSTREAM_TIMEOUT_MS: '1000' },
+  env: { UPSTREAM_TIMEOUT_MS: '2000' },
   backends: ['catalog', 'rights', 'scheduler'],
   replicas: { gateway: 2, rights: 2 },
   collect: { 'rights.events': 'right.consumed' },
@@ -42,7 +43,7 @@ const at = (offsetMs: number) => new Date(Date.now() + offsetMs).toISOString().r
 async function balanceOfHundred(user: string): Promise<string[]> {
   const ids: string[] = [];
   for (const [index, quantity] of QUANTITIES.entries()) {
-    // On a loaded machine the gateways' 1 s may answer 504: `json` sends it again, under its key.
+    // On a loaded machine the gateways' 2 s may answer 504: `json` sends it again, under its key.
     const { rightId } = await fx.json<{ rightId: string }>('POST', `/id/users/${user}/rights`, A, {
       sku: 'calls',
       grantorId: 'A',
@@ -59,15 +60,17 @@ async function balanceOfHundred(user: string): Promise<string[]> {
  * One caller, as a well-behaved client: a unit, with its own Idempotency-Key, sent until it is
  * answered 200 or 409. An answer with Retry-After (a 409 while its key's first request is still
  * running, a 429, a 503) is sent again after the seconds it names; another 5xx or a dropped
- * connection is sent again with the same key, on the other gateway, after a short back-off. A consumption a crash interrupted is answered 409
- * "not completed; nothing was consumed" once its holds lapse: the client sends it again with a
- * new key, as docs/api.md "Consumption by SKU" says. Returns the final status. (Callers that
- * retried every 100 ms whatever the answer made 2,000 requests a second of their own, and slowed
- * the machine so much that the tests beside this one broke their bounds.)
+ * connection is sent again with the same key, on the other gateway, after a back-off that doubles
+ * up to 4 s, with jitter. A consumption a crash interrupted is answered 409 "not completed;
+ * nothing was consumed" once its holds lapse: the client sends it again with a new key, as
+ * docs/api.md "Consumption by SKU" says. Returns the final status. (Callers that sent again every
+ * 250 ms whatever the answer made hundreds of requests a second of their own when every answer
+ * was a 504, and slowed the database so much that the tests beside this one broke their bounds.)
  */
 async function consumeOne(user: string, caller: number): Promise<number> {
   const deadline = Date.now() + 150_000;
   let key = 0;
+  let backOffMs = 250;
   let last = 'nothing';
   for (let attempt = caller; Date.now() < deadline; attempt++) {
     const gateway = fx.system.service(GATEWAYS[attempt % GATEWAYS.length]!).url;
@@ -87,7 +90,8 @@ async function consumeOne(user: string, caller: number): Promise<number> {
       return 409;
     } else {
       expect(answer === undefined || answer.status >= 500, `${answer?.status} ${body}`).toBe(true);
-      await sleep(250);
+      await sleep(backOffMs / 2 + Math.random() * (backOffMs / 2));
+      backOffMs = Math.min(backOffMs * 2, 4_000);
     }
   }
   throw new Error(`caller ${caller} of ${user} was not answered 200 or 409 in 150 s; last answer: ${last}`);
