@@ -21,7 +21,7 @@ export interface PeriodicSubscriptionsOptions {
   periods: number;
   /** Prefix of the users' ids (`<prefix>-<n>`). */
   userPrefix: string;
-  /** Milliseconds from now to the first period start, at least the time creating them takes. */
+  /** Milliseconds from the start of `create` to the first period start, more than creating them takes. */
   leadMs: number;
   /** Creations in flight. */
   creators: number;
@@ -36,16 +36,19 @@ const OWNER = { clientId: 'grantor-a', grantorId: 'A', authorization: PARTIES.A,
  * every one must have exactly its right.
  */
 export class PeriodicSubscriptions {
-  /** The first period start, a whole second. */
-  readonly base: number;
   /** subscriptionId -> its index. */
   readonly indexOf = new Map<string, number>();
+  private firstStart: number | undefined;
 
   private constructor(
     private readonly system: TestSystem,
     private readonly options: PeriodicSubscriptionsOptions,
-  ) {
-    this.base = Math.ceil(Date.now() / 1000) * 1000 + options.leadMs;
+  ) {}
+
+  /** The first period start, a whole second: `leadMs` after `create` began. */
+  get base(): number {
+    if (this.firstStart === undefined) throw new Error('the subscriptions are not created yet');
+    return this.firstStart;
   }
 
   /** Plans them from now and registers what they need (`seed`). */
@@ -80,26 +83,26 @@ export class PeriodicSubscriptions {
     return passExpiryMarker(this.system, { authorization, user: MARKER_USER, grantorId, sku, events });
   }
 
-  /** Creates them all; throws if one is refused or creating took past the first start. */
+  /**
+   * Creates them all, as a well-behaved client (`TestSystem.json`: a 5xx is sent again under its
+   * Idempotency-Key); throws if one is refused or creating took past the first start.
+   */
   async create(): Promise<void> {
-    const { count, creators, periods, periodS } = this.options;
+    const { count, creators, periods, periodS, leadMs } = this.options;
     const { authorization, grantorId, sku } = OWNER;
+    this.firstStart = Math.ceil(Date.now() / 1000) * 1000 + leadMs;
     let next = 0;
     await Promise.all(
       Array.from({ length: creators }, async () => {
         while (next < count) {
           const i = next++;
-          const response = await fetch(`${this.system.gatewayUrl}/id/users/${this.userOf(i)}/subs`, {
-            method: 'POST',
-            headers: { authorization, 'content-type': 'application/json' },
-            body: JSON.stringify({
-              grantorId,
-              timeSpec: `R${periods}/${isoSecond(this.startOf(i))}/PT${periodS}S`,
-              rightsSpec: [{ sku }],
-            }),
-          });
-          if (response.status !== 201) throw new Error(`create: ${response.status} ${await response.text()}`);
-          this.indexOf.set(((await response.json()) as { subscriptionId: string }).subscriptionId, i);
+          const { subscriptionId } = await this.system.json<{ subscriptionId: string }>(
+            'POST',
+            `/id/users/${this.userOf(i)}/subs`,
+            authorization,
+            { grantorId, timeSpec: `R${periods}/${isoSecond(this.startOf(i))}/PT${periodS}S`, rightsSpec: [{ sku }] },
+          );
+          this.indexOf.set(subscriptionId, i);
         }
       }),
     );

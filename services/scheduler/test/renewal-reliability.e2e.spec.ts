@@ -25,8 +25,8 @@ const LOAD = {
   periodS: PERIOD_S,
   periods: PERIODS,
   userPrefix: 'reliable',
-  // The seed and 1,000 creations, at the suite's start beside an `npm install` and a cluster
-  // test: 20 s was not always enough in CI.
+  // 1,000 creations, at the suite's start beside an `npm install` and a cluster test: 20 s (then
+  // counted from before the seed) was not always enough in CI.
   leadMs: 45_000,
   creators: 16,
 };
