@@ -50,8 +50,8 @@ class LongWaitsFirst extends BaseSequencer {
 export default defineConfig({
   test: {
     globalSetup: ['libs/testing/src/global-setup.ts'],
-    // A failed test's report shows what the services logged while it ran.
-    setupFiles: ['libs/testing/src/failure-logs.ts'],
+    // A failed test's report shows what the services logged while it ran; a failed fetch, its caller.
+    setupFiles: ['libs/testing/src/failure-logs.ts', 'libs/testing/src/fetch-call-sites.ts'],
     env: { TZ: 'UTC' },
     pool: 'forks',
     testTimeout: 60_000,
