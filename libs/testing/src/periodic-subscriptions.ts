@@ -124,7 +124,7 @@ export class PeriodicSubscriptions {
 
   /** The subscription a right belongs to (its link), and which of its periods it is for. */
   periodOf(right: ListedRight): { subscriptionId: string; period: number } {
-    const subscriptionId = right.link.map((link) => /\/subs\/([^/]+)$/.exec(link.href)?.[1]).find(Boolean);
+    const subscriptionId = subscriptionOf(right);
     const index = subscriptionId === undefined ? undefined : this.indexOf.get(subscriptionId);
     if (index === undefined) throw new Error(`right ${right.rightId} of an unknown subscription`);
     const start = Date.parse(right.timeInterval.split('/')[0]!);
@@ -141,6 +141,46 @@ export class PeriodicSubscriptions {
     for (const list of periods.values()) list.sort((a, b) => a - b);
     return periods;
   }
+
+  /**
+   * How late each period's rights were issued (a `right.created` event's time after its period
+   * began), for a failure to say: a period whose renewal came after its rights had ended has
+   * fewer rights than subscriptions (docs/api.md).
+   */
+  lateness(events: EventCollector): string {
+    const byPeriod = new Map<number, { rights: number; worstS: number }>();
+    for (const { body } of events.messages) {
+      if (body.type !== 'right.created') continue;
+      const right = body.data as unknown as ListedRight;
+      const subscriptionId = subscriptionOf(right);
+      if (subscriptionId === undefined || !this.indexOf.has(subscriptionId)) continue;
+      const { period } = this.periodOf(right);
+      const lateS = (Date.parse(body.time as string) - Date.parse(right.timeInterval.split('/')[0]!)) / 1000;
+      const seen = byPeriod.get(period) ?? { rights: 0, worstS: 0 };
+      byPeriod.set(period, { rights: seen.rights + 1, worstS: Math.max(seen.worstS, lateS) });
+    }
+    return [...byPeriod.entries()]
+      .sort(([a], [b]) => a - b)
+      .map(
+        ([period, { rights, worstS }]) =>
+          `period ${period}: ${rights} rights issued, the latest ${worstS.toFixed(1)} s after it began`,
+      )
+      .join('; ');
+  }
+
+  /**
+   * `waitFor` on `events`, failing with how late each period's rights were issued besides
+   * what arrived.
+   */
+  async waitReporting(events: EventCollector, predicate: () => boolean, timeoutMs: number): Promise<void> {
+    await events.waitFor(predicate, timeoutMs).catch((error: Error) => {
+      throw new Error(`${error.message}\n${this.lateness(events)}`);
+    });
+  }
 }
+
+/** The id of the subscription a right links to, if any. */
+const subscriptionOf = (right: ListedRight): string | undefined =>
+  right.link.map((link) => /\/subs\/([^/]+)$/.exec(link.href)?.[1]).find(Boolean);
 
 const isoSecond = (ms: number) => new Date(ms).toISOString().replace(/\.000Z$/, 'Z');
