@@ -99,7 +99,7 @@ export class TestSystem {
    */
   logsSince(since: number, perService = 40): string {
     const told = [...this.services].flatMap(([label, service]) => {
-      const lines = service.logs.filter((line) => loggedSince(line, since)).slice(-perService);
+      const lines = collapsedRuns(service.logs.filter((line) => loggedSince(line, since))).slice(-perService);
       return lines.length === 0 ? [] : [`--- ${label}`, ...lines];
     });
     return told.join('\n');
@@ -386,6 +386,40 @@ export class TestSystem {
  * Whether a service's log line was written at `info` or above since `since`; a line that is not
  * a record (a crash's output) is kept.
  */
+/**
+ * A run of lines with the same message as its first line and how many followed: forty of one
+ * warning (a batch of renewals, say) would push out of the last lines what came before it.
+ */
+function collapsedRuns(lines: readonly string[]): string[] {
+  const told: string[] = [];
+  let runOf: string | undefined;
+  let more = 0;
+  const endRun = () => {
+    if (more > 0) told.push(`  (and ${more} more with the message ${JSON.stringify(runOf)})`);
+    more = 0;
+  };
+  for (const line of lines) {
+    const message = messageOf(line);
+    if (message !== undefined && message === runOf) {
+      more += 1;
+      continue;
+    }
+    endRun();
+    runOf = message;
+    told.push(line);
+  }
+  endRun();
+  return told;
+}
+
+function messageOf(line: string): string | undefined {
+  try {
+    return (JSON.parse(line) as { msg?: string }).msg;
+  } catch {
+    return undefined;
+  }
+}
+
 function loggedSince(line: string, since: number): boolean {
   try {
     const record = JSON.parse(line) as { level?: string; time?: string };
