@@ -3,9 +3,9 @@ import { configDefaults, defineConfig } from 'vitest/config';
 
 /**
  * The tests that mostly wait start first, each in a worker of its own, and the other files
- * share the remaining workers meanwhile: the reliability test (1,000 subscriptions on 24 s
- * periods through crashes, 2.5 minutes), the cluster test (a three-node RabbitMQ cluster
- * losing a node mid-renewal, 1.5 minutes), and the client's package test (an `npm install`
+ * share the remaining workers meanwhile: the reliability test (1,000 subscriptions on 45 s
+ * periods through crashes, 5 minutes), the cluster test (a three-node RabbitMQ cluster
+ * losing a node mid-renewal, 3.5 minutes), and the client's package test (an `npm install`
  * from the registry).
  */
 const FIRST = [

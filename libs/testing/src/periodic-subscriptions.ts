@@ -148,7 +148,7 @@ export class PeriodicSubscriptions {
    * fewer rights than subscriptions (docs/api.md).
    */
   lateness(events: EventCollector): string {
-    const byPeriod = new Map<number, { rights: number; worstS: number }>();
+    const byPeriod = new Map<number, { rights: Set<string>; worstS: number }>();
     for (const { body } of events.messages) {
       if (body.type !== 'right.created') continue;
       const right = body.data as unknown as ListedRight;
@@ -156,14 +156,14 @@ export class PeriodicSubscriptions {
       if (subscriptionId === undefined || !this.indexOf.has(subscriptionId)) continue;
       const { period } = this.periodOf(right);
       const lateS = (Date.parse(body.time as string) - Date.parse(right.timeInterval.split('/')[0]!)) / 1000;
-      const seen = byPeriod.get(period) ?? { rights: 0, worstS: 0 };
-      byPeriod.set(period, { rights: seen.rights + 1, worstS: Math.max(seen.worstS, lateS) });
+      const seen = byPeriod.get(period) ?? { rights: new Set<string>(), worstS: 0 };
+      byPeriod.set(period, { rights: seen.rights.add(right.rightId), worstS: Math.max(seen.worstS, lateS) });
     }
     return [...byPeriod.entries()]
       .sort(([a], [b]) => a - b)
       .map(
         ([period, { rights, worstS }]) =>
-          `period ${period}: ${rights} rights issued, the latest ${worstS.toFixed(1)} s after it began`,
+          `period ${period}: ${rights.size} rights issued, the latest ${worstS.toFixed(1)} s after it began`,
       )
       .join('; ');
   }
