@@ -51,7 +51,7 @@ export class PeriodicSubscriptions {
     return this.firstStart;
   }
 
-  /** Plans them from now and registers what they need (`seed`). */
+  /** Registers what they need (`seed`); `create` plans their periods from when it begins. */
   static async seeded(system: TestSystem, options: PeriodicSubscriptionsOptions): Promise<PeriodicSubscriptions> {
     const load = new PeriodicSubscriptions(system, options);
     await load.seed();

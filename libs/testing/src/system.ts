@@ -47,14 +47,14 @@ function required(name: string): string {
   return value;
 }
 
+/** The answers `TestSystem.json` sends again: the gateway or a service could not answer now. */
+const SENT_AGAIN = new Set([502, 503, 504]);
+
 /**
  * The platform, in the test's process or as separate processes, against the real servers,
  * isolated from other test files by its own RabbitMQ vhost and its own databases
  * (docs/architecture.md), so files run in parallel.
  */
-/** The answers `TestSystem.json` sends again: the gateway or a service could not answer now. */
-const SENT_AGAIN = new Set([502, 503, 504]);
-
 export class TestSystem {
   /** Every running service by label (`rights`, `rights#2`…), in this process or its own. */
   readonly services = new Map<string, TestService>();
@@ -383,10 +383,6 @@ export class TestSystem {
 }
 
 /**
- * Whether a service's log line was written at `info` or above since `since`; a line that is not
- * a record (a crash's output) is kept.
- */
-/**
  * A run of lines with the same message as its first line and how many followed: forty of one
  * warning (a batch of renewals, say) would push out of the last lines what came before it.
  */
@@ -420,6 +416,10 @@ function messageOf(line: string): string | undefined {
   }
 }
 
+/**
+ * Whether a service's log line was written at `info` or above since `since`; a line that is not
+ * a record (a crash's output) is kept.
+ */
 function loggedSince(line: string, since: number): boolean {
   try {
     const record = JSON.parse(line) as { level?: string; time?: string };
