@@ -10,6 +10,7 @@ import { declareIndexes, type CollectionIndexes, type IndexedQuery } from './ind
 import { announcePending, type InsertedPending } from './pending';
 import { bucketOf } from '@rs/hashing';
 import { LISTING_PROJECTION } from './listing';
+import { unsetFieldsOf, UnsetFields } from './schema';
 
 /** A rebuild's pages (`inBucket`, docs/architecture.md): a bucket in id order; `readers` say whose. */
 export const bucketPages = (readers: string): IndexedQuery => ({
@@ -72,13 +73,15 @@ export class OutboxCollection {
     private readonly db: mongo.Db,
     readonly name: string,
     private readonly guard: Record<string, unknown> = {},
+    /** Fields a new document is stored without while they hold what they hold until set. */
+    private readonly unset = new UnsetFields([]),
   ) {
     this.collection = db.collection(name);
   }
 
   /** Stores a new document with its events; false when its `_id` exists (also as a tombstone). */
   async insert(doc: { _id: string }, outbox: OutboxEntry[]): Promise<boolean> {
-    const stored = withBucket(doc, outbox);
+    const stored = withBucket(this.unset.leftOut(doc), outbox);
     try {
       await this.collection.insertOne(stored as never);
       this.announceInserted([stored]);
@@ -110,7 +113,7 @@ export class OutboxCollection {
     /** `failAll`: a document refused for another reason than its taken id fails the batch. */
     { failAll = false }: { failAll?: boolean } = {},
   ): Promise<Array<boolean | WriteFailed>> {
-    const written = docs.map(({ doc, outbox }) => withBucket(doc, outbox));
+    const written = docs.map(({ doc, outbox }) => withBucket(this.unset.leftOut(doc), outbox));
     const outcomes = (
       await inChunks(this.db, written, async (chunk): Promise<Array<boolean | WriteFailed>> => {
         const done: Array<boolean | WriteFailed> = chunk.map(() => true);
@@ -236,6 +239,7 @@ const HIDDEN_FIELDS = { ...OUTBOX_PROJECTION, ...LISTING_PROJECTION };
 export abstract class OutboxStore<Doc extends { _id: string }, Entity> {
   readonly model: Model<Doc>;
   protected readonly documents: OutboxCollection;
+  private readonly unset: UnsetFields;
 
   constructor(
     db: Connection,
@@ -245,12 +249,17 @@ export abstract class OutboxStore<Doc extends { _id: string }, Entity> {
   ) {
     this.model = db.model<Doc>(modelName, schema);
     this.liveCondition = options.tombstone === undefined ? {} : { [options.tombstone]: { $ne: true } };
+    this.unset = unsetFieldsOf(schema);
     this.documents = new OutboxCollection(
       db.db!,
       this.model.collection.collectionName,
       options.writesRevive ? {} : this.liveCondition,
+      this.unset,
     );
   }
+
+  /** The entity of a document as read: every read of the store goes through it (its unset fields restored). */
+  protected readonly toEntity = (doc: Doc): Entity => this.options.toEntity(this.unset.restored(doc));
 
   /** The condition every live document meets: not a tombstone. */
   protected readonly liveCondition: Record<string, unknown>;
@@ -284,9 +293,7 @@ export abstract class OutboxStore<Doc extends { _id: string }, Entity> {
       .limit(page.limit)
       .lean<Array<Doc & SetAsideField>>();
     return {
-      items: docs
-        .filter((doc) => withSetAside || doc.setAside?.generation !== doc.generation)
-        .map(this.options.toEntity),
+      items: docs.filter((doc) => withSetAside || doc.setAside?.generation !== doc.generation).map(this.toEntity),
       lastId: docs.length === page.limit ? docs.at(-1)!._id : null,
     };
   }
@@ -305,7 +312,7 @@ export abstract class OutboxStore<Doc extends { _id: string }, Entity> {
   /** The live document `id` if it has the `owner` fields (e.g. its user): see `findDocument`. */
   protected async findLive(id: string, owner: Record<string, string> = {}): Promise<Entity | null> {
     const doc = await this.findLiveDocument(id, owner);
-    return doc ? this.options.toEntity(doc) : null;
+    return doc ? this.toEntity(doc) : null;
   }
 
   /** `findLive` as stored, for a store that reads its documents its own way. */

@@ -75,13 +75,13 @@ export class SkuStore extends OutboxStore<SkuDocument, SkuEntry> {
   async list(limit: number, after: string | undefined): Promise<SkuEntry[]> {
     const filter = { ...this.liveCondition, ...afterId(after) };
     const docs = await this.model.find(filter, this.hiddenFields).sort({ _id: 1 }).limit(limit).lean<SkuDocument[]>();
-    return docs.map(toEntry);
+    return docs.map(this.toEntity);
   }
 
   /** The entry as stored, a deletion's tombstone included (a PUT brings it back). */
   async findStored(sku: string): Promise<SkuEntry | null> {
     const stored = await this.model.findOne({ _id: sku }, this.hiddenFields).lean<SkuDocument>();
-    return stored ? toEntry(stored) : null;
+    return stored ? this.toEntity(stored) : null;
   }
 
   /**

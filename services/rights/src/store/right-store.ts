@@ -101,7 +101,8 @@ export const RIGHT_INDEXES = userOwnedIndexes('rights', {
   ],
 });
 
-// Documents are read without their outbox (`hiddenFields`); every field of the entity is stored.
+// Documents are read without their outbox (`hiddenFields`) and with their unset fields restored
+// (`OutboxStore.toEntity`): every field of the entity is there.
 const toEntity = ({
   _id,
   removed: _removed,
@@ -129,15 +130,6 @@ export class UnreadableRight extends Error {
     super(`right ${rightId} cannot be read: ${String((cause as Error)?.message ?? cause)}`);
   }
 }
-
-/** `toEntity`, or the right that cannot be read. */
-const readable = (doc: RightDocument): RightEntity | UnreadableRight => {
-  try {
-    return toEntity(doc);
-  } catch (error) {
-    return new UnreadableRight(doc._id, doc.userId, doc.generation, error);
-  }
-};
 
 const toFields = ({ rightId, payload, ...fields }: RightEntity) => ({
   ...fields,
@@ -188,7 +180,7 @@ export class RightStore extends OutboxStore<RightDocument, RightEntity> {
   /** The right, live or a tombstone (whose history stays readable, docs/api.md). */
   async findEvenRemoved(userId: string, rightId: string): Promise<{ entity: RightEntity; removed: boolean } | null> {
     const doc = await this.findDocument(rightId, { userId });
-    return doc ? { entity: toEntity(doc), removed: !this.isLive(doc) } : null;
+    return doc ? { entity: this.toEntity(doc), removed: !this.isLive(doc) } : null;
   }
 
   /**
@@ -209,7 +201,7 @@ export class RightStore extends OutboxStore<RightDocument, RightEntity> {
       const docs = await this.model
         .find({ expiresKey, removed: { $ne: true } }, this.hiddenFields)
         .lean<RightDocument[]>();
-      for (const doc of docs) byKey.set(doc._id, readable(doc));
+      for (const doc of docs) byKey.set(doc._id, this.readable(doc));
     });
     const found: Array<RightEntity | UnreadableRight | null> = keys.map(({ userId, id }) => {
       const right = byKey.get(id);
@@ -218,7 +210,7 @@ export class RightStore extends OutboxStore<RightDocument, RightEntity> {
     const missing = keys.flatMap((key, index) => (found[index] ? [] : [{ key, index }]));
     await pLimit(READ_CONCURRENCY).map(missing, async ({ key, index }) => {
       const doc = await this.findLiveDocument(key.id, { userId: key.userId });
-      found[index] = doc && readable(doc);
+      found[index] = doc && this.readable(doc);
     });
     return found;
   }
@@ -244,7 +236,7 @@ export class RightStore extends OutboxStore<RightDocument, RightEntity> {
     const docs = await this.model
       .find({ subscriptionId, userId, removed: { $ne: true } }, this.hiddenFields)
       .lean<RightDocument[]>();
-    return docs.map(toEntity);
+    return docs.map(this.toEntity);
   }
 
   /** Every live right on a test clock, by its user and id (docs/decisions/0048). */
@@ -260,7 +252,7 @@ export class RightStore extends OutboxStore<RightDocument, RightEntity> {
     const docs = await this.model
       .find({ userId, sku, removed: { $ne: true } }, this.hiddenFields)
       .lean<RightDocument[]>();
-    return docs.map(toEntity);
+    return docs.map(this.toEntity);
   }
 
   /** A page of a user's rights (docs/api.md "Listing filters"), newest first. */
@@ -275,7 +267,7 @@ export class RightStore extends OutboxStore<RightDocument, RightEntity> {
       { userId: query.userId, name: listOf(query.audience) },
       { conditions: [...conditions, this.liveCondition], after: query.after, limit: query.limit },
     );
-    return { items: page.items.map(toEntity), last: page.last };
+    return { items: page.items.map(this.toEntity), last: page.last };
   }
 
   /** Stores a new right with its messages; false when the id exists (also as a tombstone). */
@@ -338,6 +330,15 @@ export class RightStore extends OutboxStore<RightDocument, RightEntity> {
         outbox: [],
       })),
     );
+  }
+
+  /** `toEntity`, or the right that cannot be read. */
+  private readable(doc: RightDocument): RightEntity | UnreadableRight {
+    try {
+      return this.toEntity(doc);
+    } catch (error) {
+      return new UnreadableRight(doc._id, doc.userId, doc.generation, error);
+    }
   }
 
   /** A change of `current`; an EXPIRED one read before its expiry was written is stored at the generation before. */

@@ -90,7 +90,7 @@ export class ClockStore extends OutboxStore<ClockDocument, ClockEntity> {
     const docs = await this.model
       .find({ ...(grantorId === null ? {} : { grantorId }), ...this.liveCondition }, this.hiddenFields)
       .lean<ClockDocument[]>();
-    return docs.map(toEntity).sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
+    return docs.map(this.toEntity).sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime());
   }
 
   /** Those of these clocks that are live (not deleted), by id. */

@@ -250,7 +250,7 @@ export class SubscriptionStore extends OutboxStore<SubscriptionDocument, Subscri
         { userId, name: list },
         { conditions: [this.liveCondition], after: last, limit: wanted },
       );
-      const page = { items: listed.items.map(toEntity), last: listed.last };
+      const page = { items: listed.items.map(this.toEntity), last: listed.last };
       const records = await pLimit(READ_CONCURRENCY).map(page.items, (stored) =>
         this.recordsOf(stored.subscriptionId, userId),
       );
@@ -312,7 +312,7 @@ export class SubscriptionStore extends OutboxStore<SubscriptionDocument, Subscri
       if (!last) return null;
       if (!doc || last.fromState === undefined) return null;
       const origin = { ...last, fromState: last.fromState, fromPeriod: last.fromPeriod ?? null };
-      const created = toEntity(doc);
+      const created = this.toEntity(doc);
       const plan = planAsOf(created, records, last.generation - 1);
       return { before: beforeRenewal(created, origin, plan), at: last.updatedAt };
     });
@@ -360,7 +360,7 @@ export class SubscriptionStore extends OutboxStore<SubscriptionDocument, Subscri
   }
 
   private latest(doc: SubscriptionDocument, records: readonly Progress[]) {
-    return latestOf(toEntity(doc), doc.deleted === true, records);
+    return latestOf(this.toEntity(doc), doc.deleted === true, records);
   }
 }
 
