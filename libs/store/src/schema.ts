@@ -43,15 +43,23 @@ const UNSET: Partial<Record<FieldKind, Unset>> = {
  * in FerretDB alike (`{ clockId: null }` finds both), so no query changes.
  */
 export class UnsetFields {
-  constructor(private readonly fields: ReadonlyArray<readonly [name: string, unset: Unset]>) {}
+  private readonly byName: ReadonlyMap<string, Unset>;
+
+  constructor(private readonly fields: ReadonlyArray<readonly [name: string, unset: Unset]>) {
+    this.byName = new Map(fields);
+  }
 
   /** `doc` as stored: without the fields that still hold what they hold until set. */
   leftOut<D extends object>(doc: D): D {
     const fields = doc as Record<string, unknown>;
-    const unset = this.fields.filter(([name, { is }]) => is(fields[name]));
-    if (unset.length === 0) return doc;
-    const stored = { ...fields };
-    for (const [name] of unset) delete stored[name];
+    if (!this.fields.some(([name, { is }]) => is(fields[name]))) return doc;
+    // Copied field by field rather than deleted from a copy: an object that lost properties
+    // becomes a slower dictionary for everything that reads it next (the driver's serializer).
+    const stored: Record<string, unknown> = {};
+    for (const name of Object.keys(fields)) {
+      const value = fields[name];
+      if (!this.byName.get(name)?.is(value)) stored[name] = value;
+    }
     return stored as D;
   }
 
