@@ -21,7 +21,7 @@ import {
 } from './errors';
 import { requireServiceCaller } from './internal-token';
 import { initMetrics, metricsRegistry, recordRequest } from './metrics';
-import { bucketPage, pageParams } from './request';
+import { bucketPage, pageParams, sendJson } from './request';
 import { traceRequests } from './tracing';
 
 export type ReadinessChecks = Record<string, () => boolean>;
@@ -130,13 +130,13 @@ export function createHttpApp(options: HttpAppOptions): Express {
   app.use(sequence(originFormOnly, traceRequests(QUIET_PATHS), bookkeeping));
 
   app.get('/healthz', (_req, res) => {
-    res.json({ status: 'alive' });
+    sendJson(res, { status: 'alive' });
   });
   app.get('/readyz', (_req, res) => {
     const checks = Object.fromEntries(Object.entries(options.readiness).map(([name, check]) => [name, check()]));
     const ready = Object.values(checks).every(Boolean);
     if (!ready) res.status(503).set('Retry-After', '5');
-    res.json({ status: ready ? 'ready' : 'not ready', checks });
+    sendJson(res, { status: ready ? 'ready' : 'not ready', checks });
   });
   if (options.metrics ?? true) app.get('/metrics', serveMetrics);
 
@@ -326,7 +326,7 @@ export function bucketListing<T>(
       requireServiceCaller(res.locals.principal);
       const { bucket, after, limit } = bucketPage(pageParams(req, INTERNAL_MAX_LIMIT), buckets);
       const { items, lastId } = await read(bucket, { after, limit });
-      res.json({ items, next: lastId === null ? null : `${bucket}.${lastId}` });
+      sendJson(res, { items, next: lastId === null ? null : `${bucket}.${lastId}` });
     },
   });
 }

@@ -129,6 +129,35 @@ describe('create and retrieve (docs/api.md)', () => {
     expect(created!.body.data).toEqual({ ...right, connectId: 'alice', sequence: 1 });
   });
 
+  it('when a right is read, then its JSON answer gives its type and length; HEAD the same headers; with its ETag in If-None-Match, then 304 and no body', async () => {
+    const right = await createRight({});
+    const path = `/id/users/alice/rights/${right.rightId}`;
+    const read = await call('GET', path, A);
+    const text = await read.text();
+    expect([read.status, read.headers.get('content-type'), read.headers.get('etag')]).toEqual([
+      200,
+      'application/json; charset=utf-8',
+      '"1"',
+    ]);
+    expect(Number(read.headers.get('content-length'))).toBe(Buffer.byteLength(text));
+    expect(JSON.parse(text)).toEqual(right);
+
+    const head = await call('HEAD', path, A);
+    expect([head.status, head.headers.get('content-type'), head.headers.get('content-length')]).toEqual([
+      200,
+      'application/json; charset=utf-8',
+      read.headers.get('content-length'),
+    ]);
+    expect(await head.text()).toBe('');
+
+    // As a browser revalidates (fetch alone would add `Cache-Control: no-cache`, which asks for the whole answer).
+    const revalidate = (etag: string) => ({ 'if-none-match': etag, 'cache-control': 'max-age=0' });
+    const unchanged = await call('GET', path, A, undefined, revalidate('"1"'));
+    expect([unchanged.status, await unchanged.text()]).toEqual([304, '']);
+    const changed = await call('GET', path, A, undefined, revalidate('"0"'));
+    expect([changed.status, await changed.json()]).toEqual([200, right]);
+  });
+
   it('when a right is created with a quantity, then it holds that many units, all remaining; a quantity out of bounds is 400 naming it', async () => {
     const metered = await createRight({ quantity: 10 });
     expect(metered).toMatchObject({ quantity: 10, remaining: 10 });

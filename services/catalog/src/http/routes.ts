@@ -15,7 +15,7 @@ export function catalogRoutes(catalog: CatalogUseCases, publicBaseUrl: string): 
       const after = page.after === undefined ? undefined : http.parseParam(SkuName, 'cursor', page.after);
       const entries = await catalog.list(res.locals.principal, page.limit, after);
       http.setNextLink(req, res, publicBaseUrl, page, entries.at(-1)?.sku, entries.length);
-      res.json({ skus: entries.map(representation) });
+      http.sendJson(res, { skus: entries.map(representation) });
     },
     getSku: async (req, res) => {
       const entry = await catalog.get(res.locals.principal, skuParam(req));
@@ -26,7 +26,8 @@ export function catalogRoutes(catalog: CatalogUseCases, publicBaseUrl: string): 
       const body = http.parseBody(SkuUpsertBody, req.body);
       const { created, entry } = await catalog.put(res.locals.principal, sku, body, http.ifMatchGeneration(req));
       http.setETag(res, entry.generation);
-      if (created) res.status(201).location(`${publicBaseUrl}/catalog/skus/${sku}`).json(representation(entry));
+      if (created)
+        http.sendJson(res.status(201).location(`${publicBaseUrl}/catalog/skus/${sku}`), representation(entry));
       else http.sendDone(res);
     },
     deleteSku: async (req, res) => {

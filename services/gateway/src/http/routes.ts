@@ -32,6 +32,7 @@ import {
   parseListPosition,
   parseParam,
   sendDone,
+  sendJson,
   setNextLink,
   unauthorized,
   type InternalTokenSigner,
@@ -249,7 +250,7 @@ export function gatewayRoutes(options: GatewayRoutesOptions): RequestHandler {
     },
     listClients: async (_req, res) => {
       const clients = await administration.listClients(principalOf(res));
-      res.json({
+      sendJson(res, {
         clients: clients.map(({ clientId, grantorId, admin, createdAt, updatedAt }) => ({
           clientId,
           grantorId,
@@ -263,7 +264,7 @@ export function gatewayRoutes(options: GatewayRoutesOptions): RequestHandler {
       const clientId = clientParam(req);
       const body = parseBody(ClientBody, req.body);
       if (await administration.putClient(principalOf(res), clientId, body))
-        res.status(201).json({ clientId, grantorId: body.grantorId, admin: body.admin ?? false });
+        sendJson(res.status(201), { clientId, grantorId: body.grantorId, admin: body.admin ?? false });
       else sendDone(res);
     },
     deleteClient: async (req, res) => {
@@ -288,7 +289,7 @@ export function gatewayRoutes(options: GatewayRoutesOptions): RequestHandler {
         connectIdParam(req),
         clockId === undefined ? {} : { clockId },
       );
-      res.set('Cache-Control', 'no-store').json(answer);
+      sendJson(res.set('Cache-Control', 'no-store'), answer);
     },
     listAudit: async (req, res) => {
       const page = pageParams(req);
@@ -298,7 +299,7 @@ export function gatewayRoutes(options: GatewayRoutesOptions): RequestHandler {
       });
       const last = found.last && `${found.last.position}.${found.last.id}`;
       setNextLink(req, res, options.publicBaseUrl, page, last ?? undefined, found.items.length);
-      res.json({ entries: found.items });
+      sendJson(res, { entries: found.items });
     },
     checkEntitlement: async (req, res) => {
       const sku = parseParam(SkuName, 'sku', req.params.sku);
@@ -311,21 +312,21 @@ export function gatewayRoutes(options: GatewayRoutesOptions): RequestHandler {
         ...(clockId === undefined ? {} : { clockId }),
       });
       res.setHeader('Cache-Control', 'no-store');
-      res.json(answer);
+      sendJson(res, answer);
     },
     listUsers: async (req, res) => {
       const page = pageParams(req);
       const after = page.after === undefined ? undefined : parseParam(ConnectId, 'cursor', page.after);
       const users = await administration.users(principalOf(res), page.limit, after);
       setNextLink(req, res, options.publicBaseUrl, page, users.at(-1)?.connectId, users.length);
-      res.json({ users: users.map(userView) });
+      sendJson(res, { users: users.map(userView) });
     },
     getUser: async (req, res) => {
-      res.json(userView(await administration.user(connectIdParam(req))));
+      sendJson(res, userView(await administration.user(connectIdParam(req))));
     },
     putUser: async (req, res) => {
       const created = await administration.registerUser(principalOf(res), connectIdParam(req));
-      if (created) res.status(201).json(userView(created));
+      if (created) sendJson(res.status(201), userView(created));
       else sendDone(res);
     },
     deleteUser: async (req, res) => {

@@ -156,7 +156,7 @@ export function rightsRoutes(
       };
       const done = await consumptions.consume(res.locals.principal, skuOfUser(req, clockId), request);
       tellProjectionOf(res, done.touched);
-      res.json(done.body);
+      http.sendJson(res, done.body);
     },
     createReservation: async (req, res) => {
       const { amount, ttl, clockId } = http.parseBody(ReservationBody, req.body ?? {});
@@ -169,7 +169,7 @@ export function rightsRoutes(
       };
       const done = await reservations.reserve(res.locals.principal, skuOfUser(req, clockId), request);
       tellProjectionOf(res, done.touched);
-      res.status(201).json(done.body);
+      http.sendJson(res.status(201), done.body);
     },
     commitReservation: async (req, res) => {
       const { amount } = http.parseBody(CommitBody, req.body ?? {});
@@ -181,7 +181,7 @@ export function rightsRoutes(
         return;
       }
       tellProjectionOf(res, done.touched);
-      res.json(done.body);
+      http.sendJson(res, done.body);
     },
     releaseReservation: async (req, res) => {
       tellProjectionOf(res, await reservations.release(res.locals.principal, reservationOf(req)));
@@ -198,10 +198,10 @@ export function rightsRoutes(
     },
     getJwks: async (_req, res) => {
       // Verifiers may keep the keys a minute; a token of a newer key (an unknown kid) makes them fetch again.
-      res.set('Cache-Control', `public, max-age=${JWKS_MAX_AGE_S}`).json(await tokens.jwks());
+      http.sendJson(res.set('Cache-Control', `public, max-age=${JWKS_MAX_AGE_S}`), await tokens.jwks());
     },
     rotateRightTokenKey: async (_req, res) => {
-      res.status(201).json({ kid: await tokens.rotateFor(res.locals.principal) });
+      http.sendJson(res.status(201), { kid: await tokens.rotateFor(res.locals.principal) });
     },
   });
   // For the gateway to load its entitlement projection (docs/api.md, docs/decisions/0034).

@@ -16,7 +16,7 @@ export function clockRoutes(clocks: ClockUseCases, publicBaseUrl: string): Route
       http.sendCreated(res, clock.generation, view(clock));
     },
     listClocks: async (_req, res) => {
-      res.json({ clocks: (await clocks.list(res.locals.principal)).map(view) });
+      http.sendJson(res, { clocks: (await clocks.list(res.locals.principal)).map(view) });
     },
     getClock: async (req, res) => {
       const clock = await clocks.get(res.locals.principal, clockId(req));
@@ -37,7 +37,7 @@ export function clockRoutes(clocks: ClockUseCases, publicBaseUrl: string): Route
   http.route(router, '/internal/clocks/:clockId', {
     get: async (req, res) => {
       http.requireServiceCaller(res.locals.principal);
-      res.json(view(await clocks.current(clockId(req))));
+      http.sendJson(res, view(await clocks.current(clockId(req))));
     },
   });
   // A creation on a clock, announced by the service about to make it (docs/decisions/0050).
@@ -45,7 +45,7 @@ export function clockRoutes(clocks: ClockUseCases, publicBaseUrl: string): Route
     post: async (req, res) => {
       http.requireServiceCaller(res.locals.principal);
       const creation = http.parseBody(ClockCreation, req.body);
-      res.json(view(await clocks.expectCreation(clockId(req), creation)));
+      http.sendJson(res, view(await clocks.expectCreation(clockId(req), creation)));
     },
   });
   return router;

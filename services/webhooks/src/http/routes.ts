@@ -35,16 +35,16 @@ export function webhookRoutes(endpoints: EndpointUseCases, publicBaseUrl: string
     createWebhookEndpoint: async (req, res) => {
       const body = http.parseBody(EndpointCreateBody, req.body);
       const { endpoint, secret } = await endpoints.create(res.locals.principal, body);
-      res
-        .status(201)
-        .location(`${publicBaseUrl}/webhooks/endpoints/${endpoint.endpointId}`)
-        .json({ ...representation(endpoint), secret });
+      http.sendJson(res.status(201).location(`${publicBaseUrl}/webhooks/endpoints/${endpoint.endpointId}`), {
+        ...representation(endpoint),
+        secret,
+      });
     },
     listWebhookEndpoints: async (_req, res) => {
-      res.json({ endpoints: (await endpoints.list(res.locals.principal)).map(representation) });
+      http.sendJson(res, { endpoints: (await endpoints.list(res.locals.principal)).map(representation) });
     },
     getWebhookEndpoint: async (req, res) => {
-      res.json(representation(await endpoints.get(res.locals.principal, endpointId(req))));
+      http.sendJson(res, representation(await endpoints.get(res.locals.principal, endpointId(req))));
     },
     deleteWebhookEndpoint: async (req, res) => {
       await endpoints.remove(res.locals.principal, endpointId(req));
@@ -52,7 +52,7 @@ export function webhookRoutes(endpoints: EndpointUseCases, publicBaseUrl: string
     },
     rotateWebhookSecret: async (req, res) => {
       const { endpoint, secret } = await endpoints.rotate(res.locals.principal, endpointId(req));
-      res.json({ ...representation(endpoint), secret });
+      http.sendJson(res, { ...representation(endpoint), secret });
     },
     listWebhookDeliveries: async (req, res) => {
       const id = endpointId(req);
