@@ -67,6 +67,31 @@ const SECURITY_HEADERS = [
 ] as const;
 const QUIET_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
 
+/**
+ * What every request carries for its handlers (`res.locals`): its id, and its logger, made when
+ * something logs (most requests log their line alone, and a child logger per request was a
+ * measurable part of the request path: docs/performance.md). The getter is the class's, shared:
+ * one defined on each request's own object gave each request a hidden class of its own, which
+ * V8 keeps in the old generation with the getter, its closure and through it the request and
+ * its answer, so that every request outlived the young generation (docs/performance.md,
+ * 2026-12-06).
+ */
+class RequestLocals {
+  readonly #logger: Logger;
+  #log: Logger | undefined;
+
+  constructor(
+    readonly requestId: string,
+    logger: Logger,
+  ) {
+    this.#logger = logger;
+  }
+
+  get log(): Logger {
+    return (this.#log ??= this.#logger.child({ request_id: this.requestId }));
+  }
+}
+
 /** Express 5 app with request ids, one log line per request, metrics, health, and the error format of docs/architecture.md. */
 export function createHttpApp(options: HttpAppOptions): Express {
   initMetrics(options.service);
@@ -93,14 +118,7 @@ export function createHttpApp(options: HttpAppOptions): Express {
     const incoming = req.headers['x-request-id'];
     const requestId = typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
     res.setHeader('X-Request-Id', requestId);
-    res.locals.requestId = requestId;
-    // The request's logger is made when something logs (most requests log their line alone):
-    // a child logger per request was a measurable part of the request path (docs/performance.md).
-    let log: Logger | undefined;
-    Object.defineProperty(res.locals, 'log', {
-      get: () => (log ??= options.logger.child({ request_id: requestId })),
-      enumerable: true,
-    });
+    res.locals = new RequestLocals(requestId, options.logger) as unknown as Response['locals'];
     const started = process.hrtime.bigint();
     res.on('finish', () => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
