@@ -10,6 +10,7 @@ export * from './server-limits';
 export * from './schema';
 export * from './history';
 export * from './items';
+export * from './upsert';
 export * from './migrations';
 export * from './indexes';
 export * from './retention';

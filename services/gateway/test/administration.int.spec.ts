@@ -72,4 +72,20 @@ describe('the gateway administration checks the admin principal itself', () => {
       (error: unknown) => error instanceof DomainError && error.code === 'not_found',
     );
   });
+
+  it('when the same client, user or token is written by several admin requests at once, then one creates it, none fails, and it is stored once', async () => {
+    const admin = basicCaller('ADMIN', true);
+    const atOnce = <T>(write: () => Promise<T>) => Promise.all(Array.from({ length: 8 }, write));
+    const created = {
+      client: await atOnce(() => administration.putClient(admin, 'at-once', body)),
+      user: await atOnce(() => administration.registerUser(admin, 'carol')),
+      revocation: await atOnce(() => administration.revokeToken(admin, 'jti-at-once', undefined)),
+    };
+    expect(created.client.filter(Boolean)).toHaveLength(1);
+    expect(created.user.filter(Boolean)).toEqual([{ connectId: 'carol', createdAt: clock() }]);
+    expect(created.revocation.filter(Boolean)).toHaveLength(1);
+    expect(await clients.find('at-once')).toMatchObject({ clientId: 'at-once', grantorId: 'X' });
+    expect(await administration.user('carol')).toMatchObject({ connectId: 'carol' });
+    expect(await database.db.collection('revoked_tokens').countDocuments({ _id: 'jti-at-once' } as never)).toBe(1);
+  });
 });

@@ -1,5 +1,5 @@
 import { systemClock, type Clock } from '@rs/time';
-import { documentSchema } from '@rs/store';
+import { documentSchema, upsertOne } from '@rs/store';
 import { type Connection, type Model } from 'mongoose';
 
 /** An API client (docs/api.md "Principals and authorization"): who calls, for which grantor, with admin rights or not. */
@@ -61,14 +61,10 @@ export class ClientStore {
   /** Creates or replaces the client; true when it was created. */
   async put(client: Pick<ApiClient, 'clientId' | 'grantorId' | 'admin' | 'secretHash'>): Promise<boolean> {
     const now = this.clock();
-    const result = await this.model.collection.updateOne(
-      { _id: client.clientId } as never,
-      {
-        $set: { grantorId: client.grantorId, admin: client.admin, secretHash: client.secretHash, updatedAt: now },
-        $setOnInsert: { createdAt: now },
-      },
-      { upsert: true },
-    );
+    const result = await upsertOne(this.model.collection, { _id: client.clientId } as never, {
+      $set: { grantorId: client.grantorId, admin: client.admin, secretHash: client.secretHash, updatedAt: now },
+      $setOnInsert: { createdAt: now },
+    });
     return result.upsertedCount === 1;
   }
 

@@ -1,5 +1,5 @@
 import { systemClock, type Clock } from '@rs/time';
-import { BY_ID, declareIndexes, documentSchema, type CollectionIndexes } from '@rs/store';
+import { BY_ID, declareIndexes, documentSchema, upsertOne, type CollectionIndexes } from '@rs/store';
 import type { Logger } from '@rs/logging';
 import { repeat, type Repeating } from '@rs/time';
 import { type Connection, type Model } from 'mongoose';
@@ -101,11 +101,10 @@ export class RevocationStore {
   async revoke(jti: string, expiresAt: Date | undefined): Promise<boolean> {
     const now = this.clock();
     const until = new Date(Math.max(now.getTime() + this.minimumMs, expiresAt?.getTime() ?? 0));
-    const result = await this.model.collection.updateOne(
-      { _id: jti } as never,
-      { $max: { expiresAt: until }, $set: { revokedAt: now } },
-      { upsert: true },
-    );
+    const result = await upsertOne(this.model.collection, { _id: jti } as never, {
+      $max: { expiresAt: until },
+      $set: { revokedAt: now },
+    });
     this.revoked.set(jti, Math.max(until.getTime(), this.revoked.get(jti) ?? 0));
     return result.upsertedCount === 1;
   }

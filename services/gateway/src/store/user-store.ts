@@ -1,5 +1,5 @@
 import { systemClock, type Clock } from '@rs/time';
-import { BY_ID, documentSchema, type CollectionIndexes } from '@rs/store';
+import { BY_ID, documentSchema, upsertOne, type CollectionIndexes } from '@rs/store';
 import { type Connection, type Model } from 'mongoose';
 import { directoryLookups } from '../auth/metrics';
 import { RefreshingCache } from '../auth/refreshing-cache';
@@ -75,11 +75,9 @@ export class UserStore implements UserDirectory {
   /** Registers the user; true when it was new. */
   async register(connectId: string): Promise<boolean> {
     const now = this.clock();
-    const result = await this.model.collection.updateOne(
-      { _id: connectId } as never,
-      { $setOnInsert: { createdAt: now } },
-      { upsert: true },
-    );
+    const result = await upsertOne(this.model.collection, { _id: connectId } as never, {
+      $setOnInsert: { createdAt: now },
+    });
     this.cache.delete(connectId);
     return result.upsertedCount === 1;
   }

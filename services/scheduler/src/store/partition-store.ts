@@ -1,4 +1,4 @@
-import { documentSchema } from '@rs/store';
+import { documentSchema, upsertOne } from '@rs/store';
 import { type Connection, type Model } from 'mongoose';
 
 interface CursorDocument {
@@ -29,10 +29,6 @@ export class PartitionStore {
   }
 
   async saveCursor(collection: string, partition: number, second: number): Promise<void> {
-    await this.cursors.collection.updateOne(
-      { _id: `${collection}:${partition}` } as never,
-      { $set: { second } },
-      { upsert: true },
-    );
+    await upsertOne(this.cursors.collection, { _id: `${collection}:${partition}` } as never, { $set: { second } });
   }
 }

@@ -12,6 +12,7 @@ import {
   retentionOf,
   inChunks,
   serverLimits,
+  upsertOne,
   type ListPage,
   type ListPosition,
   type RetainedCollection,
@@ -518,6 +519,6 @@ export class DeliverySweepCursor implements SweepCursor {
   }
 
   async save(second: number): Promise<void> {
-    await this.cursors.updateOne({ _id: 'deliveries' }, { $max: { second } }, { upsert: true });
+    await upsertOne(this.cursors, { _id: 'deliveries' }, { $max: { second } });
   }
 }
