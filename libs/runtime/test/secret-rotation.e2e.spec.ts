@@ -58,7 +58,11 @@ function traffic(rightId: string) {
         const response = await fetch(`${fx.system.gatewayUrl}${path}`, { headers: { authorization } }).catch(
           () => null, // the gateway itself restarting: no answer at all
         );
-        if (response) statuses.push(response.status);
+        if (!response) continue;
+        statuses.push(response.status);
+        // Read to its end: an answer left unread holds its connection until it is collected
+        // (undici), and the gateway's restarts reset whatever connections are held.
+        await response.arrayBuffer().catch(() => undefined);
       }
       await sleep(20); // the wait is the test's subject: calls paced within the gateway's rate limit per client
     }
