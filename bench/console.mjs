@@ -13,6 +13,7 @@ import { gzipSync } from 'node:zlib';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
+import { createRequire } from 'node:module';
 import { chromium } from 'playwright-core';
 import { gatewayCaller, pooled, startBenchSystem, TestSystem } from './system.mjs';
 
@@ -22,7 +23,8 @@ const SUBSCRIPTIONS = 50;
 const VIEWS = Number(process.env.BENCH_CONSOLE_VIEWS ?? 5);
 const WRITES = Number(process.env.BENCH_CONSOLE_WRITES ?? 1_500);
 const AT_ONCE = 16;
-const STAFF = { read: 'rights-support', write: 'rights-support-write', admin: 'rights-admin', grantor: 'grantor' };
+// The development provider's staff roles, as `npm start` gives the gateway its entry.
+const { DEV_STAFF: STAFF } = createRequire(import.meta.url)(path.join(root, 'tools/dev-issuer/dist/policy.js'));
 
 const { freePort, startDevIssuer } = await import(path.join(root, 'libs/testing/dist/index.js'));
 const issuerUrl = `http://127.0.0.1:${await freePort()}`;
@@ -31,7 +33,7 @@ const { system, stop } = await startBenchSystem({
   backends: ['catalog', 'rights', 'subscriptions'],
   env: {
     AUTH_ISSUERS: JSON.stringify([
-      { issuer: issuerUrl, audience: 'rights-api', claims: { roles: 'roles' }, staff: STAFF },
+      { issuer: issuerUrl, audience: 'rights-api', claims: { roles: 'roles' }, clients: '*', staff: STAFF },
     ]),
     CONSOLE_ISSUER: issuerUrl,
   },

@@ -290,6 +290,8 @@ function childEnv(service) {
         audience: issuer.JWT_AUDIENCE,
         jwksUri: `http://127.0.0.1:${ISSUER_PORT}/jwks`,
         claims: { roles: 'roles' },
+        // The platform's own provider: any client but an admin (docs/identity-providers.md).
+        clients: '*',
         staff: DEV_STAFF,
       },
     ]);

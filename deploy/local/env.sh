@@ -9,6 +9,7 @@ fi
 export FERRETDB_VERSION="v1.24.2"
 export SCHEMATHESIS_VERSION="4.32.5"
 export ZIPKIN_VERSION="3.5.1"
+export KEYCLOAK_VERSION="26.5.6"
 export RS_LOCAL_DATA="${RS_LOCAL_DATA:-$RS_ROOT/.local/data}"
 # The Go toolchain's usual home, for shells whose PATH lacks it (the FerretDB build and
 # deploy/validate.sh use it).

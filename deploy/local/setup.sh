@@ -2,7 +2,8 @@
 # One idempotent step that gives a Debian machine everything the project needs locally
 # (docs/architecture.md section 7): Node 24, RabbitMQ from Debian's rabbitmq-server with the management
 # plugin, FerretDB 1.24.x built with the Go toolchain on Debian's PostgreSQL (docs/decisions/0010),
-# Zipkin's server from Maven Central for `npm start -- --traces` (issue 13); then starts the servers.
+# Zipkin's server from Maven Central for `npm start -- --traces` (issue 13), Keycloak's distribution
+# from Maven Central for the tests against a real identity provider; then starts the servers.
 set -euo pipefail
 here="$(dirname "${BASH_SOURCE[0]}")"
 source "$here/env.sh"
@@ -97,9 +98,27 @@ install_zipkin() {
   echo "installed zipkin $ZIPKIN_VERSION into .local/tools/zipkin.jar"
 }
 
+install_keycloak() {
+  # services/gateway/test/keycloak.e2e.spec.ts runs the identity provider operators run most,
+  # as it ships (docs/identity-providers.md "Keycloak as it ships"): its Quarkus distribution is
+  # on Maven Central; Java 17+, as for Zipkin. The test starts it in development mode, in memory.
+  local tools="$here/../../.local/tools"
+  if [ -x "$tools/keycloak-$KEYCLOAK_VERSION/bin/kc.sh" ]; then
+    echo "keycloak $KEYCLOAK_VERSION is installed"
+    return
+  fi
+  mkdir -p "$tools"
+  mvn -q -B dependency:copy "-Dartifact=org.keycloak:keycloak-quarkus-dist:$KEYCLOAK_VERSION:tar.gz" \
+    "-DoutputDirectory=$tools"
+  tar -xzf "$tools/keycloak-quarkus-dist-$KEYCLOAK_VERSION.tar.gz" -C "$tools"
+  rm "$tools/keycloak-quarkus-dist-$KEYCLOAK_VERSION.tar.gz"
+  echo "installed keycloak $KEYCLOAK_VERSION into .local/tools/keycloak-$KEYCLOAK_VERSION"
+}
+
 bash "$here/install-node.sh"
 install_schemathesis
 install_zipkin
+install_keycloak
 install_chromium
 install_rabbitmq
 install_postgresql

@@ -8,7 +8,7 @@ import { WebhooksPage } from './pages/webhooks';
 import { FindPage } from './pages/find';
 import { UserPage } from './pages/user';
 import { hrefOf, useRoute } from './route';
-import type { Session } from './session';
+import { signInProblem, type Session } from './session';
 
 /** The console (docs/console.md): sign-in, then the page the address names. */
 export function App(props: { config: ConsoleConfig; session: Session; signInError: unknown }) {
@@ -25,7 +25,7 @@ export function App(props: { config: ConsoleConfig; session: Session; signInErro
         <p>Support staff and operators sign in with their organisation's identity provider.</p>
         {props.signInError ? (
           <p class="problem" role="alert">
-            {String((props.signInError as Error).message ?? props.signInError)}
+            {signInProblem(props.signInError)}
           </p>
         ) : null}
         <button type="button" onClick={() => void session.signIn()} disabled={!config.issuer}>

@@ -13,7 +13,12 @@ export interface StaffMember {
 
 /** Kept across the provider's redirect only: never a token. */
 const PENDING = 'rs-console.sign-in';
-const SCOPE = 'openid profile offline_access';
+/**
+ * What the console uses: the staff member's identity and name. No `offline_access`: an offline
+ * token is a lasting credential a page in a browser has no use for, and many providers refuse it
+ * to staff; the session's own refresh token keeps a working day signed in.
+ */
+const SCOPE = 'openid profile';
 
 /**
  * Sign-in at the staff's OpenID Provider: authorization code with PKCE (RFC 7636) through
@@ -25,6 +30,8 @@ export class Session {
   private accessToken: string | null = null;
   private refreshToken: string | null = null;
   private expiresAt = 0;
+  /** The refresh under way, which every call meanwhile awaits (a refresh token is spent once: providers rotate it). */
+  private refreshing: Promise<void> | null = null;
   private server: oauth.AuthorizationServer | null = null;
   private readonly client: oauth.Client;
 
@@ -96,21 +103,28 @@ export class Session {
     return true;
   }
 
-  /** The access token to call the API with, refreshed when it is about to expire. */
+  /**
+   * The access token to call the API with, refreshed when it is about to expire. The page's
+   * calls that find it so at once share one refresh: a second use of the same refresh token
+   * would be refused, and a provider may then end the whole session (token reuse detection).
+   */
   async token(): Promise<string> {
     if (!this.accessToken) throw new Error('not signed in');
-    if (this.refreshToken && Date.now() > this.expiresAt - 30_000) {
-      const server = await this.discover();
-      const response = await oauth.refreshTokenGrantRequest(
-        server,
-        this.client,
-        oauth.None(),
-        this.refreshToken,
-        this.requests,
-      );
-      this.keep(await oauth.processRefreshTokenResponse(server, this.client, response));
-    }
-    return this.accessToken;
+    if (this.refreshToken && Date.now() > this.expiresAt - 30_000)
+      await (this.refreshing ??= this.refresh(this.refreshToken).finally(() => (this.refreshing = null)));
+    return this.accessToken!;
+  }
+
+  private async refresh(refreshToken: string): Promise<void> {
+    const server = await this.discover();
+    const response = await oauth.refreshTokenGrantRequest(
+      server,
+      this.client,
+      oauth.None(),
+      refreshToken,
+      this.requests,
+    );
+    this.keep(await oauth.processRefreshTokenResponse(server, this.client, response));
   }
 
   signOut(): void {
@@ -138,6 +152,22 @@ export class Session {
     this.server = await oauth.processDiscoveryResponse(issuer, response);
     return this.server;
   }
+}
+
+/**
+ * Why a sign-in failed, in the provider's own words when it gave them (`error` and
+ * `error_description` of RFC 6749 4.1.2.1 and 5.2), else what the browser said.
+ */
+export function signInProblem(error: unknown): string {
+  const said = error as { error?: unknown; error_description?: unknown; message?: unknown } | null;
+  if (said && typeof said.error === 'string') {
+    const description = typeof said.error_description === 'string' ? `: ${said.error_description}` : '';
+    return `The identity provider refused the sign-in (${said.error}${description}).`;
+  }
+  const message = typeof said?.message === 'string' ? said.message : String(error);
+  if (error instanceof TypeError)
+    return `The identity provider could not be reached from this page (${message}); it may not allow this origin.`;
+  return message;
 }
 
 /** A claim by its dotted path (`realm_access.roles`), or by a name that holds dots itself. */

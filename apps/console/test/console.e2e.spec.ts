@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import AxeBuilder from '@axe-core/playwright';
+import { DEV_STAFF } from '@rs/dev-issuer';
 import { clientsOf, freePort, startDevIssuer, TestSystem } from '@rs/testing';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -11,7 +12,8 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 // CONSOLE_SCREENSHOTS=<folder> (npm run screenshots) the run also draws docs/console.md's pictures.
 const CHROMIUM = '/usr/bin/chromium';
 const SCREENSHOTS = process.env.CONSOLE_SCREENSHOTS;
-const STAFF = { read: 'rights-support', write: 'rights-support-write', admin: 'rights-admin', grantor: 'grantor' };
+// The development provider is the platform's own: any client but an admin, operators of every grantor.
+const STAFF = DEV_STAFF;
 let system: TestSystem;
 let issuerUrl: string;
 let browser: Browser;
@@ -26,7 +28,7 @@ beforeAll(async () => {
     backends: ['catalog', 'rights', 'subscriptions', 'webhooks'],
     env: {
       AUTH_ISSUERS: JSON.stringify([
-        { issuer: issuerUrl, audience: 'rights-api', claims: { roles: 'roles' }, staff: STAFF },
+        { issuer: issuerUrl, audience: 'rights-api', claims: { roles: 'roles' }, clients: '*', staff: STAFF },
       ]),
       CONSOLE_ISSUER: issuerUrl,
       // A delivery to the unreachable endpoint below fails for good within seconds, to be retried.
@@ -169,6 +171,76 @@ async function untilListed(page: Page, selector: string): Promise<void> {
     throw new Error(`no ${selector} at ${page.url()}; the page showed:\n${shown}`, { cause: error });
   }
 }
+
+describe('signing in (docs/console.md "Sign-in")', () => {
+  it('when an agent signs in, then the console asks only for openid profile, and the session refreshes its token without an offline one', async () => {
+    await inBrowser(async (page) => {
+      // The page's own clock, moved on below; the provider and the gateway keep real time.
+      await page.clock.install();
+      const authorizations: URL[] = [];
+      const grants: Array<{ grant: string; answer: Record<string, unknown> }> = [];
+      page.on('request', (request) => {
+        if (request.url().startsWith(`${issuerUrl}/auth?`)) authorizations.push(new URL(request.url()));
+      });
+      page.on('response', async (response) => {
+        if (!response.url().startsWith(`${issuerUrl}/token`) || response.request().method() !== 'POST') return;
+        const grant = new URLSearchParams(response.request().postData() ?? '').get('grant_type') ?? '';
+        grants.push({ grant, answer: (await response.json()) as Record<string, unknown> });
+      });
+      await signIn(page, 'acme-agent');
+      expect(authorizations.map((url) => url.searchParams.get('scope'))).toEqual(['openid profile']);
+      await expect.poll(() => grants.length).toBe(1);
+      expect(grants[0]!.grant).toBe('authorization_code');
+      expect(grants[0]!.answer.refresh_token).toEqual(expect.any(String));
+      expect(String(grants[0]!.answer.scope)).not.toContain('offline_access');
+      // Five minutes on, the access token is about to expire: the page's next calls (several at
+      // once) share one refresh, since the provider takes each refresh token once.
+      await page.clock.fastForward('05:00');
+      await find(page, 'alice');
+      await expect.poll(() => page.getByRole('heading', { name: 'Subscriptions' }).count()).toBe(1);
+      expect(grants.map(({ grant }) => grant)).toEqual(['authorization_code', 'refresh_token']);
+      expect(grants[1]!.answer.access_token).toEqual(expect.any(String));
+    });
+  });
+
+  it('when the agent cancels at the provider, then the console shows the provider’s own error', async () => {
+    await inBrowser(async (page) => {
+      await page.goto(`${system.gatewayUrl}/console`);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.waitForURL((url) => url.origin === issuerUrl);
+      await page.getByRole('link', { name: '[ Cancel ]' }).click();
+      await page.waitForURL((url) => url.origin === system.gatewayUrl);
+      const problem = page.getByRole('alert');
+      await expect.poll(() => problem.count()).toBe(1);
+      expect(await problem.innerText()).toBe(
+        'The identity provider refused the sign-in (access_denied: End-User aborted interaction).',
+      );
+      expect(await accessibilityProblems(page)).toEqual([]);
+    });
+  });
+});
+
+describe('the development provider’s pages (docs/identity-providers.md "Locally")', () => {
+  it('when its sign-in page is shown, then it loads nothing from another host', async () => {
+    await inBrowser(async (page) => {
+      const elsewhere: string[] = [];
+      page.on('request', (request) => {
+        const origin = new URL(request.url()).origin;
+        if (origin !== issuerUrl && origin !== system.gatewayUrl) elsewhere.push(request.url());
+      });
+      await page.goto(`${system.gatewayUrl}/console`);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.waitForURL((url) => url.origin === issuerUrl);
+      await expect.poll(() => page.locator('input[name="login"]').count()).toBe(1);
+      const policy = await page.evaluate<string>(
+        "fetch(location.href).then((answer) => answer.headers.get('content-security-policy') ?? '')",
+      );
+      expect(policy).toContain("default-src 'self'");
+      expect(await page.content()).not.toMatch(/https?:\/\/(?!127\.0\.0\.1)[a-z]/);
+      expect(elsewhere).toEqual([]);
+    });
+  });
+});
 
 describe('the console (docs/console.md)', () => {
   it('when an acme write agent signs in, finds a user, grants a metered right, adjusts it, suspends it and changes a plan, then the audit page shows each with the reason and the agent', async () => {

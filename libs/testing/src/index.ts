@@ -21,3 +21,4 @@ export * from './markers';
 export * from './waiting';
 export * from './provider-shapes';
 export * from './dev-issuer';
+export * from './keycloak';

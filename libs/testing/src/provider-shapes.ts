@@ -20,6 +20,14 @@ export const REALM_STAFF = {
   write: 'rights-support-write',
   admin: 'rights-admin',
   grantor: 'grantor',
+  grantors: ['*'],
+} as const;
+
+/** Where Keycloak's access tokens say who they are for, its service accounts included (docs/identity-providers.md). */
+export const KEYCLOAK_CLAIMS = {
+  client: ['azp'],
+  roles: 'realm_access.roles',
+  serviceAccount: { claim: 'preferred_username', prefix: 'service-account-' },
 } as const;
 
 /**
@@ -50,14 +58,18 @@ export class ProviderShapes {
     for (const provider of this.all) await provider.close();
   }
 
-  /** Their entries of `AUTH_ISSUERS`: two found by discovery, two at a JWKS URL. */
+  /**
+   * Their entries of `AUTH_ISSUERS`: two found by discovery, two at a JWKS URL; each trusted for
+   * any client that is not an admin, and Keycloak's for staff of any grantor.
+   */
   issuers(): object[] {
     return [
       {
         issuer: this.keycloak.issuer,
         audience: 'rights-api',
-        claims: { client: ['azp'], roles: 'realm_access.roles' },
+        claims: KEYCLOAK_CLAIMS,
         scopeMap: { 'rights-reader': ['id.user.right.read'] },
+        clients: '*',
         staff: REALM_STAFF,
       },
       {
@@ -66,13 +78,15 @@ export class ProviderShapes {
         jwksUri: this.auth0.jwksUrl,
         claims: { client: ['azp'], user: CONNECT_ID_CLAIM, roles: 'permissions' },
         scopeMap: { 'read:rights': ['id.user.right.read'] },
+        clients: '*',
       },
-      { issuer: this.okta.issuer, audience: 'api://rights', claims: { client: ['cid'], user: 'uid' } },
+      { issuer: this.okta.issuer, audience: 'api://rights', claims: { client: ['cid'], user: 'uid' }, clients: '*' },
       {
         issuer: this.entra.issuer,
         audience: ['api://rights-app'],
         jwksUri: this.entra.jwksUrl,
         claims: { user: 'oid' },
+        clients: '*',
       },
     ];
   }

@@ -16,7 +16,7 @@ export const STAFF_ROLES = { read: 'rights-support', write: 'rights-support-writ
  * provider would; `rotate()` publishes a new key and signs with it, the old one still listed.
  */
 export class TokenIssuer {
-  mode: 'up' | 'down' | 'slow' = 'up';
+  mode: 'up' | 'down' | 'failing' | 'slow' = 'up';
   private server: http.Server | undefined;
   private privateKey: CryptoKey | undefined;
   private readonly jwks: JWK[] = [];
@@ -29,15 +29,18 @@ export class TokenIssuer {
   async start(): Promise<void> {
     await this.addKey(this.kid);
     this.server = http.createServer((req, res) => {
+      // Every request is counted, answered or not: a test counts what a gateway asked.
+      const discovery = req.url?.endsWith('/.well-known/openid-configuration') === true;
+      if (discovery) this.discoveryRequests += 1;
+      else this.jwksRequests += 1;
       if (this.mode === 'down') return res.writeHead(503).end();
+      if (this.mode === 'failing') return res.writeHead(500).end();
       if (this.mode === 'slow') return; // never answers
-      if (req.url?.endsWith('/.well-known/openid-configuration')) {
-        this.discoveryRequests += 1;
+      if (discovery) {
         return res
           .writeHead(200, { 'content-type': 'application/json' })
           .end(JSON.stringify({ issuer: this.issuer, jwks_uri: this.jwksUrl, token_endpoint: `${this.issuer}/token` }));
       }
-      this.jwksRequests += 1;
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: this.jwks }));
     });
     this.server.listen(0, '127.0.0.1');
@@ -74,10 +77,16 @@ export class TokenIssuer {
   }
 
   /**
-   * Gateway settings for this issuer: its entry of `AUTH_ISSUERS`, with the staff roles of
-   * `STAFF_ROLES` in its `roles` claim and the grantors of a staff member in `grantor`.
+   * Gateway settings for this issuer: its entry of `AUTH_ISSUERS`, trusted for any client that
+   * is not an admin, with the staff roles of `STAFF_ROLES` in its `roles` claim and the grantors
+   * of a staff member in `grantor` (any grantor).
    */
   get env(): Record<string, string> {
+    return this.envWith({});
+  }
+
+  /** `env` with these fields of the entry replaced (`clients: ['admin-app']` lists an admin client by id). */
+  envWith(fields: object): Record<string, string> {
     return {
       AUTH_ISSUERS: JSON.stringify([
         {
@@ -85,7 +94,9 @@ export class TokenIssuer {
           audience: this.audience,
           jwksUri: this.jwksUrl,
           claims: { roles: 'roles' },
-          staff: { ...STAFF_ROLES, grantor: 'grantor' },
+          clients: '*',
+          staff: { ...STAFF_ROLES, grantor: 'grantor', grantors: ['*'] },
+          ...fields,
         },
       ]),
     };

@@ -17,9 +17,20 @@ describe('the trusted issuers (AUTH_ISSUERS)', () => {
       ]),
     ).toThrow(/^entry 1 \(https:\/\/b.example\) field scopeMap.admin.0 /);
     expect(wrong([{ issuer: 'https://a.example', audience: 'x', jwksUri: 'ftp://keys' }])).toThrow(/field jwksUri/);
-    expect(wrong([{ issuer: 'https://a.example', audience: 'x', staff: { grantor: 'g' } }])).toThrow(
+    expect(wrong([{ issuer: 'https://a.example', audience: 'x', staff: { grantor: 'g', grantors: ['*'] } }])).toThrow(
       /field staff names no role/,
     );
+    // Issuers stay in their lane: staff serve the grantors the entry names, and that list is required.
+    expect(wrong([{ issuer: 'https://a.example', audience: 'x', staff: { read: 'r' } }])).toThrow(
+      /field staff.grantors /,
+    );
+    expect(wrong([{ issuer: 'https://a.example', audience: 'x', staff: { read: 'r', grantors: [] } }])).toThrow(
+      /field staff.grantors names no grantor/,
+    );
+    expect(wrong([{ issuer: 'https://a.example', audience: 'x', staff: { read: 'r', grantors: ['*', 'a'] } }])).toThrow(
+      /field staff.grantors is \["\*"\] or a list/,
+    );
+    expect(wrong([{ issuer: 'https://a.example', audience: 'x', clients: 'all' }])).toThrow(/field clients/);
     expect(wrong([{ issuer: 'https://a.example', audience: 'x', clams: {} }])).toThrow(/Unrecognized key.*clams/);
     expect(
       wrong([
@@ -48,10 +59,13 @@ describe('the trusted issuers (AUTH_ISSUERS)', () => {
           roles: 'realm_access.roles',
         },
         scopeMap: {},
+        // Without `clients`, its tokens may name no API client.
+        clients: [],
       },
     ]);
+    // The shorthand's one issuer speaks for the whole platform: any client but an admin.
     expect(issuersFrom({ JWT_ISSUER: 'https://a.example', JWT_AUDIENCE: 'api' })).toMatchObject([
-      { issuer: 'https://a.example', audience: 'api', claims: { client: ['client_id', 'azp', 'cid'] } },
+      { issuer: 'https://a.example', audience: 'api', claims: { client: ['client_id', 'azp', 'cid'] }, clients: '*' },
     ]);
     expect(issuersFrom({})).toEqual([]);
   });
@@ -96,6 +110,24 @@ describe('the trusted issuers (AUTH_ISSUERS)', () => {
     // Client credentials: `sub` is the client, Auth0's `<client>@clients`, or `gty` says so.
     for (const claims of [{ sub: 'okta' }, { sub: 'okta@clients' }, { gty: 'client-credentials' }])
       expect(mapClaims({ cid: 'okta', ...claims }, mapping).clientCredentials).toBe(true);
+    // Keycloak's service accounts, as the entry's `claims.serviceAccount` says: the user name
+    // `service-account-<client>` (in lower case), `sub` a UUID; another client's account is not.
+    const keycloak = {
+      ...mapping,
+      claims: { ...mapping.claims, serviceAccount: { claim: 'preferred_username', prefix: 'service-account-' } },
+    };
+    const account = { sub: '5f0c9a52-0b1e-4a8e-9d6f-2b3c4d5e6f70', azp: 'Acme' };
+    expect(mapClaims({ ...account, preferred_username: 'service-account-acme' }, keycloak).clientCredentials).toBe(
+      true,
+    );
+    expect(mapClaims({ ...account, preferred_username: 'service-account-globex' }, keycloak).clientCredentials).toBe(
+      false,
+    );
+    expect(mapClaims({ ...account, preferred_username: 'service-account-acme' }, mapping).clientCredentials).toBe(
+      false,
+    );
+    // A control character in a name is kept escaped, never as it is.
+    expect(mapClaims({ azp: 'app', sub: 'a', name: 'Ann\u0000\nB' }, mapping).name).toBe('Ann\\u0000\\u000aB');
     // Staff: the highest role held, and the grantors claimed.
     const staff = { read: 'support', write: 'support-write', grantor: 'tenants' };
     expect(

@@ -1,5 +1,5 @@
 import { BODY_EXAMPLES, ROUTES, SCOPES, type PublicRoute } from '@rs/contracts';
-import { clientsOf, systemFixture, TestSystem } from '@rs/testing';
+import { clientsOf, STAFF_ROLES, systemFixture, TEST_ADMIN, TestSystem, TokenIssuer } from '@rs/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 /**
@@ -9,11 +9,22 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
  * may not see is never a 2xx: reads and usage are 404, the changes of docs/api.md "Principals and authorization" are
  * 401 whether or not it could read the object. Calls the caller may make are sent when they
  * only read; the changes it may make are left out, so that nothing changes at all.
+ *
+ * Its principals come from three identity providers (docs/identity-providers.md "Issuers stay in
+ * their lane"): grantor A's (client-a and A's staff), grantor B's (client-b and B's staff) and the
+ * platform's own (any client but an admin, and operators). Tokens where one grantor's provider
+ * speaks for another grantor, or for an admin, reach nothing at all.
  */
+const idpOfA = new TokenIssuer({ issuer: 'self', path: '/a' });
+const idpOfB = new TokenIssuer({ issuer: 'self', path: '/b' });
+const platformIdp = new TokenIssuer({ issuer: 'self', path: '/platform' });
+const IDPS = [idpOfA, idpOfB, platformIdp];
+/** The gateway's settings, known once the providers listen (set before the system starts). */
+const env: Record<string, string> = { TRUSTED_PROXIES: '127.0.0.1' };
 const fx = systemFixture({
   name: 'object_access',
   backends: ['catalog', 'rights', 'subscriptions', 'webhooks'],
-  bearer: true,
+  env,
   seed: {
     clients: clientsOf({ 'client-a': 'A', 'client-b': 'B', 'provider-sp': 'SP' }),
     users: ['victim', 'other'],
@@ -30,7 +41,11 @@ interface Principal {
   user?: string;
   /** A staff member's role (docs/identity-providers.md "Staff"). */
   staff?: 'read' | 'write' | 'admin';
+  /** A token in which a provider speaks for a tenant that did not choose it: refused everywhere (401, or 429 once it has failed often). */
+  foreign?: true;
   authorization: string;
+  /** Its own source address (forwarded by the trusted loopback proxy), so that its failures spend only its budget. */
+  address: string;
 }
 interface Owned {
   kind: 'right' | 'subscription' | 'endpoint';
@@ -45,6 +60,20 @@ const objects: Owned[] = [];
 const REASON = { 'x-audit-reason': 'object access walk' };
 
 beforeAll(async () => {
+  for (const idp of IDPS) await idp.start();
+  const entry = (idp: TokenIssuer, clients: string[] | '*', grantors: string[]) => ({
+    issuer: idp.issuer,
+    audience: idp.audience,
+    jwksUri: idp.jwksUrl,
+    claims: { roles: 'roles' },
+    clients,
+    staff: { ...STAFF_ROLES, grantor: 'grantor', grantors },
+  });
+  env.AUTH_ISSUERS = JSON.stringify([
+    entry(idpOfA, ['client-a'], ['A']),
+    entry(idpOfB, ['client-b'], ['B']),
+    entry(platformIdp, '*', ['*']),
+  ]);
   await fx.start();
   const start = new Date(Date.now() - 60_000).toISOString().replace(/\.\d{3}Z$/, 'Z');
   for (const [grantor, client, provider] of [
@@ -74,19 +103,44 @@ beforeAll(async () => {
     const { endpointId } = (await endpoint.json()) as { endpointId: string };
     objects.push({ kind: 'endpoint', id: endpointId, grantor, provider: null });
   }
-  const token = async (client: string, user: string) =>
-    `Bearer ${await fx.issuer.token(client, user, { scope: SCOPES.join(' ') })}`;
-  // Staff members of a grantor, or admins (docs/identity-providers.md "Staff"), through the console's client.
+  const idpOf = (grantor: string | null) => (grantor === 'A' ? idpOfA : grantor === 'B' ? idpOfB : platformIdp);
+  const token = async (client: string, user: string, idp = idpOf(client === 'client-a' ? 'A' : 'B')) =>
+    `Bearer ${await idp.token(client, user, { scope: SCOPES.join(' ') })}`;
+  // Staff members of a grantor from its provider, or admins from the platform's (docs/identity-providers.md "Staff").
   const staff = await Promise.all(
     (['read', 'write', 'admin'] as const)
       .flatMap((role) => (role === 'admin' ? [null] : ['A', 'B']).map((grantor) => ({ role, grantor })))
       .map(async ({ role, grantor }) => {
         const name = `${role} staff${grantor ? ` of ${grantor}` : ''}`;
-        const token = await fx.issuer.staffToken(name.replace(/ /g, '-'), role, grantor ? [grantor] : []);
+        const token = await idpOf(grantor).staffToken(name.replace(/ /g, '-'), role, grantor ? [grantor] : []);
         return { name, grantor, bearer: false, staff: role, authorization: `Bearer ${token}` };
       }),
   );
-  principals = [
+  // A provider speaking for a tenant that did not choose it.
+  const foreign = async (name: string, authorization: Promise<string>) => ({
+    name,
+    grantor: null,
+    bearer: true,
+    foreign: true as const,
+    authorization: await authorization,
+  });
+  const everywhere = [
+    await foreign("B's provider naming client-a", token('client-a', 'victim', idpOfB)),
+    await foreign("A's provider naming the admin client", token(TEST_ADMIN.clientId, 'victim', idpOfA)),
+    await foreign(
+      'the platform’s provider ("*") naming the admin client',
+      token(TEST_ADMIN.clientId, 'victim', platformIdp),
+    ),
+    await foreign(
+      "A's provider: write staff claiming B",
+      idpOfA.staffToken('mallory', 'write', ['A', 'B']).then((one) => `Bearer ${one}`),
+    ),
+    await foreign(
+      "A's provider: admin staff",
+      idpOfA.staffToken('mallory', 'admin').then((one) => `Bearer ${one}`),
+    ),
+  ];
+  const listed: Array<Omit<Principal, 'address'>> = [
     { name: 'grantor A', grantor: 'A', bearer: false, authorization: TestSystem.clientAuthorization('client-a') },
     { name: 'grantor B', grantor: 'B', bearer: false, authorization: TestSystem.clientAuthorization('client-b') },
     { name: 'provider SP', grantor: 'SP', bearer: false, authorization: TestSystem.clientAuthorization('provider-sp') },
@@ -113,9 +167,14 @@ beforeAll(async () => {
       authorization: await token('client-a', 'other'),
     },
     ...staff,
+    ...everywhere,
   ];
+  principals = listed.map((principal, i) => ({ ...principal, address: `198.51.100.${i + 1}` }));
 }, 180_000);
-afterAll(fx.stop);
+afterAll(async () => {
+  await fx.stop();
+  for (const idp of IDPS) await idp.close();
+});
 
 /**
  * Reservations of units of grantor A's metered right of `victim` (docs/api.md "Reservations"),
@@ -156,7 +215,7 @@ beforeAll(async () => {
 
 /** Who settles a reservation (commit or release): its maker, the right's grantor (Basic), an admin. */
 function settles(principal: Principal, reservation: Reserved): 'allowed' | 401 | 404 {
-  if (principal.bearer && principal.user !== 'victim') return 401;
+  if (principal.foreign || (principal.bearer && principal.user !== 'victim')) return 401;
   if (principal.staff === 'read') return 401; // a change: the gateway asks for the write role
   const mayUse = principal.grantor === null || principal.grantor === 'A' || principal.grantor === 'SP';
   if (!mayUse) return 404;
@@ -185,6 +244,8 @@ const MANAGE = new Set([
   'withdrawSubscriptionChange',
 ]);
 const READS = new Set(['GET', 'HEAD']);
+/** Webhook endpoints and their secrets are managed by their grantor's client and admins, not by write staff. */
+const MANAGE_ENDPOINT = new Set(['deleteWebhookEndpoint', 'rotateWebhookSecret']);
 
 const kindOf = (route: PublicRoute): Owned['kind'] | null =>
   route.path.includes('{rightId}')
@@ -197,17 +258,25 @@ const kindOf = (route: PublicRoute): Owned['kind'] | null =>
 
 /** What the rules say a principal gets for a route on an object: allowed, or the refusal. */
 function expected(route: PublicRoute, principal: Principal, object: Owned): 'allowed' | 401 | 404 {
+  if (principal.foreign) return 401;
   if (principal.bearer && (route.bearer === null || principal.user !== 'victim')) return 401;
   if (principal.staff === 'read' && !READS.has(route.method)) return 401;
   const admin = principal.grantor === null;
   const visible =
     admin || object.grantor === principal.grantor || (object.kind === 'right' && object.provider === principal.grantor);
+  // A staff member's change of what it cannot see is 404, as an unknown id is.
+  if (principal.staff && !visible) return 404;
+  if (MANAGE_ENDPOINT.has(route.operationId) && principal.staff && !admin) return 401;
   if (MANAGE.has(route.operationId))
     return admin || (!principal.bearer && object.grantor === principal.grantor) ? 'allowed' : 401;
   return visible ? 'allowed' : 404;
 }
 
-async function send(route: PublicRoute, authorization: string, object: Owned): Promise<number> {
+/** Whether a status is what was wanted: a foreign token may also be refused for failing too often (429). */
+const answered = (principal: Principal, status: number, want: 401 | 404) =>
+  status === want || (principal.foreign === true && status === 429);
+
+async function send(route: PublicRoute, { authorization, address }: Principal, object: Owned): Promise<number> {
   const path = route.path
     .replace('{connectId}', 'victim')
     .replace(/\{(rightId|subscriptionId|endpointId)\}/, object.id)
@@ -216,7 +285,12 @@ async function send(route: PublicRoute, authorization: string, object: Owned): P
   const body = route.body?.required ? JSON.stringify(BODY_EXAMPLES[route.body.schema]) : undefined;
   const response = await fetch(`${fx.system.gatewayUrl}${path}`, {
     method: route.method,
-    headers: { authorization, ...REASON, ...(body ? { 'content-type': 'application/json' } : {}) },
+    headers: {
+      authorization,
+      'x-forwarded-for': address,
+      ...REASON,
+      ...(body ? { 'content-type': 'application/json' } : {}),
+    },
     ...(body ? { body } : {}),
   });
   await response.body?.cancel();
@@ -255,12 +329,12 @@ describe('object access: every route × every principal × every owner', () => {
           const want = expected(route, principal, object);
           // A change the principal may make is left out: the walk changes nothing.
           if (want === 'allowed' && !READS.has(route.method)) continue;
-          const status = await send(route, principal.authorization, object);
+          const status = await send(route, principal, object);
           sent += 1;
           const ok =
             want === 'allowed'
               ? status < 300 || (route.path.includes('{deliveryId}') && status === 404)
-              : status === want;
+              : answered(principal, status, want);
           if (!ok)
             wrong.push(
               `${principal.name} ${route.operationId} on ${object.grantor}'s ${kind}: ${status}, wanted ${want}`,
@@ -268,7 +342,7 @@ describe('object access: every route × every principal × every owner', () => {
         }
     }
     expect(wrong).toEqual([]);
-    expect(sent).toBeGreaterThan(150);
+    expect(sent).toBeGreaterThan(300);
     expect(await state()).toBe(before);
   });
 });
@@ -285,8 +359,13 @@ describe('reservations: commit and release × every principal × every maker', (
           ['POST', `${reservationPath(reservation.id)}/commit`],
           ['DELETE', reservationPath(reservation.id)],
         ] as const) {
-          const status = (await fx.call(method, path, principal.authorization, undefined, REASON)).status;
-          if (status !== want)
+          const status = (
+            await fx.call(method, path, principal.authorization, undefined, {
+              ...REASON,
+              'x-forwarded-for': principal.address,
+            })
+          ).status;
+          if (!answered(principal, status, want))
             wrong.push(`${principal.name} ${method} of ${reservation.maker}'s reservation: ${status}, wanted ${want}`);
         }
       }
@@ -296,7 +375,10 @@ describe('reservations: commit and release × every principal × every maker', (
     for (const reservation of reservations)
       for (const principal of principals.filter((one) => settles(one, reservation) === 'allowed')) {
         const status = (
-          await fx.call('DELETE', reservationPath(reservation.id), principal.authorization, undefined, REASON)
+          await fx.call('DELETE', reservationPath(reservation.id), principal.authorization, undefined, {
+            ...REASON,
+            'x-forwarded-for': principal.address,
+          })
         ).status;
         if (status !== 204)
           wrong.push(`${principal.name} release of ${reservation.maker}'s reservation: ${status}, wanted 204`);
@@ -312,8 +394,10 @@ describe('the audit log × every principal', () => {
   it('when each principal reads the audit log, then admins and admin staff read every entry, other staff only their grantor’s, and anyone else is refused', async () => {
     // Entries of A exist (the reservations of the admin and of A's write staff), and others.
     const admin = fx.system.adminHeaders().authorization!;
-    const all = async (authorization: string, query = '') => {
-      const response = await fx.call('GET', `/admin/audit?limit=1000${query}`, authorization);
+    const all = async (authorization: string, query = '', address = '127.0.0.1') => {
+      const response = await fx.call('GET', `/admin/audit?limit=1000${query}`, authorization, undefined, {
+        'x-forwarded-for': address,
+      });
       const body = response.ok ? ((await response.json()) as { entries: Array<{ grantorId: string | null }> }) : null;
       return { status: response.status, grantors: new Set(body?.entries.map((entry) => entry.grantorId)) };
     };
@@ -322,17 +406,22 @@ describe('the audit log × every principal', () => {
     expect(everything.grantors.has('A')).toBe(true);
     const wrong: string[] = [];
     for (const principal of principals) {
-      const read = await all(principal.authorization);
+      const read = await all(principal.authorization, '', principal.address);
       const reader = principal.staff !== undefined || (principal.grantor === null && !principal.bearer);
       const wanted = !reader ? 401 : 200;
-      if (read.status !== wanted) wrong.push(`${principal.name}: ${read.status}, wanted ${wanted}`);
+      if (read.status !== wanted && !(wanted === 401 && answered(principal, read.status, 401)))
+        wrong.push(`${principal.name}: ${read.status}, wanted ${wanted}`);
       if (read.status !== 200) continue;
       const sees = principal.grantor === null ? everything.grantors : new Set([principal.grantor]);
       if ([...read.grantors].some((grantor) => !sees.has(grantor)))
         wrong.push(`${principal.name} read entries of ${[...read.grantors].join(', ')}`);
       // Asking for another grantor's entries finds none.
       if (principal.grantor !== null) {
-        const other = await all(principal.authorization, `&grantorId=${principal.grantor === 'A' ? 'B' : 'A'}`);
+        const other = await all(
+          principal.authorization,
+          `&grantorId=${principal.grantor === 'A' ? 'B' : 'A'}`,
+          principal.address,
+        );
         if (other.status !== 200 || other.grantors.size !== 0)
           wrong.push(`${principal.name} asked for another grantor: ${other.status}, ${[...other.grantors].join(', ')}`);
       }

@@ -1,4 +1,4 @@
 export { DevTokenIssuer, type IssuedToken } from './issuer';
-export { devIssuerWanted, issuerRefusal, type IssuerEnvironment } from './policy';
+export { DEV_STAFF, devIssuerWanted, issuerRefusal, type IssuerEnvironment } from './policy';
 export { issuerServer } from './server';
 export { parseTokenRequest, TokenRequest } from './token-request';

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { SCOPES } from '@rs/contracts';
 import type { JWK } from 'jose';
-import Provider, { type Configuration } from 'oidc-provider';
+import Provider, { type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
 import { DEV_STAFF } from './policy';
 
 /**
@@ -99,8 +99,28 @@ export function openIdProvider(options: OpenIdProviderOptions): Provider {
         ? { roles: account.roles, name: account.name, ...(account.grantor ? { grantor: account.grantor } : {}) }
         : {};
     },
-    issueRefreshToken: async (_ctx, client, code) =>
-      client.grantTypeAllowed('refresh_token') && code.scopes.has('offline_access'),
+    // The console's session is refreshed for a working day (the refresh token's TTL) without an
+    // offline token, which a browser app has no use for (docs/console.md).
+    issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
   };
-  return new Provider(options.issuer, configuration);
+  const provider = new Provider(options.issuer, configuration);
+  provider.use(selfContainedPages);
+  return provider;
+}
+
+/** What the library's pages import from another host (Google's web fonts): nothing of it is needed. */
+const REMOTE_IMPORT = /@import url\(https?:[^)]*\);?/g;
+
+/**
+ * The provider's own pages (sign-in, consent, errors) load nothing from another host: their
+ * font import is left out and their Content-Security-Policy allows this origin only.
+ */
+async function selfContainedPages(ctx: KoaContextWithOIDC, next: () => Promise<void>): Promise<void> {
+  await next();
+  if (typeof ctx.body !== 'string' || !ctx.response.is('html')) return;
+  ctx.body = ctx.body.replace(REMOTE_IMPORT, '');
+  ctx.set(
+    'content-security-policy',
+    "default-src 'self'; style-src 'self' 'unsafe-inline'; script-src 'self' 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'",
+  );
 }

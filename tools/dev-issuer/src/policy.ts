@@ -12,12 +12,16 @@ export interface IssuerEnvironment {
   AUTH_ISSUERS_FILE?: string | undefined;
 }
 
-/** The staff roles of the development provider, as the gateway's `AUTH_ISSUERS` entry maps them. */
+/**
+ * The staff roles of the development provider, as the gateway's `AUTH_ISSUERS` entry maps them:
+ * it is the platform's own provider, so its staff may serve any grantor.
+ */
 export const DEV_STAFF = {
   read: 'rights-support',
   write: 'rights-support-write',
   admin: 'rights-admin',
   grantor: 'grantor',
+  grantors: ['*'],
 } as const;
 
 /**

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { eventFamily } from './cloud-event';
+import { CONTROL_CHARACTER } from './formats';
 
 /**
  * Who made an audited change (docs/audit.md): an admin API client (`client`, its id), or a
@@ -20,6 +21,8 @@ export const AuditReason = z
   .string()
   .min(1, 'must be 1 to 500 characters')
   .max(500, 'must be 1 to 500 characters')
+  // Printable text only: a control character (NUL, a line break…) has no place in a log entry.
+  .refine((reason) => !CONTROL_CHARACTER.test(reason), 'must be printable (no control characters)')
   .refine((reason) => reason.trim().length > 0, 'must say something');
 
 /**

@@ -5,6 +5,13 @@ import { z } from 'zod';
  * shared by the services that parse them and the OpenAPI document that describes them.
  */
 
+/**
+ * A C0 or C1 control character (NUL, a line break, DEL…): what printable text never holds. An
+ * audit reason with one is refused; a name from a token keeps it escaped (docs/audit.md).
+ */
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+export const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f]/;
+
 /** A newest-first list's cursor: `<creation time in ms>.<id>` of the last item of the previous page. */
 export const KEYSET_CURSOR_PATTERN = '^[0-9]{1,15}\\.[0-9A-Za-z]{1,64}$';
 

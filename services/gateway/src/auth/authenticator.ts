@@ -110,7 +110,7 @@ export class Authenticator {
 
   /** `address`: the caller's network address, for throttling guesses. */
   async authenticate(authorization: string | undefined, address: string): Promise<Principal> {
-    if (isBearer(authorization)) return this.bearer(authorization!.replace(/^Bearer/i, '').trim());
+    if (isBearer(authorization)) return this.bearer(authorization!.replace(/^Bearer/i, '').trim(), address);
     return this.basic(authorization, address);
   }
 
@@ -161,25 +161,37 @@ export class Authenticator {
     return client;
   }
 
-  private async bearer(token: string): Promise<Principal> {
+  private async bearer(token: string, address: string): Promise<Principal> {
     const { realm, bearer } = this.options;
     const reject = (description: string) =>
       new AppError(401, `invalid token: ${description}`, { 'WWW-Authenticate': bearerChallenge(realm, description) });
     // RFC 6750 3.1: a request without a token gets the challenge without an error code.
     if (!token) throw new AppError(401, 'a Bearer token is required', { 'WWW-Authenticate': bearerChallenge(realm) });
     if (!bearer) throw reject('bearer tokens are not accepted');
+    const { throttle } = this.options;
+    // Forged tokens spend their sender's failure budget as wrong secrets do (docs/api.md "No
+    // lock-out"); an expired or revoked token is an app's slip, not a guess, and counts nothing.
+    const refuse = (description: string) => {
+      throttle.tokenFailed(address);
+      return reject(description);
+    };
     let access;
     try {
-      access = await bearer.verify(token);
+      access = await bearer.verify(token, () => {
+        const wait = throttle.admitToken(address);
+        if (wait > 0) throw tooManyRequests('too many failed attempts; try again later', wait);
+      });
     } catch (error) {
-      if (error instanceof BearerRejected) throw reject(error.message);
+      if (error instanceof BearerRejected)
+        throw error.message === 'expired' ? reject('expired') : refuse(error.message);
       if (error instanceof IssuerUnavailable) throw serviceUnavailable(error.message, 5);
       throw error;
     }
     if (this.options.revocations.isRevoked(access.jti)) throw reject('revoked');
     if (access.staff) return staffPrincipal(access, access.staff);
     const client = access.clientId === null ? null : await this.clients.get(access.clientId);
-    if (!client) throw reject('unknown client');
+    // An admin client is named only by an issuer that lists it by id; to any other it is unknown.
+    if (!client || (client.admin && !access.clientListed)) throw refuse('unknown client');
     // Client credentials: the client itself, as its Basic credentials would be, within the token's scopes.
     if (access.clientCredentials) return { ...principalOf(client), limitedTo: access.scopes };
     return {

@@ -3,7 +3,7 @@ import { decodeJwt, errors, jwtVerify, type JWTPayload } from 'jose';
 import type { Logger } from '@rs/logging';
 import type { Clock } from '@rs/time';
 import { LRUCache } from 'lru-cache';
-import { mapClaims, type StaffRole } from '../domain/claims';
+import { hasControls, mapClaims, type StaffRole } from '../domain/claims';
 import { IssuerKeys, IssuerUnavailable } from './issuer-keys';
 import type { IssuerEntry } from './issuers';
 import { bearerVerifications } from './metrics';
@@ -20,6 +20,11 @@ export interface AccessToken {
   issuer: string;
   /** The API client it was issued to; a staff member's token may name none. */
   clientId: string | null;
+  /**
+   * Its issuer's entry lists that client by id (not only as `"*"`): only then may the client be
+   * an admin (docs/identity-providers.md "Issuers stay in their lane").
+   */
+  clientListed: boolean;
   /** The user it acts for; a staff member's: the member (`sub`). */
   subject: string;
   /** A staff member's role and grantors (docs/identity-providers.md "Staff"), or null. */
@@ -43,6 +48,8 @@ export interface BearerVerifierOptions {
   jwksTimeoutMs?: number;
   /** How soon an issuer unreachable at start is tried again. */
   retryMs?: number;
+  /** How often each issuer's keys are fetched again (an hour unless given). */
+  refreshMs?: number;
   clock?: Clock;
 }
 
@@ -83,6 +90,8 @@ export class BearerVerifier {
           logger: options.logger,
           ...(options.jwksTimeoutMs ? { timeoutMs: options.jwksTimeoutMs } : {}),
           ...(options.retryMs ? { retryMs: options.retryMs } : {}),
+          ...(options.refreshMs ? { refreshMs: options.refreshMs } : {}),
+          ...(options.clock ? { clock: options.clock } : {}),
         }),
       });
   }
@@ -96,7 +105,11 @@ export class BearerVerifier {
     for (const { keys } of this.issuers.values()) keys.stop();
   }
 
-  async verify(token: string): Promise<AccessToken> {
+  /**
+   * `admit` runs before a token not verified already is checked (the caller's failure budget
+   * may refuse it); a token verified once never waits for it.
+   */
+  async verify(token: string, admit: () => void = () => undefined): Promise<AccessToken> {
     if (token.length > MAX_TOKEN_LENGTH || !COMPACT_JWS.test(token)) throw new BearerRejected('malformed');
     const tokenHash = hash('sha256', token, 'base64url');
     const now = Math.floor((this.options.clock?.() ?? new Date()).getTime() / 1000);
@@ -105,6 +118,7 @@ export class BearerVerifier {
       bearerVerifications.inc({ outcome: 'remembered' });
       return remembered;
     }
+    admit();
     const access = await this.check(token, now);
     bearerVerifications.inc({ outcome: 'verified' });
     this.verified.set(tokenHash, access);
@@ -143,21 +157,37 @@ export class BearerVerifier {
     }
     if (typ !== undefined && !ACCESS_TOKEN_TYPES.has(typ.toLowerCase().replace(/^application\//, '')))
       throw new BearerRejected('not an access token');
-    const lifetime = payload.exp! - (payload.iat ?? now);
+    // A token issued "later" would outlive any revocation kept for the longest lifetime: its
+    // lifetime counts from now as well as from its `iat` (docs/identity-providers.md).
+    if (payload.iat !== undefined && payload.iat > now + this.tolerance)
+      throw new BearerRejected('issued in the future');
+    const lifetime = Math.max(payload.exp! - (payload.iat ?? now), payload.exp! - now);
     if (lifetime > this.options.maxLifetimeSeconds) throw new BearerRejected('lifetime too long');
     const mapped = mapClaims(payload as Record<string, unknown>, entry);
     if (mapped.staff) {
-      if (typeof payload.sub !== 'string' || payload.sub === '') throw new BearerRejected('sub missing');
+      if (typeof payload.sub !== 'string' || payload.sub === '' || hasControls(payload.sub))
+        throw new BearerRejected('sub missing');
       if (mapped.staff.role !== 'admin' && mapped.staff.grantors.length === 0)
         throw new BearerRejected(`a staff token names no grantor (${entry.staff!.grantor})`);
+      // A provider chosen by some grantors speaks for their staff only; the platform's operators
+      // (admins) come from a provider that serves every grantor.
+      const served = entry.staff!.grantors;
+      if (!served.includes('*')) {
+        if (mapped.staff.role === 'admin') throw new BearerRejected('admin staff not served by this issuer');
+        if (!mapped.staff.grantors.every((grantor) => served.includes(grantor)))
+          throw new BearerRejected('grantor not served by this issuer');
+      }
+      if (mapped.staff.grantors.some(hasControls)) throw new BearerRejected('grantor not served by this issuer');
     } else {
       if (mapped.clientId === null) throw new BearerRejected(`client missing (${entry.claims.client.join(', ')})`);
+      if (entry.clients !== '*' && !entry.clients.includes(mapped.clientId)) throw new BearerRejected('unknown client');
       if (mapped.subject === null && !mapped.clientCredentials)
         throw new BearerRejected(`${entry.claims.user} missing`);
     }
     return {
       issuer: entry.issuer,
       clientId: mapped.clientId,
+      clientListed: mapped.clientId !== null && entry.clients !== '*' && entry.clients.includes(mapped.clientId),
       subject: mapped.staff ? (payload.sub as string) : (mapped.subject ?? mapped.clientId!),
       staff: mapped.staff,
       name: mapped.name,

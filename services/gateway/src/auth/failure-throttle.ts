@@ -70,6 +70,21 @@ export class FailureThrottle {
     return 0;
   }
 
+  /**
+   * A Bearer token's check from `address` (docs/identity-providers.md "Issuers stay in their
+   * lane"): 0 when it may go on, else the seconds to wait. Nothing is counted until it fails.
+   */
+  admitToken(address: string): number {
+    const now = this.clock().getTime();
+    const until = this.records.get(addressKey(address))?.blockedUntil ?? 0;
+    return until > now ? Math.ceil((until - now) / 1000) : 0;
+  }
+
+  /** A Bearer token from `address` was refused: it counts against the address's failures. */
+  tokenFailed(address: string): void {
+    this.count(addressKey(address), this.policies.address, this.clock().getTime());
+  }
+
   /** The attempt verified its secret: its (client, address) record goes, and the address gets its attempt back. */
   succeeded(clientId: string, address: string): void {
     this.records.delete(pairKey(clientId, address));

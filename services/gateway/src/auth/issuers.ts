@@ -19,7 +19,20 @@ const ClaimNames = z.strictObject({
   scopes: z.array(z.string().min(1)).min(1).default(['scope', 'scp']),
   /** Its roles or permissions (a dotted path to a string or a list), mapped to scopes and staff roles. */
   roles: z.string().min(1).optional(),
+  /**
+   * How the provider marks a client's own token when `sub` is not the client (Keycloak's service
+   * accounts: `preferred_username` is `service-account-<client>`, `sub` a UUID).
+   */
+  serviceAccount: z.strictObject({ claim: z.string().min(1), prefix: z.string().min(1) }).optional(),
 });
+
+/** "Issuers stay in their lane": the grantors whose staff this provider signs for; `["*"]` for the platform's own. */
+const StaffGrantors = z
+  .array(z.string().min(1))
+  .min(1, 'names no grantor: list the grantors its staff serve, or ["*"] for the platform\'s own operators')
+  .refine((grantors) => !grantors.includes('*') || grantors.length === 1, {
+    message: 'is ["*"] or a list of grantors',
+  });
 
 const StaffRoles = z
   .strictObject({
@@ -28,6 +41,8 @@ const StaffRoles = z
     admin: z.string().min(1).optional(),
     /** The claim (a dotted path) naming the staff member's grantors, a string or a list. */
     grantor: z.string().min(1).default('grantor'),
+    /** The grantors this provider's staff may serve (required): a claim naming another is refused. */
+    grantors: StaffGrantors,
   })
   .refine((staff) => staff.read || staff.write || staff.admin, { message: 'names no role (read, write or admin)' });
 
@@ -50,6 +65,12 @@ export const IssuerEntry = z
     publicKey: Pem.optional(),
     claims: ClaimNames.prefault({}),
     scopeMap: z.record(z.string().min(1), z.array(z.enum(SCOPES))).default({}),
+    /**
+     * The API clients its tokens may name: a list of ids, or `"*"` for any client that is not an
+     * admin (an admin client only when listed by id). None when absent: such a provider signs
+     * for staff, or for nothing at all.
+     */
+    clients: z.union([z.literal('*'), z.array(z.string().min(1))]).default([]),
     staff: StaffRoles.optional(),
   })
   .refine((entry) => !(entry.jwksUri && entry.publicKey), { message: 'give jwksUri or publicKey, not both' });
@@ -105,6 +126,8 @@ export function issuersFrom(settings: IssuerSettings): IssuerEntry[] {
   const shorthand = {
     issuer: settings.JWT_ISSUER,
     audience: settings.JWT_AUDIENCE,
+    // One issuer for the whole platform: it may name any client but an admin.
+    clients: '*',
     ...(settings.JWT_JWKS_URL ? { jwksUri: settings.JWT_JWKS_URL } : {}),
     ...(settings.JWT_PUBLIC_KEY ? { publicKey: settings.JWT_PUBLIC_KEY } : {}),
   };

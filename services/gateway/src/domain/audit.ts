@@ -168,9 +168,13 @@ export function auditListOf(
   return { ok: true, list: ALL_ENTRIES, grantorId };
 }
 
-/** An admin client with its Basic credentials, or a staff member: whose changes the log records, and who read it. */
+/**
+ * An admin client, however it authenticates (Basic, or a Bearer token its issuer may name it in),
+ * or a staff member: whose changes the log records, and who read it (the admin routes take no
+ * user's token, docs/api.md).
+ */
 function isAdminOrStaff(principal: Principal): boolean {
-  return principal.scheme === 'staff' || (principal.admin && principal.scheme === 'basic');
+  return principal.scheme === 'staff' || principal.admin;
 }
 
 /**

@@ -1,10 +1,18 @@
+import { CONTROL_CHARACTER } from '@rs/contracts';
+
 /**
  * What an access token's claims say, as its issuer's entry maps them
  * (docs/identity-providers.md): which API client it was issued to, which user it acts for and
  * with which scopes. Pure.
  */
 export interface ClaimMapping {
-  claims: { client: string[]; user: string; scopes: string[]; roles?: string | undefined };
+  claims: {
+    client: string[];
+    user: string;
+    scopes: string[];
+    roles?: string | undefined;
+    serviceAccount?: { claim: string; prefix: string } | undefined;
+  };
   scopeMap: Record<string, string[]>;
   /** The roles that make a token a staff member's, and the claim naming its grantors. */
   staff?:
@@ -22,11 +30,12 @@ export interface MappedClaims {
   scopes: string[];
   /** A staff member's highest role and grantors (docs/identity-providers.md "Staff"), or null. */
   staff: { role: StaffRole; grantors: string[] } | null;
-  /** The person's `name`, else `email`, when the token carries one. */
+  /** The person's `name`, else `email`, when the token carries one (control characters escaped). */
   name: string | null;
   /**
    * Issued to its client for itself (the client-credentials grant): `sub` is the client, or
-   * Auth0's `<client>@clients`, or `gty` says so.
+   * Auth0's `<client>@clients`, or `gty` says so, or the entry's `claims.serviceAccount` names
+   * the client (Keycloak's `preferred_username` `service-account-<client>`).
    */
   clientCredentials: boolean;
 }
@@ -65,11 +74,41 @@ export function mapClaims(payload: Record<string, unknown>, mapping: ClaimMappin
     subject: typeof subject === 'string' && subject !== '' ? subject : null,
     scopes: [...scopes],
     staff: staffOf(payload, roles, mapping.staff),
-    name: (name as string | undefined) ?? null,
+    name: typeof name === 'string' ? escapeControls(name) : null,
     clientCredentials:
       payload.gty === 'client-credentials' ||
-      (typeof client === 'string' && (payload.sub === client || payload.sub === `${client}@clients`)),
+      (typeof client === 'string' &&
+        (payload.sub === client ||
+          payload.sub === `${client}@clients` ||
+          isServiceAccountOf(payload, client, claims.serviceAccount))),
   };
+}
+
+/**
+ * Keycloak's service accounts: the token of client `acme`'s service account names the user
+ * `service-account-acme` (Keycloak keeps user names in lower case), its `sub` a UUID.
+ */
+function isServiceAccountOf(
+  payload: Record<string, unknown>,
+  client: string,
+  rule: ClaimMapping['claims']['serviceAccount'],
+): boolean {
+  if (!rule) return false;
+  const named = claimAt(payload, rule.claim);
+  return typeof named === 'string' && named.toLowerCase() === `${rule.prefix}${client}`.toLowerCase();
+}
+
+/** Every control character of a text (a stored name never holds one as it is). */
+const CONTROLS = new RegExp(CONTROL_CHARACTER.source, 'g');
+
+/** A name as the log keeps it: each control character written as its `\uXXXX` escape. */
+export function escapeControls(text: string): string {
+  return text.replace(CONTROLS, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+/** Whether the text holds a control character (a `sub` or `grantor` with one is refused). */
+export function hasControls(text: string): boolean {
+  return CONTROL_CHARACTER.test(text);
 }
 
 /** The highest staff role the roles hold (admin, then write, then read), and the grantors claimed. */

@@ -13,7 +13,7 @@ import {
 import type { HistoryLog, ListPage } from '@rs/store';
 import { parseTimeInterval } from '@rs/time';
 import { canGrantFor, canManage, canReadHistory, canSee, canUse, visibilityOf } from '../domain/access';
-import { adjustUnits, recordUsage } from '../domain/metering';
+import { adjustUnits, exceedsMaxUnits, MAX_UNITS, recordUsage } from '../domain/metering';
 import { asOf, decide, newRight, removal, type Decision, type RightCommand, type RightEntity } from '../domain/right';
 import type { RightQuery } from '../store/right-store';
 import { audienceOfList } from '../domain/audiences';
@@ -210,7 +210,13 @@ export class RightsUseCases {
    * like every change of a right (one compare-and-set on its generation).
    */
   adjust(principal: Principal, target: { userId: string; rightId: string }, amount: number): Promise<Changed> {
-    return this.change(principal, target, 'manage', (right, now) => adjustUnits(right, amount, now));
+    return this.change(principal, target, 'manage', (right, now) => {
+      if (exceedsMaxUnits(right, amount))
+        throw DomainError.invalid(
+          `amount: a right holds at most ${MAX_UNITS} units; this one has ${right.remaining}, so it may gain at most ${MAX_UNITS - right.remaining!}`,
+        );
+      return adjustUnits(right, amount, now);
+    });
   }
 
   /**
@@ -231,8 +237,10 @@ export class RightsUseCases {
       authorize: (right) => {
         const allowed = permission === 'use' ? canUse(principal, right) : canManage(principal, right);
         // docs/api.md "Principals and authorization": remove, activate and suspend of another grantor's right
-        // are 401 whether or not the caller could read it; usage of a right it cannot see is 404.
-        if (!allowed && permission === 'use' && !canSee(principal, right))
+        // are 401 whether or not the caller could read it; usage of a right it cannot see is 404, and
+        // so is any change a staff member asks of a right it cannot see, as an unknown id is
+        // (docs/identity-providers.md "Issuers stay in their lane").
+        if (!allowed && (permission === 'use' || principal.scheme === 'staff') && !canSee(principal, right))
           throw DomainError.notFound(`no right ${rightId} for user ${userId}`);
         if (!allowed)
           throw DomainError.notPermitted(`you may not ${permission === 'use' ? 'use' : 'change'} this right`);

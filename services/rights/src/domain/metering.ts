@@ -187,6 +187,13 @@ export function settleUnits(
   return metered(right, settled.next, now, { consumed: taken, heldEvent: settlement.announce.held });
 }
 
+/** The most units a right holds (docs/api.md "Metered rights"), by creation or by adjustments. */
+export const MAX_UNITS = 1_000_000_000;
+
+/** An adjustment that would take a right's units past `MAX_UNITS`: refused, nothing changes. */
+export const exceedsMaxUnits = (right: RightEntity, amount: number): boolean =>
+  right.remaining !== null && right.remaining + amount > MAX_UNITS;
+
 /**
  * docs/api.md "Adjustments": units added to a metered right by hand (negative: taken away, never
  * below what is held), in any state but EXPIRED; `quantity` rises with a balance above it. One

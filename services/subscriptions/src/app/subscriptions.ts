@@ -247,8 +247,10 @@ export class SubscriptionUseCases {
     return changeOne({
       what: `subscription ${subscriptionId}`,
       load: () => this.store.find(userId, subscriptionId),
-      // docs/api.md "Principals and authorization": another grantor's subscription is 401 for delete, activate, suspend.
+      // docs/api.md "Principals and authorization": another grantor's subscription is 401 for delete, activate,
+      // suspend; to a staff member who cannot see it, it does not exist (docs/identity-providers.md).
       authorize: (subscription) => {
+        if (principal.scheme === 'staff' && !canSee(principal, subscription)) throw this.notFound(target);
         if (!canManage(principal, subscription))
           throw DomainError.notPermitted('only its grantor or an admin may change this subscription');
       },

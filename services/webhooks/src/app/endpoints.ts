@@ -48,8 +48,7 @@ export class EndpointUseCases implements EndpointDirectory {
       throw error;
     }
     const grantorId = principal.admin ? null : principal.grantorId;
-    if (grantorId !== null && !changesFor(principal, grantorId))
-      throw DomainError.notPermitted('registering an endpoint needs the role to change (write)');
+    if (grantorId !== null && !managesFor(principal, grantorId)) throw DomainError.notPermitted(NOT_MANAGER);
     // docs/api.md "Per-grantor limits" (two creates at once may both pass: one over, never more).
     if ((await this.endpoints.countOfGrantor(grantorId)) >= this.options.maxPerGrantor)
       throw DomainError.conflict(
@@ -86,9 +85,19 @@ export class EndpointUseCases implements EndpointDirectory {
     return this.find(endpointId, (endpoint) => mayRead(principal, endpoint));
   }
 
-  /** An endpoint the caller may change: its grantor's client, its `write` staff, an admin; to anyone else it does not exist. */
+  /** An endpoint the caller may retry deliveries of: its grantor's client, its `write` staff, an admin; to anyone else it does not exist. */
   private changeable(principal: Principal, endpointId: string): Promise<Endpoint> {
     return this.find(endpointId, (endpoint) => mayChange(principal, endpoint));
+  }
+
+  /**
+   * An endpoint the caller may delete or give a new secret: its grantor's client or an admin.
+   * Its grantor's staff, who see it, are refused; to anyone else it does not exist.
+   */
+  private async managed(principal: Principal, endpointId: string): Promise<Endpoint> {
+    const endpoint = await this.changeable(principal, endpointId);
+    if (!principal.admin && !managesFor(principal, endpoint.grantorId!)) throw DomainError.notPermitted(NOT_MANAGER);
+    return endpoint;
   }
 
   private async find(endpointId: string, may: (endpoint: Endpoint) => boolean): Promise<Endpoint> {
@@ -98,16 +107,16 @@ export class EndpointUseCases implements EndpointDirectory {
   }
 
   async remove(principal: Principal, endpointId: string): Promise<void> {
-    await this.changeable(principal, endpointId);
+    await this.managed(principal, endpointId);
     if (!(await this.endpoints.delete(endpointId))) throw DomainError.notFound(`no webhook endpoint ${endpointId}`);
   }
 
   /** A new secret; the ones in use keep signing for ROTATION_OVERLAP_MS, older ones are dropped. */
   async rotate(principal: Principal, endpointId: string): Promise<{ endpoint: Endpoint; secret: string }> {
-    await this.changeable(principal, endpointId);
+    await this.managed(principal, endpointId);
     const secret = newSecret();
     return untilStored(`endpoint ${endpointId}`, async () => {
-      const endpoint = await this.changeable(principal, endpointId);
+      const endpoint = await this.managed(principal, endpointId);
       const now = this.clock();
       const retiresAt = new Date(now.getTime() + ROTATION_OVERLAP_MS);
       const secrets = [
@@ -167,6 +176,15 @@ export class EndpointUseCases implements EndpointDirectory {
     return (await this.endpoints.live()).map((endpoint) => endpoint.endpointId);
   }
 }
+
+/**
+ * Managing endpoints and their secrets is for the grantor's own API client and admins: a staff
+ * member with `write` retries deliveries, but a lasting feed of every event and the key that
+ * signs it are not support actions (docs/identity-providers.md "Issuers stay in their lane").
+ */
+const NOT_MANAGER = 'webhook endpoints are managed by their grantor’s API client or an admin';
+const managesFor = (principal: Principal, grantorId: string) =>
+  principal.admin || (principal.scheme !== 'staff' && changesFor(principal, grantorId));
 
 /** An endpoint is its grantor's (its client's, and its staff's) and the admins'. */
 const mayRead = (principal: Principal, endpoint: Endpoint) => principal.admin || actsFor(principal, endpoint.grantorId);
