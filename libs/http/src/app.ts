@@ -19,6 +19,7 @@ import {
   toAppError,
   unsupportedMediaType,
 } from './errors';
+import { inexactField } from './exact-json';
 import { requireServiceCaller } from './internal-token';
 import { initMetrics, metricsRegistry, recordRequest } from './metrics';
 import { bucketPage, pageParams, sendJson } from './request';
@@ -237,12 +238,21 @@ export const MAX_NESTING = 64;
 /**
  * JSON bodies only: a body with another content type or in any `Content-Encoding` is 415,
  * malformed JSON 400, an oversized body 413, a field nested deeper than `MAX_NESTING`
- * levels 400 naming it (docs/security.md), each before any handler runs, so nothing is written.
+ * levels 400 naming it (docs/security.md), a value that could not come back exactly as sent 400
+ * naming it (`exactReviver`), each before any handler runs, so nothing is written.
  */
 export function jsonBody(limit: string): RequestHandler[] {
   // inflate: false: the platform accepts bodies as sent (identity) only; a compressed body
   // would cost far more to inflate than its size says.
-  const parse = express.json({ limit, strict: true, inflate: false, type: () => true });
+  // The text is kept until the body is checked: what cannot come back as sent is refused.
+  const texts = new WeakMap<object, Buffer>();
+  const parse = express.json({
+    limit,
+    strict: true,
+    inflate: false,
+    type: () => true,
+    verify: (req, _res, text) => void texts.set(req, text),
+  });
   const requireJson: RequestHandler = (req, _res, next) => {
     if (!BODY_METHODS.has(req.method) || !hasBody(req)) return next();
     if (!req.is(['application/json', 'application/*+json'])) {
@@ -255,7 +265,10 @@ export function jsonBody(limit: string): RequestHandler[] {
     parse(req, res, (error?: unknown) => {
       if (error) return next(error);
       const deep = fieldNestedDeeperThan(req.body, MAX_NESTING);
-      next(deep === null ? undefined : badRequest(`${deep}: nests deeper than ${MAX_NESTING} levels`));
+      if (deep !== null) return next(badRequest(`${deep}: nests deeper than ${MAX_NESTING} levels`));
+      const inexact = inexactField(texts.get(req));
+      texts.delete(req);
+      next(inexact === null ? undefined : badRequest(`${inexact}; it could not come back as sent`));
     });
   };
   return [requireJson, parseIfBody];

@@ -13,15 +13,17 @@ import { badRequest, preconditionFailed } from './errors';
 import { RESOURCE_ID_HEADER } from './internal-token';
 import type { ListPage, ListPosition } from '@rs/store';
 
-/** docs/api.md "Listing filters": query parameter names match case-insensitively. */
+/**
+ * docs/api.md "Listing filters": query parameter names match case-insensitively, so a name
+ * given twice in any spellings (`grantorid=x&grantorId=y`) is given twice: 400.
+ */
 export function queryParam(req: Request, name: string): string | undefined {
   const wanted = name.toLowerCase();
-  for (const [key, value] of Object.entries(req.query)) {
-    if (key.toLowerCase() !== wanted) continue;
-    if (typeof value === 'string') return value;
-    throw badRequest(`query parameter ${name} must be given once`);
-  }
-  return undefined;
+  const given = Object.entries(req.query).filter(([key]) => key.toLowerCase() === wanted);
+  if (given.length === 0) return undefined;
+  const [[, value]] = given as [[string, unknown]];
+  if (given.length === 1 && typeof value === 'string') return value;
+  throw badRequest(`query parameter ${name} must be given once`);
 }
 
 export interface Page {

@@ -155,6 +155,7 @@ describe('docs/api.md "307"', () => {
   it('the grantor filter is found whatever the case of its name', () => {
     expect(grantorFilter(new URLSearchParams('GRANTORID=A&limit=5'))).toBe('A');
     expect(grantorFilter(new URLSearchParams('limit=5'))).toBeNull();
+    expect(grantorFilter(new URLSearchParams('grantorid=A&grantorId=B'))).toBe('twice');
   });
 
   it("the redirect keeps every parameter and adds the caller's grantor under the name of the list", () => {

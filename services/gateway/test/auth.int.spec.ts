@@ -302,6 +302,25 @@ describe('307 redirects and the grantor filter (docs/api.md "307")', () => {
       'Basic realm="rights", error="grantor_mismatch"',
     );
   });
+
+  it('when the filter is given twice in two spellings, then 400 before any grantor rule, for an admin too; a subscription list of another grantor is empty (contract rule 1)', async () => {
+    for (const path of [
+      '/id/users/alice/rights?grantorid=B&grantorId=A',
+      '/id/users/alice/subs?grantorid=A&GrantorId=B',
+    ])
+      for (const caller of [GRANTOR_A, GRANTOR_B, admin()]) {
+        const response = await call('GET', path, caller);
+        expect([path, response.status, (await response.text()).trim()]).toEqual([
+          path,
+          400,
+          'query parameter grantorId must be given once',
+        ]);
+      }
+    // Only the rights list answers another grantor with grantor_mismatch (contract rule 5): a
+    // grantor sees only the subscriptions it created, so another's list is empty to it.
+    const others = await call('GET', '/id/users/alice/subs?grantorid=A', GRANTOR_B);
+    expect([others.status, await others.json()]).toEqual([200, { subscription: [] }]);
+  });
 });
 
 describe('services behind the gateway', () => {

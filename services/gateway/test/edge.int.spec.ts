@@ -165,6 +165,45 @@ describe('payloads round-trip any JSON (docs/api.md)', () => {
     expect(response.status).toBe(400);
     expect(await response.text()).toMatch(/^grantorContext: must not contain the NUL character/);
   });
+
+  it('when a payload holds a number or text that could not come back as sent, then 400 naming the field, and nothing is created; numbers written otherwise come back as JavaScript writes them', async () => {
+    const create = (payload: string) =>
+      fetch(`${fx.system.gatewayUrl}/id/users/alice/rights`, {
+        method: 'POST',
+        headers: { authorization: acme, 'content-type': 'application/json' },
+        body: `{"sku":"news","grantorId":"A","timeInterval":"${inAMinute()}/P1D","payload":${payload}}`,
+      });
+    const before = await fx.call('GET', '/id/users/alice/rights?grantorId=A&limit=1000', acme);
+    const count = ((await before.json()) as { right: unknown[] }).right.length;
+    const refused: Array<[string, RegExp]> = [
+      ['{"big":1e999999}', /^payload\.big: 1e999999 is beyond what a number can hold/],
+      [`{"long":${'9'.repeat(5_001)}}`, /^payload\.long: 9{20}…\(5001 characters\) is beyond/],
+      [
+        '{"id":12345678901234567890}',
+        /^payload\.id: 12345678901234567890 has more significant digits .*12345678901234567000/,
+      ],
+      ['[1, -0]', /^payload\.1: -0 cannot be kept apart from 0/],
+      ['{"text":"\\ud800 alone"}', /^payload\.text: holds a lone surrogate/],
+    ];
+    for (const [payload, message] of refused) {
+      const response = await create(payload);
+      expect(response.status, payload.slice(0, 40)).toBe(400);
+      expect(await response.text()).toMatch(message);
+    }
+    const after = await fx.call('GET', '/id/users/alice/rights?grantorId=A&limit=1000', acme);
+    expect(((await after.json()) as { right: unknown[] }).right).toHaveLength(count);
+    // The same numbers, written otherwise: kept.
+    const kept = await create('{"a":1.0,"b":1e2,"c":0.1,"d":-2.50,"e":9007199254740991,"f":"\\ud83d\\ude00"}');
+    expect(kept.status).toBe(201);
+    expect(((await kept.json()) as { payload: unknown }).payload).toStrictEqual({
+      a: 1,
+      b: 100,
+      c: 0.1,
+      d: -2.5,
+      e: 9007199254740991,
+      f: '😀',
+    });
+  });
 });
 
 describe('per-grantor limits (docs/api.md)', () => {

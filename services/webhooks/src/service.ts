@@ -33,6 +33,8 @@ export const Config = z
     WEBHOOK_ALLOW_PRIVATE_TARGETS: flag,
     /** Attempts under way at once for one endpoint (isolation: a slow one holds no more). */
     WEBHOOK_CONCURRENCY_PER_ENDPOINT: z.coerce.number().int().min(1).max(64).default(8),
+    // docs/operations.md "Webhooks": deliveries waiting in memory for their attempt, in all.
+    WEBHOOK_MEMORY_DELIVERIES: z.coerce.number().int().min(100).max(1_000_000).default(10_000),
     /** Encrypts the endpoints' secrets at rest (32+ characters); required outside development. */
     WEBHOOK_SECRET_KEY: env.secret.optional(),
     WEBHOOK_SECRET_KEY_PREVIOUS: env.secret.optional(),
@@ -78,7 +80,7 @@ export const start = defineService('webhooks', Config, async (runtime) => {
     new Sealer(secretRing(config, 'WEBHOOK_SECRET_KEY'), ENDPOINT_SECRETS_PURPOSE),
     {
       allowPrivateTargets,
-      retryNow: (delivery) => dispatcher.enqueue([delivery]),
+      retryNow: (delivery): Promise<void> => dispatcher.enqueue([delivery]),
       maxPerGrantor: config.WEBHOOK_MAX_ENDPOINTS,
     },
     clock,
@@ -100,9 +102,9 @@ export const start = defineService('webhooks', Config, async (runtime) => {
     {
       // docs/operations.md: an endpoint's concurrency holds across replicas, each taking its share.
       perEndpoint: () => Math.floor(replicas.share(config.WEBHOOK_CONCURRENCY_PER_ENDPOINT, 1)),
-      // Bodies in memory: 1,000 an endpoint, 10,000 in all (about 20 MB), whatever the endpoints.
-      queueLimit: 1_000,
-      waitingLimit: 10_000,
+      // Bodies in memory: 10,000 by default (about 20 MB) before they are shared fairly between
+      // grantors and their endpoints, and never twice that (docs/decisions/0082).
+      waitingLimit: config.WEBHOOK_MEMORY_DELIVERIES,
       reportsBacklog: () => replicas.isFirst,
       timeoutMs: config.WEBHOOK_TIMEOUT_MS,
       schedule: config.WEBHOOK_RETRY_SCHEDULE,

@@ -60,6 +60,8 @@ function dispatcherOf(
           secrets: [secret],
         }),
         liveIds: async () => liveIds,
+        // One grantor's endpoints, all of them.
+        grantorOf: async () => 'G',
       },
       sender,
       logger: createLogger('webhooks-test', 'silent'),
@@ -67,7 +69,6 @@ function dispatcherOf(
     },
     {
       perEndpoint: () => 2,
-      queueLimit: 100,
       waitingLimit: 1_000,
       timeoutMs: 2_000,
       schedule: [1_000, 1_000],
@@ -170,7 +171,7 @@ describe('a delivery put off while its lane is full (docs/performance.md, 2026-1
     const hanging = new WebhookReceiver(() => 'hang');
     const taking = new WebhookReceiver(() => ({ status: 204 }));
     await Promise.all([hanging.start(), taking.start()]);
-    const full = dispatcherOf(() => hanging.url, ['P'], { perEndpoint: () => 1, queueLimit: 1, waitingLimit: 2 });
+    const full = dispatcherOf(() => hanging.url, ['P'], { perEndpoint: () => 1, waitingLimit: 1 });
     const finder = dispatcherOf(() => taking.url, ['P']);
     try {
       store.slowByMs = 0;

@@ -66,7 +66,9 @@ export class Forwarding {
     if (refusal) return { kind: 'refuse', refusal };
     if (operation.owner === 'gateway') return ANSWER;
     if (operation.connectId !== null) await this.requireUser(operation.connectId);
-    const rule = listRule(operation, principal, grantorFilter(new URL(request.url, 'http://gateway').searchParams));
+    const filter = operation.list === null ? null : grantorFilter(new URL(request.url, 'http://gateway').searchParams);
+    if (filter === 'twice') throw DomainError.invalid('query parameter grantorId must be given once');
+    const rule = listRule(operation, principal, filter);
     if (rule && 'redirectWith' in rule)
       return {
         kind: 'redirect',

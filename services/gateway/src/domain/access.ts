@@ -200,10 +200,16 @@ export const GRANTOR_FILTER: Record<'subscriptions' | 'rights', string> = {
   rights: 'grantorId',
 };
 
-/** The grantor filter of a query, its name matched case-insensitively (docs/api.md). */
-export function grantorFilter(query: URLSearchParams): string | null {
-  for (const [key, value] of query) if (key.toLowerCase() === 'grantorid') return value;
-  return null;
+/**
+ * The grantor filter of a query, its name matched case-insensitively (docs/api.md): null when
+ * absent, `twice` when given more than once in any spellings (`grantorid=x&grantorId=y`), which
+ * is as malformed as one name given twice.
+ */
+export function grantorFilter(query: URLSearchParams): string | null | 'twice' {
+  const values: string[] = [];
+  for (const [key, value] of query) if (key.toLowerCase() === 'grantorid') values.push(value);
+  if (values.length > 1) return 'twice';
+  return values[0] ?? null;
 }
 
 /**

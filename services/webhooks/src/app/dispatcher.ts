@@ -2,6 +2,7 @@ import { landedLate, SecondSweeper, secondOf, type SweepCursor, type SweepTiming
 import type { Logger } from '@rs/logging';
 import { counter, gauge, histogram } from '@rs/telemetry/metrics';
 import { repeat, systemClock, type Clock, type Repeating } from '@rs/time';
+import { Backlog, putOffFor } from '../domain/backlog';
 import { afterAttempt } from '../domain/delivery';
 import { signatureHeader } from '../domain/signature';
 import type { Sender } from '../net/sender';
@@ -17,7 +18,7 @@ const attemptSeconds = histogram(
 );
 const putOffs = counter(
   'webhook_put_offs_total',
-  'Deliveries put off a few seconds because their endpoint’s lane or the process’s memory was full',
+  'Deliveries put off because their endpoint’s, their grantor’s or their share of the memory was full',
 );
 const claimsLost = counter(
   'webhook_claims_lost_total',
@@ -51,14 +52,9 @@ export interface DispatcherOptions {
    */
   perEndpoint: () => number;
   /**
-   * Deliveries an endpoint may have waiting in memory while the memory is half taken; more are
-   * put off a few seconds. Below that, a burst for one endpoint waits in memory (a put-off
-   * costs it five seconds and two writes).
-   */
-  queueLimit: number;
-  /**
-   * Deliveries all endpoints may have waiting in memory together (each holds its event's body):
-   * what bounds the process's memory however many endpoints are slow; more are put off too.
+   * Deliveries all endpoints may have waiting in memory together (each holds its event's body)
+   * before that memory is shared fairly between grantors and their endpoints (`Backlog`); a
+   * delivery that finds no room is put off in the database.
    */
   waitingLimit: number;
   /** Whether this replica reports the backlog of every endpoint (one replica does); default yes. */
@@ -70,16 +66,25 @@ export interface DispatcherOptions {
   sweepEveryMs: number;
 }
 
-/** What the dispatcher needs to know of endpoints: each one with its secrets opened. */
+/** What the dispatcher needs to know of endpoints: each one with its secrets opened, and whose it is. */
 export interface EndpointDirectory {
   withSecrets(endpointId: string, now: Date): Promise<{ endpoint: Endpoint; secrets: string[] } | null>;
   liveIds(): Promise<string[]>;
+  /** The grantor of an endpoint (null: the admins'), or undefined when there is no such endpoint. */
+  grantorOf(endpointId: string): Promise<string | null | undefined>;
 }
 
 interface Lane {
   waiting: Delivery[];
   active: number;
+  /** Whose backlog its deliveries count in: its endpoint's grantor. */
+  grantor: string;
+  /** How long its attempts take, smoothed (null before the first): how soon a put-off looks again. */
+  attemptMs: number | null;
 }
+
+/** Endpoints whose grantor is remembered (it never changes): more are forgotten and read again. */
+const GRANTORS_KEPT = 100_000;
 
 /**
  * The sweeper stays a second behind the last second that has passed (new deliveries are the
@@ -117,8 +122,10 @@ const SWEEP_MARGIN_S = 60;
  */
 export class Dispatcher {
   private readonly lanes = new Map<string, Lane>();
-  /** Deliveries waiting in all lanes. */
-  private waiting = 0;
+  /** Deliveries waiting in all lanes, by endpoint and by grantor. */
+  private readonly backlogs: Backlog;
+  /** The grantor of each endpoint seen, as a backlog's key. */
+  private readonly grantors = new Map<string, string>();
   /** Ids waiting here for their attempt, with the slot each was found in. */
   private readonly queued = new Map<string, string>();
   /** Ids whose attempt is under way here. */
@@ -150,6 +157,7 @@ export class Dispatcher {
   ) {
     ({ store: this.store, endpoints: this.endpoints, sender: this.sender, logger: this.logger } = parts);
     this.clock = parts.clock ?? systemClock;
+    this.backlogs = new Backlog(options.waitingLimit);
     const { cursor } = parts;
     this.sweeper = new SecondSweeper<Delivery>({
       // A pending delivery in a second that has passed is due: its next attempt was due then, or
@@ -218,37 +226,60 @@ export class Dispatcher {
   }
 
   /**
-   * Deliveries to attempt as soon as their endpoint's lane has room; `leasedUntil`: they were
-   * stored leased to this process until then (see `ownLeaseUntil`).
+   * Deliveries to attempt as soon as their endpoint's lane has room, or put off in the database
+   * when their endpoint, their grantor or their grantor's share of the memory is full
+   * (docs/operations.md "Webhooks"); `leasedUntil`: they were stored leased to this process
+   * until then (see `ownLeaseUntil`).
    */
-  enqueue(found: readonly Delivery[], leasedUntil?: Date): void {
+  async enqueue(found: readonly Delivery[], leasedUntil?: Date): Promise<void> {
+    await this.learnGrantors(found);
     for (const delivery of found) {
       if (this.stopped || this.queued.has(delivery.deliveryId) || this.busy.has(delivery.deliveryId)) continue;
       if (leasedUntil) this.owned.set(delivery.deliveryId, leasedUntil);
-      const lane = this.laneOf(delivery.endpointId);
-      if (this.isFull(lane)) {
-        this.putOff(delivery, this.owned.get(delivery.deliveryId));
+      const { endpointId } = delivery;
+      const lane = this.laneOf(endpointId);
+      if (!this.backlogs.admits(endpointId, lane.grantor)) {
+        const waiting = this.backlogs.waitingFor(endpointId);
+        this.putOff(
+          delivery,
+          this.owned.get(delivery.deliveryId),
+          putOffFor(waiting, this.options.perEndpoint(), lane.attemptMs),
+        );
         this.owned.delete(delivery.deliveryId);
+        if (lane.active === 0 && lane.waiting.length === 0) this.lanes.delete(endpointId);
         continue;
       }
       this.queued.set(delivery.deliveryId, slotOf(delivery.nextAttemptAt ?? delivery.createdAt));
       lane.waiting.push(delivery);
-      this.waiting += 1;
-      this.pump(delivery.endpointId);
+      this.backlogs.add(endpointId, lane.grantor);
+      this.pump(endpointId);
     }
   }
 
-  /** Whether a delivery for `lane` must wait in the database (docs/operations.md "Webhooks"). */
-  private isFull(lane: Lane): boolean {
-    const { queueLimit, waitingLimit } = this.options;
-    if (this.waiting >= waitingLimit) return true;
-    return lane.waiting.length >= queueLimit && this.waiting >= waitingLimit / 2;
+  /** Reads the grantor of the endpoints not seen yet (one read each; an endpoint's grantor never changes). */
+  private async learnGrantors(found: readonly Delivery[]): Promise<void> {
+    const unknown = [...new Set(found.map(({ endpointId }) => endpointId))].filter((id) => !this.grantors.has(id));
+    if (unknown.length === 0) return;
+    const read = await Promise.all(unknown.map((id) => this.endpoints.grantorOf(id)));
+    if (this.grantors.size + unknown.length > GRANTORS_KEPT) this.grantors.clear();
+    // The admins' endpoints are one party; a deleted endpoint (its deliveries fail at once) its own.
+    unknown.forEach((id, i) =>
+      this.grantors.set(
+        id,
+        read[i] === undefined ? `deleted ${id}` : read[i] === null ? 'admins' : `grantor ${read[i]}`,
+      ),
+    );
   }
 
   private laneOf(endpointId: string): Lane {
     let lane = this.lanes.get(endpointId);
     if (!lane) {
-      lane = { waiting: [], active: 0 };
+      lane = {
+        waiting: [],
+        active: 0,
+        grantor: this.grantors.get(endpointId) ?? `deleted ${endpointId}`,
+        attemptMs: null,
+      };
       this.lanes.set(endpointId, lane);
     }
     return lane;
@@ -263,7 +294,7 @@ export class Dispatcher {
     const lane = this.laneOf(endpointId);
     while (!this.stopped && lane.active < this.options.perEndpoint() && lane.waiting.length > 0) {
       const delivery = lane.waiting.shift()!;
-      this.waiting -= 1;
+      this.backlogs.remove(endpointId, lane.grantor);
       lane.active += 1;
       this.queued.delete(delivery.deliveryId);
       this.busy.add(delivery.deliveryId);
@@ -288,7 +319,13 @@ export class Dispatcher {
           release();
           this.busy.delete(delivery.deliveryId);
           this.inFlight.delete(attempt);
-          if (retry) this.enqueue([retry]);
+          if (retry)
+            this.enqueue([retry]).catch((error: unknown) =>
+              this.logger.warn(
+                { err: error, delivery_id: retry!.deliveryId },
+                'cannot queue a retry; the sweeper will find it',
+              ),
+            );
         });
       this.inFlight.add(attempt);
     }
@@ -337,11 +374,15 @@ export class Dispatcher {
         'user-agent': 'rights-subscriptions-webhooks/1',
       },
       delivery.body,
+      delivery.endpointId,
     );
     const next = afterAttempt(delivery.attempts + 1, result, this.clock(), this.options.schedule);
     const outcome = next.status === 'pending' ? 'retrying' : next.status;
+    const tookMs = performance.now() - started;
     deliveries.inc({ outcome });
-    attemptSeconds.observe({ outcome }, (performance.now() - started) / 1000);
+    attemptSeconds.observe({ outcome }, tookMs / 1000);
+    const lane = this.lanes.get(delivery.endpointId);
+    if (lane) lane.attemptMs = lane.attemptMs === null ? tookMs : 0.8 * lane.attemptMs + 0.2 * tookMs;
     if (next.status !== 'delivered')
       this.logger.info(
         {
@@ -367,14 +408,19 @@ export class Dispatcher {
   }
 
   /**
-   * A full lane: the delivery waits in the database a few seconds and is swept again, with the
-   * lease this process was given for it (`ownLease`) released.
+   * No room: the delivery waits in the database `forMs` and is swept again, with the lease this
+   * process was given for it (`ownLease`) released.
    */
-  private putOff(delivery: Delivery, ownLease: Date | undefined): void {
+  private putOff(delivery: Delivery, ownLease: Date | undefined, forMs: number): void {
     const now = this.clock();
+    const at = new Date(now.getTime() + forMs);
     putOffs.inc();
+    // Stored leased to this process for its first attempt, it lies in its batch's hold, which
+    // brings it back when the lease ends: when that is no later, nothing needs writing (a grantor
+    // whose endpoints hang costs the database nothing more while its events stream in).
+    if (ownLease && ownLease <= at) return;
     this.store
-      .putOff(delivery, { at: new Date(now.getTime() + 5_000), now, ownLease })
+      .putOff(delivery, { at, now, ownLease })
       .catch((error: unknown) =>
         this.logger.warn({ err: error }, 'cannot put a delivery off; the sweeper will find it'),
       );

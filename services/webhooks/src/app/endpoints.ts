@@ -25,7 +25,7 @@ export class EndpointUseCases implements EndpointDirectory {
     private readonly sealer: Sealer,
     private readonly options: {
       allowPrivateTargets: boolean;
-      retryNow: (delivery: Delivery) => void;
+      retryNow: (delivery: Delivery) => Promise<void>;
       /** WEBHOOK_MAX_ENDPOINTS: endpoints one grantor may have (docs/api.md). */
       maxPerGrantor: number;
     },
@@ -145,7 +145,7 @@ export class EndpointUseCases implements EndpointDirectory {
     await this.changeable(principal, endpointId);
     const delivery = await this.deliveries.retryNow(endpointId, deliveryId, this.clock());
     if (!delivery) throw DomainError.notFound(`no delivery ${deliveryId} of webhook endpoint ${endpointId}`);
-    this.options.retryNow(delivery);
+    await this.options.retryNow(delivery);
   }
 
   /**
@@ -171,6 +171,10 @@ export class EndpointUseCases implements EndpointDirectory {
     string,
     { value: { endpoint: Endpoint; secrets: string[] } | null; until: number }
   >();
+
+  async grantorOf(endpointId: string): Promise<string | null | undefined> {
+    return (await this.endpoints.find(endpointId))?.grantorId;
+  }
 
   async liveIds(): Promise<string[]> {
     return (await this.endpoints.live()).map((endpoint) => endpoint.endpointId);

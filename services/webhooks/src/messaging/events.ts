@@ -50,11 +50,11 @@ export async function consumeEventsForWebhooks(
     const stored = await deliveries.insertMany(found, leasedUntil);
     // Those stored now are this process's to attempt; those stored before (the event came
     // again) are attempted only if a claim gets them.
-    dispatcher.enqueue(
+    await dispatcher.enqueue(
       found.filter((delivery) => stored.has(delivery.deliveryId)),
       leasedUntil,
     );
-    dispatcher.enqueue(found.filter((delivery) => !stored.has(delivery.deliveryId)));
+    await dispatcher.enqueue(found.filter((delivery) => !stored.has(delivery.deliveryId)));
   };
   await consume(
     broker,

@@ -38,11 +38,32 @@ export interface SendResult {
   error?: string;
 }
 
+/**
+ * The most of an answer's body read (docs/api.md "Webhooks"): nothing of it is used, and an
+ * endpoint answering gigabytes must not make the dispatcher read them. A longer body ends its
+ * connection instead of being read to its end.
+ */
+export const MAX_ANSWER_BYTES = 4 * 1024;
+/** A pool not used for this long is closed (its endpoint idle, deleted, or its lanes elsewhere). */
+const IDLE_POOL_MS = 60_000;
+
+interface Pool {
+  http: http.Agent;
+  https: https.Agent;
+  usedAt: number;
+}
+
 export class Sender {
-  private readonly agents: { http: http.Agent; https: https.Agent };
+  /**
+   * A connection pool per endpoint (by its id), each of at most `maxSockets` connections:
+   * endpoints on one host and port never share connections, so one that hangs holds only its own.
+   */
+  private readonly pools = new Map<string, Pool>();
+  private readonly lookup: LookupFunction;
+  private readonly sweeping: NodeJS.Timeout;
 
   constructor(private readonly options: { timeoutMs: number; allowPrivate: boolean; maxSockets: number }) {
-    const lookup: LookupFunction = (host, lookupOptions, callback) => {
+    this.lookup = (host, lookupOptions, callback) => {
       resolveTarget(host, options.allowPrivate).then(
         (addresses) => {
           if (lookupOptions.all) (callback as (e: null, a: LookupAddress[]) => void)(null, addresses);
@@ -51,17 +72,21 @@ export class Sender {
         (error: Error) => callback(error as NodeJS.ErrnoException, '', 0),
       );
     };
-    const agentOptions = { keepAlive: true, maxSockets: options.maxSockets, lookup };
-    this.agents = { http: new http.Agent(agentOptions), https: new https.Agent(agentOptions) };
+    this.sweeping = setInterval(() => this.closeIdle(Date.now() - IDLE_POOL_MS), IDLE_POOL_MS);
+    this.sweeping.unref();
   }
 
-  /** POSTs `body`; resolves with the status, or null with the reason, within the timeout; never throws. */
-  post(target: string, headers: Record<string, string>, body: string): Promise<SendResult> {
+  /**
+   * POSTs `body` through the connections of `pool` (the endpoint's id); resolves with the
+   * status, or null with the reason, within the timeout; never throws.
+   */
+  post(target: string, headers: Record<string, string>, body: string, pool: string): Promise<SendResult> {
     const url = new URL(target);
     // A connection to an address literal skips the lookup: its check is made here.
     if (!this.options.allowPrivate && isPrivateLiteral(url))
       return Promise.resolve({ status: null, error: `${url.hostname} is not a public address` });
     const client = url.protocol === 'https:' ? https : http;
+    const agents = this.poolOf(pool);
     return new Promise((resolve) => {
       let settled = false;
       const finish = (result: SendResult) => {
@@ -74,13 +99,21 @@ export class Sender {
         url,
         {
           method: 'POST',
-          agent: url.protocol === 'https:' ? this.agents.https : this.agents.http,
+          agent: url.protocol === 'https:' ? agents.https : agents.http,
           headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
         },
         (response) => {
-          // The answer's body is not needed; reading it frees the connection for the next attempt.
-          response.resume();
-          response.on('end', () => finish({ status: response.statusCode ?? null }));
+          const status = response.statusCode ?? null;
+          // The answer's body is not needed: a short one is read, which keeps the connection for
+          // the next attempt; a long one ends the connection once MAX_ANSWER_BYTES are read.
+          let read = 0;
+          response.on('data', (chunk: Buffer) => {
+            read += chunk.length;
+            if (read <= MAX_ANSWER_BYTES) return;
+            finish({ status });
+            request.destroy();
+          });
+          response.on('end', () => finish({ status }));
           response.on('error', (error) => finish({ status: null, error: error.message }));
         },
       );
@@ -94,7 +127,35 @@ export class Sender {
   }
 
   close(): void {
-    this.agents.http.destroy();
-    this.agents.https.destroy();
+    clearInterval(this.sweeping);
+    for (const pool of this.pools.values()) destroy(pool);
+    this.pools.clear();
   }
+
+  private poolOf(key: string): Pool {
+    let pool = this.pools.get(key);
+    if (!pool) {
+      const agentOptions = { keepAlive: true, maxSockets: this.options.maxSockets, lookup: this.lookup };
+      pool = { http: new http.Agent(agentOptions), https: new https.Agent(agentOptions), usedAt: 0 };
+      this.pools.set(key, pool);
+    }
+    pool.usedAt = Date.now();
+    return pool;
+  }
+
+  /** Closes the pools last used before `before` with no request under way: their kept connections go. */
+  private closeIdle(before: number): void {
+    for (const [key, pool] of this.pools)
+      if (pool.usedAt < before && inUse(pool.http) + inUse(pool.https) === 0) {
+        destroy(pool);
+        this.pools.delete(key);
+      }
+  }
+}
+
+const inUse = (agent: http.Agent) => Object.values(agent.sockets).reduce((sum, list) => sum + (list?.length ?? 0), 0);
+
+function destroy(pool: Pool): void {
+  pool.http.destroy();
+  pool.https.destroy();
 }
