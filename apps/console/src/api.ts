@@ -36,6 +36,11 @@ export class Api {
     return { data: data as T, next: nextCursor(response.headers.get('link')) } satisfies Answered<T>;
   }
 
+  /** The caller as the gateway sees it: a staff member's level and grantors (docs/api.md "Who is calling"). */
+  async me() {
+    return (await this.read((client) => client.GET('/id/me'))).data;
+  }
+
   /** A change, said why: the reason travels percent-encoded (a header carries bytes, not text). */
   headersFor(reason: string): Record<string, string> {
     return { 'x-audit-reason': encodeURIComponent(reason) };

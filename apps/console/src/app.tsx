@@ -1,5 +1,5 @@
 import { useState } from 'preact/hooks';
-import { Api } from './api';
+import type { Api } from './api';
 import type { ConsoleConfig } from './config';
 import { AuditPage } from './pages/audit';
 import { CatalogPage } from './pages/catalog';
@@ -11,12 +11,11 @@ import { hrefOf, useRoute } from './route';
 import { signInProblem, type Session } from './session';
 
 /** The console (docs/console.md): sign-in, then the page the address names. */
-export function App(props: { config: ConsoleConfig; session: Session; signInError: unknown }) {
-  const { config, session } = props;
+export function App(props: { config: ConsoleConfig; session: Session; api: Api; signInError: unknown }) {
+  const { config, session, api } = props;
   const [, setSignedOut] = useState(0);
   const route = useRoute();
   const member = session.member;
-  const [api] = useState(() => new Api(config.apiBaseUrl, session));
 
   if (!member)
     return (

@@ -12,12 +12,6 @@ export interface ConsoleConfig {
   clientId: string;
   /** Where the provider sends the browser back: this page. */
   redirectUri: string;
-  /**
-   * How the gateway reads a staff member from that provider's tokens (its `AUTH_ISSUERS`
-   * entry): the claim paths of roles and grantors, and the role names. The page only shows
-   * or hides controls by them; the API decides.
-   */
-  staff: { rolesClaim: string; grantorClaim: string; read: string; write: string; admin: string };
 }
 
 export function readConfig(): ConsoleConfig {

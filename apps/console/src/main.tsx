@@ -1,4 +1,5 @@
 import { render } from 'preact';
+import { Api } from './api';
 import { App } from './app';
 import { readConfig } from './config';
 import { Session } from './session';
@@ -8,10 +9,15 @@ import './styles.css';
 // first, then the page is drawn.
 const config = readConfig();
 const session = new Session(config);
+const api = new Api(config.apiBaseUrl, session);
 let signInError: unknown = null;
 try {
-  await session.completeSignIn(new URL(location.href));
+  // Who signed in is the gateway's word, not the page's reading of the token.
+  if (await session.completeSignIn(new URL(location.href))) session.signedInAs(await api.me());
 } catch (error) {
   signInError = error;
 }
-render(<App config={config} session={session} signInError={signInError} />, document.getElementById('console')!);
+render(
+  <App session={session} api={api} signInError={signInError} config={config} />,
+  document.getElementById('console')!,
+);

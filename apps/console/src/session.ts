@@ -1,11 +1,16 @@
+import type { Schemas } from '@rs/client';
 import * as oauth from 'oauth4webapi';
 import type { ConsoleConfig } from './config';
 
-/** A signed-in staff member, as their access token names them (docs/identity-providers.md "Staff"). */
+/**
+ * A signed-in staff member, as the gateway sees them (`GET /id/me`, docs/identity-providers.md
+ * "Staff"): the page reads no token itself, so the mapping of a provider's claims is the
+ * gateway's alone.
+ */
 export interface StaffMember {
   subject: string;
   name: string;
-  /** The staff roles the token carries: `read`, `write` or `admin` (the highest counts). */
+  /** Their staff level (`read`, `write` or `admin`); null when the gateway sees no staff member. */
   role: 'read' | 'write' | 'admin' | null;
   /** The grantors they act for (none for an admin). */
   grantors: string[];
@@ -34,31 +39,24 @@ export class Session {
   private refreshing: Promise<void> | null = null;
   private server: oauth.AuthorizationServer | null = null;
   private readonly client: oauth.Client;
+  private who: StaffMember | null = null;
 
   constructor(private readonly config: ConsoleConfig) {
     this.client = { client_id: config.clientId };
   }
 
-  /** Who the token names; null before sign-in. */
+  /** Who is signed in, as the gateway said (`signedInAs`); null before sign-in. */
   get member(): StaffMember | null {
-    if (!this.accessToken) return null;
-    const claims = JSON.parse(decodeBase64Url(this.accessToken.split('.')[1] ?? '')) as Record<string, unknown>;
-    const { staff } = this.config;
-    const listed = (value: unknown) =>
-      Array.isArray(value) ? value.map(String) : typeof value === 'string' ? [value] : [];
-    const roles = listed(claimAt(claims, staff.rolesClaim));
-    const role = roles.includes(staff.admin)
-      ? 'admin'
-      : roles.includes(staff.write)
-        ? 'write'
-        : roles.includes(staff.read)
-          ? 'read'
-          : null;
-    return {
-      subject: String(claims.sub ?? ''),
-      name: String(claims.name ?? claims.email ?? claims.sub ?? ''),
-      role,
-      grantors: listed(claimAt(claims, staff.grantorClaim)),
+    return this.accessToken ? this.who : null;
+  }
+
+  /** Keeps what the gateway says of the caller (`GET /id/me`). */
+  signedInAs(me: Schemas['Me']): void {
+    this.who = {
+      subject: me.id,
+      name: me.name ?? me.id,
+      role: me.staff?.level ?? null,
+      grantors: me.staff?.grantors ?? [],
     };
   }
 
@@ -130,6 +128,7 @@ export class Session {
   signOut(): void {
     this.accessToken = null;
     this.refreshToken = null;
+    this.who = null;
   }
 
   /** A provider on plain HTTP is allowed on this machine only (the development provider). */
@@ -168,16 +167,4 @@ export function signInProblem(error: unknown): string {
   if (error instanceof TypeError)
     return `The identity provider could not be reached from this page (${message}); it may not allow this origin.`;
   return message;
-}
-
-/** A claim by its dotted path (`realm_access.roles`), or by a name that holds dots itself. */
-function claimAt(claims: Record<string, unknown>, path: string): unknown {
-  if (path in claims) return claims[path];
-  return path.split('.').reduce<unknown>((at, key) => (at as Record<string, unknown> | undefined)?.[key], claims);
-}
-
-function decodeBase64Url(text: string): string {
-  const base64 = text.replace(/-/g, '+').replace(/_/g, '/');
-  const bytes = Uint8Array.from(atob(base64), (char) => char.charCodeAt(0));
-  return new TextDecoder().decode(bytes);
 }

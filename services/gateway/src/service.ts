@@ -243,7 +243,6 @@ export const start = defineService(
               publicBaseUrl,
               issuer: config.CONSOLE_ISSUER,
               clientId: config.CONSOLE_CLIENT_ID,
-              entry: config.issuers.find((entry) => entry.issuer === config.CONSOLE_ISSUER),
             }),
             upstreams: {
               catalog: new URL(config.CATALOG_URL),

@@ -185,6 +185,8 @@ const callerArb = fc.constantFrom(
 /** Operations a caller may perform: any of the hostile callers of this test, on A's resources. */
 function mayPerform(caller: keyof typeof callers, route: PublicRoute): boolean {
   if (route.caller === 'none') return true;
+  // Any caller with credentials is told who it is, and nothing of anyone else.
+  if (route.operationId === 'getMe') return caller !== 'anonymous';
   // The user's app of another grantor reads its user and checks entitlements (seeing none of A's rights).
   if (caller === 'bearerOfAnotherClient')
     return ['getUser', 'checkEntitlement', 'listEntitlements'].includes(route.operationId);

@@ -240,6 +240,85 @@ describe('tokens of the identity providers operators run (docs/identity-provider
   });
 });
 
+describe('who is calling (docs/api.md "Who is calling")', () => {
+  const me = async (authorization: string) => {
+    const response = await call('/id/me', authorization);
+    expect(response.status, await response.clone().text()).toBe(200);
+    expect(response.headers.get('cache-control')).toBe('no-store');
+    return (await response.json()) as Record<string, unknown>;
+  };
+
+  it('when a Basic client, a user’s app and a client’s own token ask, then each is told what the gateway made of it', async () => {
+    expect(await me(basic('grantor-a'))).toEqual({
+      kind: 'client',
+      id: 'grantor-a',
+      clientId: 'grantor-a',
+      grantorId: 'A',
+      admin: false,
+      issuer: null,
+      name: null,
+      staff: null,
+      scopes: [],
+    });
+    expect(await me(bearer(await shapes.userToken('okta', ['id.user.right.read'])))).toMatchObject({
+      kind: 'user',
+      id: 'carol',
+      clientId: 'okta-app',
+      grantorId: 'A',
+      issuer: providers.okta.issuer,
+      staff: null,
+      scopes: expect.arrayContaining(['id.user.right.read']),
+    });
+    const machine = await providers.auth0.sign({
+      sub: 'auth0-app@clients',
+      azp: 'auth0-app',
+      gty: 'client-credentials',
+      permissions: ['read:rights'],
+    });
+    expect(await me(bearer(machine))).toMatchObject({
+      kind: 'client',
+      id: 'auth0-app',
+      issuer: providers.auth0.issuer,
+      scopes: ['id.user.right.read'],
+    });
+  });
+
+  it('when a staff token’s roles claim is a space-separated string, then /id/me gives the same level the API decides by', async () => {
+    const created = await fetch(`${system.gatewayUrl}/id/users/erin/rights`, {
+      method: 'POST',
+      headers: { authorization: basic('grantor-a'), 'content-type': 'application/json' },
+      body: JSON.stringify({ sku: 'news', grantorId: 'A', timeInterval: '2026-01-01T00:00:00Z/2099-01-01T00:00:00Z' }),
+    });
+    const { rightId } = (await created.json()) as { rightId: string };
+    const suspend = (authorization: string) =>
+      fetch(`${system.gatewayUrl}/id/users/erin/rights/${rightId}/suspend`, {
+        method: 'POST',
+        headers: { authorization, 'x-audit-reason': 'the customer asked', 'x-forwarded-for': '127.0.0.1' },
+      });
+    const agentWith = async (roles: string) =>
+      bearer(
+        await providers.keycloak.sign({
+          sub: `agent-${roles.length}`,
+          azp: 'console',
+          name: 'Sam',
+          grantor: 'A',
+          realm_access: { roles },
+        }),
+      );
+    const reader = await agentWith('offline_access rights-support');
+    expect(await me(reader)).toMatchObject({
+      kind: 'staff',
+      issuer: providers.keycloak.issuer,
+      name: 'Sam',
+      staff: { level: 'read', grantors: ['A'] },
+    });
+    expect((await suspend(reader)).status).toBe(401);
+    const writer = await agentWith('rights-support rights-support-write');
+    expect(await me(writer)).toMatchObject({ kind: 'staff', staff: { level: 'write', grantors: ['A'] } });
+    expect((await suspend(writer)).status).toBe(204);
+  });
+});
+
 describe('staff members (docs/identity-providers.md "Staff")', () => {
   /** A support agent of Keycloak's realm: `sub` and `name`, its realm roles and the grantors it serves. */
   const agent = (sub: string, roles: string[], grantors: string[] = []) => shapes.staffToken(sub, roles, grantors);

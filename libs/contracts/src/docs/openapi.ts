@@ -12,6 +12,7 @@ import {
   RevocationBody,
   UserList,
   UserView,
+  Me,
 } from '../schemas/identity';
 import { pathParameters, ROUTES, type PublicRoute } from '../routes/routes';
 import { HISTORY_CURSOR_PATTERN, HistoryPage } from '../schemas/history';
@@ -205,6 +206,7 @@ export function buildOpenApiDocument(): Record<string, unknown> {
         ClientCreated: schemaOf(ClientView.pick({ clientId: true, grantorId: true, admin: true })),
         RevocationBody: schemaOf(RevocationBody),
         User: schemaOf(UserView),
+        Me: schemaOf(Me),
         UserList: schemaOf(UserList),
         Right: schemaOf(Right),
         RightList: schemaOf(RightList),

@@ -448,6 +448,18 @@ export const ROUTES = [
     summary: 'Read a user of the directory (any authenticated caller; a Bearer token only for its own user)',
     responses: { '200': { description: 'The user', content: json('User') } },
   },
+  {
+    operationId: 'getMe',
+    method: 'GET',
+    path: '/id/me',
+    owner: 'gateway',
+    caller: 'client',
+    bearer: 'any',
+    json: true,
+    tag: 'users',
+    summary: 'The caller as the gateway sees it: kind, id, client, provider, staff level and grantors, scopes',
+    responses: { '200': { description: 'The caller', content: json('Me') } },
+  },
   adminRoute({
     owner: 'gateway',
     tag: 'users',

@@ -43,5 +43,27 @@ export const UserView = z.object({
   createdAt: z.iso.datetime({ offset: true }),
 });
 
+/**
+ * The caller as the gateway sees it (`GET /id/me`, docs/api.md "Who is calling"): what kind of
+ * principal, who (a client's id, a user's connectId, a staff member's `sub` at their provider),
+ * through which client and provider, and what it may do. The console shows and hides its
+ * controls by it, so that the gateway's mapping of a provider's claims exists once.
+ */
+export const Me = z.object({
+  kind: z.enum(['client', 'user', 'staff']),
+  id: z.string(),
+  clientId: z.string().nullable(),
+  grantorId: z.string().nullable(),
+  admin: z.boolean(),
+  /** The identity provider whose token established it; null for Basic credentials. */
+  issuer: z.string().nullable(),
+  name: z.string().nullable(),
+  /** A staff member's level and grantors (none for an admin); null for anyone else. */
+  staff: z.object({ level: z.enum(['read', 'write', 'admin']), grantors: z.array(z.string()) }).nullable(),
+  /** What a token may do (its scopes); empty for Basic credentials and staff, whom scopes do not limit. */
+  scopes: z.array(z.string()),
+});
+export type Me = z.infer<typeof Me>;
+
 /** A page of the directory, in connectId order (admins). */
 export const UserList = z.object({ users: z.array(UserView) });

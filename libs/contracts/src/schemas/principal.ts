@@ -25,6 +25,8 @@ export interface Principal {
   staff?: { grantors: string[]; write: boolean };
   /** The person who acts, when one does: a staff member, named as their identity provider names them. */
   person?: Person;
+  /** The identity provider whose token established it (a Bearer caller); the gateway's alone. */
+  issuer?: string;
 }
 
 /** A person acting through a token of an identity provider. */

@@ -193,7 +193,7 @@ export class Authenticator {
     // An admin client is named only by an issuer that lists it by id; to any other it is unknown.
     if (!client || (client.admin && !access.clientListed)) throw refuse('unknown client');
     // Client credentials: the client itself, as its Basic credentials would be, within the token's scopes.
-    if (access.clientCredentials) return { ...principalOf(client), limitedTo: access.scopes };
+    if (access.clientCredentials) return { ...principalOf(client), limitedTo: access.scopes, issuer: access.issuer };
     return {
       clientId: client.clientId,
       grantorId: client.grantorId,
@@ -201,6 +201,7 @@ export class Authenticator {
       scheme: 'bearer',
       scopes: access.scopes,
       subject: access.subject,
+      issuer: access.issuer,
     };
   }
 }

@@ -1,6 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import type { IssuerEntry } from '../auth/issuers';
 
 /**
  * The console (docs/console.md): a single page the gateway serves at `/console`, its script and
@@ -17,8 +16,6 @@ export interface ConsoleOptions {
   issuer: string | undefined;
   /** CONSOLE_CLIENT_ID: the console's public client at that provider. */
   clientId: string;
-  /** The gateway's entry for that issuer, whose staff roles the page reads from tokens. */
-  entry: IssuerEntry | undefined;
 }
 
 export interface ConsolePage {
@@ -52,19 +49,12 @@ export function consolePage(options: ConsoleOptions): ConsolePage {
       { type: TYPES[path.extname(name)]!, body: readFileSync(path.join(options.dist, 'assets', name)) },
     ]),
   );
-  const staff = options.entry?.staff;
+  // The page asks the gateway who signed in (`GET /id/me`): it needs nothing of the issuer's claims.
   const config = {
     apiBaseUrl: options.publicBaseUrl,
     issuer: options.issuer ?? null,
     clientId: options.clientId,
     redirectUri: `${options.publicBaseUrl}/console`,
-    staff: {
-      rolesClaim: options.entry?.claims.roles ?? 'roles',
-      grantorClaim: staff?.grantor ?? 'grantor',
-      read: staff?.read ?? '',
-      write: staff?.write ?? '',
-      admin: staff?.admin ?? '',
-    },
   };
   const page = `<!doctype html>
 <html lang="en">

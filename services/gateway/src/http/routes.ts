@@ -44,6 +44,7 @@ import type { Forwarding } from '../app/forwarding';
 import type { Entitlements } from '../app/entitlements';
 import type { AuditLog } from '../app/audit';
 import { grantorOfBody, isAudited, reasonOf, type AuditQuery } from '../domain/audit';
+import { meOf } from '../domain/me';
 import type { AuditedRequests } from './audited';
 import { budgetOf, classify, type Operation, type Refusal } from '../domain/access';
 import type { TrustedProxies } from '../domain/source-address';
@@ -323,6 +324,10 @@ export function gatewayRoutes(options: GatewayRoutesOptions): RequestHandler {
     },
     getUser: async (req, res) => {
       sendJson(res, userView(await administration.user(connectIdParam(req))));
+    },
+    getMe: (_req, res) => {
+      res.setHeader('Cache-Control', 'no-store');
+      sendJson(res, meOf(principalOf(res)!));
     },
     putUser: async (req, res) => {
       const created = await administration.registerUser(principalOf(res), connectIdParam(req));
