@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 // never lets it speak for another tenant. Four providers, as a two-grantor platform runs them:
 // acme's (its client and its staff), globex's (its client only), one trusted for any client
 // ("*"), and the platform's own (its admin client by id, operators of every grantor). Each test
-// reproduces a request of the red team's report (issue 71), from an address of its own (the
+// reproduces a request that once crossed a lane (docs/decisions/0081), from an address of its own (the
 // gateway trusts the loopback proxy), so that one test's refused tokens spend no other's budget.
 const acmeIdp = new TokenIssuer({ issuer: 'self', path: '/realms/acme' });
 const globexIdp = new TokenIssuer({ issuer: 'self', path: '/globex' });

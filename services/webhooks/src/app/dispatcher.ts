@@ -83,6 +83,13 @@ interface Lane {
   attemptMs: number | null;
 }
 
+/**
+ * Whose backlog an endpoint's deliveries count in: its grantor's; the admins' endpoints are one
+ * party, and a deleted endpoint (its deliveries fail at once) is its own.
+ */
+const backlogKey = (endpointId: string, grantor: string | null | undefined) =>
+  grantor === undefined ? `deleted ${endpointId}` : grantor === null ? 'admins' : `grantor ${grantor}`;
+
 /** Endpoints whose grantor is remembered (it never changes): more are forgotten and read again. */
 const GRANTORS_KEPT = 100_000;
 
@@ -262,13 +269,7 @@ export class Dispatcher {
     if (unknown.length === 0) return;
     const read = await Promise.all(unknown.map((id) => this.endpoints.grantorOf(id)));
     if (this.grantors.size + unknown.length > GRANTORS_KEPT) this.grantors.clear();
-    // The admins' endpoints are one party; a deleted endpoint (its deliveries fail at once) its own.
-    unknown.forEach((id, i) =>
-      this.grantors.set(
-        id,
-        read[i] === undefined ? `deleted ${id}` : read[i] === null ? 'admins' : `grantor ${read[i]}`,
-      ),
-    );
+    unknown.forEach((id, i) => this.grantors.set(id, backlogKey(id, read[i])));
   }
 
   private laneOf(endpointId: string): Lane {
@@ -277,7 +278,7 @@ export class Dispatcher {
       lane = {
         waiting: [],
         active: 0,
-        grantor: this.grantors.get(endpointId) ?? `deleted ${endpointId}`,
+        grantor: this.grantors.get(endpointId) ?? backlogKey(endpointId, undefined),
         attemptMs: null,
       };
       this.lanes.set(endpointId, lane);

@@ -43,7 +43,7 @@ export interface SendResult {
  * endpoint answering gigabytes must not make the dispatcher read them. A longer body ends its
  * connection instead of being read to its end.
  */
-export const MAX_ANSWER_BYTES = 4 * 1024;
+const MAX_ANSWER_BYTES = 4 * 1024;
 /** A pool not used for this long is closed (its endpoint idle, deleted, or its lanes elsewhere). */
 const IDLE_POOL_MS = 60_000;
 
